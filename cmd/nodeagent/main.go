@@ -1,0 +1,83 @@
+// Command nodeagent is a kubelet-like node agent for ConfigMap volumes, and
+// the tool that measures how such agents load the apiserver.
+//
+// Usage:
+//
+//	nodeagent <command> [flags]
+//
+// Each command owns a pflag.FlagSet; `nodeagent <command> --help` lists it.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/spf13/pflag"
+)
+
+// command is one subcommand of nodeagent.
+type command struct {
+	summary string
+	// run parses args with its own flag set and does the work. Output goes
+	// to stdout; a returned error is printed once by main.
+	run func(args []string, stdout io.Writer) error
+}
+
+var commands = map[string]command{
+	"version": {summary: "Print the version of this binary", run: runVersion},
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "nodeagent: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := cmd.run(args[1:], stdout); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "nodeagent %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "nodeagent keeps pods' ConfigMap volumes on a node's disk the way the kubelet does,")
+	fmt.Fprintln(w, "and measures the ConfigMap GET load such agents put on the apiserver and etcd.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage:\n  nodeagent <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'nodeagent <command> --help' for the flags of a command.")
+}
+
+// newFlagSet returns a flag set that prints a usage line naming the command
+// and reports parse errors instead of exiting, so main prints them once.
+func newFlagSet(name, synopsis string, out io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "%s\n\nUsage:\n  nodeagent %s [flags]\n\nFlags:\n%s", synopsis, name, fs.FlagUsages())
+	}
+	return fs
+}

@@ -1,0 +1,54 @@
+package controlplane
+
+import (
+	"path/filepath"
+	"strconv"
+)
+
+// etcdArgs runs a single-member etcd on loopback. fsync is off: the data is
+// thrown away after the run, and fsync on a shared CI disk would dominate
+// the latency that the apiserver's metrics report.
+func etcdArgs(dir, clientURL, peerURL string) []string {
+	return []string{
+		"--name=nodeagent",
+		"--data-dir=" + filepath.Join(dir, "etcd-data"),
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=nodeagent=" + peerURL,
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	}
+}
+
+// apiserverArgs configures kube-apiserver the way a real cluster is
+// configured where it matters to nodeagent (RBAC, service accounts, client
+// certificates, default watch cache and request limits), and leaves out what
+// needs other components.
+func apiserverArgs(c *credentials, etcdURL string, port int) []string {
+	return []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		// No --tls-cert-file: the apiserver generates a self-signed
+		// serving certificate here at its first start and reuses it after.
+		"--cert-dir=" + c.servingCertDir,
+		"--client-ca-file=" + c.clientCAFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + c.serviceAccountPub,
+		"--service-account-signing-key-file=" + c.serviceAccountKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// There is no controller-manager to create each namespace's default
+		// ServiceAccount, so pods could not be admitted with this plugin on.
+		"--disable-admission-plugins=ServiceAccount",
+		// The endpoint reconciler would publish 127.0.0.1 as the kubernetes
+		// Service's endpoint, which Endpoints validation rejects.
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--v=1",
+	}
+}

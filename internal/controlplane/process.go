@@ -1,0 +1,137 @@
+package controlplane
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one control-plane binary that can be started, stopped and
+// started again with the same arguments. Its stdout and stderr are appended
+// to one log file that survives restarts.
+type process struct {
+	name    string
+	path    string
+	args    []string
+	logPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	err    error         // cmd's exit status, valid once exited is closed
+}
+
+func (p *process) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return fmt.Errorf("%s is already running", p.name)
+	}
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logFile, "=== %s starting at %s: %s %s\n", p.name, time.Now().Format(time.RFC3339), p.path, strings.Join(p.args, " "))
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Its own process group, so that a terminal's Ctrl-C reaches only us
+		// and we decide the order of shutdown.
+		Setpgid: true,
+		// If this process dies without calling stop (a test binary killed
+		// by a timeout), the kernel kills the child: nothing is left behind.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting %s: %w", p.name, err)
+	}
+	exited := make(chan struct{})
+	p.cmd, p.exited = cmd, exited
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+// running reports whether the process was started and has not exited.
+func (p *process) running() bool {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// exitError returns why the process exited, or nil while it runs.
+func (p *process) exitError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited == nil {
+		return nil
+	}
+	select {
+	case <-p.exited:
+		if p.err == nil {
+			return fmt.Errorf("%s exited", p.name)
+		}
+		return fmt.Errorf("%s exited: %w", p.name, p.err)
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM, waits up to grace for the process to exit, then kills
+// its whole process group. It is a no-op for a process that is not running.
+func (p *process) stop(grace time.Duration) {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.cmd, p.exited = nil, nil
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// tail returns the last n lines of the process's log, for error messages.
+func (p *process) tail(n int) string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return lastLines(data, n)
+}
+
+func lastLines(data []byte, n int) string {
+	data = bytes.TrimRight(data, "\n")
+	lines := bytes.Split(data, []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

@@ -1,0 +1,138 @@
+// Package apimetrics scrapes Prometheus text-format metrics (the
+// kube-apiserver's /metrics, or a nodeagent's) and reads counters by name and
+// labels.
+//
+// It parses with the Prometheus text parser, so label order, escaping,
+// HELP/TYPE lines and histogram series are handled as Prometheus itself
+// handles them. A Snapshot is immutable; compare two snapshots taken at
+// different times to get a rate.
+package apimetrics
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
+)
+
+// Names of the apiserver metrics nodeagent measures.
+const (
+	// APIServerRequests counts every request the apiserver served, by verb,
+	// resource, code and more.
+	APIServerRequests = "apiserver_request_total"
+	// EtcdRequests counts the apiserver's requests to etcd, by operation,
+	// group and resource. A GET served from the watch cache is not counted.
+	EtcdRequests = "etcd_requests_total"
+)
+
+// Snapshot is the set of metric families read at one instant.
+type Snapshot struct {
+	Time     time.Time
+	families map[string]*dto.MetricFamily
+}
+
+// Parse reads Prometheus text exposition format.
+func Parse(r io.Reader, at time.Time) (*Snapshot, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics: %w", err)
+	}
+	return &Snapshot{Time: at, families: families}, nil
+}
+
+// ScrapeAPIServer reads the apiserver's /metrics through client, which
+// must be authorized for the non-resource URL /metrics (cluster-admin is).
+func ScrapeAPIServer(ctx context.Context, client rest.Interface) (*Snapshot, error) {
+	at := time.Now()
+	data, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the apiserver's /metrics: %w", err)
+	}
+	return Parse(strings.NewReader(string(data)), at)
+}
+
+// ScrapeURL reads metrics from a plain HTTP endpoint, such as an agent's.
+func ScrapeURL(ctx context.Context, client *http.Client, url string) (*Snapshot, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	at := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading %s: HTTP %d", url, resp.StatusCode)
+	}
+	return Parse(resp.Body, at)
+}
+
+// Sum adds the values of every series of the named counter, gauge or
+// untyped metric whose labels include all of match. A missing metric sums
+// to 0: the apiserver registers a series only when it first counts.
+func (s *Snapshot) Sum(name string, match map[string]string) float64 {
+	family, ok := s.families[name]
+	if !ok {
+		return 0
+	}
+	var total float64
+	for _, m := range family.GetMetric() {
+		if !labelsMatch(m.GetLabel(), match) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			total += m.Counter.GetValue()
+		case m.Gauge != nil:
+			total += m.Gauge.GetValue()
+		case m.Untyped != nil:
+			total += m.Untyped.GetValue()
+		}
+	}
+	return total
+}
+
+// Has reports whether the snapshot holds a metric family of that name.
+func (s *Snapshot) Has(name string) bool {
+	_, ok := s.families[name]
+	return ok
+}
+
+// APIServerConfigMapGets is apiserver_request_total{resource="configmaps",
+// verb="GET"}, over all codes: every single-object ConfigMap GET the
+// apiserver answered, whether from its watch cache or from etcd.
+func (s *Snapshot) APIServerConfigMapGets() float64 {
+	return s.Sum(APIServerRequests, map[string]string{"resource": "configmaps", "verb": "GET"})
+}
+
+// EtcdConfigMapGets is etcd_requests_total{resource="configmaps",
+// operation="get"}: ConfigMap reads that reached etcd.
+func (s *Snapshot) EtcdConfigMapGets() float64 {
+	return s.Sum(EtcdRequests, map[string]string{"resource": "configmaps", "operation": "get"})
+}
+
+func labelsMatch(labels []*dto.LabelPair, match map[string]string) bool {
+	for key, want := range match {
+		found := false
+		for _, l := range labels {
+			if l.GetName() == key {
+				found = l.GetValue() == want
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
