@@ -1,0 +1,221 @@
+package configmapcache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// Strategy is how changes to ConfigMaps are detected (see the package doc).
+type Strategy string
+
+const (
+	StrategyGet   Strategy = "get"
+	StrategyCache Strategy = "cache"
+	StrategyWatch Strategy = "watch"
+)
+
+// Invalidation is when the cache strategy drops a cached object.
+type Invalidation string
+
+const (
+	// InvalidateEverySync is the kubelet before kubernetes#120255.
+	InvalidateEverySync Invalidation = "every-sync"
+	// InvalidateFirstReference is the kubelet from v1.29 on.
+	InvalidateFirstReference Invalidation = "first-reference"
+)
+
+// Strategies and Invalidations list the valid values, for flag help.
+var (
+	Strategies    = []Strategy{StrategyGet, StrategyCache, StrategyWatch}
+	Invalidations = []Invalidation{InvalidateEverySync, InvalidateFirstReference}
+)
+
+// Lookup outcomes of the cache strategy, for metrics.
+const (
+	LookupFresh       = "fresh"       // served from the cache, no GET
+	LookupExpired     = "expired"     // older than the TTL: GET at resourceVersion "0"
+	LookupInvalidated = "invalidated" // dropped by a new reference: quorum GET
+	LookupMiss        = "miss"        // never fetched, or the last fetch failed: quorum GET
+)
+
+// Recorder receives the manager's measurements. Declared here so that this
+// package does not depend on Prometheus; a nil Recorder records nothing.
+type Recorder interface {
+	// GetSent counts a GET sent to the apiserver; resourceVersion is "0"
+	// or "" (a quorum read).
+	GetSent(strategy Strategy, resourceVersion string)
+	// Lookup counts a cache-strategy read by outcome.
+	Lookup(outcome string)
+}
+
+// Options configure New.
+type Options struct {
+	Strategy     Strategy
+	Invalidation Invalidation
+	Client       kubernetes.Interface
+	// Clock decides freshness; nil means the real clock.
+	Clock clock.Clock
+	// TTL returns the current cache TTL; nil means one minute. Called on
+	// every freshness check.
+	TTL func() time.Duration
+	// Recorder is optional.
+	Recorder Recorder
+	// OnChange, optional, is called by the watch strategy after a watched
+	// ConfigMap was added, changed or deleted, so that the agent can
+	// remount the pods that use it without waiting for their next sync.
+	OnChange func(namespace, name string)
+}
+
+// Manager is the agent's source of ConfigMaps.
+type Manager interface {
+	// GetConfigMap returns the ConfigMap as this strategy knows it. The
+	// name must be referenced by a registered pod.
+	GetConfigMap(namespace, name string) (*corev1.ConfigMap, error)
+	// RegisterPod records the ConfigMaps a pod references; it is called on
+	// every pod sync.
+	RegisterPod(pod *corev1.Pod)
+	// UnregisterPod drops the pod's references.
+	UnregisterPod(pod *corev1.Pod)
+}
+
+// New returns a Manager for opts.Strategy.
+func New(opts Options) (Manager, error) {
+	if opts.Client == nil {
+		return nil, fmt.Errorf("configmapcache: a client is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.TTL == nil {
+		opts.TTL = func() time.Duration { return time.Minute }
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = nopRecorder{}
+	}
+	get := newGetter(opts.Client, opts.Strategy, opts.Recorder)
+	switch opts.Strategy {
+	case StrategyGet:
+		return getManager{get: get}, nil
+	case StrategyCache:
+		switch opts.Invalidation {
+		case InvalidateEverySync, InvalidateFirstReference:
+		default:
+			return nil, fmt.Errorf("configmapcache: unknown invalidation %q (want one of %v)", opts.Invalidation, Invalidations)
+		}
+		return newRegistry(newTTLStore(get, opts.Clock, opts.TTL, opts.Recorder), opts.Invalidation), nil
+	case StrategyWatch:
+		// Adding a watch reference never drops data, so the invalidation
+		// mode makes no difference here; first-reference keeps the counts
+		// simple.
+		return newRegistry(newWatchStore(opts.Client, opts.OnChange), InvalidateFirstReference), nil
+	default:
+		return nil, fmt.Errorf("configmapcache: unknown strategy %q (want one of %v)", opts.Strategy, Strategies)
+	}
+}
+
+// getFunc reads one ConfigMap from the apiserver.
+type getFunc func(namespace, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
+
+// getTimeout bounds one GET, so that a dead apiserver fails a mount instead
+// of hanging the volume's operation.
+const getTimeout = 30 * time.Second
+
+func newGetter(client kubernetes.Interface, strategy Strategy, rec Recorder) getFunc {
+	return func(namespace, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+		rec.GetSent(strategy, opts.ResourceVersion)
+		ctx, cancel := context.WithTimeout(context.Background(), getTimeout)
+		defer cancel()
+		return client.CoreV1().ConfigMaps(namespace).Get(ctx, name, opts)
+	}
+}
+
+// getManager is strategy get: no state at all.
+type getManager struct{ get getFunc }
+
+func (m getManager) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+	return m.get(namespace, name, metav1.GetOptions{})
+}
+func (getManager) RegisterPod(*corev1.Pod)   {}
+func (getManager) UnregisterPod(*corev1.Pod) {}
+
+// referenceStore is what the registry needs of a strategy's store.
+type referenceStore interface {
+	AddReference(namespace, name string)
+	DeleteReference(namespace, name string)
+	Get(namespace, name string) (*corev1.ConfigMap, error)
+}
+
+// registry turns pod registrations into store references, with the
+// invalidation behaviour chosen.
+type registry struct {
+	store        referenceStore
+	invalidation Invalidation
+
+	mu   sync.Mutex
+	pods map[types.UID]*corev1.Pod
+}
+
+func newRegistry(store referenceStore, invalidation Invalidation) *registry {
+	return &registry{store: store, invalidation: invalidation, pods: map[types.UID]*corev1.Pod{}}
+}
+
+func (r *registry) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+	return r.store.Get(namespace, name)
+}
+
+func (r *registry) RegisterPod(pod *corev1.Pod) {
+	names := ReferencedNames(pod)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.pods[pod.UID]
+	r.pods[pod.UID] = pod
+	prevNames := sets.New[string]()
+	if prev != nil {
+		prevNames = ReferencedNames(prev)
+	}
+	if r.invalidation == InvalidateEverySync {
+		// Before #120255: add every name again, then drop the previous
+		// version's references. The count stays the same; the cached
+		// objects are gone.
+		for name := range names {
+			r.store.AddReference(pod.Namespace, name)
+		}
+		for name := range prevNames {
+			r.store.DeleteReference(pod.Namespace, name)
+		}
+		return
+	}
+	for name := range names.Difference(prevNames) {
+		r.store.AddReference(pod.Namespace, name)
+	}
+	for name := range prevNames.Difference(names) {
+		r.store.DeleteReference(pod.Namespace, name)
+	}
+}
+
+func (r *registry) UnregisterPod(pod *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.pods[pod.UID]
+	if prev == nil {
+		return
+	}
+	delete(r.pods, pod.UID)
+	for name := range ReferencedNames(prev) {
+		r.store.DeleteReference(prev.Namespace, name)
+	}
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) GetSent(Strategy, string) {}
+func (nopRecorder) Lookup(string)            {}

@@ -1,0 +1,52 @@
+package ttl
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestReader(t *testing.T) {
+	annotated := func(value string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{Annotation: value}}}
+	}
+	tests := []struct {
+		name string
+		node *corev1.Node
+		err  error
+		want time.Duration
+	}{
+		{"annotation in seconds", annotated("300"), nil, 300 * time.Second},
+		{"zero is a real TTL of zero", annotated("0"), nil, 0},
+		{"missing annotation", &corev1.Node{}, nil, DefaultTTL},
+		{"unparsable", annotated("5m"), nil, DefaultTTL},
+		{"negative", annotated("-15"), nil, DefaultTTL},
+		{"empty", annotated(""), nil, DefaultTTL},
+		{"node not known", nil, errors.New("node \"n\" not found"), DefaultTTL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Reader(func() (*corev1.Node, error) { return tt.node, tt.err })()
+			if got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The annotation is read on every call: a change by the TTL controller
+// applies at the next freshness check.
+func TestReaderFollowsChanges(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{Annotation: "15"}}}
+	read := Reader(func() (*corev1.Node, error) { return node, nil })
+	if got := read(); got != 15*time.Second {
+		t.Fatalf("got %v, want 15s", got)
+	}
+	node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{Annotation: "30"}}}
+	if got := read(); got != 30*time.Second {
+		t.Fatalf("after change: got %v, want 30s", got)
+	}
+}
