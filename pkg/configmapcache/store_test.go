@@ -197,4 +197,3 @@ func TestRecorderSeesEveryGetAndLookup(t *testing.T) {
 		t.Errorf("recorded GETs %v differ from GETs the client sent %v", rec.gets, got)
 	}
 }
-

@@ -1,0 +1,71 @@
+package atomicwriter
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+)
+
+const (
+	maxPathLength    = 4096
+	maxElementLength = 255
+)
+
+// ValidatePath checks one payload path against the rules of the kubelet's
+// writer: not empty, relative, at most 4096 bytes, no ".." element, no
+// element longer than 255 bytes, and a first element that does not start
+// with ".." (names like ..data belong to the writer).
+func ValidatePath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("invalid path: must not be empty")
+	case len(p) > maxPathLength:
+		return fmt.Errorf("invalid path %.40q...: longer than %d bytes", p, maxPathLength)
+	case path.IsAbs(p):
+		return fmt.Errorf("invalid path %q: must be relative", p)
+	}
+	elements := strings.Split(p, "/")
+	for _, e := range elements {
+		if e == ".." {
+			return fmt.Errorf("invalid path %q: must not contain '..'", p)
+		}
+		if len(e) > maxElementLength {
+			return fmt.Errorf("invalid path %q: element %.20q... is longer than %d bytes", p, e, maxElementLength)
+		}
+	}
+	if strings.HasPrefix(elements[0], "..") {
+		return fmt.Errorf("invalid path %q: must not start with '..'", p)
+	}
+	return nil
+}
+
+// validatePayloadPaths checks every path, and then what the API accepts but
+// a directory tree cannot hold: a path that names the volume itself ("."),
+// two paths that name one file ("x" and "./x"), and a path that is both a
+// file and a directory ("a" and "a/b"). It returns the cleaned paths.
+func validatePayloadPaths(paths []string) (map[string]string, error) {
+	cleaned := make(map[string]string, len(paths)) // clean -> original
+	sort.Strings(paths)                            // deterministic error messages
+	for _, p := range paths {
+		if err := ValidatePath(p); err != nil {
+			return nil, err
+		}
+		c := path.Clean(p)
+		if c == "." {
+			return nil, fmt.Errorf("invalid path %q: names the volume directory itself, not a file", p)
+		}
+		if other, dup := cleaned[c]; dup {
+			return nil, fmt.Errorf("conflicting paths %q and %q: both name the file %q", other, p, c)
+		}
+		cleaned[c] = p
+	}
+	for c, p := range cleaned {
+		for dir := path.Dir(c); dir != "."; dir = path.Dir(dir) {
+			if other, clash := cleaned[dir]; clash {
+				return nil, fmt.Errorf("conflicting paths %q and %q: %q cannot be both a file and a directory", other, p, dir)
+			}
+		}
+	}
+	return cleaned, nil
+}

@@ -1,0 +1,293 @@
+// Package atomicwriter writes a set of files into a volume directory so that
+// readers see either the whole old set or the whole new set, never a mix,
+// with the kubelet's on-disk layout (SPEC §4):
+//
+//	<dir>/..2026_11_22_02_06_44.3479019008/   a generation: the files themselves
+//	<dir>/..data -> ..2026_11_22_02_06_44.3479019008
+//	<dir>/<top-level name> -> ..data/<top-level name>
+//
+// A generation directory is never changed once ..data points at it; a new
+// payload is written into a new one, and one rename(2) of a symlink
+// switches readers from the old generation to the new.
+//
+// Beyond the kubelet, a Write repairs what a crash can leave behind: a stale
+// ..data_tmp symlink (which makes every kubelet write fail), generation
+// directories that ..data does not point at (half-written or not cleaned
+// up), and dangling or missing top-level symlinks. A failed Write (disk
+// full, permissions) removes its partial generation and leaves the previous
+// one in place and readable.
+//
+// A Writer is not safe for concurrent use on one directory; the volume
+// manager runs one operation per volume at a time.
+package atomicwriter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+const (
+	dataDirName    = "..data"
+	newDataDirName = "..data_tmp"
+)
+
+// FileProjection is one file of a payload.
+type FileProjection struct {
+	Data []byte
+	Mode int32
+}
+
+// Write makes dir hold exactly payload (paths relative to dir). It reports
+// whether it switched to a new generation. A payload that differs from the
+// current generation only in file modes writes nothing, as in the kubelet.
+func Write(dir string, payload map[string]FileProjection) (changed bool, err error) {
+	// (1) Validate every path before touching the disk.
+	paths := make([]string, 0, len(payload))
+	for p := range payload {
+		paths = append(paths, p)
+	}
+	cleaned, err := validatePayloadPaths(paths)
+	if err != nil {
+		return false, err
+	}
+	files := make(map[string]FileProjection, len(cleaned))
+	for clean, original := range cleaned {
+		files[clean] = payload[original]
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+
+	// (2) Find the current generation, if any.
+	oldGen, err := currentGeneration(dir)
+	if err != nil {
+		return false, err
+	}
+
+	// (3) Compare it with the payload.
+	needWrite := oldGen == ""
+	if !needWrite {
+		same, err := generationEquals(filepath.Join(dir, oldGen), files)
+		if err != nil {
+			return false, err
+		}
+		needWrite = !same
+	}
+
+	if needWrite {
+		// (4) Write the payload into a new generation directory.
+		newGen, err := writeGeneration(dir, files)
+		if err != nil {
+			return false, err
+		}
+		// (5) Point ..data_tmp at it, replacing a stale one left by a crash.
+		tmpLink := filepath.Join(dir, newDataDirName)
+		if err := os.Remove(tmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			os.RemoveAll(filepath.Join(dir, newGen))
+			return false, err
+		}
+		if err := os.Symlink(newGen, tmpLink); err != nil {
+			os.RemoveAll(filepath.Join(dir, newGen))
+			return false, err
+		}
+		// (6) Rename it over ..data: the atomic switch.
+		if err := os.Rename(tmpLink, filepath.Join(dir, dataDirName)); err != nil {
+			os.Remove(tmpLink)
+			os.RemoveAll(filepath.Join(dir, newGen))
+			return false, err
+		}
+		oldGen = newGen
+		changed = true
+	}
+
+	// (7) Make the top-level entries match: a symlink into ..data for each
+	// top-level name of the payload, nothing else. (8) Remove every
+	// generation but the current one. Both also repair crash leftovers, so
+	// they run even when nothing was written.
+	if err := syncTopLevel(dir, files); err != nil {
+		return changed, err
+	}
+	return changed, removeOtherGenerations(dir, oldGen)
+}
+
+// currentGeneration returns the generation ..data points at, or "" if
+// there is none usable (never written, or a dangling link after a crash).
+func currentGeneration(dir string) (string, error) {
+	target, err := os.Readlink(filepath.Join(dir, dataDirName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(filepath.Join(dir, target)); err != nil || !info.IsDir() {
+		return "", nil
+	}
+	return target, nil
+}
+
+// generationEquals reports whether genDir holds exactly files, byte for byte.
+func generationEquals(genDir string, files map[string]FileProjection) (bool, error) {
+	seen := 0
+	same := true
+	err := filepath.WalkDir(genDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(genDir, p)
+		want, ok := files[filepath.ToSlash(rel)]
+		if !ok {
+			same = false
+			return filepath.SkipAll
+		}
+		got, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, want.Data) {
+			same = false
+			return filepath.SkipAll
+		}
+		seen++
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return same && seen == len(files), nil
+}
+
+// writeGeneration writes files into a new timestamped directory and syncs
+// them to disk, so that the switch never exposes unwritten data.
+func writeGeneration(dir string, files map[string]FileProjection) (string, error) {
+	genDir, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	if err != nil {
+		return "", err
+	}
+	fail := func(err error) (string, error) {
+		os.RemoveAll(genDir)
+		return "", err
+	}
+	if err := os.Chmod(genDir, 0o755); err != nil {
+		return fail(err)
+	}
+	for p, f := range files {
+		full := filepath.Join(genDir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fail(err)
+		}
+		if err := writeFileHook(full, f.Data, os.FileMode(f.Mode)&os.ModePerm); err != nil {
+			return fail(fmt.Errorf("writing %s: %w", p, err))
+		}
+	}
+	return filepath.Base(genDir), nil
+}
+
+// writeFileHook is replaced in tests to fail a write midway, as a full disk
+// would.
+var writeFileHook = writeFileSynced
+
+func writeFileSynced(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return err
+	}
+	// The process umask may have cleared bits the payload asks for.
+	return os.Chmod(path, mode)
+}
+
+// syncTopLevel creates a symlink <name> -> ..data/<name> for each top-level
+// name of files and removes every other user-visible entry.
+func syncTopLevel(dir string, files map[string]FileProjection) error {
+	want := map[string]bool{}
+	for p := range files {
+		want[strings.SplitN(p, "/", 2)[0]] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, "..") {
+			continue // the writer's own entries
+		}
+		target, err := os.Readlink(filepath.Join(dir, name))
+		if want[name] && err == nil && target == filepath.Join(dataDirName, name) {
+			delete(want, name) // already right
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	for name := range want {
+		if err := os.Symlink(filepath.Join(dataDirName, name), filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeOtherGenerations removes generation directories other than keep,
+// and a stale ..data_tmp.
+func removeOtherGenerations(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		if name == dataDirName || name == keep || !strings.HasPrefix(name, "..") {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReadCurrent returns the files of the current generation, for debugging
+// and verification. A directory never written returns an empty map.
+func ReadCurrent(dir string) (map[string][]byte, error) {
+	gen, err := currentGeneration(dir)
+	if err != nil || gen == "" {
+		return map[string][]byte{}, err
+	}
+	genDir := filepath.Join(dir, gen)
+	files := map[string][]byte{}
+	err = filepath.WalkDir(genDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(genDir, p)
+		files[filepath.ToSlash(rel)] = data
+		return nil
+	})
+	return files, err
+}
