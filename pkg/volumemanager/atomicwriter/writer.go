@@ -291,3 +291,26 @@ func ReadCurrent(dir string) (map[string][]byte, error) {
 	})
 	return files, err
 }
+
+// Repair fixes crash leftovers in dir without a payload, as the agent does
+// at start-up: the current generation's top-level names get their symlinks
+// and nothing else stays visible; other generations and a stale ..data_tmp
+// go. A directory without a usable generation is left for the next Write.
+func Repair(dir string) error {
+	gen, err := currentGeneration(dir)
+	if err != nil || gen == "" {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, gen))
+	if err != nil {
+		return err
+	}
+	topLevel := make(map[string]FileProjection, len(entries))
+	for _, e := range entries {
+		topLevel[e.Name()] = FileProjection{}
+	}
+	if err := syncTopLevel(dir, topLevel); err != nil {
+		return err
+	}
+	return removeOtherGenerations(dir, gen)
+}

@@ -1,0 +1,85 @@
+package volumemanager
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
+)
+
+// reconstruct rebuilds the actual state from the volume directories under
+// the root dir, repairing crash leftovers in each, and returns how many it
+// found. A reconstructed volume has no pod until its pod's first sync, which
+// flags it for a remount.
+func (m *Manager) reconstruct() (int, error) {
+	pattern := filepath.Join(m.opts.RootDir, "pods", "*", "volumes", pluginDir, "*")
+	dirs, err := filepath.Glob(pattern)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, dir := range dirs {
+		info, err := os.Stat(dir)
+		if err != nil || !info.IsDir() {
+			continue
+		}
+		if err := atomicwriter.Repair(dir); err != nil {
+			errs = append(errs, err)
+		}
+		files, err := atomicwriter.ReadCurrent(dir)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		podUID := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir))))
+		key := volumeKey{types.UID(podUID), filepath.Base(dir)}
+		m.actual[key] = &mountedVolume{key: key, dir: dir, mountedAt: info.ModTime(), contentHash: contentHash(files)}
+	}
+	m.notifyChanged()
+	return len(dirs), errors.Join(errs...)
+}
+
+// RemoveOrphanedPodDirs deletes <root>/pods/<uid> for every pod that is not
+// active, not desired and has no volume on disk: what is left of a pod
+// after its teardown, or of a pod deleted while the agent was down.
+func (m *Manager) RemoveOrphanedPodDirs() (removed int, err error) {
+	active, synced := m.opts.ActivePods()
+	if !synced {
+		return 0, nil
+	}
+	entries, err := os.ReadDir(filepath.Join(m.opts.RootDir, "pods"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	inUse := sets.New[types.UID]()
+	for key := range m.actual {
+		inUse.Insert(key.podUID)
+	}
+	for key := range m.pending {
+		inUse.Insert(key.podUID)
+	}
+	var errs []error
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if _, desired := m.desired[uid]; desired || active.Has(uid) || inUse.Has(uid) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}

@@ -1,0 +1,306 @@
+// Package volumemanager keeps the ConfigMap volumes of a node's pods on disk,
+// with the kubelet's structure (SPEC §3):
+//
+//   - a desired state of world: the synced pods and the ConfigMap volumes
+//     their containers mount;
+//   - an actual state of world: the volumes on disk, each with a
+//     remountRequired flag;
+//   - a populator that every 100 ms re-reads pods marked for reprocessing
+//     (every WaitForAttachAndMount marks its pod) and flags their mounted
+//     volumes for a remount, and drops pods that are no longer active;
+//   - a reconciler that every 100 ms unmounts volumes no pod wants, mounts
+//     volumes not on disk and remounts flagged ones. Each operation runs in
+//     its own goroutine, one at a time per volume; a failed operation is
+//     retried with per-volume exponential backoff (500 ms doubling to
+//     2 m 2 s), and a success resets it.
+//
+// A mount reads the ConfigMap through ConfigMapGetter and writes it with the
+// atomic writer. Errors follow SPEC §4: a failed first mount leaves no
+// volume and emits a FailedMount event; a failed remount keeps the previous
+// content on disk (the kubelet deletes it after a failed write; nodeagent
+// does not). A missing optional ConfigMap gives an empty volume.
+//
+// On start-up Run rebuilds the actual state from disk. Volumes found there
+// are kept until the pod source has synced and their pod is known to be
+// gone, so a restart never deletes files that a pod still uses.
+package volumemanager
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// ConfigMapGetter is the ConfigMap source (configmapcache.Manager).
+type ConfigMapGetter interface {
+	GetConfigMap(namespace, name string) (*corev1.ConfigMap, error)
+}
+
+// EventRecorder emits Kubernetes events (client-go's record.EventRecorder).
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
+}
+
+// Recorder receives the volume manager's measurements.
+type Recorder interface {
+	// OperationDone records one mount, remount or unmount.
+	OperationDone(operation string, err error, duration time.Duration)
+	// VolumesMounted reports how many volumes are on disk.
+	VolumesMounted(n int)
+}
+
+// Operation names, for metrics.
+const (
+	OpMount   = "mount"
+	OpRemount = "remount"
+	OpUnmount = "unmount"
+)
+
+// Options configure New.
+type Options struct {
+	// RootDir holds pods/<uid>/volumes/kubernetes.io~configmap/<volume>.
+	RootDir    string
+	ConfigMaps ConfigMapGetter
+	// ActivePods returns the UIDs of the pods that should keep their
+	// volumes, and whether the pod source has synced. Until it has, no
+	// volume is unmounted.
+	ActivePods func() (sets.Set[types.UID], bool)
+	// Events and Recorder are optional.
+	Events   EventRecorder
+	Recorder Recorder
+	// Clock drives backoff and timestamps; nil means the real clock.
+	Clock clock.WithTicker
+	// LoopPeriod is the populator's and reconciler's period; default 100 ms.
+	LoopPeriod time.Duration
+	// MountTimeout bounds WaitForAttachAndMount; default 2 m 3 s, as in the
+	// kubelet.
+	MountTimeout time.Duration
+}
+
+// Manager is the volume manager of one node.
+type Manager struct {
+	opts    Options
+	clock   clock.WithTicker
+	backoff *flowcontrol.Backoff
+
+	mu      sync.Mutex
+	desired map[types.UID]*desiredPod
+	actual  map[volumeKey]*mountedVolume
+	pending sets.Set[volumeKey] // volumes with an operation in flight
+	failing map[volumeKey]string
+	// changed is closed and replaced whenever actual changes, to wake
+	// WaitForAttachAndMount and WaitForUnmount.
+	changed chan struct{}
+	ops     sync.WaitGroup
+}
+
+// New returns a Manager; call Run to start its loops.
+func New(opts Options) (*Manager, error) {
+	if opts.RootDir == "" || opts.ConfigMaps == nil || opts.ActivePods == nil {
+		return nil, fmt.Errorf("volumemanager: RootDir, ConfigMaps and ActivePods are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.LoopPeriod <= 0 {
+		opts.LoopPeriod = 100 * time.Millisecond
+	}
+	if opts.MountTimeout <= 0 {
+		opts.MountTimeout = 2*time.Minute + 3*time.Second
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = nopRecorder{}
+	}
+	return &Manager{
+		opts:    opts,
+		clock:   opts.Clock,
+		backoff: flowcontrol.NewFakeBackOff(500*time.Millisecond, 2*time.Minute+2*time.Second, opts.Clock),
+		desired: map[types.UID]*desiredPod{},
+		actual:  map[volumeKey]*mountedVolume{},
+		pending: sets.New[volumeKey](),
+		failing: map[volumeKey]string{},
+		changed: make(chan struct{}),
+	}, nil
+}
+
+// Run rebuilds the actual state from disk, then runs the populator and
+// the reconciler until ctx ends, and waits for operations in flight.
+func (m *Manager) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if n, err := m.reconstruct(); err != nil {
+		logger.Error(err, "Reconstructing volumes from disk failed; they will be remounted as pods sync", "rootDir", m.opts.RootDir)
+	} else {
+		logger.Info("Reconstructed volumes from disk", "volumes", n, "rootDir", m.opts.RootDir)
+	}
+	ticker := m.clock.NewTicker(m.opts.LoopPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.ops.Wait()
+			return
+		case <-ticker.C():
+			m.populate()
+			m.reconcile(ctx)
+		}
+	}
+}
+
+// WaitForAttachAndMount adds or updates pod in the desired state, marks it
+// for reprocessing (so its mounted volumes are remounted), and waits until
+// every ConfigMap volume it mounts is on disk. A volume awaiting a remount
+// counts as mounted, so in steady state this returns at once.
+func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error {
+	m.mu.Lock()
+	if dp, ok := m.desired[pod.UID]; ok {
+		dp.pod, dp.processed = pod, false
+	} else {
+		m.desired[pod.UID] = &desiredPod{pod: pod}
+	}
+	m.mu.Unlock()
+
+	want := configMapVolumes(pod)
+	return m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+		var missing []string
+		for name := range want {
+			if _, ok := m.actual[volumeKey{pod.UID, name}]; !ok {
+				missing = append(missing, name)
+			}
+		}
+		sort.Strings(missing)
+		return len(missing) == 0, m.describeMissing(pod.UID, missing)
+	})
+}
+
+// WaitForUnmount removes pod from the desired state and waits until all
+// its volumes are gone from disk.
+func (m *Manager) WaitForUnmount(ctx context.Context, pod *corev1.Pod) error {
+	m.mu.Lock()
+	delete(m.desired, pod.UID)
+	m.mu.Unlock()
+	return m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+		var left []string
+		for key := range m.actual {
+			if key.podUID == pod.UID {
+				left = append(left, key.volume)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("volumes still mounted: %v", left)
+	})
+}
+
+// RemountConfigMap flags every mounted volume of namespace/name for a
+// remount, so a change seen by a watch reaches disk without waiting for the
+// pods' next sync.
+func (m *Manager) RemountConfigMap(namespace, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, v := range m.actual {
+		if v.pod != nil && v.pod.Namespace == namespace && v.source.Name == name {
+			v.remountRequired = true
+		}
+	}
+}
+
+// waitUntil re-evaluates done (under the lock) whenever the actual state
+// changes, until it holds, ctx ends or timeout passes.
+func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done func() (bool, string)) error {
+	timer := m.clock.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		m.mu.Lock()
+		ok, why := done()
+		changed := m.changed
+		m.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", why, ctx.Err())
+		case <-timer.C():
+			return fmt.Errorf("timed out after %s: %s", timeout, why)
+		}
+	}
+}
+
+// describeMissing says which volumes are not mounted and why, if known.
+// Called with m.mu held.
+func (m *Manager) describeMissing(uid types.UID, missing []string) string {
+	parts := make([]string, 0, len(missing))
+	for _, name := range missing {
+		if why, ok := m.failing[volumeKey{uid, name}]; ok {
+			parts = append(parts, fmt.Sprintf("%s (%s)", name, why))
+		} else {
+			parts = append(parts, name)
+		}
+	}
+	return "unmounted volumes: " + strings.Join(parts, ", ")
+}
+
+// notifyChanged wakes waiters. Called with m.mu held.
+func (m *Manager) notifyChanged() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.opts.Recorder.VolumesMounted(len(m.actual))
+}
+
+// Volumes lists every volume on disk, and every desired volume that is
+// failing to mount, sorted by pod UID and volume name.
+func (m *Manager) Volumes() []VolumeStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []VolumeStatus
+	for _, v := range m.actual {
+		s := VolumeStatus{
+			PodUID: string(v.key.podUID), Volume: v.key.volume, Path: v.dir, State: "mounted",
+			ResourceVersion: v.resourceVersion, ContentHash: v.contentHash, LastError: v.lastError,
+		}
+		if v.remountRequired {
+			s.State = "remount-pending"
+		}
+		if v.pod != nil {
+			s.Pod = v.pod.Namespace + "/" + v.pod.Name
+			s.ConfigMap = v.source.Name
+		}
+		out = append(out, s)
+	}
+	for key, why := range m.failing {
+		if _, mounted := m.actual[key]; mounted {
+			continue
+		}
+		s := VolumeStatus{PodUID: string(key.podUID), Volume: key.volume, State: "mount-failing", LastError: why,
+			Path: volumeDir(m.opts.RootDir, string(key.podUID), key.volume)}
+		if dp, ok := m.desired[key.podUID]; ok {
+			s.Pod = dp.pod.Namespace + "/" + dp.pod.Name
+			if src, ok := dp.volumes[key.volume]; ok {
+				s.ConfigMap = src.Name
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].PodUID != out[j].PodUID {
+			return out[i].PodUID < out[j].PodUID
+		}
+		return out[i].Volume < out[j].Volume
+	})
+	return out
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) OperationDone(string, error, time.Duration) {}
+func (nopRecorder) VolumesMounted(int)                         {}

@@ -1,0 +1,264 @@
+package volumemanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// fakeConfigMaps is a ConfigMapGetter backed by a map, with injectable errors.
+type fakeConfigMaps struct {
+	mu   sync.Mutex
+	cms  map[string]*corev1.ConfigMap
+	errs map[string]error
+}
+
+func (f *fakeConfigMaps) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errs[name]; err != nil {
+		return nil, err
+	}
+	cm, ok := f.cms[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
+	}
+	return cm.DeepCopy(), nil
+}
+
+func (f *fakeConfigMaps) set(name string, data map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rv := 1
+	if old, ok := f.cms[name]; ok {
+		fmt.Sscan(old.ResourceVersion, &rv)
+		rv++
+	}
+	f.cms[name] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: fmt.Sprint(rv)}, Data: data}
+}
+
+func (f *fakeConfigMaps) remove(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.cms, name)
+}
+
+func (f *fakeConfigMaps) fail(name string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs[name] = err
+}
+
+type fakeEvents struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (f *fakeEvents) Eventf(_ runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, eventtype+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
+}
+
+type harness struct {
+	t      *testing.T
+	m      *Manager
+	clock  *testingclock.FakeClock
+	cms    *fakeConfigMaps
+	events *fakeEvents
+	root   string
+	active sets.Set[types.UID]
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{
+		t:      t,
+		clock:  testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)),
+		cms:    &fakeConfigMaps{cms: map[string]*corev1.ConfigMap{}, errs: map[string]error{}},
+		events: &fakeEvents{},
+		root:   t.TempDir(),
+		active: sets.New[types.UID](),
+	}
+	h.m = h.newManager()
+	return h
+}
+
+func (h *harness) newManager() *Manager {
+	m, err := New(Options{
+		RootDir: h.root, ConfigMaps: h.cms, Events: h.events, Clock: h.clock,
+		ActivePods: func() (sets.Set[types.UID], bool) { return h.active.Clone(), true },
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+// step runs one populator and one reconciler pass and waits for the
+// operations they started.
+func (h *harness) step() {
+	h.m.populate()
+	h.m.reconcile(context.Background())
+	h.m.ops.Wait()
+}
+
+// sync does what a pod sync does to the volume manager: mark the pod for
+// reprocessing; then one loop pass.
+func (h *harness) sync(pod *corev1.Pod) {
+	h.active.Insert(pod.UID)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // mark only; the wait is tested separately
+	_ = h.m.WaitForAttachAndMount(ctx, pod)
+	h.step()
+}
+
+func (h *harness) read(pod *corev1.Pod, volume, path string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(volumeDir(h.root, string(pod.UID), volume), path))
+	return string(data), err
+}
+
+func (h *harness) mustRead(pod *corev1.Pod, volume, path, want string) {
+	h.t.Helper()
+	got, err := h.read(pod, volume, path)
+	if err != nil || got != want {
+		h.t.Errorf("%s/%s: got %q, %v; want %q", volume, path, got, err, want)
+	}
+}
+
+func (h *harness) visible(pod *corev1.Pod, volume string) []string {
+	entries, err := os.ReadDir(volumeDir(h.root, string(pod.UID), volume))
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "..") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+type volumeSpec struct {
+	name, configMap string
+	optional        bool
+	items           []corev1.KeyToPath
+	unmounted       bool // no container mounts it
+}
+
+func newPod(uid string, volumes ...volumeSpec) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-" + uid, UID: types.UID(uid)}}
+	container := corev1.Container{Name: "c"}
+	for _, v := range volumes {
+		optional := v.optional
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: v.name, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: v.configMap}, Items: v.items, Optional: &optional,
+			}}})
+		if !v.unmounted {
+			container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: v.name, MountPath: "/" + v.name})
+		}
+	}
+	pod.Spec.Containers = []corev1.Container{container}
+	return pod
+}
+
+func TestMountRemountUnmount(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"a": "1", "b": "2"})
+	pod := newPod("p1", volumeSpec{name: "v", configMap: "cfg"}, volumeSpec{name: "idle", configMap: "cfg", unmounted: true})
+
+	h.sync(pod)
+	h.mustRead(pod, "v", "a", "1")
+	h.mustRead(pod, "v", "b", "2")
+	if _, err := os.Stat(volumeDir(h.root, "p1", "idle")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("a volume that no container mounts was set up")
+	}
+
+	// A change reaches disk at the next sync, not before.
+	h.cms.set("cfg", map[string]string{"a": "changed"})
+	h.step()
+	h.mustRead(pod, "v", "a", "1")
+	h.sync(pod)
+	h.mustRead(pod, "v", "a", "changed")
+	if got := h.visible(pod, "v"); fmt.Sprint(got) != "[a]" {
+		t.Errorf("visible files: got %v, want [a]", got)
+	}
+	if vs := h.m.Volumes(); len(vs) != 1 || vs[0].ResourceVersion != "2" || vs[0].State != "mounted" {
+		t.Errorf("Volumes(): got %+v", vs)
+	}
+
+	// Teardown (the pod was deleted) removes the directory.
+	h.active.Delete(pod.UID)
+	done := make(chan error)
+	go func() { done <- h.m.WaitForUnmount(context.Background(), pod) }()
+	waitFor(t, func() bool { h.step(); return len(h.m.Volumes()) == 0 })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(volumeDir(h.root, "p1", "v")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("volume directory still exists after unmount")
+	}
+	if n, err := h.m.RemoveOrphanedPodDirs(); err != nil || n != 1 {
+		t.Errorf("RemoveOrphanedPodDirs: removed %d, %v; want 1", n, err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestWaitForAttachAndMount(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	pod := newPod("p1", volumeSpec{name: "v", configMap: "cfg"})
+	h.active.Insert(pod.UID)
+	done := make(chan error, 1)
+	go func() { done <- h.m.WaitForAttachAndMount(context.Background(), pod) }()
+	waitFor(t, func() bool { h.step(); return len(h.m.Volumes()) == 1 })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Steady state: a volume awaiting its remount counts as mounted.
+	if err := h.m.WaitForAttachAndMount(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+
+	// A volume that cannot mount makes the wait fail, saying why.
+	bad := newPod("p2", volumeSpec{name: "v", configMap: "missing"})
+	h.active.Insert(bad.UID)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			h.step()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	err := h.m.WaitForAttachAndMount(ctx, bad)
+	if err == nil || !strings.Contains(err.Error(), `configmaps \"missing\" not found`) && !strings.Contains(err.Error(), `"missing" not found`) {
+		t.Errorf("got %v, want an error naming the missing ConfigMap", err)
+	}
+}
