@@ -15,7 +15,9 @@ type volumeKey struct {
 	volume string
 }
 
-func (k volumeKey) String() string { return "kubernetes.io/configmap/" + string(k.podUID) + "-" + k.volume }
+func (k volumeKey) String() string {
+	return "kubernetes.io/configmap/" + string(k.podUID) + "-" + k.volume
+}
 
 // desiredPod is one pod of the desired state of world: a pod that has been
 // synced and is not being torn down.

@@ -1,0 +1,313 @@
+// Package podworkers runs the node agent's pod syncs the way the kubelet
+// schedules them (SPEC §2).
+//
+// Guarantees:
+//   - One goroutine per pod UID runs every sync and the teardown of that
+//     pod, so a pod is never synced by two goroutines at once.
+//   - Updates coalesce: UpdatePod stores the newest update as pending and
+//     wakes the worker through a channel with a buffer of one; an update not
+//     yet delivered is replaced by a newer one. After the worker finishes a
+//     sync it always looks at the pending slot again, so the newest update
+//     is the last one synced.
+//   - After a sync the pod is due again after S + U[0, 0.5)·S on success
+//     (S is the sync frequency) or 10 s + jitter on error. A 1 s tick hands
+//     every pod whose deadline has passed to its worker with the newest
+//     version of the pod. Updates from the informer are delivered at once.
+//   - A pod that is deleted (deletion timestamp, or gone from the source)
+//     or finished (phase Succeeded or Failed) is torn down instead of synced;
+//     after a successful teardown its worker exits, and later updates for
+//     the UID are ignored until the pod leaves the source.
+//   - Housekeeping every 2 s tears down pods whose worker outlived them in
+//     the source, forgets terminated UIDs, and runs the caller's own
+//     housekeeping (removing orphaned directories).
+package podworkers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Kinds of work, for metrics.
+const (
+	KindSync     = "sync"
+	KindTeardown = "teardown"
+)
+
+// Recorder receives measurements; declared here so that this package does
+// not depend on Prometheus.
+type Recorder interface {
+	WorkDone(kind string, err error, duration time.Duration)
+}
+
+// Options configure New.
+type Options struct {
+	// Sync is the kubelet's syncPod for one pod.
+	Sync func(ctx context.Context, pod *corev1.Pod) error
+	// Teardown unmounts a deleted or finished pod's volumes and drops its
+	// references; the worker exits once it succeeds.
+	Teardown func(ctx context.Context, pod *corev1.Pod) error
+	// ListPods returns the pods bound to this node, newest versions, from
+	// the informer's cache.
+	ListPods func() []*corev1.Pod
+	// Housekeeping, optional, runs every 2 s after the workers' own.
+	Housekeeping func(ctx context.Context)
+	// SyncFrequency is S; default 1 minute.
+	SyncFrequency time.Duration
+	// ErrorBackoff is the requeue delay after a failed sync; default 10 s.
+	ErrorBackoff time.Duration
+	// Clock drives the ticks and deadlines; nil means the real clock.
+	Clock clock.WithTicker
+	// Jitter adds to a delay; default wait.Jitter(d, 0.5).
+	Jitter   func(time.Duration) time.Duration
+	Recorder Recorder
+}
+
+// PodWorkers owns the per-pod goroutines.
+type PodWorkers struct {
+	opts  Options
+	queue *workQueue
+
+	mu         sync.Mutex
+	ctx        context.Context // set by Run; nil before
+	workers    map[types.UID]*worker
+	terminated sets.Set[types.UID]
+	wg         sync.WaitGroup
+	lastTick   time.Time
+}
+
+type worker struct {
+	wake    chan struct{} // buffer of one
+	pending *update       // newest undelivered update
+	lastPod *corev1.Pod   // newest pod seen, for teardown after it left the source
+}
+
+type update struct {
+	pod      *corev1.Pod
+	teardown bool
+}
+
+// New returns PodWorkers; call Run before UpdatePod.
+func New(opts Options) *PodWorkers {
+	if opts.SyncFrequency <= 0 {
+		opts.SyncFrequency = time.Minute
+	}
+	if opts.ErrorBackoff <= 0 {
+		opts.ErrorBackoff = 10 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = func(d time.Duration) time.Duration { return wait.Jitter(d, 0.5) }
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = nopRecorder{}
+	}
+	return &PodWorkers{
+		opts:       opts,
+		queue:      newWorkQueue(opts.Clock),
+		workers:    map[types.UID]*worker{},
+		terminated: sets.New[types.UID](),
+	}
+}
+
+// ShouldTearDown reports whether a pod's volumes should go: it is being
+// deleted, or it has finished.
+func ShouldTearDown(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// UpdatePod delivers the newest version of a pod to its worker, starting
+// the worker if needed. A pod that should be torn down is torn down.
+func (p *PodWorkers) UpdatePod(pod *corev1.Pod) {
+	p.deliver(pod, ShouldTearDown(pod))
+}
+
+// DeletePod tears a pod down, for a pod that left the source.
+func (p *PodWorkers) DeletePod(pod *corev1.Pod) {
+	p.deliver(pod, true)
+}
+
+func (p *PodWorkers) deliver(pod *corev1.Pod, teardown bool) {
+	p.mu.Lock()
+	if p.ctx == nil || p.ctx.Err() != nil || p.terminated.Has(pod.UID) {
+		p.mu.Unlock()
+		return
+	}
+	w, ok := p.workers[pod.UID]
+	if !ok {
+		w = &worker{wake: make(chan struct{}, 1)}
+		p.workers[pod.UID] = w
+		p.wg.Add(1)
+		go p.run(pod.UID, w)
+	}
+	// Once torn down, always torn down: a later update of a deleted pod
+	// does not bring it back.
+	if w.pending != nil && w.pending.teardown {
+		teardown = true
+	}
+	w.pending = &update{pod: pod, teardown: teardown}
+	w.lastPod = pod
+	p.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default: // already woken; it will find the newest pending update
+	}
+}
+
+// run is one pod's worker goroutine.
+func (p *PodWorkers) run(uid types.UID, w *worker) {
+	defer p.wg.Done()
+	ctx := p.ctx
+	logger := klog.FromContext(ctx).WithValues("podUID", uid)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		p.mu.Lock()
+		u := w.pending
+		w.pending = nil
+		p.mu.Unlock()
+		if u == nil {
+			continue
+		}
+		podLogger := logger.WithValues("pod", klog.KObj(u.pod))
+		podCtx := klog.NewContext(ctx, podLogger)
+
+		start := p.opts.Clock.Now()
+		if u.teardown {
+			err := p.opts.Teardown(podCtx, u.pod)
+			p.opts.Recorder.WorkDone(KindTeardown, err, p.opts.Clock.Since(start))
+			if err != nil {
+				podLogger.Error(err, "Tearing down pod failed; will retry")
+				p.queue.Enqueue(uid, p.opts.Jitter(p.opts.ErrorBackoff))
+				continue
+			}
+			p.mu.Lock()
+			delete(p.workers, uid)
+			p.terminated.Insert(uid)
+			p.mu.Unlock()
+			p.queue.Forget(uid)
+			podLogger.V(2).Info("Pod torn down")
+			return
+		}
+		err := p.opts.Sync(podCtx, u.pod)
+		p.opts.Recorder.WorkDone(KindSync, err, p.opts.Clock.Since(start))
+		delay := p.opts.SyncFrequency
+		if err != nil {
+			podLogger.Error(err, "Syncing pod failed; will retry")
+			delay = p.opts.ErrorBackoff
+		}
+		p.queue.Enqueue(uid, p.opts.Jitter(delay))
+	}
+}
+
+// Run runs the 1 s sync loop and the 2 s housekeeping until ctx ends, then
+// waits for the workers to return.
+func (p *PodWorkers) Run(ctx context.Context) {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+	syncTicker := p.opts.Clock.NewTicker(time.Second)
+	defer syncTicker.Stop()
+	housekeepingTicker := p.opts.Clock.NewTicker(2 * time.Second)
+	defer housekeepingTicker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			p.wg.Wait()
+			return
+		case <-syncTicker.C():
+			p.syncDuePods()
+		case <-housekeepingTicker.C():
+			p.housekeeping(ctx)
+		}
+	}
+}
+
+// LastTick is when the sync loop last ran, for the health check.
+func (p *PodWorkers) LastTick() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastTick
+}
+
+// syncDuePods hands every pod whose deadline has passed to its worker.
+func (p *PodWorkers) syncDuePods() {
+	p.mu.Lock()
+	p.lastTick = p.opts.Clock.Now()
+	p.mu.Unlock()
+	due := p.queue.GetWork()
+	if len(due) == 0 {
+		return
+	}
+	current := p.podsByUID()
+	for _, uid := range due {
+		if pod, ok := current[uid]; ok {
+			p.UpdatePod(pod)
+			continue
+		}
+		// Gone from the source (a teardown that failed): retry it.
+		p.mu.Lock()
+		w := p.workers[uid]
+		p.mu.Unlock()
+		if w != nil {
+			p.DeletePod(w.lastPod)
+		}
+	}
+}
+
+// housekeeping tears down workers whose pod left the source and forgets
+// terminated pods that left it too.
+func (p *PodWorkers) housekeeping(ctx context.Context) {
+	current := p.podsByUID()
+	var orphans []*corev1.Pod
+	p.mu.Lock()
+	for uid, w := range p.workers {
+		if _, ok := current[uid]; !ok && (w.pending == nil || !w.pending.teardown) {
+			orphans = append(orphans, w.lastPod)
+		}
+	}
+	for uid := range p.terminated {
+		if _, ok := current[uid]; !ok {
+			p.terminated.Delete(uid)
+		}
+	}
+	p.mu.Unlock()
+	for _, pod := range orphans {
+		p.DeletePod(pod)
+	}
+	if p.opts.Housekeeping != nil {
+		p.opts.Housekeeping(ctx)
+	}
+}
+
+func (p *PodWorkers) podsByUID() map[types.UID]*corev1.Pod {
+	pods := p.opts.ListPods()
+	byUID := make(map[types.UID]*corev1.Pod, len(pods))
+	for _, pod := range pods {
+		byUID[pod.UID] = pod
+	}
+	return byUID
+}
+
+// Workers returns how many pod workers are running.
+func (p *PodWorkers) Workers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.workers)
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) WorkDone(string, error, time.Duration) {}
