@@ -27,6 +27,7 @@ type command struct {
 }
 
 var commands = map[string]command{
+	"run":     {summary: "Run the node agent for one node", run: runAgent},
 	"version": {summary: "Print the version of this binary", run: runVersion},
 }
 

@@ -78,6 +78,7 @@ type PodWorkers struct {
 	mu         sync.Mutex
 	ctx        context.Context // set by Run; nil before
 	workers    map[types.UID]*worker
+	early      []*update // delivered before Run; Run replays them
 	terminated sets.Set[types.UID]
 	wg         sync.WaitGroup
 	lastTick   time.Time
@@ -94,7 +95,8 @@ type update struct {
 	teardown bool
 }
 
-// New returns PodWorkers; call Run before UpdatePod.
+// New returns PodWorkers. Updates delivered before Run are held and
+// replayed when Run starts.
 func New(opts Options) *PodWorkers {
 	if opts.SyncFrequency <= 0 {
 		opts.SyncFrequency = time.Minute
@@ -138,7 +140,12 @@ func (p *PodWorkers) DeletePod(pod *corev1.Pod) {
 
 func (p *PodWorkers) deliver(pod *corev1.Pod, teardown bool) {
 	p.mu.Lock()
-	if p.ctx == nil || p.ctx.Err() != nil || p.terminated.Has(pod.UID) {
+	if p.ctx == nil {
+		p.early = append(p.early, &update{pod: pod, teardown: teardown})
+		p.mu.Unlock()
+		return
+	}
+	if p.ctx.Err() != nil || p.terminated.Has(pod.UID) {
 		p.mu.Unlock()
 		return
 	}
@@ -217,7 +224,12 @@ func (p *PodWorkers) run(uid types.UID, w *worker) {
 func (p *PodWorkers) Run(ctx context.Context) {
 	p.mu.Lock()
 	p.ctx = ctx
+	early := p.early
+	p.early = nil
 	p.mu.Unlock()
+	for _, u := range early {
+		p.deliver(u.pod, u.teardown)
+	}
 	syncTicker := p.opts.Clock.NewTicker(time.Second)
 	defer syncTicker.Stop()
 	housekeepingTicker := p.opts.Clock.NewTicker(2 * time.Second)

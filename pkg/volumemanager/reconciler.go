@@ -155,7 +155,7 @@ func (m *Manager) finishOperation(ctx context.Context, op string, key volumeKey,
 	switch {
 	case err != nil:
 		m.backoff.Next(key.String(), m.clock.Now())
-		m.failing[key] = err.Error()
+		m.failing[key] = failure{err: err.Error(), at: m.clock.Now()}
 		if mounted {
 			v.lastError = err.Error()
 			v.remountRequired = v.remountRequired || op == OpRemount

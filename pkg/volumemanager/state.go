@@ -63,3 +63,9 @@ type VolumeStatus struct {
 	ContentHash     string `json:"contentHash,omitempty"`
 	LastError       string `json:"lastError,omitempty"`
 }
+
+// failure is a volume's last failed operation.
+type failure struct {
+	err string
+	at  time.Time
+}

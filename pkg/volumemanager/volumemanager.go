@@ -27,6 +27,7 @@ package volumemanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -98,7 +99,7 @@ type Manager struct {
 	desired map[types.UID]*desiredPod
 	actual  map[volumeKey]*mountedVolume
 	pending sets.Set[volumeKey] // volumes with an operation in flight
-	failing map[volumeKey]string
+	failing map[volumeKey]failure
 	// changed is closed and replaced whenever actual changes, to wake
 	// WaitForAttachAndMount and WaitForUnmount.
 	changed chan struct{}
@@ -129,7 +130,7 @@ func New(opts Options) (*Manager, error) {
 		desired: map[types.UID]*desiredPod{},
 		actual:  map[volumeKey]*mountedVolume{},
 		pending: sets.New[volumeKey](),
-		failing: map[volumeKey]string{},
+		failing: map[volumeKey]failure{},
 		changed: make(chan struct{}),
 	}, nil
 }
@@ -161,7 +162,14 @@ func (m *Manager) Run(ctx context.Context) {
 // for reprocessing (so its mounted volumes are remounted), and waits until
 // every ConfigMap volume it mounts is on disk. A volume awaiting a remount
 // counts as mounted, so in steady state this returns at once.
+//
+// Beyond the kubelet, which waits its full timeout (2 m 3 s) for a volume
+// that cannot mount, it returns an error as soon as every missing volume
+// has failed since the call began: the pod worker then retries the pod
+// after its error backoff (10 s), so a broken volume delays its healthy
+// siblings' remounts by seconds, not minutes.
 func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error {
+	start := m.clock.Now()
 	m.mu.Lock()
 	if dp, ok := m.desired[pod.UID]; ok {
 		dp.pod, dp.processed = pod, false
@@ -171,16 +179,32 @@ func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) er
 	m.mu.Unlock()
 
 	want := configMapVolumes(pod)
-	return m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+	var failedFast error
+	err := m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
 		var missing []string
+		allFailed := true
 		for name := range want {
-			if _, ok := m.actual[volumeKey{pod.UID, name}]; !ok {
-				missing = append(missing, name)
+			key := volumeKey{pod.UID, name}
+			if _, ok := m.actual[key]; ok {
+				continue
+			}
+			missing = append(missing, name)
+			if f, ok := m.failing[key]; !ok || f.at.Before(start) {
+				allFailed = false
 			}
 		}
 		sort.Strings(missing)
-		return len(missing) == 0, m.describeMissing(pod.UID, missing)
+		why := m.describeMissing(pod.UID, missing)
+		if len(missing) > 0 && allFailed {
+			failedFast = errors.New(why)
+			return true, why
+		}
+		return len(missing) == 0, why
 	})
+	if err != nil {
+		return err
+	}
+	return failedFast
 }
 
 // WaitForUnmount removes pod from the desired state and waits until all
@@ -241,8 +265,8 @@ func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done fun
 func (m *Manager) describeMissing(uid types.UID, missing []string) string {
 	parts := make([]string, 0, len(missing))
 	for _, name := range missing {
-		if why, ok := m.failing[volumeKey{uid, name}]; ok {
-			parts = append(parts, fmt.Sprintf("%s (%s)", name, why))
+		if f, ok := m.failing[volumeKey{uid, name}]; ok {
+			parts = append(parts, fmt.Sprintf("%s (%s)", name, f.err))
 		} else {
 			parts = append(parts, name)
 		}
@@ -277,11 +301,11 @@ func (m *Manager) Volumes() []VolumeStatus {
 		}
 		out = append(out, s)
 	}
-	for key, why := range m.failing {
+	for key, f := range m.failing {
 		if _, mounted := m.actual[key]; mounted {
 			continue
 		}
-		s := VolumeStatus{PodUID: string(key.podUID), Volume: key.volume, State: "mount-failing", LastError: why,
+		s := VolumeStatus{PodUID: string(key.podUID), Volume: key.volume, State: "mount-failing", LastError: f.err,
 			Path: volumeDir(m.opts.RootDir, string(key.podUID), key.volume)}
 		if dp, ok := m.desired[key.podUID]; ok {
 			s.Pod = dp.pod.Namespace + "/" + dp.pod.Name

@@ -1,0 +1,299 @@
+// Package agent wires one node agent: its API client, its informers on the
+// node's pods and on its own Node, the ConfigMap cache, the volume manager,
+// the pod workers, and the HTTP endpoints.
+//
+// An Agent holds no package-level state, so one process can run many
+// (nodeagent compare simulates many nodes); each has its own client, rate
+// limiter, informers, metrics registry and root directory, exactly as
+// separate nodes would.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/internal/version"
+	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
+	"github.com/nodeagent-io/nodeagent/pkg/ttl"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+)
+
+// Config is what `nodeagent run` is told; the flags map onto it one to one.
+type Config struct {
+	NodeName      string
+	RootDir       string
+	SyncFrequency time.Duration
+	Strategy      configmapcache.Strategy
+	Invalidation  configmapcache.Invalidation
+	// RemountOnChange makes the watch strategy remount the pods that use
+	// a ConfigMap as soon as the watch delivers a change (beyond the
+	// kubelet, which waits for each pod's next sync).
+	RemountOnChange bool
+	KubeAPIQPS      float32
+	KubeAPIBurst    int
+	// ContentType is the API wire format: protobuf (the kubelet's) or json.
+	ContentType string
+	// HTTPAddress serves /metrics, /healthz, /readyz and /debug/volumes;
+	// empty serves nothing.
+	HTTPAddress string
+}
+
+// DefaultConfig returns the kubelet's defaults.
+func DefaultConfig() Config {
+	return Config{
+		RootDir:         "/var/lib/nodeagent",
+		SyncFrequency:   time.Minute,
+		Strategy:        configmapcache.StrategyCache,
+		Invalidation:    configmapcache.InvalidateFirstReference,
+		RemountOnChange: true,
+		KubeAPIQPS:      50,
+		KubeAPIBurst:    100,
+		ContentType:     "protobuf",
+		HTTPAddress:     "127.0.0.1:10356",
+	}
+}
+
+// Validate says what is wrong with c, in terms of the flags.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("--node-name is empty: set it, or $NODE_NAME (the DaemonSet sets it from spec.nodeName)"))
+	}
+	if c.RootDir == "" {
+		errs = append(errs, errors.New("--root-dir is empty"))
+	}
+	if c.SyncFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("--sync-frequency must be positive, got %s", c.SyncFrequency))
+	}
+	if c.KubeAPIQPS <= 0 || c.KubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst))
+	}
+	switch c.ContentType {
+	case "protobuf", "json":
+	default:
+		errs = append(errs, fmt.Errorf("--kube-api-content-type must be protobuf or json, got %q", c.ContentType))
+	}
+	return errors.Join(errs...)
+}
+
+// Agent is one node's agent.
+type Agent struct {
+	cfg     Config
+	client  kubernetes.Interface
+	Metrics *Metrics
+
+	factory      informers.SharedInformerFactory
+	nodeFactory  informers.SharedInformerFactory
+	podInformer  cache.SharedIndexInformer
+	podLister    listerscorev1.PodLister
+	nodeInformer cache.SharedIndexInformer
+	nodeLister   listerscorev1.NodeLister
+
+	configMaps configmapcache.Manager
+	volumes    *volumemanager.Manager
+	workers    *podworkers.PodWorkers
+	events     record.EventBroadcaster
+	ttl        func() time.Duration
+	startTime  time.Time
+}
+
+// New builds an agent; nothing runs until Run. restConfig is copied and
+// given the agent's rate limits, wire format and user agent.
+func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rc := rest.CopyConfig(restConfig)
+	rc.QPS, rc.Burst = cfg.KubeAPIQPS, cfg.KubeAPIBurst
+	if cfg.ContentType == "protobuf" {
+		rc.ContentType = "application/vnd.kubernetes.protobuf"
+		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
+	rc.UserAgent = fmt.Sprintf("nodeagent/%s (node %s)", version.Get().Version, cfg.NodeName)
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
+
+	a := &Agent{cfg: cfg, client: client, Metrics: NewMetrics(cfg.Strategy, cfg.Invalidation, version.Get().Version)}
+	a.factory = informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+		}))
+	a.podInformer = a.factory.Core().V1().Pods().Informer()
+	a.podLister = a.factory.Core().V1().Pods().Lister()
+	a.nodeFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
+		}))
+	a.nodeInformer = a.nodeFactory.Core().V1().Nodes().Informer()
+	a.nodeLister = a.nodeFactory.Core().V1().Nodes().Lister()
+	a.ttl = ttl.Reader(func() (*corev1.Node, error) { return a.nodeLister.Get(cfg.NodeName) })
+
+	a.events = record.NewBroadcaster()
+	recorder := a.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeagent", Host: cfg.NodeName})
+
+	var onChange func(namespace, name string)
+	if cfg.RemountOnChange {
+		onChange = func(namespace, name string) {
+			if a.volumes != nil {
+				a.volumes.RemountConfigMap(namespace, name)
+			}
+		}
+	}
+	a.configMaps, err = configmapcache.New(configmapcache.Options{
+		Strategy: cfg.Strategy, Invalidation: cfg.Invalidation, Client: client,
+		TTL: a.ttl, Recorder: a.Metrics, OnChange: onChange,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.volumes, err = volumemanager.New(volumemanager.Options{
+		RootDir: cfg.RootDir, ConfigMaps: a.configMaps, ActivePods: a.activePods,
+		Events: recorder, Recorder: a.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.workers = podworkers.New(podworkers.Options{
+		Sync:          a.syncPod,
+		Teardown:      a.teardownPod,
+		ListPods:      a.listPods,
+		Housekeeping:  a.housekeeping,
+		SyncFrequency: cfg.SyncFrequency,
+		Recorder:      a.Metrics,
+	})
+	return a, nil
+}
+
+// syncPod is the kubelet's SyncPod as far as ConfigMap volumes go.
+func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) error {
+	a.configMaps.RegisterPod(pod)
+	return a.volumes.WaitForAttachAndMount(ctx, pod)
+}
+
+// teardownPod removes a deleted or finished pod's volumes, then its
+// ConfigMap references.
+func (a *Agent) teardownPod(ctx context.Context, pod *corev1.Pod) error {
+	if err := a.volumes.WaitForUnmount(ctx, pod); err != nil {
+		return err
+	}
+	a.configMaps.UnregisterPod(pod)
+	return nil
+}
+
+func (a *Agent) housekeeping(ctx context.Context) {
+	if n, err := a.volumes.RemoveOrphanedPodDirs(); err != nil {
+		klog.FromContext(ctx).Error(err, "Removing orphaned pod directories failed")
+	} else if n > 0 {
+		klog.FromContext(ctx).V(2).Info("Removed orphaned pod directories", "count", n)
+	}
+}
+
+func (a *Agent) listPods() []*corev1.Pod {
+	pods, _ := a.podLister.List(labels.Everything())
+	return pods
+}
+
+// activePods are the pods whose volumes must stay: bound here, not being
+// deleted, not finished.
+func (a *Agent) activePods() (sets.Set[types.UID], bool) {
+	active := sets.New[types.UID]()
+	for _, pod := range a.listPods() {
+		if !podworkers.ShouldTearDown(pod) {
+			active.Insert(pod.UID)
+		}
+	}
+	return active, a.podInformer.HasSynced()
+}
+
+// Run starts everything and blocks until ctx ends. Files on disk stay.
+func (a *Agent) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("node", a.cfg.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	a.startTime = time.Now()
+
+	a.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: a.client.CoreV1().Events("")})
+	defer a.events.Shutdown()
+
+	var server *http.Server
+	if a.cfg.HTTPAddress != "" {
+		listener, err := net.Listen("tcp", a.cfg.HTTPAddress)
+		if err != nil {
+			return fmt.Errorf("listening on --http-address %s: %w", a.cfg.HTTPAddress, err)
+		}
+		server = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error(err, "HTTP server failed")
+			}
+		}()
+		logger.Info("Serving HTTP", "address", listener.Addr().String())
+	}
+
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { a.workers.UpdatePod(obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj any) { a.workers.UpdatePod(obj.(*corev1.Pod)) },
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				a.workers.DeletePod(pod)
+			}
+		},
+	}
+	if _, err := a.podInformer.AddEventHandler(handler); err != nil {
+		return err
+	}
+
+	done := make(chan struct{}, 2)
+	go func() { a.volumes.Run(ctx); done <- struct{}{} }()
+	go func() { a.workers.Run(ctx); done <- struct{}{} }()
+	a.factory.Start(ctx.Done())
+	a.nodeFactory.Start(ctx.Done())
+	logger.Info("Agent started", "strategy", a.cfg.Strategy, "invalidation", a.cfg.Invalidation,
+		"syncFrequency", a.cfg.SyncFrequency, "rootDir", a.cfg.RootDir)
+
+	<-ctx.Done()
+	logger.Info("Agent stopping; volumes stay on disk")
+	a.factory.Shutdown()
+	a.nodeFactory.Shutdown()
+	<-done
+	<-done
+	if server != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdownCtx)
+	}
+	return nil
+}
+
+// Ready reports whether both informers have synced.
+func (a *Agent) Ready() bool {
+	return a.podInformer.HasSynced() && a.nodeInformer.HasSynced()
+}
+
+// Volumes lists the volumes on disk, for /debug/volumes and for tests.
+func (a *Agent) Volumes() []volumemanager.VolumeStatus { return a.volumes.Volumes() }

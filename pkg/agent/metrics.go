@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+)
+
+// Metrics are one agent's Prometheus metrics, on a registry of its own so
+// that many agents can live in one process (nodeagent compare). No label
+// holds a pod or ConfigMap name: cardinality stays fixed however many pods
+// a node runs.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	configMapGets    *prometheus.CounterVec
+	cacheLookups     *prometheus.CounterVec
+	podWork          *prometheus.CounterVec
+	podWorkDuration  *prometheus.HistogramVec
+	volumeOps        *prometheus.CounterVec
+	volumeOpDuration *prometheus.HistogramVec
+	volumesMounted   prometheus.Gauge
+}
+
+// Metric names that tools (nodeagent compare, the e2e tests) read.
+const (
+	MetricConfigMapGets  = "nodeagent_configmap_get_requests_total"
+	MetricCacheLookups   = "nodeagent_configmap_cache_lookups_total"
+	MetricPodWork        = "nodeagent_pod_work_total"
+	MetricVolumeOps      = "nodeagent_volume_operations_total"
+	MetricVolumesMounted = "nodeagent_volumes_mounted"
+)
+
+// NewMetrics registers the agent's metrics on a new registry.
+func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.Invalidation, version string) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		configMapGets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricConfigMapGets,
+			Help: `ConfigMap GET requests sent to the apiserver, by strategy and resourceVersion ("0": served from the watch cache; "unset": a quorum read that reaches etcd).`,
+		}, []string{"strategy", "resource_version"}),
+		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricCacheLookups,
+			Help: "ConfigMap reads of the cache strategy, by outcome: fresh (no GET), expired (GET at resourceVersion 0), invalidated or miss (quorum GET).",
+		}, []string{"outcome"}),
+		podWork: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricPodWork,
+			Help: "Pod syncs and teardowns run by the pod workers, by kind and result.",
+		}, []string{"kind", "result"}),
+		podWorkDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "nodeagent_pod_work_duration_seconds",
+			Help:    "Duration of pod syncs and teardowns.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"kind"}),
+		volumeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricVolumeOps,
+			Help: "ConfigMap volume mounts, remounts and unmounts, by result.",
+		}, []string{"operation", "result"}),
+		volumeOpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "nodeagent_volume_operation_duration_seconds",
+			Help:    "Duration of ConfigMap volume operations, including the ConfigMap read.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"operation"}),
+		volumesMounted: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricVolumesMounted,
+			Help: "ConfigMap volumes on disk.",
+		}),
+	}
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "nodeagent_info",
+		Help:        "Always 1; the labels say how this agent is configured.",
+		ConstLabels: prometheus.Labels{"version": version, "strategy": string(strategy), "invalidation": string(invalidation)},
+	})
+	info.Set(1)
+	m.Registry.MustRegister(m.configMapGets, m.cacheLookups, m.podWork, m.podWorkDuration,
+		m.volumeOps, m.volumeOpDuration, m.volumesMounted, info)
+	// Pre-create the series tools compare, so that a zero is a zero and
+	// not a missing series.
+	for _, rv := range []string{"0", "unset"} {
+		m.configMapGets.WithLabelValues(string(strategy), rv)
+	}
+	return m
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "success"
+}
+
+// GetSent implements configmapcache.Recorder.
+func (m *Metrics) GetSent(strategy configmapcache.Strategy, resourceVersion string) {
+	if resourceVersion == "" {
+		resourceVersion = "unset"
+	}
+	m.configMapGets.WithLabelValues(string(strategy), resourceVersion).Inc()
+}
+
+// Lookup implements configmapcache.Recorder.
+func (m *Metrics) Lookup(outcome string) { m.cacheLookups.WithLabelValues(outcome).Inc() }
+
+// WorkDone implements podworkers.Recorder.
+func (m *Metrics) WorkDone(kind string, err error, d time.Duration) {
+	m.podWork.WithLabelValues(kind, result(err)).Inc()
+	m.podWorkDuration.WithLabelValues(kind).Observe(d.Seconds())
+}
+
+// OperationDone implements volumemanager.Recorder.
+func (m *Metrics) OperationDone(op string, err error, d time.Duration) {
+	m.volumeOps.WithLabelValues(op, result(err)).Inc()
+	m.volumeOpDuration.WithLabelValues(op).Observe(d.Seconds())
+}
+
+// VolumesMounted implements volumemanager.Recorder.
+func (m *Metrics) VolumesMounted(n int) { m.volumesMounted.Set(float64(n)) }

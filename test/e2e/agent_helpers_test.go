@@ -1,0 +1,242 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+)
+
+// agentProcess is the real nodeagent binary running `run` for one node.
+type agentProcess struct {
+	t        *testing.T
+	node     string
+	rootDir  string
+	httpAddr string
+	args     []string
+	logPath  string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+}
+
+// nodeagentBinary is the binary under test: $NODEAGENT_BIN (make e2e sets
+// it), else _output/bin/nodeagent of this checkout.
+func nodeagentBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("NODEAGENT_BIN"); bin != "" {
+		return bin
+	}
+	dir, err := controlplane.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "nodeagent")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s: %v; run `make build` or `make e2e`", bin, err)
+	}
+	return bin
+}
+
+// createNode creates a Node object with the TTL annotation in seconds
+// (negative: none), and deletes it at the end of the test.
+func createNode(t *testing.T, name string, ttlSeconds int) {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if ttlSeconds >= 0 {
+		node.Annotations = map[string]string{corev1.ObjectTTLAnnotationKey: strconv.Itoa(ttlSeconds)}
+	}
+	if _, err := clientset.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = clientset.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// startAgent runs the agent for node with a fresh root dir and extra args,
+// and stops it (SIGTERM) at the end of the test.
+func startAgent(t *testing.T, node string, extraArgs ...string) *agentProcess {
+	t.Helper()
+	a := &agentProcess{t: t, node: node, rootDir: t.TempDir(), logPath: filepath.Join(t.TempDir(), "agent.log")}
+	a.httpAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	a.args = append([]string{"run",
+		"--kubeconfig=" + cp.KubeconfigPath,
+		"--node-name=" + node,
+		"--root-dir=" + a.rootDir,
+		"--http-address=" + a.httpAddr,
+		"-v=2",
+	}, extraArgs...)
+	a.start()
+	t.Cleanup(func() {
+		a.stop(syscall.SIGTERM)
+		if t.Failed() {
+			data, _ := os.ReadFile(a.logPath)
+			t.Logf("agent log (%s):\n%s", node, lastLines(data, 60))
+		}
+	})
+	return a
+}
+
+func (a *agentProcess) start() {
+	a.t.Helper()
+	logFile, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	a.cmd = exec.Command(nodeagentBinary(a.t), a.args...)
+	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := a.cmd.Start(); err != nil {
+		a.t.Fatal(err)
+	}
+	a.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); logFile.Close(); close(exited) }(a.cmd, a.exited)
+	waitUntil(a.t, 30*time.Second, func() error {
+		resp, err := http.Get("http://" + a.httpAddr + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// stop sends sig and waits for the process to exit.
+func (a *agentProcess) stop(sig syscall.Signal) {
+	if a.cmd == nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(sig)
+	select {
+	case <-a.exited:
+	case <-time.After(20 * time.Second):
+		a.t.Errorf("agent for %s did not exit 20 s after %s", a.node, sig)
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+	}
+	a.cmd = nil
+}
+
+func (a *agentProcess) metrics() *apimetrics.Snapshot {
+	a.t.Helper()
+	s, err := apimetrics.ScrapeURL(context.Background(), http.DefaultClient, "http://"+a.httpAddr+"/metrics")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return s
+}
+
+func (a *agentProcess) volumePath(pod *corev1.Pod, volume, file string) string {
+	return filepath.Join(a.rootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~configmap", volume, file)
+}
+
+// waitForFile waits until path holds want.
+func (a *agentProcess) waitForFile(path, want string, timeout time.Duration) {
+	a.t.Helper()
+	waitUntil(a.t, timeout, func() error {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if string(data) != want {
+			return fmt.Errorf("%s holds %q, want %q", path, data, want)
+		}
+		return nil
+	})
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func lastLines(data []byte, n int) string {
+	lines := 0
+	for i := len(data) - 1; i >= 0; i-- {
+		if data[i] == '\n' {
+			lines++
+			if lines > n {
+				return string(data[i+1:])
+			}
+		}
+	}
+	return string(data)
+}
+
+type volume struct {
+	name, configMap string
+	optional        bool
+	items           []corev1.KeyToPath
+	defaultMode     *int32
+}
+
+// createPod creates a pod bound to node (no scheduler needed) whose one
+// container mounts every volume given.
+func createPod(t *testing.T, ns, name, node string, volumes ...volume) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	for _, v := range volumes {
+		optional := v.optional
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: v.name, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: v.configMap},
+				Items:                v.items, Optional: &optional, DefaultMode: v.defaultMode,
+			}}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: v.name, MountPath: "/etc/" + v.name})
+	}
+	created, err := clientset.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+func createConfigMap(t *testing.T, ns, name string, data map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := clientset.CoreV1().ConfigMaps(ns).Create(context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// deletePodNow deletes a pod with no grace period: there is no kubelet
+// here to finish a graceful deletion.
+func deletePodNow(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	err := clientset.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

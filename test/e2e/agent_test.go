@@ -1,0 +1,273 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+)
+
+const (
+	syncFrequency = 2 * time.Second
+	nodeTTL       = 2 * time.Second
+)
+
+// An update reaches disk within S·1.5 (the longest sync interval) + T (the
+// cache may serve the old copy that long) + a few seconds of slack.
+var updateDeadline = syncFrequency*3/2 + nodeTTL + 5*time.Second
+
+func TestAgentWritesVolumes(t *testing.T) {
+	ns := createNamespace(t, "volumes")
+	createNode(t, "node-volumes", int(nodeTTL/time.Second))
+	a := startAgent(t, "node-volumes", "--sync-frequency="+syncFrequency.String())
+
+	cm := createConfigMap(t, ns, "app-config", map[string]string{"app.yaml": "level: info\n", "extra": "x"})
+	cm.BinaryData = map[string][]byte{"blob": {0, 1, 2, 255}}
+	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mode := func(m int32) *int32 { return &m }
+	pod := createPod(t, ns, "app", "node-volumes",
+		volume{name: "all", configMap: "app-config", defaultMode: mode(0o440)},
+		volume{name: "picked", configMap: "app-config", items: []corev1.KeyToPath{
+			{Key: "app.yaml", Path: "conf/app.yaml", Mode: mode(0o600)},
+			{Key: "blob", Path: "bin/blob"},
+		}},
+	)
+
+	a.waitForFile(a.volumePath(pod, "all", "app.yaml"), "level: info\n", 30*time.Second)
+	checks := []struct {
+		volume, file, content string
+		mode                  os.FileMode
+	}{
+		{"all", "app.yaml", "level: info\n", 0o440},
+		{"all", "extra", "x", 0o440},
+		{"all", "blob", "\x00\x01\x02\xff", 0o440},
+		{"picked", "conf/app.yaml", "level: info\n", 0o600},
+		{"picked", "bin/blob", "\x00\x01\x02\xff", 0o644},
+	}
+	for _, c := range checks {
+		path := a.volumePath(pod, c.volume, c.file)
+		a.waitForFile(path, c.content, 10*time.Second)
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != c.mode {
+			t.Errorf("%s/%s: mode %o, want %o", c.volume, c.file, info.Mode().Perm(), c.mode)
+		}
+	}
+	if _, err := os.Stat(a.volumePath(pod, "picked", "extra")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("picked/extra exists: items must select keys")
+	}
+
+	// An update reaches disk within the deadline.
+	start := time.Now()
+	cm, _ = clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{})
+	cm.Data["app.yaml"] = "level: debug\n"
+	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitForFile(a.volumePath(pod, "all", "app.yaml"), "level: debug\n", updateDeadline)
+	t.Logf("update reached disk in %s (deadline %s)", time.Since(start).Round(100*time.Millisecond), updateDeadline)
+
+	// /debug/volumes shows what is on disk.
+	var debug struct {
+		Volumes []volumemanager.VolumeStatus `json:"volumes"`
+	}
+	resp, err := http.Get("http://" + a.httpAddr + "/debug/volumes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&debug)
+	resp.Body.Close()
+	if len(debug.Volumes) != 2 || debug.Volumes[0].Pod != ns+"/app" || debug.Volumes[0].ContentHash == "" {
+		t.Errorf("/debug/volumes: %+v", debug.Volumes)
+	}
+
+	// A deleted pod's directory goes.
+	deletePodNow(t, pod)
+	podDir := filepath.Join(a.rootDir, "pods", string(pod.UID))
+	waitUntil(t, 20*time.Second, func() error {
+		if _, err := os.Stat(podDir); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s still exists", podDir)
+		}
+		return nil
+	})
+}
+
+func TestAgentErrorsStayWithTheirVolume(t *testing.T) {
+	ns := createNamespace(t, "errors")
+	createNode(t, "node-errors", int(nodeTTL/time.Second))
+	a := startAgent(t, "node-errors", "--sync-frequency="+syncFrequency.String())
+	createConfigMap(t, ns, "good", map[string]string{"k": "v"})
+
+	pod := createPod(t, ns, "mixed", "node-errors",
+		volume{name: "good", configMap: "good"},
+		volume{name: "missing", configMap: "not-yet"},
+		volume{name: "later", configMap: "created-later", optional: true},
+		volume{name: "bad-path", configMap: "good", items: []corev1.KeyToPath{{Key: "k", Path: "a"}, {Key: "k", Path: "a/b"}}},
+	)
+	a.waitForFile(a.volumePath(pod, "good", "k"), "v", 30*time.Second)
+	if _, err := os.Stat(a.volumePath(pod, "later", "")); err != nil {
+		t.Errorf("optional volume of a missing ConfigMap: %v, want an empty volume", err)
+	}
+
+	// Each failure is a FailedMount event on the pod, naming the volume.
+	waitUntil(t, 30*time.Second, func() error {
+		events, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, e := range events.Items {
+			if e.Reason == "FailedMount" && e.InvolvedObject.Name == "mixed" {
+				got = append(got, e.Message)
+			}
+		}
+		all := strings.Join(got, "\n")
+		for _, want := range []string{`volume "missing"`, `"not-yet" not found`, `volume "bad-path"`, "both a file and a directory"} {
+			if !strings.Contains(all, want) {
+				return fmt.Errorf("no FailedMount event containing %q in %q", want, all)
+			}
+		}
+		return nil
+	})
+
+	// The missing ConfigMaps appear: both volumes follow.
+	createConfigMap(t, ns, "not-yet", map[string]string{"k": "now"})
+	createConfigMap(t, ns, "created-later", map[string]string{"k": "later"})
+	a.waitForFile(a.volumePath(pod, "missing", "k"), "now", 30*time.Second)
+	a.waitForFile(a.volumePath(pod, "later", "k"), "later", 30*time.Second)
+}
+
+// Killed with SIGKILL and restarted, the agent converges: changes made
+// while it was down reach disk, a pod deleted meanwhile loses its files, a
+// new pod gets them, and the volumes of the rest were never removed.
+func TestAgentRecoversFromSIGKILL(t *testing.T) {
+	ns := createNamespace(t, "sigkill")
+	createNode(t, "node-sigkill", int(nodeTTL/time.Second))
+	a := startAgent(t, "node-sigkill", "--sync-frequency="+syncFrequency.String())
+	createConfigMap(t, ns, "shared", map[string]string{"k": "v1"})
+	stays := createPod(t, ns, "stays", "node-sigkill", volume{name: "cfg", configMap: "shared"})
+	goes := createPod(t, ns, "goes", "node-sigkill", volume{name: "cfg", configMap: "shared"})
+	a.waitForFile(a.volumePath(stays, "cfg", "k"), "v1", 30*time.Second)
+	a.waitForFile(a.volumePath(goes, "cfg", "k"), "v1", 30*time.Second)
+
+	a.stop(syscall.SIGKILL)
+	cm, _ := clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), "shared", metav1.GetOptions{})
+	cm.Data["k"] = "v2"
+	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deletePodNow(t, goes)
+	arrives := createPod(t, ns, "arrives", "node-sigkill", volume{name: "cfg", configMap: "shared"})
+	// A crash leftover the restarted agent must repair.
+	os.Symlink("..nowhere", filepath.Join(filepath.Dir(a.volumePath(stays, "cfg", "k")), "..data_tmp"))
+
+	// Watch the kept volume's file while the agent restarts: it must never
+	// disappear.
+	stop := make(chan struct{})
+	vanished := make(chan string, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := os.ReadFile(a.volumePath(stays, "cfg", "k")); err != nil {
+				select {
+				case vanished <- err.Error():
+				default:
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	a.start()
+	a.waitForFile(a.volumePath(stays, "cfg", "k"), "v2", updateDeadline)
+	a.waitForFile(a.volumePath(arrives, "cfg", "k"), "v2", 30*time.Second)
+	waitUntil(t, 20*time.Second, func() error {
+		if _, err := os.Stat(filepath.Join(a.rootDir, "pods", string(goes.UID))); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("the deleted pod's directory is still there")
+		}
+		return nil
+	})
+	close(stop)
+	select {
+	case err := <-vanished:
+		t.Errorf("a kept pod's file vanished during the restart: %s", err)
+	default:
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(a.volumePath(stays, "cfg", "k")), "..data_tmp")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the stale ..data_tmp survived the restart")
+	}
+}
+
+// The agent's own GET counters agree with the apiserver's, and the
+// every-sync mode sends one etcd read per pod sync.
+func TestAgentCountsAgreeWithAPIServer(t *testing.T) {
+	for _, mode := range []string{"every-sync", "first-reference"} {
+		t.Run(mode, func(t *testing.T) {
+			ns := createNamespace(t, "counts")
+			node := "node-counts-" + mode
+			createNode(t, node, 300)
+			a := startAgent(t, node, "--sync-frequency=1s", "--cache-invalidation="+mode)
+			var pods []*corev1.Pod
+			for i := range 5 {
+				createConfigMap(t, ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"})
+				pods = append(pods, createPod(t, ns, fmt.Sprintf("pod-%d", i), node, volume{name: "cfg", configMap: fmt.Sprintf("cm-%d", i)}))
+			}
+			for _, p := range pods {
+				a.waitForFile(a.volumePath(p, "cfg", "k"), "v", 30*time.Second)
+			}
+			agentBefore, apiBefore := a.metrics(), scrapeAPIServer(t)
+			time.Sleep(8 * time.Second)
+			agentAfter, apiAfter := a.metrics(), scrapeAPIServer(t)
+
+			agentGets := agentAfter.Sum(agent.MetricConfigMapGets, nil) - agentBefore.Sum(agent.MetricConfigMapGets, nil)
+			agentQuorum := agentAfter.Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"}) -
+				agentBefore.Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"})
+			apiGets := apiAfter.APIServerConfigMapGets() - apiBefore.APIServerConfigMapGets()
+			etcdGets := apiAfter.EtcdConfigMapGets() - apiBefore.EtcdConfigMapGets()
+			syncs := agentAfter.Sum(agent.MetricPodWork, map[string]string{"kind": "sync"}) - agentBefore.Sum(agent.MetricPodWork, map[string]string{"kind": "sync"})
+			t.Logf("over 8 s: %v pod syncs; agent GETs %v (quorum %v); apiserver GETs %v; etcd gets %v", syncs, agentGets, agentQuorum, apiGets, etcdGets)
+
+			// Requests in flight at a scrape can land on either side of it.
+			const slack = 2
+			if math.Abs(agentGets-apiGets) > slack {
+				t.Errorf("agent counted %v GETs, apiserver %v", agentGets, apiGets)
+			}
+			if math.Abs(agentQuorum-etcdGets) > slack {
+				t.Errorf("agent counted %v quorum GETs, etcd reads %v", agentQuorum, etcdGets)
+			}
+			switch mode {
+			case "every-sync":
+				if syncs < 20 || math.Abs(etcdGets-syncs) > slack {
+					t.Errorf("every-sync: %v etcd reads for %v pod syncs, want one per sync", etcdGets, syncs)
+				}
+			case "first-reference":
+				if etcdGets != 0 || agentGets != 0 {
+					t.Errorf("first-reference with T=300s: %v GETs and %v etcd reads in steady state, want 0", agentGets, etcdGets)
+				}
+			}
+		})
+	}
+}
