@@ -224,12 +224,17 @@ func TestAgentRecoversFromSIGKILL(t *testing.T) {
 // The agent's own GET counters agree with the apiserver's, and the
 // every-sync mode sends one etcd read per pod sync.
 func TestAgentCountsAgreeWithAPIServer(t *testing.T) {
-	for _, mode := range []string{"every-sync", "first-reference"} {
+	modeArgs := map[string][]string{
+		"every-sync":      {"--cache-invalidation=every-sync"},
+		"first-reference": {"--cache-invalidation=first-reference"},
+		"watch":           {"--configmap-strategy=watch"},
+	}
+	for _, mode := range []string{"every-sync", "first-reference", "watch"} {
 		t.Run(mode, func(t *testing.T) {
 			ns := createNamespace(t, "counts")
 			node := "node-counts-" + mode
 			createNode(t, node, 300)
-			a := startAgent(t, node, "--sync-frequency=1s", "--cache-invalidation="+mode)
+			a := startAgent(t, node, append([]string{"--sync-frequency=1s"}, modeArgs[mode]...)...)
 			var pods []*corev1.Pod
 			for i := range 5 {
 				createConfigMap(t, ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"})
@@ -263,11 +268,49 @@ func TestAgentCountsAgreeWithAPIServer(t *testing.T) {
 				if syncs < 20 || math.Abs(etcdGets-syncs) > slack {
 					t.Errorf("every-sync: %v etcd reads for %v pod syncs, want one per sync", etcdGets, syncs)
 				}
-			case "first-reference":
-				if etcdGets != 0 || agentGets != 0 {
-					t.Errorf("first-reference with T=300s: %v GETs and %v etcd reads in steady state, want 0", agentGets, etcdGets)
+			case "first-reference", "watch":
+				if etcdGets != 0 || agentGets != 0 || apiGets != 0 {
+					t.Errorf("%s with T=300s: %v agent GETs, %v apiserver GETs, %v etcd reads in steady state; want 0", mode, agentGets, apiGets, etcdGets)
 				}
 			}
 		})
+	}
+}
+
+// With the apiserver down, volumes keep their content and other work goes
+// on; once it is back, changes flow again.
+func TestAgentSurvivesDeadAPIServer(t *testing.T) {
+	ns := createNamespace(t, "dead")
+	createNode(t, "node-dead", int(nodeTTL/time.Second))
+	a := startAgent(t, "node-dead", "--sync-frequency="+syncFrequency.String())
+	createConfigMap(t, ns, "cfg", map[string]string{"k": "v1"})
+	pod := createPod(t, ns, "app", "node-dead", volume{name: "cfg", configMap: "cfg"})
+	a.waitForFile(a.volumePath(pod, "cfg", "k"), "v1", 30*time.Second)
+
+	cp.StopAPIServer()
+	// Several sync periods and TTLs pass: refreshes fail, the file stays.
+	deadline := time.Now().Add(3 * (syncFrequency + nodeTTL))
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(a.volumePath(pod, "cfg", "k")); err != nil || string(data) != "v1" {
+			t.Fatalf("with the apiserver down the file became %q, %v", data, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cp.StartAPIServer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), "cfg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["k"] = "v2"
+	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's informers and client reconnect on their own.
+	a.waitForFile(a.volumePath(pod, "cfg", "k"), "v2", updateDeadline+20*time.Second)
+	resp, err := http.Get("http://" + a.httpAddr + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz after the outage: %v %v", resp, err)
 	}
 }
