@@ -282,6 +282,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.nodeFactory.Shutdown()
 	<-done
 	<-done
+	a.configMaps.Stop()
 	if server != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

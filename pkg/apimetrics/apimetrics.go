@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -135,4 +136,19 @@ func labelsMatch(labels []*dto.LabelPair, match map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Gather snapshots an in-process Prometheus registry, such as one agent's
+// when many agents run in one process.
+func Gather(g prometheus.Gatherer) (*Snapshot, error) {
+	at := time.Now()
+	families, err := g.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gathering metrics: %w", err)
+	}
+	byName := make(map[string]*dto.MetricFamily, len(families))
+	for _, f := range families {
+		byName[f.GetName()] = f
+	}
+	return &Snapshot{Time: at, families: byName}, nil
 }

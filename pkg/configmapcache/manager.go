@@ -85,6 +85,9 @@ type Manager interface {
 	RegisterPod(pod *corev1.Pod)
 	// UnregisterPod drops the pod's references.
 	UnregisterPod(pod *corev1.Pod)
+	// Stop releases what the strategy holds open (the watch strategy's
+	// watches). The manager must not be used afterwards.
+	Stop()
 }
 
 // New returns a Manager for opts.Strategy.
@@ -146,12 +149,14 @@ func (m getManager) GetConfigMap(namespace, name string) (*corev1.ConfigMap, err
 }
 func (getManager) RegisterPod(*corev1.Pod)   {}
 func (getManager) UnregisterPod(*corev1.Pod) {}
+func (getManager) Stop()                     {}
 
 // referenceStore is what the registry needs of a strategy's store.
 type referenceStore interface {
 	AddReference(namespace, name string)
 	DeleteReference(namespace, name string)
 	Get(namespace, name string) (*corev1.ConfigMap, error)
+	Stop()
 }
 
 // registry turns pod registrations into store references, with the
@@ -171,6 +176,8 @@ func newRegistry(store referenceStore, invalidation Invalidation) *registry {
 func (r *registry) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
 	return r.store.Get(namespace, name)
 }
+
+func (r *registry) Stop() { r.store.Stop() }
 
 func (r *registry) RegisterPod(pod *corev1.Pod) {
 	names := ReferencedNames(pod)

@@ -79,6 +79,9 @@ func (s *ttlStore) DeleteReference(namespace, name string) {
 	}
 }
 
+// Stop does nothing: the cache holds nothing open.
+func (s *ttlStore) Stop() {}
+
 // Get returns the cached ConfigMap, fetching it first when it is not fresh.
 func (s *ttlStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
 	data, invalidated, err := s.entry(objectKey{namespace, name})

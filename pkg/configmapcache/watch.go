@@ -90,6 +90,16 @@ func (s *watchStore) DeleteReference(namespace, name string) {
 	}
 }
 
+// Stop stops every reflector.
+func (s *watchStore) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, item := range s.items {
+		item.stop()
+		delete(s.items, key)
+	}
+}
+
 func (s *watchStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
 	key := objectKey{namespace, name}
 	s.mu.Lock()

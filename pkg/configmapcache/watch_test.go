@@ -93,3 +93,30 @@ func TestWatchStopsForImmutableConfigMaps(t *testing.T) {
 		t.Errorf("after stop: got %v, %v", cm, err)
 	}
 }
+
+func TestWatchStopEndsEveryWatch(t *testing.T) {
+	client := fake.NewClientset(configMap("cm"))
+	var changes atomic.Int32
+	m, err := New(Options{Strategy: StrategyWatch, Client: client, OnChange: func(string, string) { changes.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.RegisterPod(podUsing("a", "cm"))
+	if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+		t.Fatal(err)
+	}
+	m.Stop()
+	before := changes.Load()
+	updated := configMap("cm")
+	updated.Data["k"] = "after-stop"
+	if _, err := client.CoreV1().ConfigMaps(ns).Update(context.Background(), updated, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // time for a watch event that must not come
+	if changes.Load() != before {
+		t.Error("a change was delivered after Stop")
+	}
+	if _, err := m.GetConfigMap(ns, "cm"); err == nil {
+		t.Error("GetConfigMap after Stop succeeded")
+	}
+}

@@ -1,0 +1,257 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/ttl"
+)
+
+// Sample is the GET rate over one sample interval of a phase.
+type Sample struct {
+	Seconds      float64 `json:"seconds"`
+	APIServerQPS float64 `json:"apiserver_configmap_get_qps"`
+	EtcdQPS      float64 `json:"etcd_configmap_get_qps"`
+}
+
+// PhaseResult is what one mode measured. The JSON keys are stable.
+type PhaseResult struct {
+	Mode                 Mode     `json:"mode"`
+	Strategy             string   `json:"strategy"`
+	Invalidation         string   `json:"invalidation"`
+	Description          string   `json:"description"`
+	TTLSeconds           float64  `json:"ttl_seconds"`
+	WarmupSeconds        float64  `json:"warmup_seconds"`
+	MeasuredSeconds      float64  `json:"measured_seconds"`
+	APIServerGetTotal    float64  `json:"apiserver_configmap_get_total"`
+	APIServerGetQPS      float64  `json:"apiserver_configmap_get_qps"`
+	EtcdGetTotal         float64  `json:"etcd_configmap_get_total"`
+	EtcdGetQPS           float64  `json:"etcd_configmap_get_qps"`
+	ExpectedAPIServerQPS float64  `json:"expected_apiserver_configmap_get_qps"`
+	ExpectedEtcdQPS      float64  `json:"expected_etcd_configmap_get_qps"`
+	AgentGetTotal        float64  `json:"agent_configmap_get_total"`
+	AgentQuorumGetTotal  float64  `json:"agent_configmap_quorum_get_total"`
+	AgentPodSyncs        float64  `json:"agent_pod_syncs_total"`
+	AgentCPUSeconds      float64  `json:"agent_cpu_seconds"`
+	AgentPeakRSSBytes    int64    `json:"agent_peak_rss_bytes"`
+	Samples              []Sample `json:"samples"`
+	Interrupted          bool     `json:"interrupted,omitempty"`
+}
+
+// runner holds what every phase of one comparison shares.
+type runner struct {
+	scenario   Scenario
+	restConfig *rest.Config
+	admin      kubernetes.Interface
+	nodes      []nodeLayout
+	workDir    string
+	agentLog   logr.Logger
+	progress   *progress
+	// warmupTimeout bounds the wait for every volume to be on disk.
+	warmupTimeout time.Duration
+}
+
+// runPhase measures one mode. It returns what it measured so far, marked
+// interrupted, when ctx ends early.
+func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
+	strategy, invalidation := mode.agentSettings()
+	res := PhaseResult{Mode: mode, Strategy: string(strategy), Invalidation: string(invalidation), Description: mode.Describe()}
+	ttlInEffect, err := r.ttlInEffect(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.TTLSeconds = ttlInEffect.Seconds()
+	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(r.scenario, mode, ttlInEffect)
+
+	// (1) Start one agent per node, spread over one cycle of what drives
+	// the GETs: the mean sync interval, or with a TTL-driven cache one
+	// refresh cycle. Nodes started in the same second would sync and
+	// refresh in lockstep, and a one-minute window would catch a whole
+	// burst or miss it; on a real cluster nodes are out of phase.
+	mean, _ := syncIntervalMoments(r.scenario.SyncFrequency)
+	stagger := time.Duration(mean * float64(time.Second))
+	if mode == ModeFirstReference && ttlInEffect > 0 {
+		stagger = refreshCycle(r.scenario, ttlInEffect)
+	}
+	agentCtx, stopAgents := context.WithCancel(klog.NewContext(context.Background(), r.agentLog.WithValues("mode", mode)))
+	var wg sync.WaitGroup
+	defer func() { stopAgents(); wg.Wait() }()
+	agents := make([]*agent.Agent, len(r.nodes))
+	for i, node := range r.nodes {
+		cfg := agent.DefaultConfig()
+		cfg.NodeName, cfg.RootDir = node.name, filepath.Join(r.workDir, string(mode), node.name)
+		cfg.SyncFrequency, cfg.Strategy, cfg.Invalidation = r.scenario.SyncFrequency, strategy, invalidation
+		cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = r.scenario.AgentQPS, int(2*r.scenario.AgentQPS), ""
+		if agents[i], err = agent.New(r.restConfig, cfg); err != nil {
+			return res, err
+		}
+	}
+	defer os.RemoveAll(filepath.Join(r.workDir, string(mode)))
+	warmupStart := time.Now()
+	for i, a := range agents {
+		delay := time.Duration(int64(stagger) * int64(i) / int64(len(agents)))
+		wg.Go(func() {
+			select {
+			case <-time.After(delay):
+			case <-agentCtx.Done():
+				return
+			}
+			if err := a.Run(agentCtx); err != nil {
+				r.agentLog.Error(err, "Agent failed", "node", r.nodes[i].name)
+			}
+		})
+	}
+
+	// (2) Warm-up: wait until every volume is on disk.
+	want := 0
+	for _, n := range r.nodes {
+		want += n.volumes()
+	}
+	if err := r.waitForVolumes(ctx, mode, agents, want, warmupStart); err != nil {
+		res.Interrupted = ctx.Err() != nil
+		res.WarmupSeconds = time.Since(warmupStart).Seconds()
+		return res, err
+	}
+	res.WarmupSeconds = time.Since(warmupStart).Seconds()
+
+	// (3) Measure.
+	err = r.measure(ctx, &res, agents)
+	return res, err
+}
+
+// ttlInEffect reads the TTL from the first node, as its agent will.
+func (r *runner) ttlInEffect(ctx context.Context) (time.Duration, error) {
+	node, err := r.admin.CoreV1().Nodes().Get(ctx, r.nodes[0].name, metav1.GetOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("reading node %s: %w", r.nodes[0].name, err)
+	}
+	if d, ok := ttl.FromNode(node); ok {
+		return d, nil
+	}
+	return ttl.DefaultTTL, nil
+}
+
+func (r *runner) waitForVolumes(ctx context.Context, mode Mode, agents []*agent.Agent, want int, start time.Time) error {
+	ticker := time.NewTicker(250 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		mounted := 0
+		for _, a := range agents {
+			for _, v := range a.Volumes() {
+				if v.State != "mount-failing" {
+					mounted++
+				}
+			}
+		}
+		r.progress.status("%-16s warm-up  %5.0fs  volumes on disk %d/%d", mode, time.Since(start).Seconds(), mounted, want)
+		if mounted >= want {
+			r.progress.done("%-16s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
+			return nil
+		}
+		if time.Since(start) > r.warmupTimeout {
+			return fmt.Errorf("%s: only %d of %d volumes on disk after %s; see the agent log", mode, mounted, want, r.warmupTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
+
+// measure samples the apiserver every sample interval for the phase
+// duration, and fills in the totals and rates.
+func (r *runner) measure(ctx context.Context, res *PhaseResult, agents []*agent.Agent) error {
+	resetPeakRSS()
+	cpuStart := cpuTime()
+	agentStart, err := gatherAgents(agents)
+	if err != nil {
+		return err
+	}
+	first, err := apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient())
+	if err != nil {
+		return err
+	}
+	prev, last := first, first
+	ticker := time.NewTicker(r.scenario.SampleInterval)
+	defer ticker.Stop()
+	deadline := first.Time.Add(r.scenario.PhaseDuration)
+	for last.Time.Before(deadline) {
+		select {
+		case <-ctx.Done():
+			res.Interrupted = true
+		case <-ticker.C:
+		}
+		if res.Interrupted {
+			break
+		}
+		next, err := apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient())
+		if err != nil {
+			return err
+		}
+		interval := next.Time.Sub(prev.Time).Seconds()
+		sample := Sample{
+			Seconds:      next.Time.Sub(first.Time).Seconds(),
+			APIServerQPS: (next.APIServerConfigMapGets() - prev.APIServerConfigMapGets()) / interval,
+			EtcdQPS:      (next.EtcdConfigMapGets() - prev.EtcdConfigMapGets()) / interval,
+		}
+		res.Samples = append(res.Samples, sample)
+		r.progress.status("%-16s measure  %3.0fs/%.0fs  apiserver %7.1f GET/s  etcd %7.1f get/s  (model %.1f)",
+			res.Mode, sample.Seconds, r.scenario.PhaseDuration.Seconds(), sample.APIServerQPS, sample.EtcdQPS, res.ExpectedAPIServerQPS)
+		prev, last = next, next
+	}
+	agentEnd, err := gatherAgents(agents)
+	if err != nil {
+		return err
+	}
+	res.MeasuredSeconds = last.Time.Sub(first.Time).Seconds()
+	res.APIServerGetTotal = last.APIServerConfigMapGets() - first.APIServerConfigMapGets()
+	res.EtcdGetTotal = last.EtcdConfigMapGets() - first.EtcdConfigMapGets()
+	if res.MeasuredSeconds > 0 {
+		res.APIServerGetQPS = res.APIServerGetTotal / res.MeasuredSeconds
+		res.EtcdGetQPS = res.EtcdGetTotal / res.MeasuredSeconds
+	}
+	res.AgentGetTotal = agentEnd.gets - agentStart.gets
+	res.AgentQuorumGetTotal = agentEnd.quorumGets - agentStart.quorumGets
+	res.AgentPodSyncs = agentEnd.syncs - agentStart.syncs
+	res.AgentCPUSeconds = (cpuTime() - cpuStart).Seconds()
+	res.AgentPeakRSSBytes = peakRSS()
+	r.progress.done("%-16s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
+		res.Mode, res.MeasuredSeconds, res.APIServerGetQPS, res.EtcdGetQPS, res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS)
+	if res.Interrupted {
+		return ctx.Err()
+	}
+	return nil
+}
+
+type agentCounters struct{ gets, quorumGets, syncs float64 }
+
+// gatherAgents sums the agents' own counters.
+func gatherAgents(agents []*agent.Agent) (agentCounters, error) {
+	var c agentCounters
+	var errs []error
+	for _, a := range agents {
+		s, err := apimetrics.Gather(a.Metrics.Registry)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.gets += s.Sum(agent.MetricConfigMapGets, nil)
+		c.quorumGets += s.Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"})
+		c.syncs += s.Sum(agent.MetricPodWork, map[string]string{"kind": "sync"})
+	}
+	return c, errors.Join(errs...)
+}

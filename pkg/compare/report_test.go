@@ -1,0 +1,69 @@
+package compare
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sampleReport() *Report {
+	s := DefaultScenario()
+	r := &Report{Scenario: newScenarioReport(s)}
+	r.Scenario.APIServer = "test"
+	for i, m := range s.Modes {
+		api, etcd := expectedQPS(s, m, s.TTL)
+		p := PhaseResult{Mode: m, Description: m.Describe(), APIServerGetQPS: api * 0.98, EtcdGetQPS: etcd, ExpectedAPIServerQPS: api,
+			ExpectedEtcdQPS: etcd, MeasuredSeconds: 60, TTLSeconds: 25}
+		for t := 5; t <= 60; t += 5 {
+			p.Samples = append(p.Samples, Sample{Seconds: float64(t), APIServerQPS: api + float64(i), EtcdQPS: etcd})
+		}
+		r.Phases = append(r.Phases, p)
+	}
+	return r
+}
+
+// report.json keeps the keys of DESIGN.md, which tools read.
+func TestReportFilesAndKeys(t *testing.T) {
+	dir := t.TempDir()
+	r := sampleReport()
+	if err := r.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"report.json", "report.md", "chart.svg", "chart.png"} {
+		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	var generic map[string]any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		t.Fatal(err)
+	}
+	scenario := generic["scenario"].(map[string]any)
+	for _, key := range []string{"nodes", "pods_per_node", "configmaps_per_pod", "sync_frequency_seconds", "ttl_seconds", "phase_seconds"} {
+		if _, ok := scenario[key]; !ok {
+			t.Errorf("scenario lacks %q", key)
+		}
+	}
+	phase := generic["phases"].([]any)[0].(map[string]any)
+	for _, key := range []string{"mode", "strategy", "warmup_seconds", "apiserver_configmap_get_total", "apiserver_configmap_get_qps",
+		"etcd_configmap_get_total", "etcd_configmap_get_qps", "expected_apiserver_configmap_get_qps", "agent_configmap_get_total",
+		"agent_cpu_seconds", "agent_peak_rss_bytes"} {
+		if _, ok := phase[key]; !ok {
+			t.Errorf("phase lacks %q", key)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, want := range []string{"| every-sync |", "| first-reference |", "chart.svg"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	var table strings.Builder
+	r.WriteTable(&table)
+	if lines := strings.Count(table.String(), "\n"); lines != 1+len(r.Phases) {
+		t.Errorf("table has %d lines, want %d:\n%s", lines, 1+len(r.Phases), table.String())
+	}
+}

@@ -1,0 +1,207 @@
+// Package compare runs the before/after experiment of nodeagent: for each
+// mode (the kubelet before kubernetes#120255, after it, the watch strategy,
+// plain GETs) it runs one agent per simulated node against a real
+// apiserver, measures the ConfigMap GETs the apiserver serves and the reads
+// that reach etcd, and sets them beside the model of SPEC §7.
+//
+// A run: create Nodes (TTL annotation from the scenario), ConfigMaps and
+// pods bound to the nodes; then, per mode, start the agents, wait until
+// every volume is on disk (the warm-up, reported but not measured),
+// measure for the phase duration from the apiserver's own /metrics, stop
+// the agents; finally write report.json, report.md and a chart.
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+)
+
+// Mode is one configuration of the agents measured in a phase.
+type Mode string
+
+const (
+	ModeEverySync      Mode = "every-sync"
+	ModeFirstReference Mode = "first-reference"
+	ModeWatch          Mode = "watch"
+	ModeGet            Mode = "get"
+)
+
+// Modes lists the valid modes.
+var Modes = []Mode{ModeEverySync, ModeFirstReference, ModeWatch, ModeGet}
+
+// agentSettings maps a mode onto the agent's strategy and invalidation.
+func (m Mode) agentSettings() (configmapcache.Strategy, configmapcache.Invalidation) {
+	switch m {
+	case ModeEverySync:
+		return configmapcache.StrategyCache, configmapcache.InvalidateEverySync
+	case ModeWatch:
+		return configmapcache.StrategyWatch, configmapcache.InvalidateFirstReference
+	case ModeGet:
+		return configmapcache.StrategyGet, configmapcache.InvalidateFirstReference
+	default:
+		return configmapcache.StrategyCache, configmapcache.InvalidateFirstReference
+	}
+}
+
+// Describe says in a few words what a mode is.
+func (m Mode) Describe() string {
+	switch m {
+	case ModeEverySync:
+		return "cache, invalidated on every pod sync (kubelet ≤ v1.28, before #120255)"
+	case ModeFirstReference:
+		return "cache, invalidated on first reference only (kubelet ≥ v1.29, after #120255)"
+	case ModeWatch:
+		return "one watch per ConfigMap, no GETs"
+	case ModeGet:
+		return "a quorum GET on every remount, no cache"
+	}
+	return string(m)
+}
+
+// ParseModes reads a comma-separated list of modes.
+func ParseModes(list string) ([]Mode, error) {
+	var modes []Mode
+	seen := map[Mode]bool{}
+	for _, part := range strings.Split(list, ",") {
+		m := Mode(strings.TrimSpace(part))
+		if m == "" {
+			continue
+		}
+		valid := false
+		for _, known := range Modes {
+			valid = valid || m == known
+		}
+		if !valid {
+			return nil, fmt.Errorf("unknown mode %q: choose from %v", m, Modes)
+		}
+		if seen[m] {
+			return nil, fmt.Errorf("mode %q given twice", m)
+		}
+		seen[m] = true
+		modes = append(modes, m)
+	}
+	if len(modes) == 0 {
+		return nil, errors.New("no modes given: choose one or more of " + fmt.Sprint(Modes))
+	}
+	return modes, nil
+}
+
+// Scenario is what a comparison runs.
+type Scenario struct {
+	Nodes            int
+	PodsPerNode      int
+	ConfigMapsPerPod int
+	// SharedConfigMaps, when positive, makes every pod draw its ConfigMaps
+	// from one pool of that many; zero gives each pod its own.
+	SharedConfigMaps int
+	SyncFrequency    time.Duration
+	// TTL is written to every Node's node.alpha.kubernetes.io/ttl. On a
+	// cluster with a TTL controller the controller may overwrite it; each
+	// phase uses and reports the value in effect.
+	TTL            time.Duration
+	PhaseDuration  time.Duration
+	SampleInterval time.Duration
+	Modes          []Mode
+	// AgentQPS is each agent's client rate limit (the kubelet's default 50).
+	AgentQPS float32
+}
+
+// DefaultScenario is `make demo`: about four minutes on two cores once the
+// control plane is built, with a clear difference between the modes.
+func DefaultScenario() Scenario {
+	return Scenario{
+		Nodes:            20,
+		PodsPerNode:      10,
+		ConfigMapsPerPod: 1,
+		SyncFrequency:    5 * time.Second,
+		TTL:              25 * time.Second,
+		PhaseDuration:    60 * time.Second,
+		SampleInterval:   5 * time.Second,
+		Modes:            []Mode{ModeEverySync, ModeFirstReference, ModeWatch},
+		AgentQPS:         50,
+	}
+}
+
+// Limits that keep a run meaningful on one machine.
+const (
+	maxPods = 20000
+	// maxExpectedQPS is a ConfigMap GET rate beyond which a two-core
+	// apiserver and etcd saturate and the measurement says more about
+	// the machine than about the agents.
+	maxExpectedQPS = 1500
+)
+
+// Validate fails fast, saying which flag to change.
+func (s Scenario) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s.Nodes < 1 {
+		add("--nodes must be at least 1, got %d", s.Nodes)
+	}
+	if s.PodsPerNode < 1 {
+		add("--pods-per-node must be at least 1, got %d", s.PodsPerNode)
+	}
+	if s.ConfigMapsPerPod < 1 {
+		add("--configmaps-per-pod must be at least 1, got %d", s.ConfigMapsPerPod)
+	}
+	if s.SharedConfigMaps < 0 {
+		add("--shared-configmaps must be 0 (each pod its own) or positive, got %d", s.SharedConfigMaps)
+	}
+	if s.SharedConfigMaps > 0 && s.SharedConfigMaps < s.ConfigMapsPerPod {
+		add("--shared-configmaps %d is smaller than --configmaps-per-pod %d: a pod would mount one ConfigMap twice", s.SharedConfigMaps, s.ConfigMapsPerPod)
+	}
+	if s.SyncFrequency <= 0 {
+		add("--sync-frequency must be positive, got %s", s.SyncFrequency)
+	}
+	if s.TTL < 0 || s.TTL%time.Second != 0 {
+		add("--ttl must be whole seconds, zero or more (the annotation holds seconds), got %s", s.TTL)
+	}
+	if s.SampleInterval <= 0 {
+		add("--sample-interval must be positive, got %s", s.SampleInterval)
+	}
+	if s.AgentQPS <= 0 {
+		add("the agents' QPS must be positive, got %v", s.AgentQPS)
+	}
+	if len(s.Modes) == 0 {
+		add("--modes is empty: choose from %v", Modes)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+
+	if pods := s.Nodes * s.PodsPerNode; pods > maxPods {
+		add("%d pods (--nodes × --pods-per-node) is more than this machine can run agents for (%d): lower --nodes or --pods-per-node", pods, maxPods)
+	}
+	mean, _ := syncIntervalMoments(s.SyncFrequency)
+	if minPhase := 2 * time.Duration(mean*float64(time.Second)); s.PhaseDuration < minPhase {
+		add("--phase-duration %s is shorter than two mean sync intervals (%s at --sync-frequency %s): raise it to at least %s",
+			s.PhaseDuration, minPhase.Round(time.Second), s.SyncFrequency, minPhase.Round(time.Second))
+	}
+	if s.PhaseDuration < s.SampleInterval {
+		add("--phase-duration %s is shorter than --sample-interval %s", s.PhaseDuration, s.SampleInterval)
+	}
+	// The heaviest mode must fit the agents' own rate limit, or the agents
+	// throttle themselves and the numbers no longer show the kubelet.
+	perNode := float64(s.PodsPerNode*s.ConfigMapsPerPod) / mean
+	if perNode > float64(s.AgentQPS)*0.8 {
+		add("every-sync would send %.0f GET/s per node, above 80%% of the agent's rate limit (%v QPS), which would throttle it: lower --pods-per-node or --configmaps-per-pod, or raise --sync-frequency", perNode, s.AgentQPS)
+	}
+	if total := perNode * float64(s.Nodes); total > maxExpectedQPS {
+		add("every-sync would send %.0f GET/s in total, more than a local apiserver and etcd on this machine serve without queueing (%d): lower --nodes or --pods-per-node, or raise --sync-frequency", total, maxExpectedQPS)
+	}
+	return errors.Join(errs...)
+}
+
+// syncIntervalMoments returns the mean and the mean square, in seconds, of
+// the time between two periodic syncs of a pod: the requeue delay
+// S·(1 + U[0,0.5)) plus the wait U[0,1) s for the next 1 s tick.
+func syncIntervalMoments(s time.Duration) (mean, meanSquare float64) {
+	sec := s.Seconds()
+	mean = 1.25*sec + 0.5
+	variance := (0.5*sec)*(0.5*sec)/12 + 1.0/12
+	return mean, variance + mean*mean
+}

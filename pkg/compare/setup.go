@@ -1,0 +1,250 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Names and marks of what a comparison creates, so that it can find and
+// remove its own objects and nothing else.
+const (
+	Namespace   = "nodeagent-compare"
+	nodePrefix  = "nodeagent-compare-node-"
+	ownerLabel  = "app.kubernetes.io/managed-by"
+	ownerValue  = "nodeagent-compare"
+	simTaintKey = "nodeagent.io/simulated-node"
+)
+
+type podLayout struct {
+	name       string
+	configMaps []string
+}
+
+type nodeLayout struct {
+	name string
+	pods []podLayout
+}
+
+// layout assigns pods to nodes and ConfigMaps to pods, deterministically.
+func layout(s Scenario) []nodeLayout {
+	nodes := make([]nodeLayout, s.Nodes)
+	for n := range nodes {
+		nodes[n].name = fmt.Sprintf("%s%03d", nodePrefix, n)
+		for p := range s.PodsPerNode {
+			global := n*s.PodsPerNode + p
+			pod := podLayout{name: fmt.Sprintf("pod-%05d", global)}
+			for c := range s.ConfigMapsPerPod {
+				if s.SharedConfigMaps > 0 {
+					pod.configMaps = append(pod.configMaps, fmt.Sprintf("shared-%04d", (global*s.ConfigMapsPerPod+c)%s.SharedConfigMaps))
+				} else {
+					pod.configMaps = append(pod.configMaps, fmt.Sprintf("cm-%05d-%d", global, c))
+				}
+			}
+			nodes[n].pods = append(nodes[n].pods, pod)
+		}
+	}
+	return nodes
+}
+
+// referencesPerConfigMap counts, for each ConfigMap used on the node, how
+// many of its pods mount it.
+func (n nodeLayout) referencesPerConfigMap() map[string]int {
+	refs := map[string]int{}
+	for _, p := range n.pods {
+		for _, cm := range p.configMaps {
+			refs[cm]++
+		}
+	}
+	return refs
+}
+
+func (n nodeLayout) volumes() int {
+	total := 0
+	for _, p := range n.pods {
+		total += len(p.configMaps)
+	}
+	return total
+}
+
+// createObjects creates the namespace, Nodes, ConfigMaps and pods of the
+// scenario, with workers in parallel; report is called as objects are made.
+func createObjects(ctx context.Context, client kubernetes.Interface, s Scenario, nodes []nodeLayout, report func(done, total int)) error {
+	labels := map[string]string{ownerLabel: ownerValue}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels},
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+
+	var jobs []func() error
+	configMaps := map[string]bool{}
+	for _, node := range nodes {
+		jobs = append(jobs, func() error { return createNode(ctx, client, node.name, s.TTL, labels) })
+		for _, pod := range node.pods {
+			for _, cm := range pod.configMaps {
+				if !configMaps[cm] {
+					configMaps[cm] = true
+					jobs = append(jobs, func() error { return createConfigMap(ctx, client, cm, labels) })
+				}
+			}
+		}
+	}
+	// ConfigMaps and Nodes first, so no agent ever sees a pod whose
+	// ConfigMap does not exist yet (that would be a different experiment).
+	if err := runParallel(ctx, jobs, 16, report, 0, countPods(nodes)+len(jobs)); err != nil {
+		return err
+	}
+	jobs = jobs[:0]
+	for _, node := range nodes {
+		for _, pod := range node.pods {
+			jobs = append(jobs, func() error { return createPod(ctx, client, node.name, pod, labels) })
+		}
+	}
+	return runParallel(ctx, jobs, 16, report, len(configMaps)+len(nodes), countPods(nodes)+len(configMaps)+len(nodes))
+}
+
+func countPods(nodes []nodeLayout) int {
+	n := 0
+	for _, node := range nodes {
+		n += len(node.pods)
+	}
+	return n
+}
+
+func createNode(ctx context.Context, client kubernetes.Interface, name string, ttl time.Duration, labels map[string]string) error {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: map[string]string{corev1.ObjectTTLAnnotationKey: strconv.Itoa(int(ttl.Seconds()))},
+		},
+		Spec: corev1.NodeSpec{
+			// No kubelet runs here: keep every workload that does not
+			// tolerate it (DaemonSets included) off this Node.
+			Taints: []corev1.Taint{{Key: simTaintKey, Value: "true", Effect: corev1.TaintEffectNoExecute}},
+		},
+	}
+	_, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		existing, getErr := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if getErr != nil {
+			return getErr
+		}
+		if existing.Labels[ownerLabel] != ownerValue {
+			return fmt.Errorf("node %s exists and was not made by nodeagent compare; refusing to touch it", name)
+		}
+		existing.Annotations = node.Annotations
+		_, err = client.CoreV1().Nodes().Update(ctx, existing, metav1.UpdateOptions{})
+	}
+	return err
+}
+
+func createConfigMap(ctx context.Context, client kubernetes.Interface, name string, labels map[string]string) error {
+	_, err := client.CoreV1().ConfigMaps(Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Data:       map[string]string{"config.yaml": "name: " + name + "\n"},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func createPod(ctx context.Context, client kubernetes.Interface, node string, p podLayout, labels map[string]string) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeName:    node,
+			Containers:  []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		},
+	}
+	for i, cm := range p.configMaps {
+		name := fmt.Sprintf("config-%d", i)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}},
+		}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: name, MountPath: "/etc/" + name})
+	}
+	_, err := client.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// runParallel runs jobs on workers goroutines, stopping at the first error.
+func runParallel(ctx context.Context, jobs []func() error, workers int, report func(done, total int), offset, total int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan func() error)
+	var done atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for job := range next {
+				if err := job(); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					continue
+				}
+				if n := done.Add(1); report != nil && (n%50 == 0 || int(n) == len(jobs)) {
+					report(offset+int(n), total)
+				}
+			}
+		})
+	}
+	for _, job := range jobs {
+		select {
+		case next <- job:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// deleteObjects removes everything a comparison created: pods at once
+// (there is no kubelet to finish a graceful deletion), then ConfigMaps,
+// Nodes and the namespace.
+func deleteObjects(ctx context.Context, client kubernetes.Interface) error {
+	zero := int64(0)
+	selector := metav1.ListOptions{LabelSelector: ownerLabel + "=" + ownerValue}
+	var errs []error
+	if err := client.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, selector); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting pods: %w", err))
+	}
+	if err := client.CoreV1().ConfigMaps(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting configmaps: %w", err))
+	}
+	if err := client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting nodes: %w", err))
+	}
+	// The namespace stays only if a previous step failed, so that a
+	// re-run can still find what is left in it.
+	if len(errs) == 0 {
+		if err := client.CoreV1().Namespaces().Delete(ctx, Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting namespace: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
