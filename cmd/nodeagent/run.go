@@ -59,6 +59,9 @@ func runAgent(args []string, stdout io.Writer) error {
 	if err := checkChoice("--cache-invalidation", invalidation, configmapcache.Invalidations); err != nil {
 		return err
 	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	if err := setUpLogging(logFormat, klogFlags); err != nil {
 		return err
 	}

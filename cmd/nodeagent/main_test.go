@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestDispatch(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"usage", nil, 0, "Commands:", ""},
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{"version", []string{"version"}, 0, "nodeagent ", ""},
+		{"version help", []string{"version", "--help"}, 0, "--output", ""},
+		{"bad version output", []string{"version", "-o", "yaml"}, 1, "", "unknown --output"},
+		{"run: unknown strategy", []string{"run", "--configmap-strategy=poll"}, 1, "", "choose one of [get cache watch]"},
+		{"run: unknown invalidation", []string{"run", "--cache-invalidation=never"}, 1, "", "choose one of [every-sync first-reference]"},
+		{"run: empty node name", []string{"run", "--node-name=", "--kubeconfig=/dev/null"}, 1, "", "--node-name is empty"},
+		{"run: bad log format", []string{"run", "--logging-format=xml"}, 1, "", "--logging-format"},
+		{"compare: bad modes", []string{"compare", "--modes=poll"}, 1, "", "unknown mode"},
+		{"compare: no nodes", []string{"compare", "--nodes=0"}, 1, "", "--nodes must be at least 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := dispatch(tt.args, &stdout, &stderr)
+			if code != tt.wantCode || !strings.Contains(stdout.String(), tt.wantStdout) || !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("code %d (want %d)\nstdout: %s(want %q)\nstderr: %s(want %q)", code, tt.wantCode, stdout.String(), tt.wantStdout, stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestVersionJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"version", "-o", "json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var v map[string]string
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"version", "gitCommit", "goVersion", "platform"} {
+		if v[key] == "" {
+			t.Errorf("version JSON lacks %q: %v", key, v)
+		}
+	}
+}
