@@ -12,7 +12,11 @@ LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VER
 # e2e tests start real processes; give them room on a two-core machine.
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build controlplane test unit e2e vet demo clean help
+KUSTOMIZE_VERSION := v5.8.2
+IMAGE       ?= nodeagent:dev
+IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
+
+.PHONY: all build controlplane kustomize image test unit e2e e2e-kind vet demo clean help
 
 all: build
 
@@ -25,6 +29,17 @@ build: ## Build nodeagent into _output/bin.
 controlplane: ## Build etcd and kube-apiserver into _output/bin (once; minutes the first time).
 	hack/controlplane/build.sh $(BIN)
 
+kustomize: $(BIN)/kustomize ## Build the pinned kustomize CLI into _output/bin (renders deploy/).
+
+$(BIN)/kustomize:
+	GOBIN=$(abspath $(BIN)) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+
+image: ## Write the container image as a tarball, without Docker: _output/nodeagent-image.tar.
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
+	cd hack/image && $(GO) run . --binary $(abspath $(BIN))/nodeagent-linux-amd64 --output $(abspath $(IMAGE_TAR)) \
+		--tag $(IMAGE) --version $(VERSION) --revision $(COMMIT)
+	@echo "Wrote $(IMAGE_TAR) ($(IMAGE)); load it with: kind load image-archive $(IMAGE_TAR) --name nodeagent"
+
 vet: ## Run go vet.
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
@@ -32,8 +47,9 @@ vet: ## Run go vet.
 unit: ## Run the unit tests.
 	$(GO) test -race ./...
 
-e2e: controlplane build ## Run the end-to-end tests on a local control plane.
-	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+e2e: controlplane build kustomize image ## Run the end-to-end tests on a local control plane.
+	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
+		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
 
 test: controlplane vet unit e2e ## Build what is missing, then vet, unit tests and e2e tests.
 
@@ -43,6 +59,9 @@ test: controlplane vet unit e2e ## Build what is missing, then vet, unit tests a
 DEMO_ARGS ?=
 demo: controlplane build ## Compare ConfigMap GET load before and after kubernetes#120255 (about 4 minutes).
 	$(BIN)/nodeagent compare --output-dir $(OUTPUT)/compare $(DEMO_ARGS)
+
+e2e-kind: build kustomize image ## On a machine with Docker and kind: deploy to a kind cluster and compare there.
+	hack/e2e-kind.sh
 
 clean: ## Remove build output (the control plane is rebuilt on the next run).
 	rm -rf $(OUTPUT)

@@ -72,10 +72,16 @@ func createNode(t *testing.T, name string, ttlSeconds int) {
 // and stops it (SIGTERM) at the end of the test.
 func startAgent(t *testing.T, node string, extraArgs ...string) *agentProcess {
 	t.Helper()
+	return startAgentWith(t, node, cp.KubeconfigPath, extraArgs...)
+}
+
+// startAgentWith is startAgent with another identity's kubeconfig.
+func startAgentWith(t *testing.T, node, kubeconfig string, extraArgs ...string) *agentProcess {
+	t.Helper()
 	a := &agentProcess{t: t, node: node, rootDir: t.TempDir(), logPath: filepath.Join(t.TempDir(), "agent.log")}
 	a.httpAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	a.args = append([]string{"run",
-		"--kubeconfig=" + cp.KubeconfigPath,
+		"--kubeconfig=" + kubeconfig,
 		"--node-name=" + node,
 		"--root-dir=" + a.rootDir,
 		"--http-address=" + a.httpAddr,

@@ -1,0 +1,18 @@
+# For people who build with Docker; `make image` builds the same image
+# without a Docker daemon (hack/image).
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /nodeagent ./cmd/nodeagent
+
+FROM scratch
+COPY --from=build /nodeagent /nodeagent
+LABEL org.opencontainers.image.title="nodeagent" \
+      org.opencontainers.image.source="https://github.com/nodeagent-io/nodeagent"
+# uid 0 with every capability dropped (deploy/base/daemonset.yaml): the root
+# dir is a root-owned hostPath.
+USER 0:0
+ENTRYPOINT ["/nodeagent"]
+CMD ["run"]
