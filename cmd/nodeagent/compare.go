@@ -22,7 +22,7 @@ import (
 func runCompare(args []string, stdout io.Writer) error {
 	fs := newFlagSet("compare", "Measure the ConfigMap GET load of the kubelet's cache before and after kubernetes#120255, at the apiserver and at etcd, on a real apiserver.", stdout)
 	s := compare.DefaultScenario()
-	var kubeconfig, modes, outputDir string
+	var kubeconfig, modes, outputDir, namespace string
 	var keep bool
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd and kube-apiserver (built by `make controlplane`).")
 	fs.IntVar(&s.Nodes, "nodes", s.Nodes, "Simulated nodes: Node objects, each served by its own agent in this process.")
@@ -35,6 +35,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs.DurationVar(&s.SampleInterval, "sample-interval", s.SampleInterval, "How often GET/s is sampled for the chart and the progress line.")
 	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch, get.")
 	fs.StringVar(&outputDir, "output-dir", "_output/compare", "Where report.json, report.md, chart.svg, chart.png and agents.log are written.")
+	fs.StringVar(&namespace, "namespace", compare.DefaultNamespace, "Namespace for the run's pods and ConfigMaps; its simulated Nodes are named <namespace>-node-NNN.")
 	fs.BoolVar(&keep, "keep", false, "Leave the created nodes, pods and ConfigMaps in place.")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -55,7 +56,7 @@ func runCompare(args []string, stdout io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := compare.Options{Scenario: s, OutputDir: outputDir, Progress: os.Stderr, Keep: keep}
+	opts := compare.Options{Scenario: s, OutputDir: outputDir, Progress: os.Stderr, Keep: keep, Namespace: namespace}
 	if kubeconfig != "" {
 		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return fmt.Errorf("loading --kubeconfig: %w", err)

@@ -28,6 +28,8 @@ type Options struct {
 	OutputDir string
 	// Progress receives progress lines; nil shows none.
 	Progress io.Writer
+	// Namespace holds the run's objects; default DefaultNamespace.
+	Namespace string
 	// Keep leaves the created objects in place after the run.
 	Keep bool
 }
@@ -37,6 +39,9 @@ type Options struct {
 // measured, and returns the report with Interrupted set and ctx's error.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	s := opts.Scenario
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -64,7 +69,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 
 	prog := newProgress(opts.Progress)
-	nodes := layout(s)
+	nodes := layout(s, opts.Namespace)
 	r := &runner{
 		scenario:   s,
 		restConfig: opts.RESTConfig,
@@ -83,15 +88,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		defer func() {
 			cleanupCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if err := deleteObjects(cleanupCtx, admin); err != nil {
-				prog.done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, Namespace, ownerLabel, ownerValue)
+			if err := deleteObjects(cleanupCtx, admin, opts.Namespace); err != nil {
+				prog.done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, opts.Namespace, runLabel, opts.Namespace)
 			}
 		}()
 	}
 
 	start := time.Now()
-	prog.done("Creating %d nodes, %d pods and their ConfigMaps in namespace %s...", s.Nodes, s.Nodes*s.PodsPerNode, Namespace)
-	err = createObjects(ctx, admin, s, nodes, func(done, total int) {
+	prog.done("Creating %d nodes, %d pods and their ConfigMaps in namespace %s...", s.Nodes, s.Nodes*s.PodsPerNode, opts.Namespace)
+	err = createObjects(ctx, admin, opts.Namespace, s, nodes, func(done, total int) {
 		prog.status("setup    %d/%d objects", done, total)
 	})
 	if err != nil {

@@ -26,7 +26,7 @@ func expectedQPS(s Scenario, mode Mode, ttl time.Duration) (apiserver, etcd floa
 		return 0, 0
 	}
 	rates := map[int]float64{} // by pods sharing the entry
-	for _, node := range layout(s) {
+	for _, node := range layout(s, DefaultNamespace) {
 		for _, k := range node.referencesPerConfigMap() {
 			if _, ok := rates[k]; !ok {
 				rates[k] = refreshRate(s.SyncFrequency, ttl, k)

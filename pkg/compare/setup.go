@@ -18,10 +18,14 @@ import (
 // Names and marks of what a comparison creates, so that it can find and
 // remove its own objects and nothing else.
 const (
-	Namespace   = "nodeagent-compare"
-	nodePrefix  = "nodeagent-compare-node-"
-	ownerLabel  = "app.kubernetes.io/managed-by"
-	ownerValue  = "nodeagent-compare"
+	// DefaultNamespace holds a run's pods and ConfigMaps; its simulated
+	// Nodes are named <namespace>-node-NNN.
+	DefaultNamespace = "nodeagent-compare"
+	ownerLabel       = "app.kubernetes.io/managed-by"
+	ownerValue       = "nodeagent-compare"
+	// runLabel marks a run's objects with its namespace, so that two runs
+	// in two namespaces never touch each other's Nodes.
+	runLabel    = "nodeagent.io/compare-run"
 	simTaintKey = "nodeagent.io/simulated-node"
 )
 
@@ -36,10 +40,10 @@ type nodeLayout struct {
 }
 
 // layout assigns pods to nodes and ConfigMaps to pods, deterministically.
-func layout(s Scenario) []nodeLayout {
+func layout(s Scenario, namespace string) []nodeLayout {
 	nodes := make([]nodeLayout, s.Nodes)
 	for n := range nodes {
-		nodes[n].name = fmt.Sprintf("%s%03d", nodePrefix, n)
+		nodes[n].name = fmt.Sprintf("%s-node-%03d", namespace, n)
 		for p := range s.PodsPerNode {
 			global := n*s.PodsPerNode + p
 			pod := podLayout{name: fmt.Sprintf("pod-%05d", global)}
@@ -78,12 +82,19 @@ func (n nodeLayout) volumes() int {
 
 // createObjects creates the namespace, Nodes, ConfigMaps and pods of the
 // scenario, with workers in parallel; report is called as objects are made.
-func createObjects(ctx context.Context, client kubernetes.Interface, s Scenario, nodes []nodeLayout, report func(done, total int)) error {
-	labels := map[string]string{ownerLabel: ownerValue}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels},
-	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+func createObjects(ctx context.Context, client kubernetes.Interface, namespace string, s Scenario, nodes []nodeLayout, report func(done, total int)) error {
+	labels := map[string]string{ownerLabel: ownerValue, runLabel: namespace}
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: labels},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		ns, err = client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("creating namespace %s: %w", namespace, err)
+	}
+	if ns.DeletionTimestamp != nil {
+		return fmt.Errorf("namespace %s is being deleted (a previous run's cleanup); wait for it to go, or choose another with --namespace", namespace)
 	}
 
 	var jobs []func() error
@@ -94,7 +105,7 @@ func createObjects(ctx context.Context, client kubernetes.Interface, s Scenario,
 			for _, cm := range pod.configMaps {
 				if !configMaps[cm] {
 					configMaps[cm] = true
-					jobs = append(jobs, func() error { return createConfigMap(ctx, client, cm, labels) })
+					jobs = append(jobs, func() error { return createConfigMap(ctx, client, namespace, cm, labels) })
 				}
 			}
 		}
@@ -107,7 +118,7 @@ func createObjects(ctx context.Context, client kubernetes.Interface, s Scenario,
 	jobs = jobs[:0]
 	for _, node := range nodes {
 		for _, pod := range node.pods {
-			jobs = append(jobs, func() error { return createPod(ctx, client, node.name, pod, labels) })
+			jobs = append(jobs, func() error { return createPod(ctx, client, namespace, node.name, pod, labels) })
 		}
 	}
 	return runParallel(ctx, jobs, 16, report, len(configMaps)+len(nodes), countPods(nodes)+len(configMaps)+len(nodes))
@@ -140,8 +151,8 @@ func createNode(ctx context.Context, client kubernetes.Interface, name string, t
 		if getErr != nil {
 			return getErr
 		}
-		if existing.Labels[ownerLabel] != ownerValue {
-			return fmt.Errorf("node %s exists and was not made by nodeagent compare; refusing to touch it", name)
+		if existing.Labels[runLabel] != labels[runLabel] {
+			return fmt.Errorf("node %s exists and was not made by a nodeagent compare run in namespace %s; refusing to touch it", name, labels[runLabel])
 		}
 		existing.Annotations = node.Annotations
 		_, err = client.CoreV1().Nodes().Update(ctx, existing, metav1.UpdateOptions{})
@@ -149,8 +160,8 @@ func createNode(ctx context.Context, client kubernetes.Interface, name string, t
 	return err
 }
 
-func createConfigMap(ctx context.Context, client kubernetes.Interface, name string, labels map[string]string) error {
-	_, err := client.CoreV1().ConfigMaps(Namespace).Create(ctx, &corev1.ConfigMap{
+func createConfigMap(ctx context.Context, client kubernetes.Interface, namespace, name string, labels map[string]string) error {
+	_, err := client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Data:       map[string]string{"config.yaml": "name: " + name + "\n"},
 	}, metav1.CreateOptions{})
@@ -160,7 +171,7 @@ func createConfigMap(ctx context.Context, client kubernetes.Interface, name stri
 	return err
 }
 
-func createPod(ctx context.Context, client kubernetes.Interface, node string, p podLayout, labels map[string]string) error {
+func createPod(ctx context.Context, client kubernetes.Interface, namespace, node string, p podLayout, labels map[string]string) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels},
 		Spec: corev1.PodSpec{
@@ -177,7 +188,7 @@ func createPod(ctx context.Context, client kubernetes.Interface, node string, p 
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
 			corev1.VolumeMount{Name: name, MountPath: "/etc/" + name})
 	}
-	_, err := client.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	_, err := client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -226,14 +237,14 @@ func runParallel(ctx context.Context, jobs []func() error, workers int, report f
 // deleteObjects removes everything a comparison created: pods at once
 // (there is no kubelet to finish a graceful deletion), then ConfigMaps,
 // Nodes and the namespace.
-func deleteObjects(ctx context.Context, client kubernetes.Interface) error {
+func deleteObjects(ctx context.Context, client kubernetes.Interface, namespace string) error {
 	zero := int64(0)
-	selector := metav1.ListOptions{LabelSelector: ownerLabel + "=" + ownerValue}
+	selector := metav1.ListOptions{LabelSelector: ownerLabel + "=" + ownerValue + "," + runLabel + "=" + namespace}
 	var errs []error
-	if err := client.CoreV1().Pods(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, selector); err != nil && !apierrors.IsNotFound(err) {
+	if err := client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, selector); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("deleting pods: %w", err))
 	}
-	if err := client.CoreV1().ConfigMaps(Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil && !apierrors.IsNotFound(err) {
+	if err := client.CoreV1().ConfigMaps(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("deleting configmaps: %w", err))
 	}
 	if err := client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil && !apierrors.IsNotFound(err) {
@@ -242,7 +253,7 @@ func deleteObjects(ctx context.Context, client kubernetes.Interface) error {
 	// The namespace stays only if a previous step failed, so that a
 	// re-run can still find what is left in it.
 	if len(errs) == 0 {
-		if err := client.CoreV1().Namespaces().Delete(ctx, Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := client.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting namespace: %w", err))
 		}
 	}

@@ -3,13 +3,19 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 )
@@ -24,7 +30,7 @@ func TestCompareShortRun(t *testing.T) {
 		"--nodes=4", "--pods-per-node=5", "--sync-frequency=2s", "--ttl=6s",
 		"--phase-duration=24s", "--sample-interval=3s",
 		"--modes=every-sync,first-reference,watch",
-		"--output-dir="+out)
+		"--namespace=compare-short", "--output-dir="+out)
 	output, err := cmd.CombinedOutput()
 	t.Logf("nodeagent compare:\n%s", output)
 	if err != nil {
@@ -89,4 +95,67 @@ func TestCompareRejectsImpossibleScenarios(t *testing.T) {
 			t.Errorf("%v: want a failure about the scenario before any connection, got %v: %s", args, err, output)
 		}
 	}
+}
+
+// Ctrl-C in the middle of a phase stops the run, writes what was measured,
+// marks it interrupted, removes the objects and exits non-zero.
+func TestCompareInterrupted(t *testing.T) {
+	out := t.TempDir()
+	cmd := exec.Command(nodeagentBinary(t), "compare",
+		"--kubeconfig="+cp.KubeconfigPath,
+		"--nodes=2", "--pods-per-node=3", "--sync-frequency=1s", "--ttl=3s",
+		"--phase-duration=5m", "--sample-interval=1s", "--modes=every-sync,watch",
+		"--namespace=compare-interrupted", "--output-dir="+out)
+	var output syncBuffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, func() error {
+		if !strings.Contains(output.String(), "measure") {
+			return fmt.Errorf("not measuring yet")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	t.Logf("nodeagent compare:\n%s", output.String())
+	if err == nil || !strings.Contains(output.String(), "interrupted") {
+		t.Fatalf("exit %v; want a non-zero exit that says it was interrupted", err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report compare.Report
+	if err := json.Unmarshal(data, &report); err != nil {
+		t.Fatal(err)
+	}
+	if !report.Interrupted || len(report.Phases) != 1 || !report.Phases[0].Interrupted || report.Phases[0].MeasuredSeconds < 2 || report.Phases[0].APIServerGetTotal == 0 {
+		t.Errorf("report after Ctrl-C: interrupted %v, phases %+v", report.Interrupted, report.Phases)
+	}
+	pods, err := clientset.CoreV1().Pods("compare-interrupted").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("after Ctrl-C %d pods are left (%v)", len(pods.Items), err)
+	}
+}
+
+// syncBuffer is a strings.Builder safe for a process's writers and a
+// reading test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
