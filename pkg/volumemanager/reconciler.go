@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
@@ -15,9 +17,9 @@ import (
 
 // populate is one pass of the desired-state populator: drop pods that are
 // no longer active, and re-read pods marked for reprocessing, flagging
-// their mounted volumes for a remount.
-func (m *Manager) populate() {
-	active, synced := m.opts.ActivePods()
+// their mounted volumes for a remount. active and synced are this tick's
+// ActivePods.
+func (m *Manager) populate(active sets.Set[types.UID], synced bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for uid, dp := range m.desired {
@@ -42,8 +44,7 @@ func (m *Manager) populate() {
 
 // reconcile is one pass of the reconciler: it starts the operations that
 // bring the actual state towards the desired state. It never waits for one.
-func (m *Manager) reconcile(ctx context.Context) {
-	active, synced := m.opts.ActivePods()
+func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], synced bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()

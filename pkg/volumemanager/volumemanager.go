@@ -152,8 +152,10 @@ func (m *Manager) Run(ctx context.Context) {
 			m.ops.Wait()
 			return
 		case <-ticker.C():
-			m.populate()
-			m.reconcile(ctx)
+			// One look at the pod source serves both passes of the tick.
+			active, synced := m.opts.ActivePods()
+			m.populate(active, synced)
+			m.reconcile(ctx, active, synced)
 		}
 	}
 }

@@ -112,8 +112,9 @@ func (h *harness) newManager() *Manager {
 // step runs one populator and one reconciler pass and waits for the
 // operations they started.
 func (h *harness) step() {
-	h.m.populate()
-	h.m.reconcile(context.Background())
+	active, synced := h.m.opts.ActivePods()
+	h.m.populate(active, synced)
+	h.m.reconcile(context.Background(), active, synced)
 	h.m.ops.Wait()
 }
 
