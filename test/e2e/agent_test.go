@@ -314,3 +314,31 @@ func TestAgentSurvivesDeadAPIServer(t *testing.T) {
 		t.Errorf("/healthz after the outage: %v %v", resp, err)
 	}
 }
+
+// --logging-format=json writes one JSON object per line, client-go's lines
+// included, with the flag values logged at start-up.
+func TestAgentJSONLogs(t *testing.T) {
+	createNode(t, "node-json", 2)
+	a := startAgent(t, "node-json", "--logging-format=json")
+	a.stop(syscall.SIGTERM)
+	data, err := os.ReadFile(a.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawFlag, sawServing bool
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		if entry["msg"] == "Flag" && entry["name"] == "logging-format" && entry["value"] == "json" {
+			sawFlag = true
+		}
+		if entry["msg"] == "Serving HTTP" && entry["node"] == "node-json" {
+			sawServing = true
+		}
+	}
+	if !sawFlag || !sawServing {
+		t.Errorf("JSON log lacks the flag line (%v) or the structured serving line (%v):\n%s", sawFlag, sawServing, data)
+	}
+}
