@@ -68,20 +68,30 @@ func TestConfigMapGetQuorumVersusWatchCache(t *testing.T) {
 		return err
 	})
 
-	before := scrapeAPIServer(t)
-	if _, err := cms.Get(ctx, "probe", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
+	// The apiserver's own controllers read a ConfigMap now and then; such a
+	// read can only add to a count. Measure again if one did, up to 3 times.
+	var quorum, cached [2]float64 // apiserver, etcd deltas
+	for attempt := 1; attempt <= 3; attempt++ {
+		before := scrapeAPIServer(t)
+		if _, err := cms.Get(ctx, "probe", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		afterQuorum := scrapeAPIServer(t)
+		if _, err := cms.Get(ctx, "probe", metav1.GetOptions{ResourceVersion: "0"}); err != nil {
+			t.Fatal(err)
+		}
+		afterCached := scrapeAPIServer(t)
+		quorum = [2]float64{afterQuorum.APIServerConfigMapGets() - before.APIServerConfigMapGets(), afterQuorum.EtcdConfigMapGets() - before.EtcdConfigMapGets()}
+		cached = [2]float64{afterCached.APIServerConfigMapGets() - afterQuorum.APIServerConfigMapGets(), afterCached.EtcdConfigMapGets() - afterQuorum.EtcdConfigMapGets()}
+		if quorum == [2]float64{1, 1} && cached == [2]float64{1, 0} {
+			break
+		}
+		t.Logf("attempt %d: quorum read counted %v, cached read %v; measuring again", attempt, quorum, cached)
 	}
-	afterQuorum := scrapeAPIServer(t)
-	if _, err := cms.Get(ctx, "probe", metav1.GetOptions{ResourceVersion: "0"}); err != nil {
-		t.Fatal(err)
-	}
-	afterCached := scrapeAPIServer(t)
-
-	assertDelta(t, "apiserver GETs for the quorum read", afterQuorum.APIServerConfigMapGets()-before.APIServerConfigMapGets(), 1)
-	assertDelta(t, "etcd gets for the quorum read", afterQuorum.EtcdConfigMapGets()-before.EtcdConfigMapGets(), 1)
-	assertDelta(t, "apiserver GETs for the resourceVersion=0 read", afterCached.APIServerConfigMapGets()-afterQuorum.APIServerConfigMapGets(), 1)
-	assertDelta(t, "etcd gets for the resourceVersion=0 read", afterCached.EtcdConfigMapGets()-afterQuorum.EtcdConfigMapGets(), 0)
+	assertDelta(t, "apiserver GETs for the quorum read", quorum[0], 1)
+	assertDelta(t, "etcd gets for the quorum read", quorum[1], 1)
+	assertDelta(t, "apiserver GETs for the resourceVersion=0 read", cached[0], 1)
+	assertDelta(t, "etcd gets for the resourceVersion=0 read", cached[1], 0)
 }
 
 func TestControlPlaneSurvivesRestarts(t *testing.T) {
