@@ -171,10 +171,11 @@ func TestStressNoOverlapNewestWins(t *testing.T) {
 	t.Logf("%d updates coalesced into %d syncs", senders*updatesPerSender+pods, total)
 }
 
-// After a successful sync a pod is due strictly after S; the 1 s tick
-// delivers it with the newest version from the source.
-func TestPeriodicResync(t *testing.T) {
-	r := newRecorder()
+// firstSync starts workers on a fake clock, delivers pod "a" (version 1,
+// also in the source) and waits until its first sync is done and requeued.
+// It returns the clock that drives the sync loop.
+func firstSync(t *testing.T, r *recorder) (*PodWorkers, *testingclock.FakeClock) {
+	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
 	w := startWorkers(t, r, clk)
 	p := pod("a", 1)
@@ -182,6 +183,14 @@ func TestPeriodicResync(t *testing.T) {
 	w.UpdatePod(p)
 	<-r.syncCalled
 	waitFor(t, "the requeue", func() bool { return queued(w) == 1 })
+	return w, clk
+}
+
+// After a successful sync a pod is due strictly after S; the 1 s tick
+// delivers it with the newest version from the source.
+func TestPeriodicResync(t *testing.T) {
+	r := newRecorder()
+	_, clk := firstSync(t, r)
 
 	for range 60 { // 60 ticks: now == deadline, not strictly past
 		clk.Step(time.Second)
@@ -203,13 +212,7 @@ func TestPeriodicResync(t *testing.T) {
 func TestFailedSyncRetriesAfterTenSeconds(t *testing.T) {
 	r := newRecorder()
 	r.syncErr = errors.New("volume not ready")
-	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
-	w := startWorkers(t, r, clk)
-	p := pod("a", 1)
-	r.setSource(p)
-	w.UpdatePod(p)
-	<-r.syncCalled
-	waitFor(t, "the requeue", func() bool { return queued(w) == 1 })
+	_, clk := firstSync(t, r)
 	for range 11 {
 		clk.Step(time.Second)
 	}
