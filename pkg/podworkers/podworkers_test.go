@@ -174,7 +174,7 @@ func TestStressNoOverlapNewestWins(t *testing.T) {
 // firstSync starts workers on a fake clock, delivers pod "a" (version 1,
 // also in the source) and waits until its first sync is done and requeued.
 // It returns the clock that drives the sync loop.
-func firstSync(t *testing.T, r *recorder) (*PodWorkers, *testingclock.FakeClock) {
+func firstSync(t *testing.T, r *recorder) *testingclock.FakeClock {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
 	w := startWorkers(t, r, clk)
@@ -183,14 +183,14 @@ func firstSync(t *testing.T, r *recorder) (*PodWorkers, *testingclock.FakeClock)
 	w.UpdatePod(p)
 	<-r.syncCalled
 	waitFor(t, "the requeue", func() bool { return queued(w) == 1 })
-	return w, clk
+	return clk
 }
 
 // After a successful sync a pod is due strictly after S; the 1 s tick
 // delivers it with the newest version from the source.
 func TestPeriodicResync(t *testing.T) {
 	r := newRecorder()
-	_, clk := firstSync(t, r)
+	clk := firstSync(t, r)
 
 	for range 60 { // 60 ticks: now == deadline, not strictly past
 		clk.Step(time.Second)
@@ -212,7 +212,7 @@ func TestPeriodicResync(t *testing.T) {
 func TestFailedSyncRetriesAfterTenSeconds(t *testing.T) {
 	r := newRecorder()
 	r.syncErr = errors.New("volume not ready")
-	_, clk := firstSync(t, r)
+	clk := firstSync(t, r)
 	for range 11 {
 		clk.Step(time.Second)
 	}
