@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -24,16 +25,20 @@ func runCompare(args []string, stdout io.Writer) error {
 	s := compare.DefaultScenario()
 	var kubeconfig, modes, outputDir, namespace string
 	var keep bool
+	opts := compare.Options{Progress: os.Stderr}
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd and kube-apiserver (built by `make controlplane`).")
-	fs.IntVar(&s.Nodes, "nodes", s.Nodes, "Simulated nodes: Node objects, each served by its own agent in this process.")
+	fs.StringVar(&opts.DaemonSet, "daemonset", "", "namespace/name of nodeagent deployed as a DaemonSet on the --kubeconfig cluster (e.g. nodeagent/nodeagent): measure its agents on the real nodes, switching it between the modes by rollouts and restoring it at the end. Empty: simulated nodes, agents in this process.")
+	fs.StringVar(&opts.PodImage, "pod-image", compare.DefaultPodImage, "With --daemonset: image of the run's pods, which the nodes' kubelets start; use one the nodes already have.")
+	fs.DurationVar(&opts.RolloutTimeout, "rollout-timeout", 5*time.Minute, "With --daemonset: how long each rollout of the DaemonSet may take.")
+	fs.IntVar(&s.Nodes, "nodes", s.Nodes, "Simulated nodes: Node objects, each served by its own agent in this process. With --daemonset: how many of its nodes get the run's pods (default all).")
 	fs.IntVar(&s.PodsPerNode, "pods-per-node", s.PodsPerNode, "Pods bound to each node.")
 	fs.IntVar(&s.ConfigMapsPerPod, "configmaps-per-pod", s.ConfigMapsPerPod, "ConfigMap volumes per pod.")
 	fs.IntVar(&s.SharedConfigMaps, "shared-configmaps", s.SharedConfigMaps, "Draw every pod's ConfigMaps from one pool of this many. 0: each pod has its own.")
-	fs.DurationVar(&s.SyncFrequency, "sync-frequency", s.SyncFrequency, "The agents' --sync-frequency (S).")
-	fs.DurationVar(&s.TTL, "ttl", s.TTL, "TTL written to every Node's node.alpha.kubernetes.io/ttl annotation, whole seconds.")
-	fs.DurationVar(&s.PhaseDuration, "phase-duration", s.PhaseDuration, "How long each mode is measured, after its warm-up.")
+	fs.DurationVar(&s.SyncFrequency, "sync-frequency", s.SyncFrequency, "The agents' --sync-frequency (S). With --daemonset: set on the DaemonSet only if given; otherwise its own is kept.")
+	fs.DurationVar(&s.TTL, "ttl", s.TTL, "TTL written to every Node's node.alpha.kubernetes.io/ttl annotation, whole seconds. Not with --daemonset: the cluster's TTL is read from its nodes.")
+	fs.DurationVar(&s.PhaseDuration, "phase-duration", s.PhaseDuration, "How long each mode is measured, after its warm-up. With --daemonset the default is four mean sync intervals, at least 1m.")
 	fs.DurationVar(&s.SampleInterval, "sample-interval", s.SampleInterval, "How often GET/s is sampled for the chart and the progress line.")
-	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch, get.")
+	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch, get. With --daemonset the default leaves out watch, which needs deploy/overlays/watch's RBAC.")
 	fs.StringVar(&outputDir, "output-dir", "_output/compare", "Where report.json, report.md, chart.svg, chart.png and agents.log are written.")
 	fs.StringVar(&namespace, "namespace", compare.DefaultNamespace, "Namespace for the run's pods and ConfigMaps; its simulated Nodes are named <namespace>-node-NNN.")
 	fs.BoolVar(&keep, "keep", false, "Leave the created nodes, pods and ConfigMaps in place.")
@@ -46,17 +51,28 @@ func runCompare(args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if opts.DaemonSet != "" {
+		if err := daemonSetDefaults(fs, &s, &modes, &opts, kubeconfig); err != nil {
+			return err
+		}
+	}
 	var err error
 	if s.Modes, err = compare.ParseModes(modes); err != nil {
 		return fmt.Errorf("--modes: %w", err)
 	}
-	if err := s.Validate(); err != nil {
+	// A DaemonSet run learns the node count, S and the phase duration from
+	// the cluster; what can be checked before connecting is checked here.
+	check := s
+	if opts.DaemonSet != "" {
+		check.Nodes, check.PhaseDuration, check.Remote = max(check.Nodes, 1), max(check.PhaseDuration, time.Hour), true
+	}
+	if err := check.Validate(); err != nil {
 		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := compare.Options{Scenario: s, OutputDir: outputDir, Progress: os.Stderr, Keep: keep, Namespace: namespace}
+	opts.Scenario, opts.OutputDir, opts.Keep, opts.Namespace = s, outputDir, keep, namespace
 	if kubeconfig != "" {
 		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return fmt.Errorf("loading --kubeconfig: %w", err)
@@ -86,4 +102,26 @@ func runCompare(args []string, stdout io.Writer) error {
 		return fmt.Errorf("interrupted; the report holds what was measured until then")
 	}
 	return runErr
+}
+
+// daemonSetDefaults adjusts the flags' defaults for a DaemonSet run and
+// rejects what it cannot do.
+func daemonSetDefaults(fs *pflag.FlagSet, s *compare.Scenario, modes *string, opts *compare.Options, kubeconfig string) error {
+	if kubeconfig == "" {
+		return errors.New("--daemonset needs --kubeconfig: the cluster where the DaemonSet runs")
+	}
+	if fs.Changed("ttl") {
+		return errors.New("--ttl cannot be used with --daemonset: the cluster's TTL controller owns the nodes' TTL annotation; the run reads it and reports it")
+	}
+	if !fs.Changed("nodes") {
+		s.Nodes = 0 // all of the DaemonSet's nodes
+	}
+	if !fs.Changed("modes") {
+		*modes = "every-sync,first-reference"
+	}
+	if !fs.Changed("phase-duration") {
+		s.PhaseDuration = 0 // four mean sync intervals, at least a minute
+	}
+	opts.SetSyncFrequency = fs.Changed("sync-frequency")
+	return nil
 }

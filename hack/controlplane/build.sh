@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the pinned etcd and kube-apiserver into an output directory (default
+# Builds the pinned etcd, kube-apiserver and kube-controller-manager into an output directory (default
 # _output/bin), from the Go module proxy, through the module in this folder.
 #
 # It rebuilds only when a binary is missing or when what pins it changed: the
@@ -15,7 +15,7 @@ out=$(cd "$out" && pwd)
 stamp="$out/.controlplane.stamp"
 
 want=$(cat "$here/go.mod" "$here/go.sum" "$here/build.sh" <(go version) | sha256sum | cut -d' ' -f1)
-if [[ -x "$out/etcd" && -x "$out/kube-apiserver" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+if [[ -x "$out/etcd" && -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
 
@@ -32,12 +32,16 @@ pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$kube_major -X $pkg.gitMinor=$kube_minor"
 ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
 
-echo "Building etcd $etcd_version and kube-apiserver $kube_version into $out (a few minutes the first time)..."
+echo "Building etcd $etcd_version, kube-apiserver and kube-controller-manager $kube_version into $out (a few minutes the first time)..."
 cd "$here"
 start=$(date +%s)
 go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3
 go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-mv "$out/etcd.tmp" "$out/etcd"
-mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
+# Only the DaemonSet controller of kube-controller-manager is used, by the
+# tests of `nodeagent compare --daemonset`; the binary is built whole.
+go build -trimpath -ldflags "$ldflags" -o "$out/kube-controller-manager.tmp" k8s.io/kubernetes/cmd/kube-controller-manager
+for bin in etcd kube-apiserver kube-controller-manager; do
+  mv "$out/$bin.tmp" "$out/$bin"
+done
 echo "$want" >"$stamp"
 echo "Built the control plane in $(( $(date +%s) - start ))s."

@@ -1,5 +1,6 @@
 // Package controlplane runs a real etcd and kube-apiserver on loopback, for
-// nodeagent's tests and for `nodeagent compare` when no cluster is given.
+// nodeagent's tests and for `nodeagent compare` when no cluster is given,
+// and on request the chosen controllers of kube-controller-manager.
 //
 // Contract:
 //   - Start picks free 127.0.0.1 ports, writes credentials (a client CA, an
@@ -7,7 +8,8 @@
 //     a kubeconfig into a fresh directory, starts etcd and then the
 //     apiserver (RBAC authorization, its own self-signed serving
 //     certificate), and returns only once /readyz answers ok, or fails with
-//     the tail of both logs.
+//     the tail of both logs. With Options.Controllers it then starts
+//     kube-controller-manager running only those and waits for its /healthz.
 //   - RestartEtcd and RestartAPIServer stop one process and start it again
 //     with the same data directory and ports, waiting for readiness again.
 //   - Stop terminates both processes (SIGTERM, then SIGKILL) and removes the
@@ -56,6 +58,10 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to the apiserver's flags (a later
 	// flag wins), for tests that need a feature switched.
 	ExtraAPIServerArgs []string
+	// Controllers names the kube-controller-manager controllers to run,
+	// e.g. "daemonset". Empty: no controller manager (the default; most
+	// tests want no one else writing to the apiserver).
+	Controllers []string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -72,13 +78,15 @@ type ControlPlane struct {
 	// the apiserver's readiness.
 	StartupDuration time.Duration
 
-	creds      *credentials
-	etcd       *process
-	apiserver  *process
-	timeout    time.Duration
-	removeDir  bool
-	restConfig *rest.Config
-	stopOnce   sync.Once
+	creds                *credentials
+	etcd                 *process
+	apiserver            *process
+	controllerManager    *process // nil without Options.Controllers
+	controllerManagerURL string
+	timeout              time.Duration
+	removeDir            bool
+	restConfig           *rest.Config
+	stopOnce             sync.Once
 }
 
 // Start starts etcd and kube-apiserver and waits until the apiserver is
@@ -92,9 +100,14 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		}
 	}
 	etcdBin, apiserverBin := filepath.Join(binDir, "etcd"), filepath.Join(binDir, "kube-apiserver")
-	for _, bin := range []string{etcdBin, apiserverBin} {
+	controllerManagerBin := filepath.Join(binDir, "kube-controller-manager")
+	bins := []string{etcdBin, apiserverBin}
+	if len(opts.Controllers) > 0 {
+		bins = append(bins, controllerManagerBin)
+	}
+	for _, bin := range bins {
 		if err := checkExecutable(bin); err != nil {
-			return nil, fmt.Errorf("control plane binary %s: %w; run `make controlplane` to build etcd and kube-apiserver into %s", bin, err, binDir)
+			return nil, fmt.Errorf("control plane binary %s: %w; run `make controlplane` to build the control plane into %s", bin, err, binDir)
 		}
 	}
 
@@ -115,7 +128,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	} else if err := os.MkdirAll(cp.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		cp.Stop()
 		return nil, err
@@ -153,6 +166,15 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		cp.Stop()
 		return nil, err
 	}
+	if len(opts.Controllers) > 0 {
+		cp.controllerManagerURL = "https://127.0.0.1:" + strconv.Itoa(ports[3])
+		cp.controllerManager = &process{
+			name:    "kube-controller-manager",
+			path:    controllerManagerBin,
+			args:    controllerManagerArgs(cp.Dir, cp.KubeconfigPath, ports[3], opts.Controllers),
+			logPath: filepath.Join(cp.Dir, "kube-controller-manager.log"),
+		}
+	}
 
 	begin := time.Now()
 	if err := cp.startEtcd(ctx); err != nil {
@@ -162,6 +184,12 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := cp.startAPIServer(ctx); err != nil {
 		cp.Stop()
 		return nil, err
+	}
+	if cp.controllerManager != nil {
+		if err := cp.startControllerManager(ctx); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	cp.StartupDuration = time.Since(begin)
 	return cp, nil
@@ -197,9 +225,13 @@ func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop(30 * time.Second) }
 // StartAPIServer starts an apiserver stopped by StopAPIServer.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error { return cp.startAPIServer(ctx) }
 
-// Stop terminates the apiserver, then etcd, and removes a temporary Dir.
+// Stop terminates the controller manager, the apiserver, then etcd, and
+// removes a temporary Dir.
 func (cp *ControlPlane) Stop() {
 	cp.stopOnce.Do(func() {
+		if cp.controllerManager != nil {
+			cp.controllerManager.stop(15 * time.Second)
+		}
 		if cp.apiserver != nil {
 			cp.apiserver.stop(15 * time.Second)
 		}

@@ -32,57 +32,95 @@ type Options struct {
 	Namespace string
 	// Keep leaves the created objects in place after the run.
 	Keep bool
+
+	// DaemonSet, as namespace/name, measures the agents of that DaemonSet
+	// on the cluster's real nodes instead of agents in this process. Each
+	// phase switches the DaemonSet to the mode and waits for the rollout;
+	// the end of the run, Ctrl-C included, restores its pod template.
+	// Scenario.Nodes is then how many of its nodes get the run's pods
+	// (0: all), and Scenario.TTL is read from the nodes, not written.
+	DaemonSet string
+	// SetSyncFrequency, in a DaemonSet run, sets the agents'
+	// --sync-frequency to Scenario.SyncFrequency; otherwise the
+	// DaemonSet's own value is kept, and modelled.
+	SetSyncFrequency bool
+	// PodImage is the image of the run's pods, which the kubelets of a
+	// DaemonSet run start. Default DefaultPodImage.
+	PodImage string
+	// RolloutTimeout bounds each rollout of the DaemonSet. Default 5 m.
+	RolloutTimeout time.Duration
 }
+
+// DefaultPodImage is the run's pods' image: tiny, and already on every
+// node as the sandbox image of most container runtimes.
+const DefaultPodImage = "registry.k8s.io/pause:3.10"
 
 // Run performs the comparison and writes its report files. When ctx ends
 // early (Ctrl-C) it stops the current phase, still writes what was
 // measured, and returns the report with Interrupted set and ctx's error.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	s := opts.Scenario
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
-	if err := s.Validate(); err != nil {
-		return nil, err
+	if opts.PodImage == "" {
+		opts.PodImage = DefaultPodImage
 	}
-	if err := os.MkdirAll(opts.OutputDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating --output-dir: %w", err)
+	if opts.RolloutTimeout <= 0 {
+		opts.RolloutTimeout = 5 * time.Minute
 	}
-	logFile, err := os.Create(filepath.Join(opts.OutputDir, "agents.log"))
-	if err != nil {
-		return nil, err
+	if opts.DaemonSet == "" {
+		if err := opts.Scenario.Validate(); err != nil {
+			return nil, err
+		}
 	}
-	defer logFile.Close()
-
 	setupConfig := rest.CopyConfig(opts.RESTConfig)
 	setupConfig.QPS, setupConfig.Burst = 500, 1000
 	admin, err := kubernetes.NewForConfig(setupConfig)
 	if err != nil {
 		return nil, err
 	}
-	report := &Report{Scenario: newScenarioReport(s), StartedAt: time.Now().UTC()}
-	report.Scenario.APIServer = opts.APIServer
-	if v, err := admin.Discovery().ServerVersion(); err == nil {
-		report.Scenario.APIServerVersion = v.GitVersion
-	} else {
+	version, err := admin.Discovery().ServerVersion()
+	if err != nil {
 		return nil, fmt.Errorf("cannot reach the apiserver at %s: %w", opts.RESTConfig.Host, err)
 	}
-
 	prog := newProgress(opts.Progress)
-	nodes := layout(s, opts.Namespace)
-	r := &runner{
-		scenario:   s,
-		restConfig: opts.RESTConfig,
-		admin:      admin,
-		nodes:      nodes,
-		workDir:    filepath.Join(opts.OutputDir, "nodes"),
-		agentLog:   logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		progress:   prog,
-		// Creating and mounting thousands of volumes takes a while on two
-		// cores; a stagger adds one refresh cycle.
-		warmupTimeout: 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refreshCycle(s, s.TTL),
+	r := &runner{admin: admin, progress: prog}
+	var ds *daemonSetFleet
+	if opts.DaemonSet != "" {
+		if ds, err = prepareDaemonSetRun(ctx, admin, &opts, r); err != nil {
+			return nil, err
+		}
+	} else {
+		r.scenario, r.nodes = opts.Scenario, layout(opts.Scenario, opts.Namespace)
 	}
-	defer os.RemoveAll(r.workDir)
+	s := r.scenario
+
+	if err := os.MkdirAll(opts.OutputDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating --output-dir: %w", err)
+	}
+	report := &Report{Scenario: newScenarioReport(s), StartedAt: time.Now().UTC()}
+	report.Scenario.APIServer, report.Scenario.APIServerVersion = opts.APIServer, version.GitVersion
+	// Creating and mounting thousands of volumes takes a while on two
+	// cores; a stagger adds one refresh cycle.
+	r.warmupTimeout = 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refreshCycle(s.SyncFrequency, s.TTL)
+	ownNodes := r.nodes
+	if ds != nil {
+		report.describeDaemonSetRun(opts.DaemonSet, ds)
+		r.warmupTimeout += opts.RolloutTimeout
+		r.fleet = ds
+	} else {
+		logFile, err := os.Create(filepath.Join(opts.OutputDir, "agents.log"))
+		if err != nil {
+			return nil, err
+		}
+		defer logFile.Close()
+		workDir := filepath.Join(opts.OutputDir, "nodes")
+		defer os.RemoveAll(workDir)
+		r.fleet = &inProcessFleet{
+			scenario: s, restConfig: opts.RESTConfig, nodes: r.nodes, workDir: workDir,
+			log: logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		}
+	}
 
 	if !opts.Keep {
 		defer func() {
@@ -95,8 +133,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 
 	start := time.Now()
-	prog.done("Creating %d nodes, %d pods and their ConfigMaps in namespace %s...", s.Nodes, s.Nodes*s.PodsPerNode, opts.Namespace)
-	err = createObjects(ctx, admin, opts.Namespace, s, nodes, func(done, total int) {
+	what := "simulated"
+	if ds != nil {
+		what = "of DaemonSet " + opts.DaemonSet + "'s"
+	}
+	prog.done("Creating %d pods and their ConfigMaps in namespace %s, on %d %s nodes...", s.Nodes*s.PodsPerNode, opts.Namespace, s.Nodes, what)
+	err = createObjects(ctx, admin, opts.Namespace, s, ownNodes, objectOptions{simulatedNodes: ds == nil, podImage: opts.PodImage}, func(done, total int) {
 		prog.status("setup    %d/%d objects", done, total)
 	})
 	if err != nil {
@@ -104,6 +146,28 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return report, errors.Join(fmt.Errorf("creating the scenario's objects: %w", err), report.WriteFiles(opts.OutputDir))
 	}
 	prog.done("Created the scenario's objects in %.1fs.", time.Since(start).Seconds())
+
+	if ds != nil {
+		r.nodes = withServedPods(ownNodes, ds.agentNodes, ds.served)
+		if restoredEarlier, err := ds.saveOriginal(ctx); err != nil {
+			return report, fmt.Errorf("recording DaemonSet %s's pod template before changing it: %w", opts.DaemonSet, err)
+		} else if restoredEarlier {
+			prog.done("DaemonSet %s still carries the template an earlier run did not restore; it will be restored at the end.", opts.DaemonSet)
+		}
+		defer func() {
+			// Restore at once, also after Ctrl-C; wait for the rollout only
+			// when not interrupted, so that Ctrl-C returns promptly.
+			restoreCtx, cancel := context.WithTimeout(context.Background(), opts.RolloutTimeout+time.Minute)
+			defer cancel()
+			wait := ctx.Err() == nil
+			prog.done("Restoring DaemonSet %s's original pod template...", opts.DaemonSet)
+			if err := ds.restore(restoreCtx, wait); err != nil {
+				prog.done("restoring DaemonSet %s: %v; restore it by hand from its annotation %s", opts.DaemonSet, err, originalTemplateAnnotation)
+			} else if !wait {
+				prog.done("Restored; the rollout continues: `kubectl -n %s rollout status daemonset/%s`", ds.namespace, ds.name)
+			}
+		}()
+	}
 
 	var runErr error
 	for _, mode := range s.Modes {

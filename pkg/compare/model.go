@@ -8,7 +8,8 @@ import (
 
 // expectedQPS is the model of SPEC §7 for one mode: the ConfigMap GETs per
 // second at the apiserver and the reads per second at etcd, in steady
-// state (after warm-up), for the scenario's layout and the TTL in effect.
+// state (after warm-up), for the pods and ConfigMaps of nodes, the sync
+// frequency and the TTL in effect.
 //
 //   - every-sync and get: every periodic sync remounts every volume with a
 //     quorum read: volumes / E[X] at both, X being the sync interval.
@@ -16,20 +17,23 @@ import (
 //     resourceVersion "0" (etcd never sees it), by the first remount at or
 //     after lastFetch + T. See refreshRate.
 //   - watch: no GETs.
-func expectedQPS(s Scenario, mode Mode, ttl time.Duration) (apiserver, etcd float64) {
-	mean, _ := syncIntervalMoments(s.SyncFrequency)
-	volumes := float64(s.Nodes * s.PodsPerNode * s.ConfigMapsPerPod)
+func expectedQPS(nodes []nodeLayout, syncFrequency time.Duration, mode Mode, ttl time.Duration) (apiserver, etcd float64) {
+	mean, _ := syncIntervalMoments(syncFrequency)
+	volumes := 0
+	for _, node := range nodes {
+		volumes += node.volumes()
+	}
 	switch mode {
 	case ModeEverySync, ModeGet:
-		return volumes / mean, volumes / mean
+		return float64(volumes) / mean, float64(volumes) / mean
 	case ModeWatch:
 		return 0, 0
 	}
 	rates := map[int]float64{} // by pods sharing the entry
-	for _, node := range layout(s, DefaultNamespace) {
+	for _, node := range nodes {
 		for _, k := range node.referencesPerConfigMap() {
 			if _, ok := rates[k]; !ok {
-				rates[k] = refreshRate(s.SyncFrequency, ttl, k)
+				rates[k] = refreshRate(syncFrequency, ttl, k)
 			}
 			apiserver += rates[k]
 		}
@@ -84,6 +88,6 @@ func refreshRate(s, ttl time.Duration, k int) float64 {
 
 // refreshCycle is the mean time between two refreshes of a ConfigMap that
 // one pod mounts.
-func refreshCycle(s Scenario, ttl time.Duration) time.Duration {
-	return time.Duration(float64(time.Second) / refreshRate(s.SyncFrequency, ttl, 1))
+func refreshCycle(syncFrequency, ttl time.Duration) time.Duration {
+	return time.Duration(float64(time.Second) / refreshRate(syncFrequency, ttl, 1))
 }

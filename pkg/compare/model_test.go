@@ -48,15 +48,15 @@ func TestRefreshRateMatchesClosedForms(t *testing.T) {
 
 func TestExpectedQPS(t *testing.T) {
 	s := DefaultScenario() // 200 pods with their own ConfigMap, S=5s, T=25s
-	api, etcd := expectedQPS(s, ModeEverySync, s.TTL)
+	api, etcd := expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeEverySync, s.TTL)
 	within(t, "every-sync apiserver", api, 200/6.75, 0.001)
 	within(t, "every-sync etcd", etcd, 200/6.75, 0.001)
-	api, etcd = expectedQPS(s, ModeFirstReference, s.TTL)
+	api, etcd = expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeFirstReference, s.TTL)
 	within(t, "first-reference apiserver", api, 200*refreshRate(s.SyncFrequency, s.TTL, 1), 0.001)
 	if etcd != 0 {
 		t.Errorf("first-reference etcd: %v, want 0", etcd)
 	}
-	if api, etcd = expectedQPS(s, ModeWatch, s.TTL); api != 0 || etcd != 0 {
+	if api, etcd = expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeWatch, s.TTL); api != 0 || etcd != 0 {
 		t.Errorf("watch: %v, %v", api, etcd)
 	}
 }

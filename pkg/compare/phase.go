@@ -4,18 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
@@ -29,37 +23,41 @@ type Sample struct {
 
 // PhaseResult is what one mode measured. The JSON keys are stable.
 type PhaseResult struct {
-	Mode                 Mode     `json:"mode"`
-	Strategy             string   `json:"strategy"`
-	Invalidation         string   `json:"invalidation"`
-	Description          string   `json:"description"`
-	TTLSeconds           float64  `json:"ttl_seconds"`
-	WarmupSeconds        float64  `json:"warmup_seconds"`
-	MeasuredSeconds      float64  `json:"measured_seconds"`
-	APIServerGetTotal    float64  `json:"apiserver_configmap_get_total"`
-	APIServerGetQPS      float64  `json:"apiserver_configmap_get_qps"`
-	EtcdGetTotal         float64  `json:"etcd_configmap_get_total"`
-	EtcdGetQPS           float64  `json:"etcd_configmap_get_qps"`
-	ExpectedAPIServerQPS float64  `json:"expected_apiserver_configmap_get_qps"`
-	ExpectedEtcdQPS      float64  `json:"expected_etcd_configmap_get_qps"`
-	AgentGetTotal        float64  `json:"agent_configmap_get_total"`
-	AgentQuorumGetTotal  float64  `json:"agent_configmap_quorum_get_total"`
-	AgentPodSyncs        float64  `json:"agent_pod_syncs_total"`
-	AgentCPUSeconds      float64  `json:"agent_cpu_seconds"`
-	AgentPeakRSSBytes    int64    `json:"agent_peak_rss_bytes"`
-	Samples              []Sample `json:"samples"`
-	Interrupted          bool     `json:"interrupted,omitempty"`
+	Mode                 Mode    `json:"mode"`
+	Strategy             string  `json:"strategy"`
+	Invalidation         string  `json:"invalidation"`
+	Description          string  `json:"description"`
+	TTLSeconds           float64 `json:"ttl_seconds"`
+	WarmupSeconds        float64 `json:"warmup_seconds"`
+	MeasuredSeconds      float64 `json:"measured_seconds"`
+	APIServerGetTotal    float64 `json:"apiserver_configmap_get_total"`
+	APIServerGetQPS      float64 `json:"apiserver_configmap_get_qps"`
+	EtcdGetTotal         float64 `json:"etcd_configmap_get_total"`
+	EtcdGetQPS           float64 `json:"etcd_configmap_get_qps"`
+	ExpectedAPIServerQPS float64 `json:"expected_apiserver_configmap_get_qps"`
+	ExpectedEtcdQPS      float64 `json:"expected_etcd_configmap_get_qps"`
+	// AgentMetrics says whether the agents' own counters below were read;
+	// deployed agents may be out of the apiserver proxy's reach.
+	AgentMetrics        bool     `json:"agent_metrics"`
+	AgentGetTotal       float64  `json:"agent_configmap_get_total"`
+	AgentQuorumGetTotal float64  `json:"agent_configmap_quorum_get_total"`
+	AgentPodSyncs       float64  `json:"agent_pod_syncs_total"`
+	AgentCPUSeconds     float64  `json:"agent_cpu_seconds"`
+	AgentPeakRSSBytes   int64    `json:"agent_peak_rss_bytes"`
+	Samples             []Sample `json:"samples"`
+	Interrupted         bool     `json:"interrupted,omitempty"`
 }
 
 // runner holds what every phase of one comparison shares.
 type runner struct {
-	scenario   Scenario
-	restConfig *rest.Config
-	admin      kubernetes.Interface
-	nodes      []nodeLayout
-	workDir    string
-	agentLog   logr.Logger
-	progress   *progress
+	scenario Scenario
+	admin    kubernetes.Interface
+	// nodes is what the model counts: the run's pods, and in a
+	// DaemonSet run also the other pods with ConfigMap volumes that the
+	// deployed agents serve.
+	nodes    []nodeLayout
+	fleet    fleet
+	progress *progress
 	// warmupTimeout bounds the wait for every volume to be on disk.
 	warmupTimeout time.Duration
 }
@@ -74,45 +72,20 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		return res, err
 	}
 	res.TTLSeconds = ttlInEffect.Seconds()
-	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(r.scenario, mode, ttlInEffect)
+	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(r.nodes, r.scenario.SyncFrequency, mode, ttlInEffect)
 
-	// (1) Start one agent per node, spread over one cycle of what drives
-	// the GETs: the mean sync interval, or with a TTL-driven cache one
-	// refresh cycle. Nodes started in the same second would sync and
+	// (1) Start the agents, spread over one cycle of what drives the
+	// GETs: the mean sync interval, or with a TTL-driven cache one
+	// refresh cycle. Agents started in the same second would sync and
 	// refresh in lockstep, and a one-minute window would catch a whole
 	// burst or miss it; on a real cluster nodes are out of phase.
-	mean, _ := syncIntervalMoments(r.scenario.SyncFrequency)
-	stagger := time.Duration(mean * float64(time.Second))
-	if mode == ModeFirstReference && ttlInEffect > 0 {
-		stagger = refreshCycle(r.scenario, ttlInEffect)
-	}
-	agentCtx, stopAgents := context.WithCancel(klog.NewContext(context.Background(), r.agentLog.WithValues("mode", mode)))
-	var wg sync.WaitGroup
-	defer func() { stopAgents(); wg.Wait() }()
-	agents := make([]*agent.Agent, len(r.nodes))
-	for i, node := range r.nodes {
-		cfg := agent.DefaultConfig()
-		cfg.NodeName, cfg.RootDir = node.name, filepath.Join(r.workDir, string(mode), node.name)
-		cfg.SyncFrequency, cfg.Strategy, cfg.Invalidation = r.scenario.SyncFrequency, strategy, invalidation
-		cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = r.scenario.AgentQPS, int(2*r.scenario.AgentQPS), ""
-		if agents[i], err = agent.New(r.restConfig, cfg); err != nil {
-			return res, err
-		}
-	}
-	defer os.RemoveAll(filepath.Join(r.workDir, string(mode)))
+	stagger := r.cycle(mode, ttlInEffect)
 	warmupStart := time.Now()
-	for i, a := range agents {
-		delay := time.Duration(int64(stagger) * int64(i) / int64(len(agents)))
-		wg.Go(func() {
-			select {
-			case <-time.After(delay):
-			case <-agentCtx.Done():
-				return
-			}
-			if err := a.Run(agentCtx); err != nil {
-				r.agentLog.Error(err, "Agent failed", "node", r.nodes[i].name)
-			}
-		})
+	defer r.fleet.stop()
+	if err := r.fleet.start(ctx, mode, stagger); err != nil {
+		res.Interrupted = ctx.Err() != nil
+		res.WarmupSeconds = time.Since(warmupStart).Seconds()
+		return res, err
 	}
 
 	// (2) Warm-up: wait until every volume is on disk.
@@ -120,7 +93,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	for _, n := range r.nodes {
 		want += n.volumes()
 	}
-	if err := r.waitForVolumes(ctx, mode, agents, want, warmupStart); err != nil {
+	if err := r.waitForVolumes(ctx, mode, want, stagger, warmupStart); err != nil {
 		res.Interrupted = ctx.Err() != nil
 		res.WarmupSeconds = time.Since(warmupStart).Seconds()
 		return res, err
@@ -128,8 +101,17 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 
 	// (3) Measure.
-	err = r.measure(ctx, &res, agents)
+	err = r.measure(ctx, &res)
 	return res, err
+}
+
+// cycle is the mean time between two GETs of one volume in mode.
+func (r *runner) cycle(mode Mode, ttl time.Duration) time.Duration {
+	if mode == ModeFirstReference && ttl > 0 {
+		return refreshCycle(r.scenario.SyncFrequency, ttl)
+	}
+	mean, _ := syncIntervalMoments(r.scenario.SyncFrequency)
+	return time.Duration(mean * float64(time.Second))
 }
 
 // ttlInEffect reads the TTL from the first node, as its agent will.
@@ -144,22 +126,30 @@ func (r *runner) ttlInEffect(ctx context.Context) (time.Duration, error) {
 	return ttl.DefaultTTL, nil
 }
 
-func (r *runner) waitForVolumes(ctx context.Context, mode Mode, agents []*agent.Agent, want int, start time.Time) error {
+// waitForVolumes waits until the agents have want volumes on disk. When
+// the agents' metrics cannot be read it waits one cycle instead, which is
+// when every pod has synced at least once.
+func (r *runner) waitForVolumes(ctx context.Context, mode Mode, want int, cycle time.Duration, start time.Time) error {
 	ticker := time.NewTicker(250 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		mounted := 0
-		for _, a := range agents {
-			for _, v := range a.Volumes() {
-				if v.State != "mount-failing" {
-					mounted++
-				}
+		mounted, err := r.fleet.volumesMounted(ctx)
+		switch {
+		case errors.Is(err, errNoAgentMetrics):
+			left := time.Until(start.Add(cycle))
+			r.progress.status("%-16s warm-up  %5.0fs  agents' metrics unreachable: waiting one cycle, %.0fs left", mode, time.Since(start).Seconds(), left.Seconds())
+			if left <= 0 {
+				r.progress.done("%-16s warm-up done in %.1fs (one cycle; the agents' metrics are unreachable)", mode, time.Since(start).Seconds())
+				return nil
 			}
-		}
-		r.progress.status("%-16s warm-up  %5.0fs  volumes on disk %d/%d", mode, time.Since(start).Seconds(), mounted, want)
-		if mounted >= want {
-			r.progress.done("%-16s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
-			return nil
+		case err != nil:
+			return err
+		default:
+			r.progress.status("%-16s warm-up  %5.0fs  volumes on disk %d/%d", mode, time.Since(start).Seconds(), mounted, want)
+			if mounted >= want {
+				r.progress.done("%-16s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
+				return nil
+			}
 		}
 		if time.Since(start) > r.warmupTimeout {
 			return fmt.Errorf("%s: only %d of %d volumes on disk after %s; see the agent log", mode, mounted, want, r.warmupTimeout)
@@ -174,11 +164,10 @@ func (r *runner) waitForVolumes(ctx context.Context, mode Mode, agents []*agent.
 
 // measure samples the apiserver every sample interval for the phase
 // duration, and fills in the totals and rates.
-func (r *runner) measure(ctx context.Context, res *PhaseResult, agents []*agent.Agent) error {
-	resetPeakRSS()
-	cpuStart := cpuTime()
-	agentStart, err := gatherAgents(agents)
-	if err != nil {
+func (r *runner) measure(ctx context.Context, res *PhaseResult) error {
+	agentStart, err := r.fleet.counters(ctx)
+	agentMetrics := !errors.Is(err, errNoAgentMetrics)
+	if err != nil && agentMetrics {
 		return err
 	}
 	first, err := apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient())
@@ -213,9 +202,14 @@ func (r *runner) measure(ctx context.Context, res *PhaseResult, agents []*agent.
 			res.Mode, sample.Seconds, r.scenario.PhaseDuration.Seconds(), sample.APIServerQPS, sample.EtcdQPS, res.ExpectedAPIServerQPS)
 		prev, last = next, next
 	}
-	agentEnd, err := gatherAgents(agents)
-	if err != nil {
-		return err
+	var agentEnd agentCounters
+	if agentMetrics {
+		if agentEnd, err = r.fleet.counters(ctx); err != nil {
+			// An agent restarted or became unreachable mid-phase: its
+			// counters would not add up, the apiserver's still do.
+			klog.FromContext(ctx).Info("Agents' counters unreadable at the end of the phase", "mode", res.Mode, "err", err)
+			agentMetrics = false
+		}
 	}
 	res.MeasuredSeconds = last.Time.Sub(first.Time).Seconds()
 	res.APIServerGetTotal = last.APIServerConfigMapGets() - first.APIServerConfigMapGets()
@@ -224,34 +218,18 @@ func (r *runner) measure(ctx context.Context, res *PhaseResult, agents []*agent.
 		res.APIServerGetQPS = res.APIServerGetTotal / res.MeasuredSeconds
 		res.EtcdGetQPS = res.EtcdGetTotal / res.MeasuredSeconds
 	}
-	res.AgentGetTotal = agentEnd.gets - agentStart.gets
-	res.AgentQuorumGetTotal = agentEnd.quorumGets - agentStart.quorumGets
-	res.AgentPodSyncs = agentEnd.syncs - agentStart.syncs
-	res.AgentCPUSeconds = (cpuTime() - cpuStart).Seconds()
-	res.AgentPeakRSSBytes = peakRSS()
+	res.AgentMetrics = agentMetrics
+	if agentMetrics {
+		res.AgentGetTotal = agentEnd.gets - agentStart.gets
+		res.AgentQuorumGetTotal = agentEnd.quorumGets - agentStart.quorumGets
+		res.AgentPodSyncs = agentEnd.syncs - agentStart.syncs
+		res.AgentCPUSeconds = agentEnd.cpuSeconds - agentStart.cpuSeconds
+		res.AgentPeakRSSBytes = agentEnd.peakRSSBytes
+	}
 	r.progress.done("%-16s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
 		res.Mode, res.MeasuredSeconds, res.APIServerGetQPS, res.EtcdGetQPS, res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS)
 	if res.Interrupted {
 		return ctx.Err()
 	}
 	return nil
-}
-
-type agentCounters struct{ gets, quorumGets, syncs float64 }
-
-// gatherAgents sums the agents' own counters.
-func gatherAgents(agents []*agent.Agent) (agentCounters, error) {
-	var c agentCounters
-	var errs []error
-	for _, a := range agents {
-		s, err := apimetrics.Gather(a.Metrics.Registry)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.gets += s.Sum(agent.MetricConfigMapGets, nil)
-		c.quorumGets += s.Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"})
-		c.syncs += s.Sum(agent.MetricPodWork, map[string]string{"kind": "sync"})
-	}
-	return c, errors.Join(errs...)
 }

@@ -14,17 +14,28 @@ import (
 
 // ScenarioReport is the scenario as report.json records it.
 type ScenarioReport struct {
-	Nodes                int      `json:"nodes"`
-	PodsPerNode          int      `json:"pods_per_node"`
-	ConfigMapsPerPod     int      `json:"configmaps_per_pod"`
-	SharedConfigMaps     int      `json:"shared_configmaps"`
-	SyncFrequencySeconds float64  `json:"sync_frequency_seconds"`
-	TTLSeconds           float64  `json:"ttl_seconds"`
-	PhaseSeconds         float64  `json:"phase_seconds"`
-	Modes                []Mode   `json:"modes"`
-	APIServer            string   `json:"apiserver"`
-	APIServerVersion     string   `json:"apiserver_version,omitempty"`
-	Notes                []string `json:"notes,omitempty"`
+	Nodes                int     `json:"nodes"`
+	PodsPerNode          int     `json:"pods_per_node"`
+	ConfigMapsPerPod     int     `json:"configmaps_per_pod"`
+	SharedConfigMaps     int     `json:"shared_configmaps"`
+	SyncFrequencySeconds float64 `json:"sync_frequency_seconds"`
+	TTLSeconds           float64 `json:"ttl_seconds"`
+	PhaseSeconds         float64 `json:"phase_seconds"`
+	Modes                []Mode  `json:"modes"`
+	APIServer            string  `json:"apiserver"`
+	APIServerVersion     string  `json:"apiserver_version,omitempty"`
+	// DaemonSet names the deployed agents measured; empty when the agents
+	// ran in the compare process on simulated nodes.
+	DaemonSet string `json:"daemonset,omitempty"`
+	// AgentNodes is how many nodes run an agent of the DaemonSet; the
+	// run's pods are on Nodes of them.
+	AgentNodes int `json:"agent_nodes,omitempty"`
+	// ServedPods and ServedVolumes count the other pods on those nodes
+	// with ConfigMap volumes, which the agents keep too and the model
+	// includes.
+	ServedPods    int      `json:"served_pods,omitempty"`
+	ServedVolumes int      `json:"served_configmap_volumes,omitempty"`
+	Notes         []string `json:"notes,omitempty"`
 }
 
 // Report is the outcome of a comparison. The JSON keys are stable: tools
@@ -42,6 +53,24 @@ func newScenarioReport(s Scenario) ScenarioReport {
 		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(), PhaseSeconds: s.PhaseDuration.Seconds(),
 		Modes: s.Modes,
 	}
+}
+
+// describeDaemonSetRun records what a DaemonSet run measures, and the
+// caveats that come with measuring a shared apiserver.
+func (r *Report) describeDaemonSetRun(ref string, f *daemonSetFleet) {
+	s := &r.Scenario
+	s.DaemonSet, s.AgentNodes = ref, len(f.agentNodes)
+	for _, pods := range f.served {
+		s.ServedPods += len(pods)
+		for _, p := range pods {
+			s.ServedVolumes += len(p.configMaps)
+		}
+	}
+	s.Notes = append(s.Notes,
+		"The apiserver counts every client's ConfigMap GETs, not only the agents'. Kubelets with the default Watch "+
+			"change-detection strategy send none; kubelets with the Cache strategy and controllers do, in every phase alike.",
+		"On a control plane with several apiservers, /metrics comes from the one that answered; each counts only the "+
+			"requests it served.")
 }
 
 // ratio returns a/b, or NaN when b is zero.
@@ -81,11 +110,18 @@ func (r *Report) rows() [][]string {
 			formatRatio(ratio(p.APIServerGetQPS, p.ExpectedAPIServerQPS)),
 			formatRatio(ratio(p.APIServerGetQPS, first.APIServerGetQPS)),
 			formatRatio(ratio(p.EtcdGetQPS, first.EtcdGetQPS)),
-			fmt.Sprintf("%.0f", p.AgentGetTotal),
+			agentGets(p),
 			fmt.Sprintf("%.1fs", p.WarmupSeconds),
 		})
 	}
 	return out
+}
+
+func agentGets(p *PhaseResult) string {
+	if !p.AgentMetrics {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", p.AgentGetTotal)
 }
 
 // WriteTable prints the results as an aligned text table.
@@ -108,6 +144,11 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "; sync frequency %gs, node TTL %gs, %gs measured per mode; apiserver %s %s.\n\n",
 		s.SyncFrequencySeconds, s.TTLSeconds, s.PhaseSeconds, s.APIServer, s.APIServerVersion)
+	if s.DaemonSet != "" {
+		fmt.Fprintf(&b, "Agents: DaemonSet %s on %d nodes, switched between the modes by a rollout; the run's pods are on %d of them. "+
+			"The agents also keep %d ConfigMap volumes of %d other pods on those nodes, which the model includes.\n\n",
+			s.DaemonSet, s.AgentNodes, s.Nodes, s.ServedVolumes, s.ServedPods)
+	}
 	rows := r.rows()
 	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(rows[0], " | "), strings.Repeat("---|", len(rows[0])))
 	for _, row := range rows[1:] {
@@ -115,8 +156,16 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\nModes:\n\n")
 	for _, p := range r.Phases {
-		fmt.Fprintf(&b, "- `%s`: %s. TTL in effect %gs; %.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum), CPU %.1fs, peak RSS %.0f MiB.\n",
-			p.Mode, p.Description, p.TTLSeconds, p.AgentPodSyncs, p.AgentGetTotal, p.AgentQuorumGetTotal, p.AgentCPUSeconds, float64(p.AgentPeakRSSBytes)/(1<<20))
+		fmt.Fprintf(&b, "- `%s`: %s. TTL in effect %gs; ", p.Mode, p.Description, p.TTLSeconds)
+		switch {
+		case !p.AgentMetrics:
+			fmt.Fprintf(&b, "the agents' own metrics were not reachable through the apiserver's pod proxy.\n")
+		case s.DaemonSet != "":
+			fmt.Fprintf(&b, "%.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum).\n", p.AgentPodSyncs, p.AgentGetTotal, p.AgentQuorumGetTotal)
+		default:
+			fmt.Fprintf(&b, "%.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum), CPU %.1fs, peak RSS %.0f MiB.\n",
+				p.AgentPodSyncs, p.AgentGetTotal, p.AgentQuorumGetTotal, p.AgentCPUSeconds, float64(p.AgentPeakRSSBytes)/(1<<20))
+		}
 	}
 	fmt.Fprintf(&b, "\nGET/s is `apiserver_request_total{resource=\"configmaps\",verb=\"GET\"}` and etcd get/s is "+
 		"`etcd_requests_total{resource=\"configmaps\",operation=\"get\"}`, both read from the apiserver's own /metrics over the "+

@@ -80,9 +80,19 @@ func (n nodeLayout) volumes() int {
 	return total
 }
 
-// createObjects creates the namespace, Nodes, ConfigMaps and pods of the
-// scenario, with workers in parallel; report is called as objects are made.
-func createObjects(ctx context.Context, client kubernetes.Interface, namespace string, s Scenario, nodes []nodeLayout, report func(done, total int)) error {
+// objectOptions say what kind of nodes a run's pods go to.
+type objectOptions struct {
+	// simulatedNodes creates the Nodes, tainted so that nothing else
+	// lands there; otherwise the nodes are the cluster's own.
+	simulatedNodes bool
+	// podImage is what a real kubelet starts for each pod.
+	podImage string
+}
+
+// createObjects creates the namespace, ConfigMaps and pods of the
+// scenario, and the Nodes when they are simulated, with workers in
+// parallel; report is called as objects are made.
+func createObjects(ctx context.Context, client kubernetes.Interface, namespace string, s Scenario, nodes []nodeLayout, opts objectOptions, report func(done, total int)) error {
 	labels := map[string]string{ownerLabel: ownerValue, runLabel: namespace}
 	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: labels},
@@ -100,7 +110,9 @@ func createObjects(ctx context.Context, client kubernetes.Interface, namespace s
 	var jobs []func() error
 	configMaps := map[string]bool{}
 	for _, node := range nodes {
-		jobs = append(jobs, func() error { return createNode(ctx, client, node.name, s.TTL, labels) })
+		if opts.simulatedNodes {
+			jobs = append(jobs, func() error { return createNode(ctx, client, node.name, s.TTL, labels) })
+		}
 		for _, pod := range node.pods {
 			for _, cm := range pod.configMaps {
 				if !configMaps[cm] {
@@ -115,13 +127,14 @@ func createObjects(ctx context.Context, client kubernetes.Interface, namespace s
 	if err := runParallel(ctx, jobs, 16, report, 0, countPods(nodes)+len(jobs)); err != nil {
 		return err
 	}
+	done := len(jobs)
 	jobs = jobs[:0]
 	for _, node := range nodes {
 		for _, pod := range node.pods {
-			jobs = append(jobs, func() error { return createPod(ctx, client, namespace, node.name, pod, labels) })
+			jobs = append(jobs, func() error { return createPod(ctx, client, namespace, node.name, pod, opts.podImage, labels) })
 		}
 	}
-	return runParallel(ctx, jobs, 16, report, len(configMaps)+len(nodes), countPods(nodes)+len(configMaps)+len(nodes))
+	return runParallel(ctx, jobs, 16, report, done, countPods(nodes)+done)
 }
 
 func countPods(nodes []nodeLayout) int {
@@ -171,13 +184,17 @@ func createConfigMap(ctx context.Context, client kubernetes.Interface, namespace
 	return err
 }
 
-func createPod(ctx context.Context, client kubernetes.Interface, namespace, node string, p podLayout, labels map[string]string) error {
+func createPod(ctx context.Context, client kubernetes.Interface, namespace, node string, p podLayout, image string, labels map[string]string) error {
+	// pause exits at once on SIGTERM; a short grace period lets a real
+	// kubelet finish the deletion quickly.
+	grace := int64(1)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels},
 		Spec: corev1.PodSpec{
-			NodeName:    node,
-			Containers:  []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			NodeName:                      node,
+			Containers:                    []corev1.Container{{Name: "pause", Image: image}},
+			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			TerminationGracePeriodSeconds: &grace,
 		},
 	}
 	for i, cm := range p.configMaps {

@@ -1,0 +1,68 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// controllerManagerArgs runs only the named controllers of
+// kube-controller-manager, as the admin identity (no per-controller service
+// accounts: there is no token controller to mint them), without leader
+// election (there is one instance), serving /healthz on loopback.
+func controllerManagerArgs(dir, kubeconfig string, port int, controllers []string) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--controllers=" + strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		// A self-signed serving certificate, generated at start.
+		"--cert-dir=" + filepath.Join(dir, "controller-manager-certs"),
+		"--profiling=false",
+		"--v=1",
+	}
+}
+
+// checkControllerManagerHealthy asks kube-controller-manager's /healthz,
+// which it serves to anyone. Its certificate is self-signed and only the
+// status matters here, so it is not verified.
+func checkControllerManagerHealthy(ctx context.Context, url string) error {
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/healthz returned %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
+	if err := cp.controllerManager.start(); err != nil {
+		return err
+	}
+	err := waitFor(ctx, cp.timeout, cp.controllerManager, func(ctx context.Context) error {
+		return checkControllerManagerHealthy(ctx, cp.controllerManagerURL)
+	})
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager did not become healthy: %w\n--- kube-controller-manager.log\n%s", err, cp.controllerManager.tail(30))
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package compare
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/ttl"
+)
+
+// What a DaemonSet run must know of the cluster beyond its own objects.
+
+// servedPods lists the pods, outside the run's namespace, that the
+// deployed agents serve: bound to one of nodes, not finished, with at
+// least one ConfigMap volume. Their ConfigMaps are named namespace/name,
+// so that equal names in two namespaces stay apart.
+func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string, runNamespace string) (map[string][]podLayout, error) {
+	onNode := map[string]bool{}
+	for _, n := range nodes {
+		onNode[n] = true
+	}
+	// ResourceVersion "0" lets the apiserver answer from its watch cache
+	// instead of reading every pod from etcd.
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("listing the cluster's pods: %w", err)
+	}
+	served := map[string][]podLayout{}
+	for _, pod := range pods.Items {
+		if !onNode[pod.Spec.NodeName] || pod.Namespace == runNamespace ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		p := podLayout{name: pod.Namespace + "/" + pod.Name}
+		for _, v := range pod.Spec.Volumes {
+			if v.ConfigMap != nil {
+				p.configMaps = append(p.configMaps, pod.Namespace+"/"+v.ConfigMap.Name)
+			}
+		}
+		if len(p.configMaps) > 0 {
+			served[pod.Spec.NodeName] = append(served[pod.Spec.NodeName], p)
+		}
+	}
+	return served, nil
+}
+
+// withServedPods returns the model's layout of a DaemonSet run: the run's
+// own nodes and pods, plus the served pods on every node the agents run on.
+func withServedPods(own []nodeLayout, agentNodes []string, served map[string][]podLayout) []nodeLayout {
+	byName := map[string]*nodeLayout{}
+	out := make([]nodeLayout, 0, len(agentNodes))
+	for _, n := range own {
+		out = append(out, nodeLayout{name: n.name, pods: append([]podLayout(nil), n.pods...)})
+	}
+	for i := range out {
+		byName[out[i].name] = &out[i]
+	}
+	for _, name := range agentNodes {
+		if _, ok := byName[name]; !ok {
+			out = append(out, nodeLayout{name: name})
+			byName[name] = &out[len(out)-1]
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	for i := range out {
+		out[i].pods = append(out[i].pods, served[out[i].name]...)
+	}
+	return out
+}
+
+// canWatchConfigMaps asks the apiserver whether the ServiceAccount may
+// list and watch ConfigMaps in every namespace, which the watch strategy
+// needs. A cluster that does not let the caller ask gives no answer (ok
+// false) rather than an error.
+func canWatchConfigMaps(ctx context.Context, client kubernetes.Interface, namespace, serviceAccount string) (allowed, ok bool, err error) {
+	if serviceAccount == "" {
+		serviceAccount = "default"
+	}
+	for _, verb := range []string{"list", "watch"} {
+		review, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   "system:serviceaccount:" + namespace + ":" + serviceAccount,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: verb, Resource: "configmaps",
+				},
+			},
+		}, metav1.CreateOptions{})
+		if apierrors.IsForbidden(err) {
+			return false, false, nil
+		}
+		if err != nil {
+			return false, false, err
+		}
+		if !review.Status.Allowed {
+			return false, true, nil
+		}
+	}
+	return true, true, nil
+}
+
+// prepareDaemonSetRun reads the DaemonSet and the cluster and fills in r's
+// scenario and the run's own layout on real nodes. It changes nothing; it
+// fails, saying what to do, when the run cannot work.
+func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts *Options, r *runner) (*daemonSetFleet, error) {
+	t, err := findDaemonSet(ctx, client, opts.DaemonSet)
+	if err != nil {
+		return nil, err
+	}
+	s := opts.Scenario
+	s.Remote = true
+	if s.Nodes > len(t.nodes) {
+		return nil, fmt.Errorf("--nodes %d: DaemonSet %s has ready agents on %d nodes only", s.Nodes, opts.DaemonSet, len(t.nodes))
+	}
+	if s.Nodes == 0 {
+		s.Nodes = len(t.nodes)
+	}
+	f := &daemonSetFleet{
+		client: client, namespace: t.ds.Namespace, name: t.ds.Name, container: t.container,
+		rolloutTimeout: opts.RolloutTimeout, progress: r.progress, agentNodes: t.nodes,
+	}
+	defaults := agent.DefaultConfig()
+	s.SyncFrequency, s.AgentQPS = defaults.SyncFrequency, defaults.KubeAPIQPS
+	if opts.SetSyncFrequency {
+		s.SyncFrequency, f.syncFrequency = opts.Scenario.SyncFrequency, opts.Scenario.SyncFrequency.String()
+	} else if v, ok := flagValue(t.args, "sync-frequency"); ok {
+		if s.SyncFrequency, err = time.ParseDuration(v); err != nil {
+			return nil, fmt.Errorf("DaemonSet %s: --sync-frequency %q: %w", opts.DaemonSet, v, err)
+		}
+	}
+	if v, ok := flagValue(t.args, "kube-api-qps"); ok {
+		qps, err := strconv.ParseFloat(v, 32)
+		if err != nil {
+			return nil, fmt.Errorf("DaemonSet %s: --kube-api-qps %q: %w", opts.DaemonSet, v, err)
+		}
+		s.AgentQPS = float32(qps)
+	}
+	node, err := client.CoreV1().Nodes().Get(ctx, t.nodes[0], metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", t.nodes[0], err)
+	}
+	s.TTL = ttl.DefaultTTL
+	if d, ok := ttl.FromNode(node); ok {
+		s.TTL = d
+	}
+	if s.PhaseDuration == 0 {
+		mean, _ := syncIntervalMoments(s.SyncFrequency)
+		s.PhaseDuration = max(time.Minute, (4 * time.Duration(mean*float64(time.Second))).Round(time.Second))
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if slices.Contains(s.Modes, ModeWatch) {
+		sa := t.ds.Spec.Template.Spec.ServiceAccountName
+		allowed, known, err := canWatchConfigMaps(ctx, client, t.ds.Namespace, sa)
+		if err != nil {
+			return nil, fmt.Errorf("checking the agents' RBAC for the watch mode: %w", err)
+		}
+		if known && !allowed {
+			return nil, fmt.Errorf("mode watch needs list and watch on configmaps for ServiceAccount %s/%s, which it lacks: apply deploy/overlays/watch, or leave watch out of --modes", t.ds.Namespace, sa)
+		}
+	}
+	if f.served, err = servedPods(ctx, client, t.nodes, opts.Namespace); err != nil {
+		return nil, err
+	}
+	nodes := layout(s, opts.Namespace)
+	for i := range nodes {
+		nodes[i].name = t.nodes[i]
+	}
+	r.scenario, r.nodes = s, nodes
+	return f, nil
+}

@@ -1,0 +1,145 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+)
+
+// fleet is the set of agents a phase measures: either agents in this
+// process, one per simulated node (inProcessFleet), or the agents of a
+// DaemonSet deployed on the cluster's nodes (daemonSetFleet).
+type fleet interface {
+	// start runs the agents in mode and returns once they run; stagger
+	// spreads the agents' starts where the fleet controls them.
+	start(ctx context.Context, mode Mode, stagger time.Duration) error
+	// volumesMounted counts the volumes the agents have on disk.
+	// errNoAgentMetrics: the fleet cannot tell.
+	volumesMounted(ctx context.Context) (int, error)
+	// counters sums the agents' own counters. errNoAgentMetrics: the
+	// fleet cannot tell.
+	counters(ctx context.Context) (agentCounters, error)
+	// stop ends the phase's agents, where the fleet owns them.
+	stop()
+}
+
+// errNoAgentMetrics says the agents' own metrics cannot be read; the
+// apiserver's counters still can.
+var errNoAgentMetrics = errors.New("the agents' metrics are not reachable")
+
+// agentCounters are the agents' own counters, summed, plus the resources
+// they used where that can be measured (zero where it cannot).
+type agentCounters struct {
+	gets, quorumGets, syncs float64
+	cpuSeconds              float64
+	peakRSSBytes            int64
+}
+
+// addFrom adds one agent's metrics to c.
+func (c *agentCounters) addFrom(s *apimetrics.Snapshot) {
+	c.gets += s.Sum(agent.MetricConfigMapGets, nil)
+	c.quorumGets += s.Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"})
+	c.syncs += s.Sum(agent.MetricPodWork, map[string]string{"kind": "sync"})
+}
+
+// inProcessFleet runs one agent per simulated node in this process, so the
+// process's own CPU time and peak RSS are the agents'.
+type inProcessFleet struct {
+	scenario   Scenario
+	restConfig *rest.Config
+	nodes      []nodeLayout
+	workDir    string
+	log        logr.Logger
+
+	agents     []*agent.Agent
+	mode       Mode
+	stopAgents context.CancelFunc
+	wg         sync.WaitGroup
+	// cpuAtStart is the process's CPU time when the agents started
+	// measuring (the first counters call of a phase).
+	cpuAtStart time.Duration
+	measuring  bool
+}
+
+func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Duration) error {
+	strategy, invalidation := mode.agentSettings()
+	f.mode, f.agents = mode, make([]*agent.Agent, len(f.nodes))
+	for i, node := range f.nodes {
+		cfg := agent.DefaultConfig()
+		cfg.NodeName, cfg.RootDir = node.name, filepath.Join(f.workDir, string(mode), node.name)
+		cfg.SyncFrequency, cfg.Strategy, cfg.Invalidation = f.scenario.SyncFrequency, strategy, invalidation
+		cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = f.scenario.AgentQPS, int(2*f.scenario.AgentQPS), ""
+		var err error
+		if f.agents[i], err = agent.New(f.restConfig, cfg); err != nil {
+			return err
+		}
+	}
+	// The agents outlive start's ctx: stop ends them.
+	agentCtx, cancel := context.WithCancel(klog.NewContext(context.Background(), f.log.WithValues("mode", mode)))
+	f.stopAgents, f.measuring = cancel, false
+	for i, a := range f.agents {
+		delay := time.Duration(int64(stagger) * int64(i) / int64(len(f.agents)))
+		f.wg.Go(func() {
+			select {
+			case <-time.After(delay):
+			case <-agentCtx.Done():
+				return
+			}
+			if err := a.Run(agentCtx); err != nil {
+				f.log.Error(err, "Agent failed", "node", f.nodes[i].name)
+			}
+		})
+	}
+	return nil
+}
+
+func (f *inProcessFleet) volumesMounted(context.Context) (int, error) {
+	mounted := 0
+	for _, a := range f.agents {
+		for _, v := range a.Volumes() {
+			if v.State != "mount-failing" {
+				mounted++
+			}
+		}
+	}
+	return mounted, nil
+}
+
+// counters sums the agents' registries. The first call of a phase also
+// starts the CPU and peak-RSS measurement, so that the warm-up is not in
+// them.
+func (f *inProcessFleet) counters(context.Context) (agentCounters, error) {
+	if !f.measuring {
+		f.measuring, f.cpuAtStart = true, cpuTime()
+		resetPeakRSS()
+	}
+	c := agentCounters{cpuSeconds: (cpuTime() - f.cpuAtStart).Seconds(), peakRSSBytes: peakRSS()}
+	var errs []error
+	for _, a := range f.agents {
+		s, err := apimetrics.Gather(a.Metrics.Registry)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.addFrom(s)
+	}
+	return c, errors.Join(errs...)
+}
+
+func (f *inProcessFleet) stop() {
+	if f.stopAgents != nil {
+		f.stopAgents()
+	}
+	f.wg.Wait()
+	_ = os.RemoveAll(filepath.Join(f.workDir, string(f.mode)))
+}
