@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 )
 
 // repoRoot is the checkout holding this test.
@@ -58,10 +60,10 @@ func kustomizeBuild(t *testing.T, dir string) []byte {
 }
 
 // applyManifests server-side-applies every document of a rendered
-// manifest, as `kubectl apply --server-side` would, and returns them.
-func applyManifests(t *testing.T, manifest []byte) []*unstructured.Unstructured {
+// manifest to c, as `kubectl apply --server-side` would, and returns them.
+func applyManifests(t *testing.T, c *controlplane.ControlPlane, manifest []byte) []*unstructured.Unstructured {
 	t.Helper()
-	cfg := cp.RESTConfig()
+	cfg := c.RESTConfig()
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(cfg).Discovery()))
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
@@ -110,17 +112,17 @@ func daemonSetOf(t *testing.T, objects []*unstructured.Unstructured) *appsv1.Dae
 	return nil
 }
 
-// serviceAccountClient mints a token for nodeagent/nodeagent with the
+// serviceAccountClient mints a token for nodeagent/nodeagent on c with the
 // TokenRequest API, as the kubelet does for the DaemonSet's pods, and
 // returns a kubeconfig and client that use only that token.
-func serviceAccountClient(t *testing.T) (string, kubernetes.Interface) {
+func serviceAccountClient(t *testing.T, c *controlplane.ControlPlane) (string, kubernetes.Interface) {
 	t.Helper()
-	tr, err := clientset.CoreV1().ServiceAccounts("nodeagent").CreateToken(context.Background(), "nodeagent",
+	tr, err := kubernetes.NewForConfigOrDie(c.RESTConfig()).CoreV1().ServiceAccounts("nodeagent").CreateToken(context.Background(), "nodeagent",
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := cp.RESTConfig()
+	admin := c.RESTConfig()
 	cfg := &rest.Config{Host: admin.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAFile: admin.CAFile}}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile}
@@ -141,12 +143,12 @@ func serviceAccountClient(t *testing.T) (string, kubernetes.Interface) {
 func TestDeployOverlays(t *testing.T) {
 	for _, overlay := range []string{"before", "after", "watch", "kind"} {
 		t.Run(overlay, func(t *testing.T) {
-			objects := applyManifests(t, kustomizeBuild(t, "overlays/"+overlay))
+			objects := applyManifests(t, cp, kustomizeBuild(t, "overlays/"+overlay))
 			ds := daemonSetOf(t, objects)
 			container := ds.Spec.Template.Spec.Containers[0]
 			checkHardening(t, ds)
 
-			kubeconfig, saClient := serviceAccountClient(t)
+			kubeconfig, saClient := serviceAccountClient(t, cp)
 			node := "node-deploy-" + overlay
 			createNode(t, node, 0)
 			ns := createNamespace(t, "deploy")

@@ -1,0 +1,218 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
+)
+
+// dsCluster is a control plane of its own with the real DaemonSet
+// controller, deploy/overlays/after applied, and a fake kubelet running
+// the agents of the DaemonSet's pods on two nodes. It is separate from the
+// package's control plane, where no controller may write.
+type dsCluster struct {
+	cp           *controlplane.ControlPlane
+	client       kubernetes.Interface
+	kubelet      *fakeKubelet
+	originalArgs []string
+}
+
+func startDSCluster(t *testing.T) *dsCluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{"daemonset"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane logs:\n%s", c.Logs(30))
+		}
+		c.Stop()
+	})
+	ds := &dsCluster{cp: c, client: kubernetes.NewForConfigOrDie(c.RESTConfig())}
+	ds.originalArgs = daemonSetOf(t, applyManifests(t, c, kustomizeBuild(t, "overlays/after"))).Spec.Template.Spec.Containers[0].Args
+	nodes := []string{"ds-node-a", "ds-node-b"}
+	for _, name := range nodes {
+		_, err := ds.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Annotations: map[string]string{corev1.ObjectTTLAnnotationKey: "6"},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig, _ := serviceAccountClient(t, c)
+	ds.kubelet = startFakeKubelet(t, ds.client, "nodeagent", kubeconfig, "127.0.0.1", nodes...)
+	ds.waitRestored(t)
+	return ds
+}
+
+// waitRestored waits until the DaemonSet carries its original template, no
+// leftover annotation, and every node runs an agent with the original args.
+func (c *dsCluster) waitRestored(t *testing.T) {
+	t.Helper()
+	waitUntil(t, 2*time.Minute, func() error {
+		ds, err := c.client.AppsV1().DaemonSets("nodeagent").Get(context.Background(), "nodeagent", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, ok := ds.Annotations["nodeagent.io/compare-original-template"]; ok {
+			return fmt.Errorf("the original-template annotation is still there")
+		}
+		if args := ds.Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, c.originalArgs) {
+			return fmt.Errorf("DaemonSet args %q, want the original %q", args, c.originalArgs)
+		}
+		if st := ds.Status; ds.Generation > st.ObservedGeneration || st.UpdatedNumberScheduled != 2 || st.NumberAvailable != 2 {
+			return fmt.Errorf("rollout not done: %+v", st)
+		}
+		running := c.kubelet.agentArgs()
+		if len(running) != 2 {
+			return fmt.Errorf("%d agents running, want 2", len(running))
+		}
+		for node, args := range running {
+			if !slices.Equal(args, agentArgs(c.originalArgs)) {
+				return fmt.Errorf("agent on %s runs with %q", node, args)
+			}
+		}
+		return nil
+	})
+}
+
+func (c *dsCluster) compare(t *testing.T, namespace, out string, extra ...string) *exec.Cmd {
+	return exec.Command(nodeagentBinary(t), append([]string{"compare",
+		"--kubeconfig=" + c.cp.KubeconfigPath, "--daemonset=nodeagent/nodeagent",
+		"--pods-per-node=5", "--sync-frequency=2s", "--sample-interval=5s",
+		"--namespace=" + namespace, "--output-dir=" + out}, extra...)...)
+}
+
+// checkCleanedUp says whether the run's pods and ConfigMaps are gone.
+func (c *dsCluster) checkCleanedUp(t *testing.T, namespace string) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := c.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("%d of the run's pods are left (%v)", len(pods.Items), err)
+	}
+	cms, err := c.client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=nodeagent-compare"})
+	if err != nil || len(cms.Items) != 0 {
+		t.Errorf("%d of the run's ConfigMaps are left (%v)", len(cms.Items), err)
+	}
+}
+
+// `nodeagent compare --daemonset` on the deployed agents: each mode is a
+// real rollout by the DaemonSet controller, the apiserver's counters show
+// the difference, other pods' volumes are in the model, and the DaemonSet
+// is restored at the end, after Ctrl-C too.
+func TestCompareDaemonSet(t *testing.T) {
+	c := startDSCluster(t)
+	ctx := context.Background()
+
+	// Someone else's pod with a ConfigMap volume: the agents keep it too.
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.CoreV1().ConfigMaps("tenant").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tenant := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.PodSpec{
+		NodeName:   "ds-node-a",
+		Containers: []corev1.Container{{Name: "app", Image: "app"}},
+		Volumes:    []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}},
+	}}
+	if _, err := c.client.CoreV1().Pods("tenant").Create(ctx, tenant, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("before and after", func(t *testing.T) {
+		out := t.TempDir()
+		cmd := c.compare(t, "compare-ds", out, "--phase-duration=20s")
+		output, err := cmd.CombinedOutput()
+		t.Logf("nodeagent compare:\n%s", output)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var report compare.Report
+		if err := json.Unmarshal(data, &report); err != nil {
+			t.Fatal(err)
+		}
+		s := report.Scenario
+		if s.DaemonSet != "nodeagent/nodeagent" || s.Nodes != 2 || s.AgentNodes != 2 || s.ServedPods != 1 || s.ServedVolumes != 1 || s.TTLSeconds != 6 || s.SyncFrequencySeconds != 2 {
+			t.Errorf("scenario %+v: want the DaemonSet on 2 nodes, 1 served pod, the nodes' TTL 6 s and S 2 s", s)
+		}
+		if len(report.Phases) != 2 {
+			t.Fatalf("%d phases, want every-sync and first-reference", len(report.Phases))
+		}
+		before, after := report.Phases[0], report.Phases[1]
+		// 2 nodes × 5 pods + the tenant's pod, one volume each, synced every
+		// 1.25·2 + 0.5 = 3 s on average.
+		if want := 11.0 / 3; before.ExpectedAPIServerQPS < want*0.99 || before.ExpectedAPIServerQPS > want*1.01 {
+			t.Errorf("every-sync model %.2f GET/s, want %.2f", before.ExpectedAPIServerQPS, want)
+		}
+		if r := before.APIServerGetQPS / before.ExpectedAPIServerQPS; r < 0.7 || r > 1.3 {
+			t.Errorf("every-sync: measured %.2f GET/s, model %.2f", before.APIServerGetQPS, before.ExpectedAPIServerQPS)
+		}
+		if before.EtcdGetTotal < 0.9*before.APIServerGetTotal {
+			t.Errorf("every-sync: %v etcd reads for %v GETs, want one each", before.EtcdGetTotal, before.APIServerGetTotal)
+		}
+		if after.EtcdGetQPS > 0.1 || after.APIServerGetQPS > 0.7*before.APIServerGetQPS {
+			t.Errorf("first-reference: %.2f GET/s, %.2f etcd/s; every-sync %.2f GET/s", after.APIServerGetQPS, after.EtcdGetQPS, before.APIServerGetQPS)
+		}
+		// The pod IPs are loopback, which the apiserver's proxy refuses:
+		// the run says so and measures from the apiserver alone.
+		if before.AgentMetrics || !strings.Contains(string(output), "unreachable") {
+			t.Errorf("agent metrics read through a proxy that refuses loopback pod IPs")
+		}
+		c.waitRestored(t)
+		c.checkCleanedUp(t, "compare-ds")
+	})
+
+	t.Run("Ctrl-C restores", func(t *testing.T) {
+		cmd := c.compare(t, "compare-ds-interrupted", t.TempDir(), "--phase-duration=5m")
+		var output syncBuffer
+		cmd.Stdout, cmd.Stderr = &output, &output
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 2*time.Minute, func() error {
+			if !strings.Contains(output.String(), "measure") {
+				return fmt.Errorf("not measuring yet")
+			}
+			return nil
+		})
+		var ds *appsv1.DaemonSet
+		ds, err := c.client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
+		if err != nil || !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--cache-invalidation=every-sync") {
+			t.Errorf("while measuring every-sync the DaemonSet runs %v (%v)", ds.Spec.Template.Spec.Containers[0].Args, err)
+		}
+		cmd.Process.Signal(os.Interrupt)
+		err = cmd.Wait()
+		t.Logf("nodeagent compare:\n%s", output.String())
+		if err == nil || !strings.Contains(output.String(), "interrupted") {
+			t.Errorf("exit %v; want a non-zero exit that says it was interrupted", err)
+		}
+		c.waitRestored(t)
+		c.checkCleanedUp(t, "compare-ds-interrupted")
+	})
+}
