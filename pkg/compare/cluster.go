@@ -16,13 +16,15 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // What a DaemonSet run must know of the cluster beyond its own objects.
 
 // servedPods lists the pods, outside the run's namespace, that the
 // deployed agents serve: bound to one of nodes, not finished, with at
-// least one ConfigMap volume. Their ConfigMaps are named namespace/name,
+// least one ConfigMap volume that a container mounts (the agents, like
+// the kubelet, set up no other). Their ConfigMaps are named namespace/name,
 // so that equal names in two namespaces stay apart.
 func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string, runNamespace string) (map[string][]podLayout, error) {
 	onNode := map[string]bool{}
@@ -42,10 +44,8 @@ func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string
 			continue
 		}
 		p := podLayout{name: pod.Namespace + "/" + pod.Name}
-		for _, v := range pod.Spec.Volumes {
-			if v.ConfigMap != nil {
-				p.configMaps = append(p.configMaps, pod.Namespace+"/"+v.ConfigMap.Name)
-			}
+		for _, v := range volumemanager.ConfigMapVolumes(&pod) {
+			p.configMaps = append(p.configMaps, pod.Namespace+"/"+v.Name)
 		}
 		if len(p.configMaps) > 0 {
 			served[pod.Spec.NodeName] = append(served[pod.Spec.NodeName], p)

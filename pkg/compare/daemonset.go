@@ -288,7 +288,9 @@ func (f *daemonSetFleet) scrape(ctx context.Context, each func(*apimetrics.Snaps
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			f.unreachable = fmt.Errorf("%w: pod %s through the apiserver's proxy: %v", errNoAgentMetrics, pod.Name, err)
+			// The proxy refuses loopback and link-local pod IPs, and needs
+			// a network path from the apiserver to the pods.
+			f.unreachable = fmt.Errorf("%w: pod %s (IP %s) through the apiserver's pod proxy: %v", errNoAgentMetrics, pod.Name, pod.Status.PodIP, err)
 			f.progress.done("Reading the agents' /metrics: %v; measuring from the apiserver's counters only", f.unreachable)
 			return f.unreachable
 		}

@@ -93,7 +93,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	for _, n := range r.nodes {
 		want += n.volumes()
 	}
-	if err := r.waitForVolumes(ctx, mode, want, stagger, warmupStart); err != nil {
+	if err := r.waitForVolumes(ctx, mode, want, stagger, warmupStart, time.Now()); err != nil {
 		res.Interrupted = ctx.Err() != nil
 		res.WarmupSeconds = time.Since(warmupStart).Seconds()
 		return res, err
@@ -127,16 +127,16 @@ func (r *runner) ttlInEffect(ctx context.Context) (time.Duration, error) {
 }
 
 // waitForVolumes waits until the agents have want volumes on disk. When
-// the agents' metrics cannot be read it waits one cycle instead, which is
-// when every pod has synced at least once.
-func (r *runner) waitForVolumes(ctx context.Context, mode Mode, want int, cycle time.Duration, start time.Time) error {
+// the agents' metrics cannot be read it waits one cycle past running (when
+// the last agent started) instead, by when every pod has synced.
+func (r *runner) waitForVolumes(ctx context.Context, mode Mode, want int, cycle time.Duration, start, running time.Time) error {
 	ticker := time.NewTicker(250 * time.Millisecond)
 	defer ticker.Stop()
 	for {
 		mounted, err := r.fleet.volumesMounted(ctx)
 		switch {
 		case errors.Is(err, errNoAgentMetrics):
-			left := time.Until(start.Add(cycle))
+			left := time.Until(running.Add(cycle))
 			r.progress.status("%-16s warm-up  %5.0fs  agents' metrics unreachable: waiting one cycle, %.0fs left", mode, time.Since(start).Seconds(), left.Seconds())
 			if left <= 0 {
 				r.progress.done("%-16s warm-up done in %.1fs (one cycle; the agents' metrics are unreachable)", mode, time.Since(start).Seconds())

@@ -24,10 +24,10 @@ func volumeDir(rootDir, podUID, volumeName string) string {
 	return filepath.Join(rootDir, "pods", podUID, "volumes", pluginDir, volumeName)
 }
 
-// configMapVolumes returns the pod's ConfigMap volumes that at least one
+// ConfigMapVolumes returns the pod's ConfigMap volumes that at least one
 // container or init container mounts, by volume name. A volume that nothing
 // mounts is never set up, as in the kubelet.
-func configMapVolumes(pod *corev1.Pod) map[string]*corev1.ConfigMapVolumeSource {
+func ConfigMapVolumes(pod *corev1.Pod) map[string]*corev1.ConfigMapVolumeSource {
 	mounted := map[string]bool{}
 	for _, containers := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range containers {

@@ -30,7 +30,7 @@ func (m *Manager) populate(active sets.Set[types.UID], synced bool) {
 		if dp.processed {
 			continue
 		}
-		dp.volumes = configMapVolumes(dp.pod)
+		dp.volumes = ConfigMapVolumes(dp.pod)
 		dp.processed = true
 		for name, source := range dp.volumes {
 			if v, ok := m.actual[volumeKey{uid, name}]; ok {

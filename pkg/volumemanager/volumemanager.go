@@ -180,7 +180,7 @@ func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) er
 	}
 	m.mu.Unlock()
 
-	want := configMapVolumes(pod)
+	want := ConfigMapVolumes(pod)
 	var failedFast error
 	err := m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
 		var missing []string

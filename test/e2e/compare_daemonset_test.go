@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,10 +33,13 @@ type dsCluster struct {
 	cp           *controlplane.ControlPlane
 	client       kubernetes.Interface
 	kubelet      *fakeKubelet
+	nodes        []string
 	originalArgs []string
 }
 
-func startDSCluster(t *testing.T) *dsCluster {
+// startDSCluster starts a cluster whose fake kubelet gives the agent pods
+// podIP and runs them on nodes.
+func startDSCluster(t *testing.T, podIP string, nodes ...string) *dsCluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -48,9 +53,8 @@ func startDSCluster(t *testing.T) *dsCluster {
 		}
 		c.Stop()
 	})
-	ds := &dsCluster{cp: c, client: kubernetes.NewForConfigOrDie(c.RESTConfig())}
+	ds := &dsCluster{cp: c, client: kubernetes.NewForConfigOrDie(c.RESTConfig()), nodes: nodes}
 	ds.originalArgs = daemonSetOf(t, applyManifests(t, c, kustomizeBuild(t, "overlays/after"))).Spec.Template.Spec.Containers[0].Args
-	nodes := []string{"ds-node-a", "ds-node-b"}
 	for _, name := range nodes {
 		_, err := ds.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Annotations: map[string]string{corev1.ObjectTTLAnnotationKey: "6"},
@@ -60,7 +64,7 @@ func startDSCluster(t *testing.T) *dsCluster {
 		}
 	}
 	kubeconfig, _ := serviceAccountClient(t, c)
-	ds.kubelet = startFakeKubelet(t, ds.client, "nodeagent", kubeconfig, "127.0.0.1", nodes...)
+	ds.kubelet = startFakeKubelet(t, ds.client, "nodeagent", kubeconfig, podIP, nodes...)
 	ds.waitRestored(t)
 	return ds
 }
@@ -80,12 +84,13 @@ func (c *dsCluster) waitRestored(t *testing.T) {
 		if args := ds.Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, c.originalArgs) {
 			return fmt.Errorf("DaemonSet args %q, want the original %q", args, c.originalArgs)
 		}
-		if st := ds.Status; ds.Generation > st.ObservedGeneration || st.UpdatedNumberScheduled != 2 || st.NumberAvailable != 2 {
+		n := int32(len(c.nodes))
+		if st := ds.Status; ds.Generation > st.ObservedGeneration || st.UpdatedNumberScheduled != n || st.NumberAvailable != n {
 			return fmt.Errorf("rollout not done: %+v", st)
 		}
 		running := c.kubelet.agentArgs()
-		if len(running) != 2 {
-			return fmt.Errorf("%d agents running, want 2", len(running))
+		if len(running) != len(c.nodes) {
+			return fmt.Errorf("%d agents running, want %d", len(running), len(c.nodes))
 		}
 		for node, args := range running {
 			if !slices.Equal(args, agentArgs(c.originalArgs)) {
@@ -122,24 +127,42 @@ func (c *dsCluster) checkCleanedUp(t *testing.T, namespace string) {
 // the difference, other pods' volumes are in the model, and the DaemonSet
 // is restored at the end, after Ctrl-C too.
 func TestCompareDaemonSet(t *testing.T) {
-	c := startDSCluster(t)
+	// Loopback pod IPs, which the apiserver's proxy refuses: the agents'
+	// own metrics are out of reach, as behind a firewall.
+	c := startDSCluster(t, "127.0.0.1", "ds-node-a", "ds-node-b")
 	ctx := context.Background()
 
-	// Someone else's pod with a ConfigMap volume: the agents keep it too.
+	// Someone else's pod with two ConfigMap volumes, one that a container
+	// mounts and one that none does: the agents keep the first only, as
+	// the kubelet would, and so must the model.
 	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.client.CoreV1().ConfigMaps("tenant").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	configMapVolume := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}
+	}
 	tenant := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.PodSpec{
 		NodeName:   "ds-node-a",
-		Containers: []corev1.Container{{Name: "app", Image: "app"}},
-		Volumes:    []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}},
+		Containers: []corev1.Container{{Name: "app", Image: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/app"}}}},
+		Volumes:    []corev1.Volume{configMapVolume("cfg"), configMapVolume("unused")},
 	}}
 	if _, err := c.client.CoreV1().Pods("tenant").Create(ctx, tenant, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+
+	t.Run("watch needs the watch overlay", func(t *testing.T) {
+		output, err := c.compare(t, "compare-ds-watch", t.TempDir(), "--modes=every-sync,watch").CombinedOutput()
+		if err == nil || !strings.Contains(string(output), "deploy/overlays/watch") {
+			t.Errorf("exit %v, output:\n%s\nwant a refusal that names deploy/overlays/watch", err, output)
+		}
+		ds, err := c.client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
+		if err != nil || ds.Generation != 1 {
+			t.Errorf("the refused run changed the DaemonSet (generation %d, %v)", ds.Generation, err)
+		}
+	})
 
 	t.Run("before and after", func(t *testing.T) {
 		out := t.TempDir()
@@ -215,4 +238,58 @@ func TestCompareDaemonSet(t *testing.T) {
 		c.waitRestored(t)
 		c.checkCleanedUp(t, "compare-ds-interrupted")
 	})
+}
+
+// With pod IPs the apiserver's proxy can reach, the run reads the agents'
+// own /metrics: the warm-up waits for every volume, and the agents' GET
+// count matches the apiserver's.
+func TestCompareDaemonSetReadsAgentMetrics(t *testing.T) {
+	ip := proxyableIP(t)
+	c := startDSCluster(t, ip, "ds-node-a")
+	out := t.TempDir()
+	output, err := c.compare(t, "compare-ds-metrics", out, "--phase-duration=15s", "--modes=every-sync").CombinedOutput()
+	t.Logf("nodeagent compare:\n%s", output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report compare.Report
+	if err := json.Unmarshal(data, &report); err != nil {
+		t.Fatal(err)
+	}
+	p := report.Phases[0]
+	if !p.AgentMetrics || !strings.Contains(string(output), "volumes on disk") {
+		t.Fatalf("the agents' metrics were not read through the proxy (pod IP %s)", ip)
+	}
+	if p.AgentGetTotal == 0 || math.Abs(p.AgentGetTotal-p.APIServerGetTotal) > 3+0.1*p.APIServerGetTotal {
+		t.Errorf("agents counted %v GETs, apiserver %v", p.AgentGetTotal, p.APIServerGetTotal)
+	}
+	c.waitRestored(t)
+}
+
+// proxyableIP is an IPv4 address of this machine that the apiserver's
+// proxy accepts as a pod IP (not loopback, not link-local) and where port
+// 10356, the agent's container port, is free. Without one the test skips.
+func proxyableIP(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		ipnet, ok := a.(*net.IPNet)
+		if !ok || ipnet.IP.To4() == nil || ipnet.IP.IsLoopback() || ipnet.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ipnet.IP.String(), "10356"))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return ipnet.IP.String()
+	}
+	t.Skip("no IPv4 address besides loopback with port 10356 free: the apiserver's pod proxy cannot reach an agent here")
+	return ""
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -174,8 +175,11 @@ func (k *fakeKubelet) startAgent(pod *corev1.Pod) (*podAgent, error) {
 	if err != nil {
 		return nil, err
 	}
+	// On loopback every agent gets a port of its own; on another address
+	// the agent listens on the container port, where the apiserver's pod
+	// proxy looks for it (so one node per address).
 	port := 10356
-	if k.podIP == "127.0.0.1" {
+	if net.ParseIP(k.podIP).IsLoopback() {
 		port = freePort(k.t)
 	}
 	a := &podAgent{node: pod.Spec.NodeName, httpAddr: k.podIP + ":" + strconv.Itoa(port), logPath: filepath.Join(dir, "agent.log")}

@@ -1,0 +1,68 @@
+package compare
+
+import (
+	"context"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// The original template survives a run that dies half-way: the next run
+// finds it in the annotation, and restore puts it back exactly.
+func TestDaemonSetSwitchAndRestore(t *testing.T) {
+	ctx := context.Background()
+	original := []string{"run", "--root-dir=/var/lib/nodeagent", "--cache-invalidation", "first-reference"}
+	client := fake.NewSimpleClientset(&appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "nodeagent", Name: "nodeagent"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nodeagent"}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "sidecar", Args: []string{"--keep"}},
+				{Name: "nodeagent", Args: original},
+			}}},
+		},
+	})
+	f := &daemonSetFleet{client: client, namespace: "nodeagent", name: "nodeagent", container: "nodeagent",
+		syncFrequency: "5s", rolloutTimeout: time.Minute, progress: newProgress(io.Discard)}
+	containers := func() []corev1.Container {
+		ds, err := client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds.Spec.Template.Spec.Containers
+	}
+
+	if earlier, err := f.saveOriginal(ctx); err != nil || earlier {
+		t.Fatalf("saveOriginal = %v, %v; want a fresh record", earlier, err)
+	}
+	if err := f.start(ctx, ModeEverySync, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"run", "--root-dir=/var/lib/nodeagent", "--configmap-strategy=cache", "--cache-invalidation=every-sync", "--sync-frequency=5s"}
+	if got := containers(); !slices.Equal(got[1].Args, want) || !slices.Equal(got[0].Args, []string{"--keep"}) {
+		t.Fatalf("every-sync args %q and %q, want %q and the sidecar untouched", got[1].Args, got[0].Args, want)
+	}
+	// A second run, after the first died without restoring.
+	if earlier, err := f.saveOriginal(ctx); err != nil || !earlier {
+		t.Fatalf("saveOriginal = %v, %v; want the earlier run's record kept", earlier, err)
+	}
+	if err := f.restore(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := containers(); !slices.Equal(got[1].Args, original) {
+		t.Errorf("restored args %q, want %q", got[1].Args, original)
+	}
+	ds, _ := client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
+	if _, ok := ds.Annotations[originalTemplateAnnotation]; ok {
+		t.Error("the annotation outlived the restore")
+	}
+	if err := f.restore(ctx, false); err == nil {
+		t.Error("a second restore, with nothing recorded, did not fail")
+	}
+}
