@@ -2,8 +2,8 @@
 # For machines with Docker, kind and kubectl: create the kind cluster from
 # deploy/kind/cluster.yaml (once), load the image `make image` wrote, deploy
 # an overlay (OVERLAY, default kind), check that the agents mount a
-# ConfigMap volume on every node, then run a short `nodeagent compare`
-# against the cluster. `make e2e-kind` runs it after building what it needs.
+# ConfigMap volume on every node, then run a short `nodeagent compare` on
+# the deployed DaemonSet and one with simulated nodes. `make e2e-kind` runs it after building what it needs.
 #
 # Environment: OVERLAY (kind), CLUSTER (nodeagent), KEEP=1 keeps the test
 # pod and ConfigMap.
@@ -59,6 +59,12 @@ for node in $(kubectl get nodes -o jsonpath='{.items[*].metadata.name}'); do
 done
 [[ "${KEEP:-}" == 1 ]] || kubectl delete namespace nodeagent-e2e --wait=false
 
-# The comparison, with in-process agents on simulated nodes of this cluster.
+# The comparison with the deployed agents on the cluster's real nodes:
+# every-sync, then first-reference, each a rollout of the DaemonSet, which
+# is restored at the end.
+"$bin/nodeagent" compare --kubeconfig "$kubeconfig" --daemonset nodeagent/nodeagent --pods-per-node 5 \
+  --sync-frequency 5s --phase-duration 60s --output-dir _output/compare-kind-daemonset
+
+# And with in-process agents on simulated nodes of this cluster.
 "$bin/nodeagent" compare --kubeconfig "$kubeconfig" --nodes 5 --pods-per-node 5 --sync-frequency 5s --ttl 25s \
   --phase-duration 60s --output-dir _output/compare-kind
