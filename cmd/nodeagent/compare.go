@@ -26,7 +26,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	var kubeconfig, modes, outputDir, namespace string
 	var keep bool
 	opts := compare.Options{Progress: os.Stderr}
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd and kube-apiserver (built by `make controlplane`).")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd and kube-apiserver (built by 'make controlplane').")
 	fs.StringVar(&opts.DaemonSet, "daemonset", "", "namespace/name of nodeagent deployed as a DaemonSet on the --kubeconfig cluster (e.g. nodeagent/nodeagent): measure its agents on the real nodes, switching it between the modes by rollouts and restoring it at the end. Empty: simulated nodes, agents in this process.")
 	fs.StringVar(&opts.PodImage, "pod-image", compare.DefaultPodImage, "With --daemonset: image of the run's pods, which the nodes' kubelets start; use one the nodes already have.")
 	fs.DurationVar(&opts.RolloutTimeout, "rollout-timeout", 5*time.Minute, "With --daemonset: how long each rollout of the DaemonSet may take.")

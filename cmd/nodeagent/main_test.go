@@ -26,6 +26,10 @@ func TestDispatch(t *testing.T) {
 		{"run: bad log format", []string{"run", "--logging-format=xml"}, 1, "", "--logging-format"},
 		{"compare: bad modes", []string{"compare", "--modes=poll"}, 1, "", "unknown mode"},
 		{"compare: no nodes", []string{"compare", "--nodes=0"}, 1, "", "--nodes must be at least 1"},
+		{"compare: help names the kubeconfig flag", []string{"compare", "--help"}, 0, "--kubeconfig string", ""},
+		{"compare: daemonset without kubeconfig", []string{"compare", "--daemonset=nodeagent/nodeagent"}, 1, "", "--daemonset needs --kubeconfig"},
+		{"compare: daemonset with ttl", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/dev/null", "--ttl=5s"}, 1, "", "--ttl cannot be used with --daemonset"},
+		{"compare: daemonset, bad scenario", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--pods-per-node=0"}, 1, "", "--pods-per-node must be at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,53 @@ func TestDaemonSetSwitchAndRestore(t *testing.T) {
 	}
 	if err := f.restore(ctx, false); err == nil {
 		t.Error("a second restore, with nothing recorded, did not fail")
+	}
+}
+
+func TestFindDaemonSetSaysWhatIsWrong(t *testing.T) {
+	ds := func(name string, containers ...corev1.Container) *appsv1.DaemonSet {
+		return &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "nodeagent", Name: name},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: containers}},
+			},
+		}
+	}
+	agentPod := func(name, ds, node string, ready corev1.ConditionStatus) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "nodeagent", Name: name, Labels: map[string]string{"app": ds}},
+			Spec:       corev1.PodSpec{NodeName: node},
+			Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}},
+		}
+	}
+	client := fake.NewSimpleClientset(
+		ds("two", corev1.Container{Name: "a", Args: []string{"run"}}, corev1.Container{Name: "b"}),
+		ds("other", corev1.Container{Name: "x", Args: []string{"serve"}}),
+		ds("starting", corev1.Container{Name: "nodeagent", Args: []string{"run"}}),
+		agentPod("starting-1", "starting", "n1", corev1.ConditionFalse),
+		ds("ok", corev1.Container{Name: "nodeagent", Args: []string{"run"}}),
+		agentPod("ok-2", "ok", "n2", corev1.ConditionTrue),
+		agentPod("ok-1", "ok", "n1", corev1.ConditionTrue),
+		agentPod("ok-3", "ok", "n3", corev1.ConditionFalse),
+	)
+	for ref, want := range map[string]string{
+		"nodeagent":          "want namespace/name",
+		"nodeagent/missing":  "not found",
+		"nodeagent/two":      "none is named nodeagent",
+		"nodeagent/other":    "does not run `nodeagent run`",
+		"nodeagent/starting": "has no ready pods",
+		"nodeagent/a/b":      "want namespace/name",
+	} {
+		if _, err := findDaemonSet(context.Background(), client, ref); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error saying %q", ref, err, want)
+		}
+	}
+	target, err := findDaemonSet(context.Background(), client, "nodeagent/ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(target.nodes, []string{"n1", "n2"}) {
+		t.Errorf("nodes %v, want the ready agents' n1 and n2, sorted", target.nodes)
 	}
 }
