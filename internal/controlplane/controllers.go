@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -37,21 +36,7 @@ func controllerManagerArgs(dir, kubeconfig string, port int, controllers []strin
 // status matters here, so it is not verified.
 func checkControllerManagerHealthy(ctx context.Context, url string) error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/healthz returned %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
-	}
-	return nil
+	return checkEndpoint(ctx, client, url, "/healthz")
 }
 
 func (cp *ControlPlane) startControllerManager(ctx context.Context) error {

@@ -49,8 +49,14 @@ func checkAPIServerReady(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	return checkEndpoint(ctx, client, cfg.Host, "/readyz")
+}
+
+// checkEndpoint GETs url+path with client and wants 200, else an error
+// with the status and the start of the body.
+func checkEndpoint(ctx context.Context, client *http.Client, url, path string) error {
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
 	if err != nil {
 		return err
 	}
@@ -61,7 +67,7 @@ func checkAPIServerReady(ctx context.Context, cfg *rest.Config) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/readyz returned %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		return fmt.Errorf("%s returned %d: %s", path, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
 	return nil
 }

@@ -4,25 +4,20 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
-	"github.com/nodeagent-io/nodeagent/pkg/compare"
 )
 
 // dsCluster is a control plane of its own with the real DaemonSet
@@ -172,14 +167,7 @@ func TestCompareDaemonSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(filepath.Join(out, "report.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var report compare.Report
-		if err := json.Unmarshal(data, &report); err != nil {
-			t.Fatal(err)
-		}
+		report := readReport(t, out)
 		s := report.Scenario
 		if s.DaemonSet != "nodeagent/nodeagent" || s.Nodes != 2 || s.AgentNodes != 2 || s.ServedPods != 1 || s.ServedVolumes != 1 || s.TTLSeconds != 6 || s.SyncFrequencySeconds != 2 {
 			t.Errorf("scenario %+v: want the DaemonSet on 2 nodes, 1 served pod, the nodes' TTL 6 s and S 2 s", s)
@@ -213,28 +201,12 @@ func TestCompareDaemonSet(t *testing.T) {
 
 	t.Run("Ctrl-C restores", func(t *testing.T) {
 		cmd := c.compare(t, "compare-ds-interrupted", t.TempDir(), "--phase-duration=5m")
-		var output syncBuffer
-		cmd.Stdout, cmd.Stderr = &output, &output
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitUntil(t, 2*time.Minute, func() error {
-			if !strings.Contains(output.String(), "measure") {
-				return fmt.Errorf("not measuring yet")
+		interruptWhileMeasuring(t, cmd, func() {
+			ds, err := c.client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
+			if err != nil || !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--cache-invalidation=every-sync") {
+				t.Errorf("while measuring every-sync the DaemonSet is %v (%v)", ds, err)
 			}
-			return nil
 		})
-		var ds *appsv1.DaemonSet
-		ds, err := c.client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
-		if err != nil || !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--cache-invalidation=every-sync") {
-			t.Errorf("while measuring every-sync the DaemonSet runs %v (%v)", ds.Spec.Template.Spec.Containers[0].Args, err)
-		}
-		cmd.Process.Signal(os.Interrupt)
-		err = cmd.Wait()
-		t.Logf("nodeagent compare:\n%s", output.String())
-		if err == nil || !strings.Contains(output.String(), "interrupted") {
-			t.Errorf("exit %v; want a non-zero exit that says it was interrupted", err)
-		}
 		c.waitRestored(t)
 		c.checkCleanedUp(t, "compare-ds-interrupted")
 	})
@@ -252,13 +224,9 @@ func TestCompareDaemonSetReadsAgentMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var report compare.Report
-	if err := json.Unmarshal(data, &report); err != nil {
-		t.Fatal(err)
+	report := readReport(t, out)
+	if len(report.Phases) != 1 {
+		t.Fatalf("%d phases, want every-sync", len(report.Phases))
 	}
 	p := report.Phases[0]
 	if !p.AgentMetrics || !strings.Contains(string(output), "volumes on disk") {

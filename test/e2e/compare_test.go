@@ -44,14 +44,7 @@ func TestCompareShortRun(t *testing.T) {
 	if !strings.Contains(string(output), "measured/model") {
 		t.Error("no results table on stdout")
 	}
-	data, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var report compare.Report
-	if err := json.Unmarshal(data, &report); err != nil {
-		t.Fatal(err)
-	}
+	report := readReport(t, out)
 	if len(report.Phases) != 3 {
 		t.Fatalf("%d phases, want 3", len(report.Phases))
 	}
@@ -106,25 +99,21 @@ func TestCompareInterrupted(t *testing.T) {
 		"--nodes=2", "--pods-per-node=3", "--sync-frequency=1s", "--ttl=3s",
 		"--phase-duration=5m", "--sample-interval=1s", "--modes=every-sync,watch",
 		"--namespace=compare-interrupted", "--output-dir="+out)
-	var output syncBuffer
-	cmd.Stdout, cmd.Stderr = &output, &output
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	interruptWhileMeasuring(t, cmd, func() { time.Sleep(3 * time.Second) })
+	report := readReport(t, out)
+	if !report.Interrupted || len(report.Phases) != 1 || !report.Phases[0].Interrupted || report.Phases[0].MeasuredSeconds < 2 || report.Phases[0].APIServerGetTotal == 0 {
+		t.Errorf("report after Ctrl-C: interrupted %v, phases %+v", report.Interrupted, report.Phases)
 	}
-	waitUntil(t, 60*time.Second, func() error {
-		if !strings.Contains(output.String(), "measure") {
-			return fmt.Errorf("not measuring yet")
-		}
-		return nil
-	})
-	time.Sleep(3 * time.Second)
-	cmd.Process.Signal(os.Interrupt)
-	err := cmd.Wait()
-	t.Logf("nodeagent compare:\n%s", output.String())
-	if err == nil || !strings.Contains(output.String(), "interrupted") {
-		t.Fatalf("exit %v; want a non-zero exit that says it was interrupted", err)
+	pods, err := clientset.CoreV1().Pods("compare-interrupted").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("after Ctrl-C %d pods are left (%v)", len(pods.Items), err)
 	}
-	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+}
+
+// readReport reads the report.json a compare run wrote into dir.
+func readReport(t *testing.T, dir string) *compare.Report {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +121,31 @@ func TestCompareInterrupted(t *testing.T) {
 	if err := json.Unmarshal(data, &report); err != nil {
 		t.Fatal(err)
 	}
-	if !report.Interrupted || len(report.Phases) != 1 || !report.Phases[0].Interrupted || report.Phases[0].MeasuredSeconds < 2 || report.Phases[0].APIServerGetTotal == 0 {
-		t.Errorf("report after Ctrl-C: interrupted %v, phases %+v", report.Interrupted, report.Phases)
+	return &report
+}
+
+// interruptWhileMeasuring starts a compare command, waits until it
+// measures, calls during, sends Ctrl-C, and checks that the command exits
+// non-zero saying it was interrupted.
+func interruptWhileMeasuring(t *testing.T, cmd *exec.Cmd, during func()) {
+	t.Helper()
+	var output syncBuffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	pods, err := clientset.CoreV1().Pods("compare-interrupted").List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(pods.Items) != 0 {
-		t.Errorf("after Ctrl-C %d pods are left (%v)", len(pods.Items), err)
+	waitUntil(t, 2*time.Minute, func() error {
+		if !strings.Contains(output.String(), "measure") {
+			return fmt.Errorf("not measuring yet")
+		}
+		return nil
+	})
+	during()
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	t.Logf("nodeagent compare:\n%s", output.String())
+	if err == nil || !strings.Contains(output.String(), "interrupted") {
+		t.Fatalf("exit %v; want a non-zero exit that says it was interrupted", err)
 	}
 }
 
