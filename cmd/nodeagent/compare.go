@@ -28,6 +28,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	opts := compare.Options{Progress: os.Stderr}
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd and kube-apiserver (built by 'make controlplane').")
 	fs.StringVar(&opts.DaemonSet, "daemonset", "", "namespace/name of nodeagent deployed as a DaemonSet on the --kubeconfig cluster (e.g. nodeagent/nodeagent): measure its agents on the real nodes, switching it between the modes by rollouts and restoring it at the end. Empty: simulated nodes, agents in this process.")
+	fs.StringVar(&opts.NodeSelector, "node-selector", "", "With --daemonset: a label selector (e.g. pool=general) that limits the run's pods to the matching nodes among the DaemonSet's.")
 	fs.StringVar(&opts.PodImage, "pod-image", compare.DefaultPodImage, "With --daemonset: image of the run's pods, which the nodes' kubelets start; use one the nodes already have.")
 	fs.DurationVar(&opts.RolloutTimeout, "rollout-timeout", 5*time.Minute, "With --daemonset: how long each rollout of the DaemonSet may take.")
 	fs.IntVar(&s.Nodes, "nodes", s.Nodes, "Simulated nodes: Node objects, each served by its own agent in this process. With --daemonset: how many of its nodes get the run's pods (default all).")
@@ -54,6 +55,12 @@ func runCompare(args []string, stdout io.Writer) error {
 	if opts.DaemonSet != "" {
 		if err := daemonSetDefaults(fs, &s, &modes, &opts, kubeconfig); err != nil {
 			return err
+		}
+	} else {
+		for _, name := range []string{"node-selector", "pod-image", "rollout-timeout"} {
+			if fs.Changed(name) {
+				return fmt.Errorf("--%s needs --daemonset: it applies to the deployed agents' nodes only", name)
+			}
 		}
 	}
 	var err error

@@ -27,6 +27,7 @@ func TestDispatch(t *testing.T) {
 		{"compare: bad modes", []string{"compare", "--modes=poll"}, 1, "", "unknown mode"},
 		{"compare: no nodes", []string{"compare", "--nodes=0"}, 1, "", "--nodes must be at least 1"},
 		{"compare: help names the kubeconfig flag", []string{"compare", "--help"}, 0, "--kubeconfig string", ""},
+		{"compare: node selector without daemonset", []string{"compare", "--node-selector=pool=a"}, 1, "", "--node-selector needs --daemonset"},
 		{"compare: daemonset without kubeconfig", []string{"compare", "--daemonset=nodeagent/nodeagent"}, 1, "", "--daemonset needs --kubeconfig"},
 		{"compare: daemonset with ttl", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/dev/null", "--ttl=5s"}, 1, "", "--ttl cannot be used with --daemonset"},
 		{"compare: daemonset, bad scenario", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--pods-per-node=0"}, 1, "", "--pods-per-node must be at least 1"},

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
@@ -117,13 +118,22 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 	if err != nil {
 		return nil, err
 	}
+	candidates := t.nodes
+	if opts.NodeSelector != "" {
+		if candidates, err = nodesMatching(ctx, client, opts.NodeSelector, t.nodes); err != nil {
+			return nil, err
+		}
+		if len(candidates) == 0 {
+			return nil, fmt.Errorf("--node-selector %q matches none of the %d nodes with a ready agent of DaemonSet %s", opts.NodeSelector, len(t.nodes), opts.DaemonSet)
+		}
+	}
 	s := opts.Scenario
 	s.Remote = true
-	if s.Nodes > len(t.nodes) {
-		return nil, fmt.Errorf("--nodes %d: DaemonSet %s has ready agents on %d nodes only", s.Nodes, opts.DaemonSet, len(t.nodes))
+	if s.Nodes > len(candidates) {
+		return nil, fmt.Errorf("--nodes %d: DaemonSet %s has ready agents on %d matching nodes only", s.Nodes, opts.DaemonSet, len(candidates))
 	}
 	if s.Nodes == 0 {
-		s.Nodes = len(t.nodes)
+		s.Nodes = len(candidates)
 	}
 	f := &daemonSetFleet{
 		client: client, namespace: t.ds.Namespace, name: t.ds.Name, container: t.container,
@@ -145,9 +155,9 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 		}
 		s.AgentQPS = float32(qps)
 	}
-	node, err := client.CoreV1().Nodes().Get(ctx, t.nodes[0], metav1.GetOptions{})
+	node, err := client.CoreV1().Nodes().Get(ctx, candidates[0], metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("reading node %s: %w", t.nodes[0], err)
+		return nil, fmt.Errorf("reading node %s: %w", candidates[0], err)
 	}
 	s.TTL = ttl.DefaultTTL
 	if d, ok := ttl.FromNode(node); ok {
@@ -175,8 +185,30 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 	}
 	nodes := layout(s, opts.Namespace)
 	for i := range nodes {
-		nodes[i].name = t.nodes[i]
+		nodes[i].name = candidates[i]
 	}
 	r.scenario, r.nodes = s, nodes
 	return f, nil
+}
+
+// nodesMatching keeps the candidates whose labels match selector, in order.
+func nodesMatching(ctx context.Context, client kubernetes.Interface, selector string, candidates []string) ([]string, error) {
+	if _, err := labels.Parse(selector); err != nil {
+		return nil, fmt.Errorf("--node-selector: %w", err)
+	}
+	matching, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes that match --node-selector %q: %w", selector, err)
+	}
+	match := map[string]bool{}
+	for _, n := range matching.Items {
+		match[n.Name] = true
+	}
+	var out []string
+	for _, name := range candidates {
+		if match[name] {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }

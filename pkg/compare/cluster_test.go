@@ -77,3 +77,17 @@ func TestRolloutState(t *testing.T) {
 		t.Error("not done with every pod updated and available")
 	}
 }
+
+func TestNodesMatching(t *testing.T) {
+	node := func(name, pool string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}}}
+	}
+	client := fake.NewSimpleClientset(node("a", "general"), node("b", "gpu"), node("c", "general"), node("d", "general"))
+	got, err := nodesMatching(context.Background(), client, "pool=general", []string{"a", "b", "c"})
+	if err != nil || !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("nodesMatching = %v, %v; want the agents' nodes in pool general, a and c", got, err)
+	}
+	if _, err := nodesMatching(context.Background(), client, "pool=(", nil); err == nil {
+		t.Error("a malformed selector was accepted")
+	}
+}

@@ -44,6 +44,9 @@ type Options struct {
 	// --sync-frequency to Scenario.SyncFrequency; otherwise the
 	// DaemonSet's own value is kept, and modelled.
 	SetSyncFrequency bool
+	// NodeSelector, a label selector, limits a DaemonSet run's pods to the
+	// matching nodes among the DaemonSet's. Empty: all of them.
+	NodeSelector string
 	// PodImage is the image of the run's pods, which the kubelets of a
 	// DaemonSet run start. Default DefaultPodImage.
 	PodImage string

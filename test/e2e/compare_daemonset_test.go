@@ -53,6 +53,7 @@ func startDSCluster(t *testing.T, podIP string, nodes ...string) *dsCluster {
 	for _, name := range nodes {
 		_, err := ds.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Annotations: map[string]string{corev1.ObjectTTLAnnotationKey: "6"},
+			Labels: map[string]string{"nodeagent.io/e2e-node": name},
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -200,11 +201,20 @@ func TestCompareDaemonSet(t *testing.T) {
 	})
 
 	t.Run("Ctrl-C restores", func(t *testing.T) {
-		cmd := c.compare(t, "compare-ds-interrupted", t.TempDir(), "--phase-duration=5m")
+		cmd := c.compare(t, "compare-ds-interrupted", t.TempDir(), "--phase-duration=5m", "--node-selector=nodeagent.io/e2e-node=ds-node-b")
 		interruptWhileMeasuring(t, cmd, func() {
 			ds, err := c.client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
 			if err != nil || !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--cache-invalidation=every-sync") {
 				t.Errorf("while measuring every-sync the DaemonSet is %v (%v)", ds, err)
+			}
+			pods, err := c.client.CoreV1().Pods("compare-ds-interrupted").List(ctx, metav1.ListOptions{})
+			if err != nil || len(pods.Items) != 5 {
+				t.Fatalf("%d pods of the run (%v), want 5", len(pods.Items), err)
+			}
+			for _, pod := range pods.Items {
+				if pod.Spec.NodeName != "ds-node-b" {
+					t.Errorf("pod %s on %s, outside --node-selector", pod.Name, pod.Spec.NodeName)
+				}
 			}
 		})
 		c.waitRestored(t)
