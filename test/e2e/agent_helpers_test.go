@@ -239,6 +239,19 @@ func createConfigMap(t *testing.T, ns, name string, data map[string]string) *cor
 
 // deletePodNow deletes a pod with no grace period: there is no kubelet
 // here to finish a graceful deletion.
+// updateConfigMap sets one key of a ConfigMap's data.
+func updateConfigMap(t *testing.T, ns, name, key, value string) {
+	t.Helper()
+	cm, err := clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[key] = value
+	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func deletePodNow(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	err := clientset.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})

@@ -79,11 +79,7 @@ func TestAgentWritesVolumes(t *testing.T) {
 
 	// An update reaches disk within the deadline.
 	start := time.Now()
-	cm, _ = clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), "app-config", metav1.GetOptions{})
-	cm.Data["app.yaml"] = "level: debug\n"
-	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateConfigMap(t, ns, "app-config", "app.yaml", "level: debug\n")
 	a.waitForFile(a.volumePath(pod, "all", "app.yaml"), "level: debug\n", updateDeadline)
 	t.Logf("update reached disk in %s (deadline %s)", time.Since(start).Round(100*time.Millisecond), updateDeadline)
 
@@ -171,11 +167,7 @@ func TestAgentRecoversFromSIGKILL(t *testing.T) {
 	a.waitForFile(a.volumePath(goes, "cfg", "k"), "v1", 30*time.Second)
 
 	a.stop(syscall.SIGKILL)
-	cm, _ := clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), "shared", metav1.GetOptions{})
-	cm.Data["k"] = "v2"
-	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateConfigMap(t, ns, "shared", "k", "v2")
 	deletePodNow(t, goes)
 	arrives := createPod(t, ns, "arrives", "node-sigkill", volume{name: "cfg", configMap: "shared"})
 	// A crash leftover the restarted agent must repair.
@@ -301,14 +293,7 @@ func TestAgentSurvivesDeadAPIServer(t *testing.T) {
 	if err := cp.StartAPIServer(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	cm, err := clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), "cfg", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Data["k"] = "v2"
-	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateConfigMap(t, ns, "cfg", "k", "v2")
 	// The agent's informers and client reconnect on their own.
 	a.waitForFile(a.volumePath(pod, "cfg", "k"), "v2", updateDeadline+20*time.Second)
 	resp, err := http.Get("http://" + a.httpAddr + "/healthz")
