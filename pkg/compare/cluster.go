@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
-	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
@@ -155,13 +154,8 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 		}
 		s.AgentQPS = float32(qps)
 	}
-	node, err := client.CoreV1().Nodes().Get(ctx, candidates[0], metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading node %s: %w", candidates[0], err)
-	}
-	s.TTL = ttl.DefaultTTL
-	if d, ok := ttl.FromNode(node); ok {
-		s.TTL = d
+	if s.TTL, err = nodeTTL(ctx, client, candidates[0]); err != nil {
+		return nil, err
 	}
 	if s.PhaseDuration == 0 {
 		mean, _ := syncIntervalMoments(s.SyncFrequency)

@@ -2,12 +2,16 @@ package compare
 
 import (
 	"context"
+	"io"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -89,5 +93,52 @@ func TestNodesMatching(t *testing.T) {
 	}
 	if _, err := nodesMatching(context.Background(), client, "pool=(", nil); err == nil {
 		t.Error("a malformed selector was accepted")
+	}
+}
+
+// A DaemonSet run takes S, the agents' QPS and the TTL from the cluster,
+// defaults the phase to four mean sync intervals, and refuses watch
+// without the RBAC it needs.
+func TestPrepareDaemonSetRun(t *testing.T) {
+	objects := func() []runtime.Object {
+		return []runtime.Object{
+			&appsv1.DaemonSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "nodeagent", Name: "nodeagent"},
+				Spec: appsv1.DaemonSetSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nodeagent"}},
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+						{Name: "nodeagent", Args: []string{"run", "--sync-frequency=1m", "--kube-api-qps", "20"}},
+					}}},
+				},
+			},
+			&corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "nodeagent", Name: "agent-1", Labels: map[string]string{"app": "nodeagent"}},
+				Spec:       corev1.PodSpec{NodeName: "n1"},
+				Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+			},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{corev1.ObjectTTLAnnotationKey: "15"}}},
+		}
+	}
+	opts := &Options{DaemonSet: "nodeagent/nodeagent", Namespace: "run", Scenario: DefaultScenario()}
+	opts.Scenario.Nodes, opts.Scenario.PhaseDuration = 0, 0
+	opts.Scenario.Modes = []Mode{ModeEverySync, ModeFirstReference}
+	r := &runner{progress: newProgress(io.Discard)}
+	if _, err := prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, r); err != nil {
+		t.Fatal(err)
+	}
+	s := r.scenario
+	// S = 60 s: mean interval 1.25·60 + 0.5 = 75.5 s, four of them 302 s.
+	if s.Nodes != 1 || s.SyncFrequency != time.Minute || s.AgentQPS != 20 || s.TTL != 15*time.Second || s.PhaseDuration != 302*time.Second {
+		t.Errorf("scenario %+v: want 1 node, S 1m and QPS 20 from the args, TTL 15s from the node, phase 302s", s)
+	}
+	if len(r.nodes) != 1 || r.nodes[0].name != "n1" || len(r.nodes[0].pods) != opts.Scenario.PodsPerNode {
+		t.Errorf("layout %+v: want the run's pods on n1", r.nodes)
+	}
+
+	// The fake apiserver allows nothing in a SubjectAccessReview.
+	opts.Scenario.Modes = []Mode{ModeWatch}
+	_, err := prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, r)
+	if err == nil || !strings.Contains(err.Error(), "deploy/overlays/watch") {
+		t.Errorf("watch without RBAC: got %v, want a refusal naming deploy/overlays/watch", err)
 	}
 }

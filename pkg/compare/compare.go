@@ -105,11 +105,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	report.Scenario.APIServer, report.Scenario.APIServerVersion = opts.APIServer, version.GitVersion
 	// Creating and mounting thousands of volumes takes a while on two
 	// cores; a stagger adds one refresh cycle.
+	r.warmupPoll = 250 * time.Millisecond
 	r.warmupTimeout = 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refreshCycle(s.SyncFrequency, s.TTL)
 	ownNodes := r.nodes
 	if ds != nil {
 		report.describeDaemonSetRun(opts.DaemonSet, ds)
 		r.warmupTimeout += opts.RolloutTimeout
+		r.warmupPoll = 2 * time.Second
 		r.fleet = ds
 	} else {
 		logFile, err := os.Create(filepath.Join(opts.OutputDir, "agents.log"))

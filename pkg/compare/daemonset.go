@@ -88,24 +88,38 @@ func findDaemonSet(ctx context.Context, client kubernetes.Interface, ref string)
 	if len(t.args) == 0 || t.args[0] != "run" {
 		return nil, fmt.Errorf("DaemonSet %s: container %s does not run `nodeagent run` (args %q)", ref, t.container, t.args)
 	}
-	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	pods, err := readyPods(ctx, client, ds)
 	if err != nil {
-		return nil, fmt.Errorf("DaemonSet %s: %w", ref, err)
+		return nil, err
 	}
-	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
-	if err != nil {
-		return nil, fmt.Errorf("listing the pods of DaemonSet %s: %w", ref, err)
-	}
-	for _, pod := range pods.Items {
-		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && podReady(&pod) {
-			t.nodes = append(t.nodes, pod.Spec.NodeName)
-		}
+	for _, pod := range pods {
+		t.nodes = append(t.nodes, pod.Spec.NodeName)
 	}
 	if len(t.nodes) == 0 {
-		return nil, fmt.Errorf("DaemonSet %s has no ready pods: check `kubectl -n %s get pods -l %s`", ref, namespace, selector)
+		return nil, fmt.Errorf("DaemonSet %s has no ready pods: check `kubectl -n %s get pods -l %s`", ref, namespace, metav1.FormatLabelSelector(ds.Spec.Selector))
 	}
 	sort.Strings(t.nodes)
 	return t, nil
+}
+
+// readyPods lists the DaemonSet's pods that are bound, not being deleted,
+// and ready.
+func readyPods(ctx context.Context, client kubernetes.Interface, ds *appsv1.DaemonSet) ([]corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	pods, err := client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	var ready []corev1.Pod
+	for _, pod := range pods.Items {
+		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && podReady(&pod) {
+			ready = append(ready, pod)
+		}
+	}
+	return ready, nil
 }
 
 func podReady(pod *corev1.Pod) bool {
@@ -171,20 +185,8 @@ func (f *daemonSetFleet) start(ctx context.Context, mode Mode, _ time.Duration) 
 	if err != nil {
 		return err
 	}
-	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil {
-		return err
-	}
-	pods, err := f.client.CoreV1().Pods(f.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
-	if err != nil {
-		return err
-	}
-	for _, pod := range pods.Items {
-		if pod.DeletionTimestamp == nil && podReady(&pod) {
-			f.pods = append(f.pods, pod)
-		}
-	}
-	return nil
+	f.pods, err = readyPods(ctx, f.client, ds)
+	return err
 }
 
 // waitForRollout returns once every scheduled pod runs the current

@@ -58,8 +58,10 @@ type runner struct {
 	nodes    []nodeLayout
 	fleet    fleet
 	progress *progress
-	// warmupTimeout bounds the wait for every volume to be on disk.
-	warmupTimeout time.Duration
+	// warmupTimeout bounds the wait for every volume to be on disk, and
+	// warmupPoll is how often the wait asks the fleet: scraping deployed
+	// agents goes through the apiserver, once per agent.
+	warmupTimeout, warmupPoll time.Duration
 }
 
 // runPhase measures one mode. It returns what it measured so far, marked
@@ -116,11 +118,17 @@ func (r *runner) cycle(mode Mode, ttl time.Duration) time.Duration {
 
 // ttlInEffect reads the TTL from the first node, as its agent will.
 func (r *runner) ttlInEffect(ctx context.Context) (time.Duration, error) {
-	node, err := r.admin.CoreV1().Nodes().Get(ctx, r.nodes[0].name, metav1.GetOptions{})
+	return nodeTTL(ctx, r.admin, r.nodes[0].name)
+}
+
+// nodeTTL is the TTL an agent on node uses: its annotation, or the
+// default when it has none.
+func nodeTTL(ctx context.Context, client kubernetes.Interface, node string) (time.Duration, error) {
+	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("reading node %s: %w", r.nodes[0].name, err)
+		return 0, fmt.Errorf("reading node %s: %w", node, err)
 	}
-	if d, ok := ttl.FromNode(node); ok {
+	if d, ok := ttl.FromNode(n); ok {
 		return d, nil
 	}
 	return ttl.DefaultTTL, nil
@@ -130,7 +138,7 @@ func (r *runner) ttlInEffect(ctx context.Context) (time.Duration, error) {
 // the agents' metrics cannot be read it waits one cycle past running (when
 // the last agent started) instead, by when every pod has synced.
 func (r *runner) waitForVolumes(ctx context.Context, mode Mode, want int, cycle time.Duration, start, running time.Time) error {
-	ticker := time.NewTicker(250 * time.Millisecond)
+	ticker := time.NewTicker(r.warmupPoll)
 	defer ticker.Stop()
 	for {
 		mounted, err := r.fleet.volumesMounted(ctx)
