@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // Metrics are one agent's Prometheus metrics, on a registry of its own so
@@ -109,9 +110,9 @@ func (m *Metrics) WorkDone(kind string, err error, d time.Duration) {
 }
 
 // OperationDone implements volumemanager.Recorder.
-func (m *Metrics) OperationDone(op string, err error, d time.Duration) {
-	m.volumeOps.WithLabelValues(op, result(err)).Inc()
-	m.volumeOpDuration.WithLabelValues(op).Observe(d.Seconds())
+func (m *Metrics) OperationDone(op volumemanager.Operation, err error, d time.Duration) {
+	m.volumeOps.WithLabelValues(string(op), result(err)).Inc()
+	m.volumeOpDuration.WithLabelValues(string(op)).Observe(d.Seconds())
 }
 
 // VolumesMounted implements volumemanager.Recorder.

@@ -44,10 +44,13 @@ func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string
 			continue
 		}
 		p := podLayout{name: pod.Namespace + "/" + pod.Name}
-		for _, v := range volumemanager.ConfigMapVolumes(&pod) {
-			p.configMaps = append(p.configMaps, pod.Namespace+"/"+v.Name)
+		for _, v := range volumemanager.PodVolumes(&pod) {
+			p.volumes++
+			for _, name := range v.ConfigMapNames() {
+				p.configMaps = append(p.configMaps, pod.Namespace+"/"+name)
+			}
 		}
-		if len(p.configMaps) > 0 {
+		if p.volumes > 0 {
 			served[pod.Spec.NodeName] = append(served[pod.Spec.NodeName], p)
 		}
 	}

@@ -3,66 +3,48 @@ package volumemanager
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
 
-// pluginDir is the kubelet's directory name for ConfigMap volumes.
-const pluginDir = "kubernetes.io~configmap"
-
-// defaultMode is what the API defaults ConfigMapVolumeSource.DefaultMode to;
-// objects that skipped defaulting (fake clients) get the same here.
+// defaultMode is what the API defaults a volume's defaultMode to; objects
+// that skipped defaulting (fake clients) get the same here.
 const defaultMode int32 = 0o644
 
-// volumeDir is where a pod's ConfigMap volume lives under the root dir.
-func volumeDir(rootDir, podUID, volumeName string) string {
-	return filepath.Join(rootDir, "pods", podUID, "volumes", pluginDir, volumeName)
-}
-
-// ConfigMapVolumes returns the pod's ConfigMap volumes that at least one
-// container or init container mounts, by volume name. A volume that nothing
-// mounts is never set up, as in the kubelet.
-func ConfigMapVolumes(pod *corev1.Pod) map[string]*corev1.ConfigMapVolumeSource {
-	mounted := map[string]bool{}
-	for _, containers := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range containers {
-			for _, m := range c.VolumeMounts {
-				mounted[m.Name] = true
-			}
-		}
+func modeOrDefault(mode *int32) int32 {
+	if mode != nil {
+		return *mode
 	}
-	volumes := map[string]*corev1.ConfigMapVolumeSource{}
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		if v.ConfigMap != nil && mounted[v.Name] {
-			volumes[v.Name] = v.ConfigMap
-		}
-	}
-	return volumes
+	return defaultMode
 }
 
-func isOptional(source *corev1.ConfigMapVolumeSource) bool {
-	return source.Optional != nil && *source.Optional
-}
+func isOptional(optional *bool) bool { return optional != nil && *optional }
 
-// Payload computes the files of a ConfigMap volume (SPEC §4). Without items,
-// every key of data and binaryData becomes a file named after it, with the
-// default mode. With items, only the listed keys, each at its path with its
-// own mode or the default; of two items with one path the later wins; a
-// listed key missing from the ConfigMap is an error unless the volume is
-// optional, in which case it is skipped.
+// Payload computes the files of a ConfigMap volume (docs/kubelet-behaviour.md,
+// "The volume on disk").
 func Payload(source *corev1.ConfigMapVolumeSource, cm *corev1.ConfigMap) (map[string]atomicwriter.FileProjection, error) {
-	mode := defaultMode
-	if source.DefaultMode != nil {
-		mode = *source.DefaultMode
-	}
+	return configMapPayload(source.Items, cm, modeOrDefault(source.DefaultMode), isOptional(source.Optional))
+}
+
+// configMapPayload is the payload of one ConfigMap, for a ConfigMap volume or
+// a projected volume's configMap source. Without items, every key of data
+// and binaryData becomes a file named after it, with the default mode. With
+// items, only the listed keys, each at its path with its own mode or the
+// default; of two items with one path the later wins; a listed key missing
+// from the ConfigMap is an error unless the source is optional, in which
+// case it is skipped.
+func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32, optional bool) (map[string]atomicwriter.FileProjection, error) {
 	payload := map[string]atomicwriter.FileProjection{}
-	if len(source.Items) == 0 {
+	if len(items) == 0 {
 		for key, value := range cm.Data {
 			payload[key] = atomicwriter.FileProjection{Data: []byte(value), Mode: mode}
 		}
@@ -71,13 +53,13 @@ func Payload(source *corev1.ConfigMapVolumeSource, cm *corev1.ConfigMap) (map[st
 		}
 		return payload, nil
 	}
-	for _, item := range source.Items {
+	for _, item := range items {
 		var data []byte
 		if value, ok := cm.Data[item.Key]; ok {
 			data = []byte(value)
 		} else if value, ok := cm.BinaryData[item.Key]; ok {
 			data = value
-		} else if isOptional(source) {
+		} else if optional {
 			continue
 		} else {
 			return nil, fmt.Errorf("configmap %q has no key %q (listed in items for path %q)", cm.Name, item.Key, item.Path)
@@ -89,6 +71,76 @@ func Payload(source *corev1.ConfigMapVolumeSource, cm *corev1.ConfigMap) (map[st
 		payload[item.Path] = atomicwriter.FileProjection{Data: data, Mode: itemMode}
 	}
 	return payload, nil
+}
+
+// payloadSources is what computing a payload reads besides the pod.
+type payloadSources struct {
+	configMaps ConfigMapGetter
+	// nodeAllocatable serves downwardAPI resource limits a container does
+	// not set; nil fails such items.
+	nodeAllocatable func() (corev1.ResourceList, error)
+}
+
+// payload computes the files of volume v of pod, and the resourceVersions
+// of the ConfigMaps read. A missing optional ConfigMap contributes no
+// files. For a projected volume every source is tried and all errors are
+// returned together, as the kubelet does; sources nodeagent does not serve
+// (Volume.NotServed) are skipped.
+func (v Volume) payload(pod *corev1.Pod, src payloadSources) (map[string]atomicwriter.FileProjection, string, error) {
+	if v.ConfigMap != nil {
+		cm, err := getConfigMap(src.configMaps, pod.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
+		if err != nil {
+			return nil, "", err
+		}
+		payload, err := Payload(v.ConfigMap, cm)
+		return payload, cm.ResourceVersion, err
+	}
+	mode := modeOrDefault(v.Projected.DefaultMode)
+	payload := map[string]atomicwriter.FileProjection{}
+	var versions []string
+	var errs []error
+	for _, s := range v.Projected.Sources {
+		var part map[string]atomicwriter.FileProjection
+		var err error
+		switch {
+		case s.ConfigMap != nil:
+			optional := isOptional(s.ConfigMap.Optional)
+			var cm *corev1.ConfigMap
+			if cm, err = getConfigMap(src.configMaps, pod.Namespace, s.ConfigMap.Name, optional); err == nil {
+				part, err = configMapPayload(s.ConfigMap.Items, cm, mode, optional)
+				if cm.ResourceVersion != "" {
+					versions = append(versions, s.ConfigMap.Name+"="+cm.ResourceVersion)
+				}
+			}
+		case s.DownwardAPI != nil:
+			part, err = downwardAPIPayload(s.DownwardAPI.Items, pod, src.nodeAllocatable, mode)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for p, f := range part {
+			payload[p] = f
+		}
+	}
+	if len(errs) > 0 {
+		return nil, "", errors.Join(errs...)
+	}
+	return payload, strings.Join(versions, ","), nil
+}
+
+// getConfigMap reads a ConfigMap for a volume. A missing optional one is an
+// empty ConfigMap: its volume is empty, and a remount removes the files of
+// a ConfigMap that was deleted.
+func getConfigMap(get ConfigMapGetter, namespace, name string, optional bool) (*corev1.ConfigMap, error) {
+	cm, err := get.GetConfigMap(namespace, name)
+	if err == nil {
+		return cm, nil
+	}
+	if apierrors.IsNotFound(err) && optional {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, nil
+	}
+	return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", namespace, name, err)
 }
 
 // contentHash is a short digest of a payload's paths and bytes, shown by

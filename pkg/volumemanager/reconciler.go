@@ -2,17 +2,12 @@ package volumemanager
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
-
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
 
 // populate is one pass of the desired-state populator: drop pods that are
@@ -30,12 +25,12 @@ func (m *Manager) populate(active sets.Set[types.UID], synced bool) {
 		if dp.processed {
 			continue
 		}
-		dp.volumes = ConfigMapVolumes(dp.pod)
+		dp.volumes = PodVolumes(dp.pod)
 		dp.processed = true
-		for name, source := range dp.volumes {
+		for name, spec := range dp.volumes {
 			if v, ok := m.actual[volumeKey{uid, name}]; ok {
 				// Also adopts volumes reconstructed from disk.
-				v.pod, v.source = dp.pod, source
+				v.pod, v.spec = dp.pod, spec
 				v.remountRequired = true
 			}
 		}
@@ -65,7 +60,7 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 		} else if !synced || active.Has(key.podUID) {
 			continue
 		}
-		m.startOperation(ctx, OpUnmount, key, v.pod, v.source)
+		m.start(ctx, operation{kind: OpUnmount, key: key, pod: v.pod, spec: v.spec, dir: v.dir})
 	}
 
 	// (2) Mount what is missing and remount what is flagged, unless the
@@ -74,20 +69,21 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 		if !dp.processed {
 			continue
 		}
-		for name, source := range dp.volumes {
+		for name, spec := range dp.volumes {
 			key := volumeKey{uid, name}
 			if m.pending.Has(key) || m.backoff.IsInBackOffSinceUpdate(key.String(), now) {
 				continue
 			}
+			dir := volumeDir(m.opts.RootDir, string(uid), spec.Plugin, name)
 			v, mounted := m.actual[key]
 			switch {
 			case !mounted:
-				m.startOperation(ctx, OpMount, key, dp.pod, source)
+				m.start(ctx, operation{kind: OpMount, key: key, pod: dp.pod, spec: spec, dir: dir})
 			case v.remountRequired:
 				// Cleared now, so that a reprocess during the remount
 				// flags it again instead of being lost.
 				v.remountRequired = false
-				m.startOperation(ctx, OpRemount, key, dp.pod, source)
+				m.start(ctx, operation{kind: OpRemount, key: key, pod: dp.pod, spec: spec, dir: v.dir})
 			}
 		}
 	}
@@ -100,90 +96,76 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 	}
 }
 
-// startOperation runs one operation on a volume in its own goroutine.
-// Called with m.mu held.
-func (m *Manager) startOperation(ctx context.Context, op string, key volumeKey, pod *corev1.Pod, source *corev1.ConfigMapVolumeSource) {
-	m.pending.Insert(key)
+// start runs one operation in its own goroutine. Called with m.mu held.
+func (m *Manager) start(ctx context.Context, op operation) {
+	m.pending.Insert(op.key)
 	m.ops.Add(1)
 	go func() {
 		defer m.ops.Done()
-		start := m.clock.Now()
-		dir := volumeDir(m.opts.RootDir, string(key.podUID), key.volume)
-		var rv, hash string
-		var err error
-		if op == OpUnmount {
-			err = os.RemoveAll(dir)
-		} else {
-			rv, hash, err = m.setUp(pod, source, dir)
+		logger := klog.FromContext(ctx).WithValues("operation", op.kind, "volume", op.key.volume, "podUID", op.key.podUID)
+		if op.pod != nil {
+			logger = logger.WithValues("pod", klog.KObj(op.pod))
 		}
-		m.opts.Recorder.OperationDone(op, err, m.clock.Since(start))
-		m.finishOperation(ctx, op, key, pod, source, dir, rv, hash, err)
+		begin := m.clock.Now()
+		var res setUpResult
+		var err error
+		if op.kind == OpUnmount {
+			err = os.RemoveAll(op.dir)
+		} else {
+			res, err = m.setUp(logger, op.pod, op.spec, op.dir)
+		}
+		m.opts.Recorder.OperationDone(op.kind, err, m.clock.Since(begin))
+		m.finish(logger, op, res, err)
 	}()
 }
 
-// setUp fetches the ConfigMap and writes the volume. Any error leaves what
-// was on disk untouched.
-func (m *Manager) setUp(pod *corev1.Pod, source *corev1.ConfigMapVolumeSource, dir string) (resourceVersion, hash string, err error) {
-	cm, err := m.opts.ConfigMaps.GetConfigMap(pod.Namespace, source.Name)
-	if err != nil {
-		if !apierrors.IsNotFound(err) || !isOptional(source) {
-			return "", "", fmt.Errorf("couldn't get configMap %s/%s: %w", pod.Namespace, source.Name, err)
-		}
-		// Optional and missing: an empty volume, which also removes the
-		// files of a ConfigMap that was deleted.
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: source.Name}}
-	}
-	payload, err := Payload(source, cm)
-	if err != nil {
-		return "", "", err
-	}
-	if _, err := atomicwriter.Write(dir, payload); err != nil {
-		return "", "", fmt.Errorf("writing configMap %s/%s to %s: %w", pod.Namespace, source.Name, dir, err)
-	}
-	return cm.ResourceVersion, contentHash(payloadBytes(payload)), nil
-}
-
-// finishOperation records an operation's result in the actual state.
-func (m *Manager) finishOperation(ctx context.Context, op string, key volumeKey, pod *corev1.Pod, source *corev1.ConfigMapVolumeSource, dir, rv, hash string, err error) {
-	logger := klog.FromContext(ctx).WithValues("operation", op, "volume", key.volume, "podUID", key.podUID)
-	if pod != nil {
-		logger = logger.WithValues("pod", klog.KObj(pod))
-	}
-
+// finish records an operation's result in the actual state, and reports a
+// failure as a FailedMount event on the pod, for a remount as for a first
+// mount.
+func (m *Manager) finish(logger klog.Logger, op operation, res setUpResult, err error) {
 	m.mu.Lock()
-	m.pending.Delete(key)
-	v, mounted := m.actual[key]
+	m.pending.Delete(op.key)
+	// A ConfigMap change seen while the operation ran may have come after
+	// its read: read again now, whatever the outcome.
+	changed := m.changedDuringOp.Has(op.key)
+	m.changedDuringOp.Delete(op.key)
+	v, mounted := m.actual[op.key]
 	switch {
 	case err != nil:
-		m.backoff.Next(key.String(), m.clock.Now())
-		m.failing[key] = failure{err: err.Error(), at: m.clock.Now()}
+		m.failing[op.key] = failure{err: err.Error(), at: m.clock.Now()}
+		if changed {
+			m.backoff.Reset(op.key.String())
+		} else {
+			m.backoff.Next(op.key.String(), m.clock.Now())
+		}
 		if mounted {
 			v.lastError = err.Error()
-			v.remountRequired = v.remountRequired || op == OpRemount
+			v.remountRequired = v.remountRequired || op.kind == OpRemount
 		}
-	case op == OpUnmount:
-		delete(m.actual, key)
-		delete(m.failing, key)
-		m.backoff.DeleteEntry(key.String())
+	case op.kind == OpUnmount:
+		delete(m.actual, op.key)
+		delete(m.failing, op.key)
+		m.backoff.DeleteEntry(op.key.String())
 	default:
 		if !mounted {
-			v = &mountedVolume{key: key, dir: dir, mountedAt: m.clock.Now()}
-			m.actual[key] = v
+			v = &mountedVolume{key: op.key, dir: op.dir, mountedAt: m.clock.Now()}
+			m.actual[op.key] = v
 		}
-		v.pod, v.source, v.resourceVersion, v.contentHash, v.lastError = pod, source, rv, hash, ""
-		delete(m.failing, key)
-		m.backoff.Reset(key.String())
+		v.pod, v.spec, v.resourceVersion, v.contentHash, v.lastError = op.pod, op.spec, res.resourceVersion, res.contentHash, ""
+		v.remountRequired = v.remountRequired || changed
+		delete(m.failing, op.key)
+		m.backoff.Reset(op.key.String())
 	}
 	m.notifyChanged()
 	m.mu.Unlock()
 
 	if err == nil {
-		logger.V(4).Info("Volume operation succeeded", "resourceVersion", rv)
+		logger.V(4).Info("Volume operation succeeded", "resourceVersion", res.resourceVersion)
 		return
 	}
 	logger.Error(err, "Volume operation failed; will retry with backoff")
-	if pod != nil && m.opts.Events != nil && op != OpUnmount {
-		m.opts.Events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
-			"MountVolume.SetUp failed for volume %q: %v", key.volume, err)
+	if op.pod != nil && m.opts.Events != nil && op.kind != OpUnmount {
+		m.opts.Events.Eventf(op.pod, corev1.EventTypeWarning, "FailedMount",
+			"MountVolume.SetUp failed for volume %q: %v", op.key.volume, err)
 	}
 }

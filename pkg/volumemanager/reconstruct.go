@@ -17,10 +17,13 @@ import (
 // found. A reconstructed volume has no pod until its pod's first sync, which
 // flags it for a remount.
 func (m *Manager) reconstruct() (int, error) {
-	pattern := filepath.Join(m.opts.RootDir, "pods", "*", "volumes", pluginDir, "*")
-	dirs, err := filepath.Glob(pattern)
-	if err != nil {
-		return 0, err
+	var dirs []string
+	for _, plugin := range Plugins {
+		found, err := filepath.Glob(filepath.Join(m.opts.RootDir, "pods", "*", "volumes", string(plugin), "*"))
+		if err != nil {
+			return 0, err
+		}
+		dirs = append(dirs, found...)
 	}
 	var errs []error
 	m.mu.Lock()
@@ -39,7 +42,8 @@ func (m *Manager) reconstruct() (int, error) {
 		}
 		podUID := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir))))
 		key := volumeKey{types.UID(podUID), filepath.Base(dir)}
-		m.actual[key] = &mountedVolume{key: key, dir: dir, mountedAt: info.ModTime(), contentHash: contentHash(files)}
+		spec := Volume{Name: key.volume, Plugin: Plugin(filepath.Base(filepath.Dir(dir)))}
+		m.actual[key] = &mountedVolume{key: key, spec: spec, dir: dir, mountedAt: info.ModTime(), contentHash: contentHash(files)}
 	}
 	m.notifyChanged()
 	return len(dirs), errors.Join(errs...)

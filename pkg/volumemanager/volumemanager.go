@@ -1,8 +1,9 @@
-// Package volumemanager keeps the ConfigMap volumes of a node's pods on disk,
-// with the kubelet's structure (SPEC §3):
+// Package volumemanager keeps the ConfigMap and projected volumes of a
+// node's pods on disk, with the kubelet's structure
+// (docs/kubelet-behaviour.md, "Volume manager"):
 //
-//   - a desired state of world: the synced pods and the ConfigMap volumes
-//     their containers mount;
+//   - a desired state of world: the synced pods and the ConfigMap and
+//     projected volumes their containers (init, regular, ephemeral) mount;
 //   - an actual state of world: the volumes on disk, each with a
 //     remountRequired flag;
 //   - a populator that every 100 ms re-reads pods marked for reprocessing
@@ -14,11 +15,20 @@
 //     retried with per-volume exponential backoff (500 ms doubling to
 //     2 m 2 s), and a success resets it.
 //
-// A mount reads the ConfigMap through ConfigMapGetter and writes it with the
-// atomic writer. Errors follow SPEC §4: a failed first mount leaves no
-// volume and emits a FailedMount event; a failed remount keeps the previous
-// content on disk (the kubelet deletes it after a failed write; nodeagent
-// does not). A missing optional ConfigMap gives an empty volume.
+// A mount reads the ConfigMaps through ConfigMapGetter and writes the
+// volume with the atomic writer (see setUp for the steps). A projected
+// volume gets its configMap and downwardAPI sources; its serviceAccountToken,
+// secret, clusterTrustBundle and podCertificate sources are left out, never
+// fail it, and are listed in VolumeStatus.NotServed. A failed mount or
+// remount emits a FailedMount event on the pod; a failed first mount leaves
+// no volume, and a failed remount keeps the previous content on disk (the
+// kubelet deletes it after a failed write; nodeagent does not). A missing
+// optional ConfigMap gives an empty volume, or no files from that source.
+//
+// RemountConfigMap (the watch strategy's change notification) reaches every
+// volume that reads the ConfigMap: a mounted one is remounted, one whose
+// operation is in flight is read again when it ends, and a failing one is
+// retried at the next pass instead of after its backoff.
 //
 // On start-up Run rebuilds the actual state from disk. Volumes found there
 // are kept until the pod source has synced and their pod is known to be
@@ -56,23 +66,19 @@ type EventRecorder interface {
 // Recorder receives the volume manager's measurements.
 type Recorder interface {
 	// OperationDone records one mount, remount or unmount.
-	OperationDone(operation string, err error, duration time.Duration)
+	OperationDone(operation Operation, err error, duration time.Duration)
 	// VolumesMounted reports how many volumes are on disk.
 	VolumesMounted(n int)
 }
 
-// Operation names, for metrics.
-const (
-	OpMount   = "mount"
-	OpRemount = "remount"
-	OpUnmount = "unmount"
-)
-
 // Options configure New.
 type Options struct {
-	// RootDir holds pods/<uid>/volumes/kubernetes.io~configmap/<volume>.
+	// RootDir holds pods/<uid>/volumes/<plugin>/<volume>.
 	RootDir    string
 	ConfigMaps ConfigMapGetter
+	// NodeAllocatable, optional, gives the node's allocatable resources,
+	// which downwardAPI items report for limits a container does not set.
+	NodeAllocatable func() (corev1.ResourceList, error)
 	// ActivePods returns the UIDs of the pods that should keep their
 	// volumes, and whether the pod source has synced. Until it has, no
 	// volume is unmounted.
@@ -99,7 +105,10 @@ type Manager struct {
 	desired map[types.UID]*desiredPod
 	actual  map[volumeKey]*mountedVolume
 	pending sets.Set[volumeKey] // volumes with an operation in flight
-	failing map[volumeKey]failure
+	// changedDuringOp are pending volumes whose ConfigMap changed while
+	// the operation ran.
+	changedDuringOp sets.Set[volumeKey]
+	failing         map[volumeKey]failure
 	// changed is closed and replaced whenever actual changes, to wake
 	// WaitForAttachAndMount and WaitForUnmount.
 	changed chan struct{}
@@ -131,7 +140,9 @@ func New(opts Options) (*Manager, error) {
 		actual:  map[volumeKey]*mountedVolume{},
 		pending: sets.New[volumeKey](),
 		failing: map[volumeKey]failure{},
-		changed: make(chan struct{}),
+
+		changedDuringOp: sets.New[volumeKey](),
+		changed:         make(chan struct{}),
 	}, nil
 }
 
@@ -162,7 +173,7 @@ func (m *Manager) Run(ctx context.Context) {
 
 // WaitForAttachAndMount adds or updates pod in the desired state, marks it
 // for reprocessing (so its mounted volumes are remounted), and waits until
-// every ConfigMap volume it mounts is on disk. A volume awaiting a remount
+// every volume it mounts is on disk. A volume awaiting a remount
 // counts as mounted, so in steady state this returns at once.
 //
 // Beyond the kubelet, which waits its full timeout (2 m 3 s) for a volume
@@ -180,7 +191,7 @@ func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) er
 	}
 	m.mu.Unlock()
 
-	want := ConfigMapVolumes(pod)
+	want := PodVolumes(pod)
 	var failedFast error
 	err := m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
 		var missing []string
@@ -226,15 +237,31 @@ func (m *Manager) WaitForUnmount(ctx context.Context, pod *corev1.Pod) error {
 	})
 }
 
-// RemountConfigMap flags every mounted volume of namespace/name for a
-// remount, so a change seen by a watch reaches disk without waiting for the
-// pods' next sync.
+// RemountConfigMap makes every volume that reads namespace/name read it
+// again, so a change seen by a watch reaches disk without waiting for the
+// pods' next sync: mounted volumes are flagged for a remount, volumes with
+// an operation in flight are read again once it ends, and failing volumes
+// lose their backoff.
 func (m *Manager) RemountConfigMap(namespace, name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, v := range m.actual {
-		if v.pod != nil && v.pod.Namespace == namespace && v.source.Name == name {
-			v.remountRequired = true
+	for uid, dp := range m.desired {
+		if dp.pod.Namespace != namespace {
+			continue
+		}
+		for volume, spec := range dp.volumes {
+			if !spec.readsConfigMap(name) {
+				continue
+			}
+			key := volumeKey{uid, volume}
+			if m.pending.Has(key) {
+				m.changedDuringOp.Insert(key)
+				continue
+			}
+			if v, ok := m.actual[key]; ok {
+				v.remountRequired = true
+			}
+			m.backoff.Reset(key.String())
 		}
 	}
 }
@@ -291,15 +318,15 @@ func (m *Manager) Volumes() []VolumeStatus {
 	var out []VolumeStatus
 	for _, v := range m.actual {
 		s := VolumeStatus{
-			PodUID: string(v.key.podUID), Volume: v.key.volume, Path: v.dir, State: "mounted",
+			PodUID: string(v.key.podUID), Volume: v.key.volume, Plugin: v.spec.Plugin, Path: v.dir, State: StateMounted,
 			ResourceVersion: v.resourceVersion, ContentHash: v.contentHash, LastError: v.lastError,
 		}
 		if v.remountRequired {
-			s.State = "remount-pending"
+			s.State = StateRemountPending
 		}
 		if v.pod != nil {
 			s.Pod = v.pod.Namespace + "/" + v.pod.Name
-			s.ConfigMap = v.source.Name
+			s.ConfigMaps, s.NotServed = v.spec.ConfigMapNames(), v.spec.NotServed()
 		}
 		out = append(out, s)
 	}
@@ -307,12 +334,12 @@ func (m *Manager) Volumes() []VolumeStatus {
 		if _, mounted := m.actual[key]; mounted {
 			continue
 		}
-		s := VolumeStatus{PodUID: string(key.podUID), Volume: key.volume, State: "mount-failing", LastError: f.err,
-			Path: volumeDir(m.opts.RootDir, string(key.podUID), key.volume)}
+		s := VolumeStatus{PodUID: string(key.podUID), Volume: key.volume, State: StateMountFailing, LastError: f.err}
 		if dp, ok := m.desired[key.podUID]; ok {
 			s.Pod = dp.pod.Namespace + "/" + dp.pod.Name
-			if src, ok := dp.volumes[key.volume]; ok {
-				s.ConfigMap = src.Name
+			if spec, ok := dp.volumes[key.volume]; ok {
+				s.Plugin, s.ConfigMaps, s.NotServed = spec.Plugin, spec.ConfigMapNames(), spec.NotServed()
+				s.Path = volumeDir(m.opts.RootDir, string(key.podUID), spec.Plugin, key.volume)
 			}
 		}
 		out = append(out, s)
@@ -328,5 +355,5 @@ func (m *Manager) Volumes() []VolumeStatus {
 
 type nopRecorder struct{}
 
-func (nopRecorder) OperationDone(string, error, time.Duration) {}
-func (nopRecorder) VolumesMounted(int)                         {}
+func (nopRecorder) OperationDone(Operation, error, time.Duration) {}
+func (nopRecorder) VolumesMounted(int)                            {}

@@ -10,12 +10,18 @@
 // payload is written into a new one, and one rename(2) of a symlink
 // switches readers from the old generation to the new.
 //
-// Beyond the kubelet, a Write repairs what a crash can leave behind: a stale
-// ..data_tmp symlink (which makes every kubelet write fail), generation
-// directories that ..data does not point at (half-written or not cleaned
-// up), and dangling or missing top-level symlinks. A failed Write (disk
-// full, permissions) removes its partial generation and leaves the previous
-// one in place and readable.
+// The writer owns the entries whose names start with ".." and the
+// top-level symlinks into ..data. Anything else in the directory, such as
+// the mount point of another volume that a container mounts inside this one,
+// is left alone, as the kubelet leaves it.
+//
+// Beyond the kubelet, a Write repairs what a crash or a careless hand can
+// leave behind: a stale ..data_tmp symlink (which makes every kubelet write
+// fail), generation directories that ..data does not point at (half-written
+// or not cleaned up), dangling or missing top-level symlinks, and a ..data
+// that is not a symlink at all. A failed Write (disk full, permissions)
+// removes its partial generation and leaves the previous one in place and
+// readable.
 //
 // A Writer is not safe for concurrent use on one directory; the volume
 // manager runs one operation per volume at a time.
@@ -46,7 +52,9 @@ type FileProjection struct {
 // Write makes dir hold exactly payload (paths relative to dir). It reports
 // whether it switched to a new generation. A payload that differs from the
 // current generation only in file modes writes nothing, as in the kubelet.
-func Write(dir string, payload map[string]FileProjection) (changed bool, err error) {
+// setPerms, if not nil, runs after a new generation is written and before
+// it becomes visible (the volume manager applies the pod's fsGroup there).
+func Write(dir string, payload map[string]FileProjection, setPerms func() error) (changed bool, err error) {
 	// (1) Validate every path before touching the disk.
 	paths := make([]string, 0, len(payload))
 	for p := range payload {
@@ -86,6 +94,12 @@ func Write(dir string, payload map[string]FileProjection) (changed bool, err err
 		if err != nil {
 			return false, err
 		}
+		if setPerms != nil {
+			if err := setPerms(); err != nil {
+				os.RemoveAll(filepath.Join(dir, newGen))
+				return false, fmt.Errorf("applying ownership: %w", err)
+			}
+		}
 		// (5) Point ..data_tmp at it, replacing a stale one left by a crash.
 		tmpLink := filepath.Join(dir, newDataDirName)
 		if err := os.Remove(tmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -96,7 +110,14 @@ func Write(dir string, payload map[string]FileProjection) (changed bool, err err
 			os.RemoveAll(filepath.Join(dir, newGen))
 			return false, err
 		}
-		// (6) Rename it over ..data: the atomic switch.
+		// (6) Rename it over ..data: the atomic switch. A ..data that is
+		// not a symlink (a directory put there by hand) cannot be renamed
+		// over; it holds no generation of ours, so it goes first.
+		if err := replaceNonSymlink(filepath.Join(dir, dataDirName)); err != nil {
+			os.Remove(tmpLink)
+			os.RemoveAll(filepath.Join(dir, newGen))
+			return false, err
+		}
 		if err := os.Rename(tmpLink, filepath.Join(dir, dataDirName)); err != nil {
 			os.Remove(tmpLink)
 			os.RemoveAll(filepath.Join(dir, newGen))
@@ -117,12 +138,21 @@ func Write(dir string, payload map[string]FileProjection) (changed bool, err err
 }
 
 // currentGeneration returns the generation ..data points at, or "" if
-// there is none usable (never written, or a dangling link after a crash).
+// there is none usable (never written, a dangling link after a crash, or a
+// ..data that is not a symlink).
 func currentGeneration(dir string) (string, error) {
-	target, err := os.Readlink(filepath.Join(dir, dataDirName))
+	data := filepath.Join(dir, dataDirName)
+	info, err := os.Lstat(data)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
+	if err != nil {
+		return "", err
+	}
+	if info.Mode()&fs.ModeSymlink == 0 {
+		return "", nil
+	}
+	target, err := os.Readlink(data)
 	if err != nil {
 		return "", err
 	}
@@ -215,8 +245,23 @@ func writeFileSynced(path string, data []byte, mode os.FileMode) error {
 	return os.Chmod(path, mode)
 }
 
+// replaceNonSymlink removes path if it exists and is not a symlink.
+func replaceNonSymlink(path string) error {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && info.Mode()&fs.ModeSymlink != 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(path)
+}
+
 // syncTopLevel creates a symlink <name> -> ..data/<name> for each top-level
-// name of files and removes every other user-visible entry.
+// name of files and removes the other symlinks into ..data among the
+// user-visible entries. Other entries are not the writer's: they stay,
+// and a name of the payload that one of them occupies gets no symlink (the
+// file is still under ..data), as in the kubelet.
 func syncTopLevel(dir string, files map[string]FileProjection) error {
 	want := map[string]bool{}
 	for p := range files {
@@ -231,12 +276,23 @@ func syncTopLevel(dir string, files map[string]FileProjection) error {
 		if strings.HasPrefix(name, "..") {
 			continue // the writer's own entries
 		}
+		if e.Type()&fs.ModeSymlink == 0 {
+			delete(want, name) // not ours: leave it, and the name, alone
+			continue
+		}
 		target, err := os.Readlink(filepath.Join(dir, name))
-		if want[name] && err == nil && target == filepath.Join(dataDirName, name) {
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(target, dataDirName+"/") {
+			delete(want, name) // a symlink, but not into ..data: not ours
+			continue
+		}
+		if want[name] && target == filepath.Join(dataDirName, name) {
 			delete(want, name) // already right
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
 			return err
 		}
 	}

@@ -38,6 +38,8 @@ func listDir(t *testing.T, dir string) []string {
 				target = "..<generation>"
 			}
 			name += " -> " + target
+		} else if e.IsDir() && !strings.HasPrefix(name, "..") {
+			name += "/"
 		}
 		out = append(out, name)
 	}
@@ -56,7 +58,7 @@ func readVisible(t *testing.T, dir, p string) string {
 
 func mustWrite(t *testing.T, dir string, payload map[string]FileProjection) bool {
 	t.Helper()
-	changed, err := Write(dir, payload)
+	changed, err := Write(dir, payload, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func TestInvalidPayloadsTouchNothing(t *testing.T) {
 			dir := t.TempDir()
 			mustWrite(t, dir, files("keep", "old"))
 			before := listDir(t, dir)
-			_, err := Write(dir, tt.payload)
+			_, err := Write(dir, tt.payload, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
 			}
@@ -175,6 +177,11 @@ func TestRepairsCrashLeftovers(t *testing.T) {
 		}},
 		{"missing top-level symlink", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "a"))
+		}},
+		{"..data replaced by a directory", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, dataDirName))
+			os.MkdirAll(filepath.Join(dir, dataDirName), 0o755)
+			os.WriteFile(filepath.Join(dir, dataDirName, "a"), []byte("stray"), 0o644)
 		}},
 		{"..data pointing at nothing", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, dataDirName))
@@ -213,7 +220,7 @@ func TestFailedWriteKeepsOldContent(t *testing.T) {
 		}
 		return origWrite(path, data, mode)
 	}
-	if _, err := Write(dir, payload); err == nil || !strings.Contains(err.Error(), "no space left") {
+	if _, err := Write(dir, payload, nil); err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("got %v, want the write error", err)
 	}
 	if readVisible(t, dir, "a") != "old" || readVisible(t, dir, "b") != "old" {
@@ -256,5 +263,59 @@ func TestReadersNeverSeeAMix(t *testing.T) {
 	wg.Wait()
 	if mixed.Load() != 0 {
 		t.Errorf("a reader saw a and b from different generations %d times", mixed.Load())
+	}
+}
+
+// A real directory in the volume (the mount point of a volume that a
+// container mounts inside this one) is not the writer's: it survives every
+// write, even one whose payload has a file of the same name.
+func TestKeepsEntriesThatAreNotItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, dir, files("a", "1"))
+	if err := os.MkdirAll(filepath.Join(dir, "nested", "deeper"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/elsewhere", filepath.Join(dir, "foreign")); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, dir, files("a", "2", "nested", "payload"))
+	mustWrite(t, dir, files("b", "3"))
+	want := []string{"..<generation>", "..data -> ..<generation>", "b -> ..data/b", "foreign -> /elsewhere", "nested/"}
+	if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nested", "deeper")); err != nil {
+		t.Errorf("the nested mount point's content is gone: %v", err)
+	}
+}
+
+// setPerms sees the new generation complete and not yet visible; an error
+// from it leaves the old generation in place.
+func TestSetPermsRunsBeforeTheSwitch(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, dir, files("a", "old"))
+	var sawNew, visibleOld bool
+	_, err := Write(dir, files("a", "new"), func() error {
+		gens, _ := filepath.Glob(filepath.Join(dir, "..20*"))
+		for _, g := range gens {
+			if data, _ := os.ReadFile(filepath.Join(g, "a")); string(data) == "new" {
+				sawNew = true
+			}
+		}
+		visibleOld = readVisible(t, dir, "a") == "old"
+		return fmt.Errorf("chown refused")
+	})
+	if err == nil || !strings.Contains(err.Error(), "chown refused") {
+		t.Fatalf("want the setPerms error, got %v", err)
+	}
+	if !sawNew || !visibleOld {
+		t.Errorf("setPerms saw the new generation: %v, old still visible: %v; want both", sawNew, visibleOld)
+	}
+	if got := readVisible(t, dir, "a"); got != "old" {
+		t.Errorf("after a failed setPerms: got %q, want the old content", got)
+	}
+	want := []string{"..<generation>", "..data -> ..<generation>", "a -> ..data/a"}
+	if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v (no partial generation left)", got, want)
 	}
 }

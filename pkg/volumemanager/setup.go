@@ -1,0 +1,178 @@
+package volumemanager
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
+)
+
+// volumeDirMode is the mode of a volume's own directory: the kubelet
+// creates ConfigMap and projected volumes inside an emptyDir, whose
+// directory is world-writable.
+const volumeDirMode os.FileMode = 0o777
+
+// setUpResult describes what a successful set-up left on disk.
+type setUpResult struct {
+	resourceVersion string
+	contentHash     string
+}
+
+// setUp writes volume v of pod into dir, in the kubelet's order:
+//
+//	(1) compute the payload, reading the ConfigMaps: an error here leaves
+//	    the disk untouched;
+//	(2) make the volume directory, mode 0777 whatever the umask;
+//	(3) make the mount points of other volumes that a container mounts
+//	    inside this one, so the container runtime finds them;
+//	(4) write the payload atomically, applying the pod's fsGroup to the
+//	    new generation before it becomes visible.
+//
+// An error in a first mount removes the directory it made, so there is no
+// volume, as in the kubelet. An error in a remount leaves the previous
+// content readable (the kubelet deletes the volume after a failed write;
+// nodeagent keeps it).
+func (m *Manager) setUp(logger klog.Logger, pod *corev1.Pod, v Volume, dir string) (res setUpResult, err error) {
+	// (1)
+	payload, rv, err := v.payload(pod, payloadSources{configMaps: m.opts.ConfigMaps, nodeAllocatable: m.opts.NodeAllocatable})
+	if err != nil {
+		return setUpResult{}, err
+	}
+	// (2)
+	if _, statErr := os.Lstat(dir); errors.Is(statErr, fs.ErrNotExist) {
+		defer func() {
+			if err != nil {
+				_ = os.RemoveAll(dir)
+			}
+		}()
+	}
+	if err := os.MkdirAll(dir, volumeDirMode); err != nil {
+		return setUpResult{}, err
+	}
+	if err := os.Chmod(dir, volumeDirMode); err != nil {
+		return setUpResult{}, err
+	}
+	// (3)
+	if err := makeNestedMountpoints(pod, v.Name, dir); err != nil {
+		return setUpResult{}, err
+	}
+	// (4)
+	var setPerms func() error
+	if fsGroup := podFSGroup(pod); fsGroup != nil {
+		setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
+	}
+	if _, err := atomicwriter.Write(dir, payload, setPerms); err != nil {
+		return setUpResult{}, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
+	}
+	return setUpResult{resourceVersion: rv, contentHash: contentHash(payloadBytes(payload))}, nil
+}
+
+// makeNestedMountpoints creates, inside the volume, the directories on
+// which a container mounts another volume beneath this volume's mount path
+// (only the outermost of a chain of nested mounts). The writer leaves them
+// alone: they are not part of the payload.
+func makeNestedMountpoints(pod *corev1.Pod, volume, dir string) error {
+	var errs []string
+	visitContainers(pod, func(c *corev1.Container) {
+		var mine, all []string
+		for _, mount := range c.VolumeMounts {
+			p := filepath.Clean(mount.MountPath)
+			all = append(all, p)
+			if mount.Name == volume {
+				mine = append(mine, p)
+			}
+		}
+		for _, base := range mine {
+			if strings.HasPrefix(base, "../") {
+				errs = append(errs, fmt.Sprintf("container %s mounts the volume at %q, outside its root", c.Name, base))
+				continue
+			}
+			for _, nested := range outermostBeneath(base, all) {
+				if strings.HasPrefix(nested, "..") {
+					errs = append(errs, fmt.Sprintf("container %s mounts a volume at %q, a name the volume's writer reserves", c.Name, filepath.Join(base, nested)))
+					continue
+				}
+				if err := os.MkdirAll(filepath.Join(dir, nested), 0o755); err != nil {
+					errs = append(errs, fmt.Sprintf("making the nested mount point %q: %v", nested, err))
+				}
+			}
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("nested mount points: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// outermostBeneath returns the paths of all that lie beneath base, relative
+// to it, leaving out those beneath another such path.
+func outermostBeneath(base string, all []string) []string {
+	prefix := base + "/"
+	if base == "/" {
+		prefix = "/"
+	}
+	var beneath []string
+	for _, p := range all {
+		if p != base && strings.HasPrefix(p, prefix) {
+			beneath = append(beneath, p)
+		}
+	}
+	var out []string
+	for _, p := range beneath {
+		outermost := true
+		for _, q := range beneath {
+			if q != p && strings.HasPrefix(p, q+"/") {
+				outermost = false
+			}
+		}
+		if outermost {
+			out = append(out, strings.TrimPrefix(p, prefix))
+		}
+	}
+	return out
+}
+
+func podFSGroup(pod *corev1.Pod) *int64 {
+	if pod.Spec.SecurityContext == nil {
+		return nil
+	}
+	return pod.Spec.SecurityContext.FSGroup
+}
+
+// setVolumeOwnership gives everything under dir, dir included, the group
+// fsGroup and makes it readable by that group, as the kubelet does for a
+// read-only volume: files gain r--r-----, directories also gain x and the
+// setgid bit. Symlinks change owner only. Like the kubelet, it carries on
+// past a file it cannot change, and logs it.
+func setVolumeOwnership(logger klog.Logger, dir string, fsGroup int64) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(p, -1, int(fsGroup)); err != nil {
+			logger.Error(err, "Changing the group of a volume file failed", "path", p, "fsGroup", fsGroup)
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mask := os.FileMode(0o440)
+		if d.IsDir() {
+			mask |= os.ModeSetgid | 0o110
+		}
+		if err := os.Chmod(p, info.Mode()|mask); err != nil {
+			logger.Error(err, "Changing the mode of a volume file failed", "path", p, "fsGroup", fsGroup)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,137 @@
+package volumemanager
+
+import (
+	"path/filepath"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Plugin is the kubelet's directory name for a kind of volume under
+// <root>/pods/<uid>/volumes/.
+type Plugin string
+
+const (
+	PluginConfigMap Plugin = "kubernetes.io~configmap"
+	PluginProjected Plugin = "kubernetes.io~projected"
+)
+
+// Plugins lists the volume kinds nodeagent writes.
+var Plugins = []Plugin{PluginConfigMap, PluginProjected}
+
+// Volume is one volume of a pod that nodeagent writes: a ConfigMap volume,
+// or a projected volume (of which it writes the configMap and downwardAPI
+// sources). Exactly one of ConfigMap and Projected is set.
+type Volume struct {
+	Name      string
+	Plugin    Plugin
+	ConfigMap *corev1.ConfigMapVolumeSource
+	Projected *corev1.ProjectedVolumeSource
+}
+
+// volumeDir is where a pod's volume lives under the root dir.
+func volumeDir(rootDir string, podUID string, plugin Plugin, volumeName string) string {
+	return filepath.Join(rootDir, "pods", podUID, "volumes", string(plugin), volumeName)
+}
+
+// ConfigMapNames returns the ConfigMaps the volume reads, sorted.
+func (v Volume) ConfigMapNames() []string {
+	if v.ConfigMap != nil {
+		return []string{v.ConfigMap.Name}
+	}
+	var names []string
+	for _, s := range v.Projected.Sources {
+		if s.ConfigMap != nil {
+			names = append(names, s.ConfigMap.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// readsConfigMap reports whether the volume's content comes in part from
+// the named ConfigMap.
+func (v Volume) readsConfigMap(name string) bool {
+	for _, n := range v.ConfigMapNames() {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// NotServed describes the sources of a projected volume that nodeagent
+// leaves out of the written volume: service-account tokens, Secrets,
+// cluster trust bundles and pod certificates. Serving them would need a
+// token minter or read access to Secrets, which nodeagent's RBAC does not
+// have on purpose. They never fail the volume.
+func (v Volume) NotServed() []string {
+	if v.Projected == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range v.Projected.Sources {
+		switch {
+		case s.ServiceAccountToken != nil:
+			out = append(out, "serviceAccountToken "+s.ServiceAccountToken.Path)
+		case s.Secret != nil:
+			out = append(out, "secret "+s.Secret.Name)
+		case s.ClusterTrustBundle != nil:
+			out = append(out, "clusterTrustBundle "+s.ClusterTrustBundle.Path)
+		case s.PodCertificate != nil:
+			out = append(out, "podCertificate")
+		}
+	}
+	return out
+}
+
+// PodVolumes returns the volumes of a pod that nodeagent writes, by name:
+// its ConfigMap and projected volumes that at least one container (init,
+// regular or ephemeral) mounts. A volume that nothing mounts is never set
+// up, as in the kubelet. Mirror pods get none: their static pod's volumes
+// belong to the kubelet that runs it.
+func PodVolumes(pod *corev1.Pod) map[string]Volume {
+	volumes := map[string]Volume{}
+	if IsMirrorPod(pod) {
+		return volumes
+	}
+	mounted := map[string]bool{}
+	visitContainers(pod, func(c *corev1.Container) {
+		for _, m := range c.VolumeMounts {
+			mounted[m.Name] = true
+		}
+	})
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if !mounted[v.Name] {
+			continue
+		}
+		switch {
+		case v.ConfigMap != nil:
+			volumes[v.Name] = Volume{Name: v.Name, Plugin: PluginConfigMap, ConfigMap: v.ConfigMap}
+		case v.Projected != nil:
+			volumes[v.Name] = Volume{Name: v.Name, Plugin: PluginProjected, Projected: v.Projected}
+		}
+	}
+	return volumes
+}
+
+// IsMirrorPod reports whether pod is the API's mirror of a kubelet's
+// static pod.
+func IsMirrorPod(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
+}
+
+// visitContainers calls f for every init, regular and ephemeral container.
+func visitContainers(pod *corev1.Pod, f func(*corev1.Container)) {
+	for i := range pod.Spec.InitContainers {
+		f(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		f(&pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		f((*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+}
