@@ -29,8 +29,12 @@ const (
 	simTaintKey = "nodeagent.io/simulated-node"
 )
 
+// podLayout is one pod as the model sees it: how many volumes the agent
+// writes for it, and the ConfigMap each of those volumes reads on a
+// remount (a name may repeat; a volume may read several).
 type podLayout struct {
 	name       string
+	volumes    int
 	configMaps []string
 }
 
@@ -46,7 +50,7 @@ func layout(s Scenario, namespace string) []nodeLayout {
 		nodes[n].name = fmt.Sprintf("%s-node-%03d", namespace, n)
 		for p := range s.PodsPerNode {
 			global := n*s.PodsPerNode + p
-			pod := podLayout{name: fmt.Sprintf("pod-%05d", global)}
+			pod := podLayout{name: fmt.Sprintf("pod-%05d", global), volumes: s.ConfigMapsPerPod}
 			for c := range s.ConfigMapsPerPod {
 				if s.SharedConfigMaps > 0 {
 					pod.configMaps = append(pod.configMaps, fmt.Sprintf("shared-%04d", (global*s.ConfigMapsPerPod+c)%s.SharedConfigMaps))
@@ -72,7 +76,18 @@ func (n nodeLayout) referencesPerConfigMap() map[string]int {
 	return refs
 }
 
+// volumes counts the volumes the agent writes on the node.
 func (n nodeLayout) volumes() int {
+	total := 0
+	for _, p := range n.pods {
+		total += p.volumes
+	}
+	return total
+}
+
+// configMapReads counts the ConfigMap reads of one remount of every volume
+// on the node.
+func (n nodeLayout) configMapReads() int {
 	total := 0
 	for _, p := range n.pods {
 		total += len(p.configMaps)

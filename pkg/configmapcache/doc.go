@@ -1,12 +1,16 @@
 // Package configmapcache is the node agent's source of ConfigMaps: the
 // kubelet's ConfigMap manager, with its three change-detection strategies and
 // a switch between the cache invalidation before and after
-// kubernetes/kubernetes#120255 (SPEC §1, §5).
+// kubernetes/kubernetes#120255 (docs/kubelet-behaviour.md, "The ConfigMap
+// manager").
 //
 // The volume manager calls GetConfigMap(namespace, name) on every mount and
-// remount; the pod workers call RegisterPod on every sync and UnregisterPod
-// when a pod is torn down. A name must be registered by some pod before it
-// can be read.
+// remount, once per ConfigMap a volume reads; the agent reads the ConfigMaps
+// of containers' environments once, at a pod's first sync. The pod workers
+// call RegisterPod on every sync and UnregisterPod when a pod is torn down.
+// RegisterPod registers every name the pod references (ReferencedNames):
+// ConfigMap volumes, projected volumes' configMap sources, env and envFrom.
+// A name must be registered by some pod before it can be read.
 //
 // When a GET is sent, and with which resourceVersion:
 //
@@ -15,14 +19,18 @@
 //   - Strategy cache: entries are keyed by namespace/name and shared by every
 //     pod that references the name. GetConfigMap sends no GET while the
 //     entry is fresh: it holds an object and now < lastFetch + TTL, the TTL
-//     being read on every check. Otherwise it sends one GET, with
+//     being read on every check (a negative TTL makes nothing fresh). Otherwise it sends one GET, with
 //     resourceVersion "0" (served from the apiserver's watch cache) when
 //     a good object is cached, and without resourceVersion when none is: the
 //     first read, the read after an invalidation, after a NotFound.
 //   - Strategy watch: one reflector per referenced name (a LIST and a WATCH
-//     with field selector metadata.name=<name>), started on the first
-//     reference and stopped when the last pod drops it, or once the
-//     ConfigMap is seen to be immutable. GetConfigMap never sends a GET.
+//     with field selector metadata.name=<name>, watches of at least 30
+//     minutes), started on the first reference and stopped when the last pod
+//     drops it, or once the ConfigMap is seen to be immutable. A watch whose
+//     ConfigMap has not been read for 5·S (at least a minute; checked every
+//     minute) stops too, and the next read restarts it: in practice the
+//     watches of ConfigMaps that only environments use. GetConfigMap never
+//     sends a GET.
 //
 // What invalidates a cache entry (strategy cache):
 //

@@ -69,6 +69,9 @@ type Options struct {
 	TTL func() time.Duration
 	// Recorder is optional.
 	Recorder Recorder
+	// SyncFrequency is the agents' S; the watch strategy stops watching a
+	// ConfigMap not read for 5·S. Default one minute.
+	SyncFrequency time.Duration
 	// OnChange, optional, is called by the watch strategy after a watched
 	// ConfigMap was added, changed or deleted, so that the agent can
 	// remount the pods that use it without waiting for their next sync.
@@ -104,6 +107,9 @@ func New(opts Options) (Manager, error) {
 	if opts.Recorder == nil {
 		opts.Recorder = nopRecorder{}
 	}
+	if opts.SyncFrequency <= 0 {
+		opts.SyncFrequency = time.Minute
+	}
 	get := newGetter(opts.Client, opts.Strategy, opts.Recorder)
 	switch opts.Strategy {
 	case StrategyGet:
@@ -119,7 +125,7 @@ func New(opts Options) (Manager, error) {
 		// Adding a watch reference never drops data, so the invalidation
 		// mode makes no difference here; first-reference keeps the counts
 		// simple.
-		return newRegistry(newWatchStore(opts.Client, opts.OnChange), InvalidateFirstReference), nil
+		return newRegistry(newWatchStore(opts.Client, opts.OnChange, opts.Clock, opts.SyncFrequency), InvalidateFirstReference), nil
 	default:
 		return nil, fmt.Errorf("configmapcache: unknown strategy %q (want one of %v)", opts.Strategy, Strategies)
 	}

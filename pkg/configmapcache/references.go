@@ -5,18 +5,54 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// ReferencedNames returns the names of the ConfigMaps that a pod's
-// ConfigMap volumes refer to, in the pod's namespace. A volume that no
-// container mounts still counts, as in the kubelet: the reference decides
-// what the cache keeps, not what is written to disk. Projected volumes and
-// environment references are out of nodeagent's scope: it mounts only
-// ConfigMap volumes, so it never reads those names.
+// ReferencedNames returns the names of every ConfigMap a pod references, in
+// its namespace, as the kubelet's RegisterPod collects them: ConfigMap
+// volumes, the configMap sources of projected volumes, and the env and
+// envFrom references of every init, regular and ephemeral container. A
+// volume that no container mounts still counts: the reference decides what
+// the manager keeps, not what is written to disk.
 func ReferencedNames(pod *corev1.Pod) sets.Set[string] {
-	names := sets.New[string]()
+	names := EnvNames(pod)
 	for _, v := range pod.Spec.Volumes {
-		if v.ConfigMap != nil {
+		switch {
+		case v.ConfigMap != nil:
 			names.Insert(v.ConfigMap.Name)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.ConfigMap != nil {
+					names.Insert(s.ConfigMap.Name)
+				}
+			}
 		}
+	}
+	return names
+}
+
+// EnvNames returns the ConfigMaps that a pod's containers read into their
+// environment (env[].valueFrom.configMapKeyRef and envFrom[].configMapRef),
+// which the kubelet reads when it starts a container.
+func EnvNames(pod *corev1.Pod) sets.Set[string] {
+	names := sets.New[string]()
+	visit := func(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
+		for _, e := range envFrom {
+			if e.ConfigMapRef != nil {
+				names.Insert(e.ConfigMapRef.Name)
+			}
+		}
+		for _, e := range env {
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				names.Insert(e.ValueFrom.ConfigMapKeyRef.Name)
+			}
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		visit(c.Env, c.EnvFrom)
+	}
+	for _, c := range pod.Spec.Containers {
+		visit(c.Env, c.EnvFrom)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		visit(c.Env, c.EnvFrom)
 	}
 	return names
 }

@@ -16,33 +16,126 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // syncWait is how long a read waits for a new reflector's first LIST, as
 // in the kubelet; past it the read fails and the mount is retried.
 const syncWait = time.Second
 
+// minWatchTimeout is the shortest server-side timeout of the reflectors'
+// watches, as the kubelet sets it: 30 minutes instead of client-go's 5, so
+// that thousands of nodes do not re-establish their watches every few
+// minutes.
+const minWatchTimeout = 30 * time.Minute
+
+// Idle watches: a reflector whose ConfigMap has not been read for
+// maxIdleTime (five sync periods, at least a minute) is stopped, and the
+// next read starts it again; checked every recycleIdlePeriod. ConfigMaps
+// that volumes use are read on every remount and never idle; those read
+// only into containers' environments are.
+const (
+	minIdleTime       = time.Minute
+	recycleIdlePeriod = time.Minute
+)
+
 // watchStore is the watch strategy's store: one reflector per referenced
 // ConfigMap, so reads never reach the apiserver.
 type watchStore struct {
-	client   kubernetes.Interface
-	onChange func(namespace, name string)
+	client      kubernetes.Interface
+	onChange    func(namespace, name string)
+	clock       clock.Clock
+	maxIdleTime time.Duration
+	done        chan struct{}
 
 	mu    sync.Mutex
 	items map[objectKey]*watchItem
 }
 
+// watchItem is one referenced ConfigMap: its store, which outlives the
+// reflector, and the reflector while it runs.
 type watchItem struct {
 	refCount int
 	store    *notifyingStore
-	stop     context.CancelFunc
-	// stopped is set once the reflector has been stopped because the
-	// ConfigMap is immutable: its last state is final.
-	stopped atomic.Bool
+	start    func(ctx context.Context)
+
+	mu         sync.Mutex
+	stop       context.CancelFunc // nil while stopped
+	immutable  bool
+	lastAccess time.Time
 }
 
-func newWatchStore(client kubernetes.Interface, onChange func(namespace, name string)) *watchStore {
-	return &watchStore{client: client, onChange: onChange, items: map[objectKey]*watchItem{}}
+func newWatchStore(client kubernetes.Interface, onChange func(namespace, name string), clk clock.Clock, syncFrequency time.Duration) *watchStore {
+	s := &watchStore{
+		client: client, onChange: onChange, clock: clk,
+		maxIdleTime: max(5*syncFrequency, minIdleTime),
+		done:        make(chan struct{}),
+		items:       map[objectKey]*watchItem{},
+	}
+	go s.recycleIdleLoop()
+	return s
+}
+
+func (s *watchStore) recycleIdleLoop() {
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.clock.After(recycleIdlePeriod):
+			s.recycleIdle()
+		}
+	}
+}
+
+// recycleIdle stops the reflectors that have synced and not been read for
+// maxIdleTime.
+func (s *watchStore) recycleIdle() {
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, item := range s.items {
+		item.mu.Lock()
+		if item.stop != nil && item.store.synced.Load() && now.After(item.lastAccess.Add(s.maxIdleTime)) {
+			item.stop()
+			item.stop = nil
+		}
+		item.mu.Unlock()
+	}
+}
+
+// running reports how many reflectors run, for tests and debugging.
+func (s *watchStore) running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, item := range s.items {
+		item.mu.Lock()
+		if item.stop != nil {
+			n++
+		}
+		item.mu.Unlock()
+	}
+	return n
+}
+
+// ensureRunning (re)starts the item's reflector unless it runs or its
+// ConfigMap is immutable. Called with item.mu held.
+func (item *watchItem) ensureRunning() {
+	if item.stop != nil || item.immutable {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	item.stop = cancel
+	go item.start(ctx)
+}
+
+func (item *watchItem) halt() {
+	item.mu.Lock()
+	defer item.mu.Unlock()
+	if item.stop != nil {
+		item.stop()
+		item.stop = nil
+	}
 }
 
 func (s *watchStore) AddReference(namespace, name string) {
@@ -53,8 +146,7 @@ func (s *watchStore) AddReference(namespace, name string) {
 		item.refCount++
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	item := &watchItem{refCount: 1, stop: cancel, store: newNotifyingStore(key, s.onChange)}
+	item := &watchItem{refCount: 1, store: newNotifyingStore(key, s.onChange), lastAccess: s.clock.Now()}
 	s.items[key] = item
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
@@ -69,10 +161,16 @@ func (s *watchStore) AddReference(namespace, name string) {
 	}
 	// The wrapper lets the reflector fall back to LIST+WATCH with clients
 	// that cannot stream a watch-list (the fake clientset in tests).
-	reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &corev1.ConfigMap{}, item.store, cache.ReflectorOptions{
-		Name: "configmap " + namespace + "/" + name,
-	})
-	go reflector.RunWithContext(ctx)
+	item.start = func(ctx context.Context) {
+		reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &corev1.ConfigMap{}, item.store, cache.ReflectorOptions{
+			Name:            "configmap " + namespace + "/" + name,
+			MinWatchTimeout: minWatchTimeout,
+		})
+		reflector.RunWithContext(ctx)
+	}
+	item.mu.Lock()
+	item.ensureRunning()
+	item.mu.Unlock()
 }
 
 func (s *watchStore) DeleteReference(namespace, name string) {
@@ -85,17 +183,22 @@ func (s *watchStore) DeleteReference(namespace, name string) {
 	}
 	item.refCount--
 	if item.refCount <= 0 {
-		item.stop()
+		item.halt()
 		delete(s.items, key)
 	}
 }
 
-// Stop stops every reflector.
+// Stop stops every reflector and the idle recycling.
 func (s *watchStore) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
 	for key, item := range s.items {
-		item.stop()
+		item.halt()
 		delete(s.items, key)
 	}
 }
@@ -108,6 +211,13 @@ func (s *watchStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
 	if !ok {
 		return nil, fmt.Errorf("configmap %s/%s is not referenced by any registered pod", namespace, name)
 	}
+	// The read counts as access whether or not it succeeds, and restarts
+	// a reflector stopped for idleness; its store keeps the last state
+	// meanwhile.
+	item.mu.Lock()
+	item.lastAccess = s.clock.Now()
+	item.ensureRunning()
+	item.mu.Unlock()
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, syncWait, true,
 		func(context.Context) (bool, error) { return item.store.synced.Load(), nil })
 	if err != nil {
@@ -121,10 +231,13 @@ func (s *watchStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
 		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
 	}
 	cm := obj.(*corev1.ConfigMap)
-	if cm.Immutable != nil && *cm.Immutable && item.stopped.CompareAndSwap(false, true) {
+	if cm.Immutable != nil && *cm.Immutable {
 		// An immutable ConfigMap can only be deleted and recreated, which
 		// pods notice by their UID-bound references, as in the kubelet.
-		item.stop()
+		item.mu.Lock()
+		item.immutable = true
+		item.mu.Unlock()
+		item.halt()
 	}
 	return cm, nil
 }

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -84,9 +87,8 @@ func TestWatchStopsForImmutableConfigMaps(t *testing.T) {
 	if _, err := m.GetConfigMap(ns, "frozen"); err != nil {
 		t.Fatal(err)
 	}
-	item := m.(*registry).store.(*watchStore).items[objectKey{ns, "frozen"}]
-	if !item.stopped.Load() {
-		t.Error("the reflector of an immutable ConfigMap was not stopped")
+	if running := m.(*registry).store.(*watchStore).running(); running != 0 {
+		t.Errorf("%d reflectors run; the one of an immutable ConfigMap should have stopped", running)
 	}
 	// The last state stays readable.
 	if cm, err := m.GetConfigMap(ns, "frozen"); err != nil || cm.Name != "frozen" {
@@ -118,5 +120,85 @@ func TestWatchStopEndsEveryWatch(t *testing.T) {
 	}
 	if _, err := m.GetConfigMap(ns, "cm"); err == nil {
 		t.Error("GetConfigMap after Stop succeeded")
+	}
+}
+
+// A ConfigMap that only containers' environments reference is read once, at
+// the pod's first sync; its watch stops after 5·S without a read (at least a
+// minute), as the kubelet's does, and a later read starts it again.
+func TestWatchOfAnIdleConfigMapStops(t *testing.T) {
+	client := fake.NewClientset(configMap("env"), configMap("vol"))
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
+	m, err := New(Options{Strategy: StrategyWatch, Client: client, Clock: clk, SyncFrequency: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	store := m.(*registry).store.(*watchStore)
+	pod := podUsing("a", "vol")
+	pod.Spec.Containers = []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{
+		ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}}}}
+	m.RegisterPod(pod)
+	for _, name := range []string{"env", "vol"} {
+		if _, err := m.GetConfigMap(ns, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The volume's ConfigMap is read on every remount, the env one never.
+	for step := range 5 {
+		clk.Step(30 * time.Second)
+		if _, err := m.GetConfigMap(ns, "vol"); err != nil {
+			t.Fatal(err)
+		}
+		store.recycleIdle()
+		if want := 2; step < 4 && store.running() != want {
+			t.Fatalf("after %d s: %d watches, want %d (not idle for 5·S yet)", 30*(step+1), store.running(), want)
+		}
+	}
+	clk.Step(time.Second)
+	store.recycleIdle()
+	if got := store.running(); got != 1 {
+		t.Fatalf("after 5·S + 1 s without a read: %d watches, want 1", got)
+	}
+	if cm, err := m.GetConfigMap(ns, "env"); err != nil || cm.Name != "env" {
+		t.Fatalf("reading the idle ConfigMap: %v, %v", cm, err)
+	}
+	if got := store.running(); got != 2 {
+		t.Errorf("after a read: %d watches, want 2 (restarted)", got)
+	}
+	if got := getCounts(client); len(got) != 0 {
+		t.Errorf("GETs sent: %v", got)
+	}
+}
+
+// The reflectors ask for watches of at least 30 minutes, as the kubelet's.
+func TestWatchTimeoutIsAtLeastThirtyMinutes(t *testing.T) {
+	client := fake.NewClientset(configMap("cm"))
+	m, err := New(Options{Strategy: StrategyWatch, Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	m.RegisterPod(podUsing("a", "cm"))
+	if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a watch", func() bool {
+		for _, a := range client.Actions() {
+			if w, ok := a.(clienttesting.WatchActionImpl); ok && w.GetResource().Resource == "configmaps" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, a := range client.Actions() {
+		w, ok := a.(clienttesting.WatchActionImpl)
+		if !ok {
+			continue
+		}
+		timeout := w.ListOptions.TimeoutSeconds
+		if timeout == nil || *timeout < 30*60 || *timeout > 60*60 {
+			t.Errorf("watch timeout %v s, want between 30 and 60 minutes", timeout)
+		}
 	}
 }

@@ -1,12 +1,14 @@
 // Package ttl reads how long a node agent may cache an object, from the
 // node.alpha.kubernetes.io/ttl annotation that the TTL controller keeps on
-// every Node (SPEC §5, §6).
+// every Node (docs/kubelet-behaviour.md, "The TTL").
 //
 // Contract:
 //   - The value is whole seconds. "0" is a real TTL of zero: every read
 //     fetches. It does not mean "use the default".
-//   - A missing annotation, an unparsable or negative value, or a Node not
-//     (yet) known gives DefaultTTL.
+//   - A negative value is taken as it is, as the kubelet takes it: no cached
+//     object is ever fresh, so every read fetches.
+//   - A missing annotation, an unparsable value, or a Node not (yet) known
+//     gives DefaultTTL.
 //   - The annotation is read from an informer's cache on every call, so a
 //     change made by the TTL controller takes effect at the next freshness
 //     check, and no call sends a request to the apiserver.
@@ -36,7 +38,7 @@ func FromNode(node *corev1.Node) (time.Duration, bool) {
 		return 0, false
 	}
 	seconds, err := strconv.Atoi(value)
-	if err != nil || seconds < 0 {
+	if err != nil {
 		return 0, false
 	}
 	return time.Duration(seconds) * time.Second, true

@@ -23,7 +23,7 @@ func TestReader(t *testing.T) {
 		{"zero is a real TTL of zero", annotated("0"), nil, 0},
 		{"missing annotation", &corev1.Node{}, nil, DefaultTTL},
 		{"unparsable", annotated("5m"), nil, DefaultTTL},
-		{"negative", annotated("-15"), nil, DefaultTTL},
+		{"negative, as the kubelet reads it", annotated("-15"), nil, -15 * time.Second},
 		{"empty", annotated(""), nil, DefaultTTL},
 		{"node not known", nil, errors.New("node \"n\" not found"), DefaultTTL},
 	}
