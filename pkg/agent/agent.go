@@ -34,6 +34,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/version"
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
@@ -111,9 +112,11 @@ type Agent struct {
 	nodeLister   listerscorev1.NodeLister
 
 	configMaps configmapcache.Manager
+	env        *envReader
 	volumes    *volumemanager.Manager
 	workers    *podworkers.PodWorkers
 	events     record.EventBroadcaster
+	recorder   record.EventRecorder
 	ttl        func() time.Duration
 	startTime  time.Time
 }
@@ -152,29 +155,34 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	a.ttl = ttl.Reader(func() (*corev1.Node, error) { return a.nodeLister.Get(cfg.NodeName) })
 
 	a.events = record.NewBroadcaster()
-	recorder := a.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeagent", Host: cfg.NodeName})
+	a.recorder = a.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeagent", Host: cfg.NodeName})
 
-	var onChange func(namespace, name string)
-	if cfg.RemountOnChange {
-		onChange = func(namespace, name string) {
-			if a.volumes != nil {
-				a.volumes.RemountConfigMap(namespace, name)
-			}
+	// The volume manager reads ConfigMaps through the manager, and the
+	// manager's change notification remounts through the volume manager:
+	// the notification is attached once both exist.
+	var remountOnChange func(namespace, name string)
+	onChange := func(namespace, name string) {
+		if remountOnChange != nil {
+			remountOnChange(namespace, name)
 		}
 	}
 	a.configMaps, err = configmapcache.New(configmapcache.Options{
 		Strategy: cfg.Strategy, Invalidation: cfg.Invalidation, Client: client,
-		TTL: a.ttl, Recorder: a.Metrics, OnChange: onChange,
+		TTL: a.ttl, Recorder: a.Metrics, OnChange: onChange, SyncFrequency: cfg.SyncFrequency,
 	})
 	if err != nil {
 		return nil, err
 	}
+	a.env = newEnvReader(a.configMaps.GetConfigMap)
 	a.volumes, err = volumemanager.New(volumemanager.Options{
 		RootDir: cfg.RootDir, ConfigMaps: a.configMaps, ActivePods: a.activePods,
-		Events: recorder, Recorder: a.Metrics,
+		NodeAllocatable: a.nodeAllocatable, Events: a.recorder, Recorder: a.Metrics,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.RemountOnChange {
+		remountOnChange = a.volumes.RemountConfigMap
 	}
 	a.workers = podworkers.New(podworkers.Options{
 		Sync:          a.syncPod,
@@ -187,10 +195,19 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// syncPod is the kubelet's SyncPod as far as ConfigMap volumes go.
+// syncPod is the kubelet's SyncPod as far as ConfigMaps go: register the
+// pod's references, wait for its volumes, then read the ConfigMaps of its
+// containers' environments as starting them would (once).
 func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	a.configMaps.RegisterPod(pod)
-	return a.volumes.WaitForAttachAndMount(ctx, pod)
+	if err := a.volumes.WaitForAttachAndMount(ctx, pod); err != nil {
+		return err
+	}
+	if err := a.env.read(pod); err != nil {
+		a.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return fmt.Errorf("container environment: %w", err)
+	}
+	return nil
 }
 
 // teardownPod removes a deleted or finished pod's volumes, then its
@@ -200,7 +217,17 @@ func (a *Agent) teardownPod(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	a.configMaps.UnregisterPod(pod)
+	a.env.forget(pod.UID)
 	return nil
+}
+
+// nodeAllocatable is the node's allocatable resources, from the informer.
+func (a *Agent) nodeAllocatable() (corev1.ResourceList, error) {
+	node, err := a.nodeLister.Get(a.cfg.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	return node.Status.Allocatable, nil
 }
 
 func (a *Agent) housekeeping(ctx context.Context) {
@@ -211,9 +238,17 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	}
 }
 
+// listPods returns the pods this agent serves: those bound to the node,
+// except mirror pods, whose static pods' volumes are the kubelet's.
 func (a *Agent) listPods() []*corev1.Pod {
 	pods, _ := a.podLister.List(labels.Everything())
-	return pods
+	served := pods[:0:0]
+	for _, pod := range pods {
+		if !volumemanager.IsMirrorPod(pod) {
+			served = append(served, pod)
+		}
+	}
+	return served
 }
 
 // activePods are the pods whose volumes must stay: bound here, not being
@@ -252,19 +287,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		logger.Info("Serving HTTP", "address", listener.Addr().String())
 	}
 
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { a.workers.UpdatePod(obj.(*corev1.Pod)) },
-		UpdateFunc: func(_, obj any) { a.workers.UpdatePod(obj.(*corev1.Pod)) },
-		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				a.workers.DeletePod(pod)
-			}
-		},
-	}
-	if _, err := a.podInformer.AddEventHandler(handler); err != nil {
+	if _, err := a.podInformer.AddEventHandler(a.podEventHandler()); err != nil {
 		return err
 	}
 
@@ -298,3 +321,37 @@ func (a *Agent) Ready() bool {
 
 // Volumes lists the volumes on disk, for /debug/volumes and for tests.
 func (a *Agent) Volumes() []volumemanager.VolumeStatus { return a.volumes.Volumes() }
+
+// podEventHandler passes the informer's pod events to the pod workers as
+// the kubelet's pod config source does: additions and deletions always,
+// updates only when podconfig says they sync the pod, or when a status
+// update finishes it (phase Succeeded or Failed: time to tear it down).
+// Mirror pods are left out.
+func (a *Agent) podEventHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod := obj.(*corev1.Pod); !volumemanager.IsMirrorPod(pod) {
+				a.workers.UpdatePod(pod)
+			}
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			old, pod := oldObj.(*corev1.Pod), obj.(*corev1.Pod)
+			if volumemanager.IsMirrorPod(pod) {
+				return
+			}
+			change := podconfig.Classify(old, pod)
+			a.Metrics.PodUpdate(change)
+			if change == podconfig.Sync || (change == podconfig.StatusOnly && podworkers.ShouldTearDown(pod)) {
+				a.workers.UpdatePod(pod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok && !volumemanager.IsMirrorPod(pod) {
+				a.workers.DeletePod(pod)
+			}
+		},
+	}
+}

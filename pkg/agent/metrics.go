@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
@@ -23,6 +24,7 @@ type Metrics struct {
 	volumeOps        *prometheus.CounterVec
 	volumeOpDuration *prometheus.HistogramVec
 	volumesMounted   prometheus.Gauge
+	podUpdates       *prometheus.CounterVec
 }
 
 // Metric names that tools (nodeagent compare, the e2e tests) read.
@@ -32,6 +34,7 @@ const (
 	MetricPodWork        = "nodeagent_pod_work_total"
 	MetricVolumeOps      = "nodeagent_volume_operations_total"
 	MetricVolumesMounted = "nodeagent_volumes_mounted"
+	MetricPodUpdates     = "nodeagent_pod_updates_total"
 )
 
 // NewMetrics registers the agent's metrics on a new registry.
@@ -57,17 +60,21 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 		}, []string{"kind"}),
 		volumeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricVolumeOps,
-			Help: "ConfigMap volume mounts, remounts and unmounts, by result.",
+			Help: "ConfigMap and projected volume mounts, remounts and unmounts, by result.",
 		}, []string{"operation", "result"}),
 		volumeOpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "nodeagent_volume_operation_duration_seconds",
-			Help:    "Duration of ConfigMap volume operations, including the ConfigMap read.",
+			Help:    "Duration of volume operations, including the ConfigMap reads.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}, []string{"operation"}),
 		volumesMounted: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MetricVolumesMounted,
-			Help: "ConfigMap volumes on disk.",
+			Help: "ConfigMap and projected volumes on disk.",
 		}),
+		podUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricPodUpdates,
+			Help: "Pod updates from the API, by what they changed: sync (spec, labels, annotations, deletion), status-only or ignored (bookkeeping). Only sync updates, and status updates that finish a pod, reach the pod workers.",
+		}, []string{"change"}),
 	}
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "nodeagent_info",
@@ -76,13 +83,18 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 	})
 	info.Set(1)
 	m.Registry.MustRegister(m.configMapGets, m.cacheLookups, m.podWork, m.podWorkDuration,
-		m.volumeOps, m.volumeOpDuration, m.volumesMounted, info)
+		m.volumeOps, m.volumeOpDuration, m.volumesMounted, m.podUpdates, info)
 	// Pre-create the series tools compare, so that a zero is a zero and
 	// not a missing series.
 	for _, rv := range []string{"0", "unset"} {
 		m.configMapGets.WithLabelValues(string(strategy), rv)
 	}
 	return m
+}
+
+// PodUpdate counts one pod update from the API by what it changed.
+func (m *Metrics) PodUpdate(change podconfig.Change) {
+	m.podUpdates.WithLabelValues(change.String()).Inc()
 }
 
 func result(err error) string {

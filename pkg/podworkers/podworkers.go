@@ -1,5 +1,5 @@
 // Package podworkers runs the node agent's pod syncs the way the kubelet
-// schedules them (SPEC §2).
+// schedules them (docs/kubelet-behaviour.md, "Pod syncs").
 //
 // Guarantees:
 //   - One goroutine per pod UID runs every sync and the teardown of that
@@ -10,11 +10,14 @@
 //     sync it always looks at the pending slot again, so the newest update
 //     is the last one synced.
 //   - After a sync the pod is due again after S + U[0, 0.5)·S on success
-//     (S is the sync frequency) or 10 s + jitter on error. A 1 s tick hands
+//     (S is the sync frequency), or after min(10 s, S) with the same jitter
+//     on error. A 1 s tick hands
 //     every pod whose deadline has passed to its worker with the newest
 //     version of the pod. Updates from the informer are delivered at once.
 //   - A pod that is deleted (deletion timestamp, or gone from the source)
-//     or finished (phase Succeeded or Failed) is torn down instead of synced;
+//     or finished (phase Succeeded or Failed) is torn down instead of synced,
+//     and a sync of it in flight is cancelled, so that a volume that cannot
+//     mount does not hold the teardown back;
 //     after a successful teardown its worker exits, and later updates for
 //     the UID are ignored until the pod leaves the source.
 //   - Housekeeping every 2 s tears down pods whose worker outlived them in
@@ -61,7 +64,8 @@ type Options struct {
 	Housekeeping func(ctx context.Context)
 	// SyncFrequency is S; default 1 minute.
 	SyncFrequency time.Duration
-	// ErrorBackoff is the requeue delay after a failed sync; default 10 s.
+	// ErrorBackoff is the requeue delay after a failed sync; default
+	// min(10 s, SyncFrequency), as in the kubelet.
 	ErrorBackoff time.Duration
 	// Clock drives the ticks and deadlines; nil means the real clock.
 	Clock clock.WithTicker
@@ -88,6 +92,8 @@ type worker struct {
 	wake    chan struct{} // buffer of one
 	pending *update       // newest undelivered update
 	lastPod *corev1.Pod   // newest pod seen, for teardown after it left the source
+	// cancelSync cancels the sync in flight; nil when none runs.
+	cancelSync context.CancelFunc
 }
 
 type update struct {
@@ -102,7 +108,7 @@ func New(opts Options) *PodWorkers {
 		opts.SyncFrequency = time.Minute
 	}
 	if opts.ErrorBackoff <= 0 {
-		opts.ErrorBackoff = 10 * time.Second
+		opts.ErrorBackoff = min(10*time.Second, opts.SyncFrequency)
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -163,6 +169,9 @@ func (p *PodWorkers) deliver(pod *corev1.Pod, teardown bool) {
 	}
 	w.pending = &update{pod: pod, teardown: teardown}
 	w.lastPod = pod
+	if teardown && w.cancelSync != nil {
+		w.cancelSync() // the teardown comes next; the sync's wait is moot
+	}
 	p.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
@@ -208,7 +217,15 @@ func (p *PodWorkers) run(uid types.UID, w *worker) {
 			podLogger.V(2).Info("Pod torn down")
 			return
 		}
-		err := p.opts.Sync(podCtx, u.pod)
+		syncCtx, cancel := context.WithCancel(podCtx)
+		p.mu.Lock()
+		w.cancelSync = cancel
+		p.mu.Unlock()
+		err := p.opts.Sync(syncCtx, u.pod)
+		p.mu.Lock()
+		w.cancelSync = nil
+		p.mu.Unlock()
+		cancel()
 		p.opts.Recorder.WorkDone(KindSync, err, p.opts.Clock.Since(start))
 		delay := p.opts.SyncFrequency
 		if err != nil {

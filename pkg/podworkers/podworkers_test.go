@@ -101,11 +101,16 @@ func (r *recorder) syncCount(uid types.UID) int {
 
 func startWorkers(t *testing.T, r *recorder, clk *testingclock.FakeClock) *PodWorkers {
 	t.Helper()
-	w := New(Options{
-		Sync: r.sync, Teardown: r.teardown, ListPods: r.listPods,
-		SyncFrequency: time.Minute, Clock: clk,
+	return startWorkersWith(t, clk, Options{
+		Sync: r.sync, Teardown: r.teardown, ListPods: r.listPods, SyncFrequency: time.Minute,
 		Jitter: func(d time.Duration) time.Duration { return d }, // exact deadlines
 	})
+}
+
+func startWorkersWith(t *testing.T, clk *testingclock.FakeClock, opts Options) *PodWorkers {
+	t.Helper()
+	opts.Clock = clk
+	w := New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
@@ -264,5 +269,79 @@ func TestTeardown(t *testing.T) {
 	defer r.mu.Unlock()
 	if r.overlaps != 0 {
 		t.Errorf("overlapping work on one pod: %d", r.overlaps)
+	}
+}
+
+// With S below 10 s a failed sync is retried after S, not 10 s, and the
+// delay is jittered like any requeue.
+func TestErrorBackoffIsAtMostS(t *testing.T) {
+	for _, tt := range []struct {
+		s, want time.Duration
+	}{{time.Minute, 10 * time.Second}, {4 * time.Second, 4 * time.Second}} {
+		t.Run(tt.s.String(), func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
+			r := newRecorder()
+			r.syncErr = errors.New("volume not ready")
+			var mu sync.Mutex
+			var jittered []time.Duration
+			w := startWorkersWith(t, clk, Options{
+				Sync: r.sync, Teardown: r.teardown, ListPods: r.listPods, SyncFrequency: tt.s,
+				Jitter: func(d time.Duration) time.Duration {
+					mu.Lock()
+					defer mu.Unlock()
+					jittered = append(jittered, d)
+					return d
+				},
+			})
+			p := pod("a", 1)
+			r.setSource(p)
+			w.UpdatePod(p)
+			<-r.syncCalled
+			waitFor(t, "the requeue", func() bool { return queued(w) == 1 })
+			mu.Lock()
+			got := fmt.Sprint(jittered)
+			mu.Unlock()
+			if got != fmt.Sprint([]time.Duration{tt.want}) {
+				t.Errorf("delays handed to the jitter: %s, want [%s]", got, tt.want)
+			}
+			for range int(tt.want / time.Second) { // at the deadline: not yet
+				clk.Step(time.Second)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if n := r.syncCount("a"); n != 1 {
+				t.Fatalf("retried before %s", tt.want)
+			}
+			clk.Step(time.Second)
+			<-r.syncCalled
+		})
+	}
+}
+
+// A pod that starts terminating while its sync waits (for a volume that
+// cannot mount) has that sync cancelled, and is torn down at once.
+func TestTerminationCancelsTheSyncInFlight(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
+	r := newRecorder()
+	waiting := make(chan struct{})
+	var syncErr error
+	w := startWorkersWith(t, clk, Options{
+		Sync: func(ctx context.Context, p *corev1.Pod) error {
+			close(waiting)
+			<-ctx.Done() // a mount wait of up to 2 m 3 s, cut short
+			syncErr = ctx.Err()
+			return syncErr
+		},
+		Teardown: r.teardown, ListPods: r.listPods, SyncFrequency: time.Minute,
+	})
+	p := pod("a", 1)
+	r.setSource(p)
+	w.UpdatePod(p)
+	<-waiting
+	deleting := pod("a", 2)
+	deleting.DeletionTimestamp = &metav1.Time{Time: clk.Now()}
+	w.UpdatePod(deleting)
+	waitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["a"] == 1 })
+	if !errors.Is(syncErr, context.Canceled) {
+		t.Errorf("the sync in flight ended with %v, want context.Canceled", syncErr)
 	}
 }

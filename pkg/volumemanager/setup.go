@@ -80,7 +80,7 @@ func (m *Manager) setUp(logger klog.Logger, pod *corev1.Pod, v Volume, dir strin
 // alone: they are not part of the payload.
 func makeNestedMountpoints(pod *corev1.Pod, volume, dir string) error {
 	var errs []string
-	visitContainers(pod, func(c *corev1.Container) {
+	VisitContainers(pod, func(c *corev1.Container) {
 		var mine, all []string
 		for _, mount := range c.VolumeMounts {
 			p := filepath.Clean(mount.MountPath)

@@ -96,7 +96,7 @@ func PodVolumes(pod *corev1.Pod) map[string]Volume {
 		return volumes
 	}
 	mounted := map[string]bool{}
-	visitContainers(pod, func(c *corev1.Container) {
+	VisitContainers(pod, func(c *corev1.Container) {
 		for _, m := range c.VolumeMounts {
 			mounted[m.Name] = true
 		}
@@ -123,8 +123,8 @@ func IsMirrorPod(pod *corev1.Pod) bool {
 	return ok
 }
 
-// visitContainers calls f for every init, regular and ephemeral container.
-func visitContainers(pod *corev1.Pod, f func(*corev1.Container)) {
+// VisitContainers calls f for every init, regular and ephemeral container.
+func VisitContainers(pod *corev1.Pod, f func(*corev1.Container)) {
 	for i := range pod.Spec.InitContainers {
 		f(&pod.Spec.InitContainers[i])
 	}
