@@ -41,9 +41,10 @@ func apiserverArgs(c *credentials, etcdURL string, port int) []string {
 		"--service-account-key-file=" + c.serviceAccountPub,
 		"--service-account-signing-key-file=" + c.serviceAccountKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
-		// There is no controller-manager to create each namespace's default
-		// ServiceAccount, so pods could not be admitted with this plugin on.
-		"--disable-admission-plugins=ServiceAccount",
+		// The default admission plugins, ServiceAccount included: every pod
+		// gets the kube-api-access projected volume, as on a real cluster.
+		// The controller manager's serviceaccount and root-ca-cert-publisher
+		// controllers make the ServiceAccount and kube-root-ca.crt it needs.
 		// The endpoint reconciler would publish 127.0.0.1 as the kubernetes
 		// Service's endpoint, which Endpoints validation rejects.
 		"--endpoint-reconciler-type=none",

@@ -10,15 +10,25 @@ import (
 	"strings"
 )
 
+// ServiceAccountControllers are the controllers every control plane runs,
+// because the ServiceAccount admission plugin needs what they make: each
+// namespace's default ServiceAccount (without it no pod is admitted) and
+// its kube-root-ca.crt ConfigMap (which every pod's kube-api-access volume
+// reads).
+var ServiceAccountControllers = []string{"serviceaccount", "root-ca-cert-publisher"}
+
 // controllerManagerArgs runs only the named controllers of
 // kube-controller-manager, as the admin identity (no per-controller service
 // accounts: there is no token controller to mint them), without leader
-// election (there is one instance), serving /healthz on loopback.
-func controllerManagerArgs(dir, kubeconfig string, port int, controllers []string) []string {
+// election (there is one instance), serving /healthz on loopback. rootCA is
+// what root-ca-cert-publisher publishes: the apiserver's serving
+// certificate, which is what a pod must trust to reach it.
+func controllerManagerArgs(dir, kubeconfig, rootCA string, port int, controllers []string) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
+		"--root-ca-file=" + rootCA,
 		"--controllers=" + strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",

@@ -7,9 +7,13 @@
 //     admin client certificate in system:masters, service-account keys) and
 //     a kubeconfig into a fresh directory, starts etcd and then the
 //     apiserver (RBAC authorization, its own self-signed serving
-//     certificate), and returns only once /readyz answers ok, or fails with
-//     the tail of both logs. With Options.Controllers it then starts
-//     kube-controller-manager running only those and waits for its /healthz.
+//     certificate, the default admission plugins with ServiceAccount), then
+//     kube-controller-manager with the serviceaccount and
+//     root-ca-cert-publisher controllers plus Options.Controllers, and
+//     returns only once the apiserver's /readyz and the controller manager's
+//     /healthz answer ok and the default namespace has its ServiceAccount,
+//     or fails with the tail of the logs. Pods created in a new namespace
+//     are refused until its ServiceAccount exists: WaitForServiceAccount.
 //   - RestartEtcd and RestartAPIServer stop one process and start it again
 //     with the same data directory and ports, waiting for readiness again.
 //   - Stop terminates both processes (SIGTERM, then SIGKILL) and removes the
@@ -58,9 +62,9 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to the apiserver's flags (a later
 	// flag wins), for tests that need a feature switched.
 	ExtraAPIServerArgs []string
-	// Controllers names the kube-controller-manager controllers to run,
-	// e.g. "daemonset". Empty: no controller manager (the default; most
-	// tests want no one else writing to the apiserver).
+	// Controllers names kube-controller-manager controllers to run besides
+	// ServiceAccountControllers, e.g. "daemonset". Most tests want no one
+	// else writing to the apiserver, and add none.
 	Controllers []string
 }
 
@@ -81,7 +85,7 @@ type ControlPlane struct {
 	creds                *credentials
 	etcd                 *process
 	apiserver            *process
-	controllerManager    *process // nil without Options.Controllers
+	controllerManager    *process
 	controllerManagerURL string
 	timeout              time.Duration
 	removeDir            bool
@@ -101,11 +105,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	etcdBin, apiserverBin := filepath.Join(binDir, "etcd"), filepath.Join(binDir, "kube-apiserver")
 	controllerManagerBin := filepath.Join(binDir, "kube-controller-manager")
-	bins := []string{etcdBin, apiserverBin}
-	if len(opts.Controllers) > 0 {
-		bins = append(bins, controllerManagerBin)
-	}
-	for _, bin := range bins {
+	for _, bin := range []string{etcdBin, apiserverBin, controllerManagerBin} {
 		if err := checkExecutable(bin); err != nil {
 			return nil, fmt.Errorf("control plane binary %s: %w; run `make controlplane` to build the control plane into %s", bin, err, binDir)
 		}
@@ -166,14 +166,12 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		cp.Stop()
 		return nil, err
 	}
-	if len(opts.Controllers) > 0 {
-		cp.controllerManagerURL = "https://127.0.0.1:" + strconv.Itoa(ports[3])
-		cp.controllerManager = &process{
-			name:    "kube-controller-manager",
-			path:    controllerManagerBin,
-			args:    controllerManagerArgs(cp.Dir, cp.KubeconfigPath, ports[3], opts.Controllers),
-			logPath: filepath.Join(cp.Dir, "kube-controller-manager.log"),
-		}
+	cp.controllerManagerURL = "https://127.0.0.1:" + strconv.Itoa(ports[3])
+	cp.controllerManager = &process{
+		name:    "kube-controller-manager",
+		path:    controllerManagerBin,
+		args:    controllerManagerArgs(cp.Dir, cp.KubeconfigPath, cp.creds.servingCertFile, ports[3], append(append([]string(nil), ServiceAccountControllers...), opts.Controllers...)),
+		logPath: filepath.Join(cp.Dir, "kube-controller-manager.log"),
 	}
 
 	begin := time.Now()
@@ -185,11 +183,13 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		cp.Stop()
 		return nil, err
 	}
-	if cp.controllerManager != nil {
-		if err := cp.startControllerManager(ctx); err != nil {
-			cp.Stop()
-			return nil, err
-		}
+	if err := cp.startControllerManager(ctx); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	if err := cp.waitForDefaultServiceAccount(ctx); err != nil {
+		cp.Stop()
+		return nil, err
 	}
 	cp.StartupDuration = time.Since(begin)
 	return cp, nil
@@ -246,8 +246,12 @@ func (cp *ControlPlane) Stop() {
 
 // Logs returns the last n lines of each process's log, for test failures.
 func (cp *ControlPlane) Logs(n int) string {
-	return fmt.Sprintf("--- etcd.log (last %d lines)\n%s\n--- kube-apiserver.log (last %d lines)\n%s",
+	logs := fmt.Sprintf("--- etcd.log (last %d lines)\n%s\n--- kube-apiserver.log (last %d lines)\n%s",
 		n, cp.etcd.tail(n), n, cp.apiserver.tail(n))
+	if cp.controllerManager != nil {
+		logs += fmt.Sprintf("\n--- kube-controller-manager.log (last %d lines)\n%s", n, cp.controllerManager.tail(n))
+	}
+	return logs
 }
 
 func (cp *ControlPlane) startEtcd(ctx context.Context) error {

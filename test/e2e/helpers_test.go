@@ -14,17 +14,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 )
 
-// createNamespace creates a namespace with a generated name and deletes it
-// when the test ends.
+// createNamespace creates a namespace with a generated name, waits until
+// pods can be admitted there (its ServiceAccount and kube-root-ca.crt
+// exist), and deletes it when the test ends.
 func createNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ns, err := clientset.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
 	}, metav1.CreateOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controlplane.WaitForServiceAccount(context.Background(), clientset, ns.Name, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
