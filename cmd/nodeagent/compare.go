@@ -35,6 +35,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs.IntVar(&s.PodsPerNode, "pods-per-node", s.PodsPerNode, "Pods bound to each node.")
 	fs.IntVar(&s.ConfigMapsPerPod, "configmaps-per-pod", s.ConfigMapsPerPod, "ConfigMap volumes per pod.")
 	fs.IntVar(&s.SharedConfigMaps, "shared-configmaps", s.SharedConfigMaps, "Draw every pod's ConfigMaps from one pool of this many. 0: each pod has its own.")
+	fs.BoolVar(&s.ServiceAccountVolume, "service-account-volume", s.ServiceAccountVolume, "Let the cluster's ServiceAccount admission plugin give every pod its kube-api-access volume, whose kube-root-ca.crt every sync reads, as on any real cluster. false: the pods set automountServiceAccountToken: false.")
 	fs.DurationVar(&s.SyncFrequency, "sync-frequency", s.SyncFrequency, "The agents' --sync-frequency (S). With --daemonset: set on the DaemonSet only if given; otherwise its own is kept.")
 	fs.DurationVar(&s.TTL, "ttl", s.TTL, "TTL written to every Node's node.alpha.kubernetes.io/ttl annotation, whole seconds. Not with --daemonset: the cluster's TTL is read from its nodes.")
 	fs.DurationVar(&s.PhaseDuration, "phase-duration", s.PhaseDuration, "How long each mode is measured, after its warm-up. With --daemonset the default is four mean sync intervals, at least 1m.")

@@ -51,7 +51,7 @@ func TestServedPods(t *testing.T) {
 	if len(served) != 1 || len(served["n1"]) != 2 {
 		t.Fatalf("served = %+v, want the two unfinished pods on n1 with mounted ConfigMaps", served)
 	}
-	nodes := withServedPods([]nodeLayout{{name: "n1", pods: []podLayout{{name: "pod-00000", configMaps: []string{"cm-00000-0"}}}}}, []string{"n1", "n2"}, served)
+	nodes := withServedPods([]nodeLayout{{name: "n1", pods: []podLayout{{name: "pod-00000", volumes: 1, configMaps: []string{"cm-00000-0"}}}}}, []string{"n1", "n2"}, served)
 	if len(nodes) != 2 || nodes[0].name != "n1" || nodes[1].name != "n2" {
 		t.Fatalf("layout %+v, want n1 and n2", nodes)
 	}

@@ -151,6 +151,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return report, errors.Join(fmt.Errorf("creating the scenario's objects: %w", err), report.WriteFiles(opts.OutputDir))
 	}
 	prog.done("Created the scenario's objects in %.1fs.", time.Since(start).Seconds())
+	if ownNodes, err = observedLayout(ctx, admin, opts.Namespace, ownNodes); err != nil {
+		return report, err
+	}
+	r.nodes = ownNodes
+	report.Scenario.describeVolumes(ownNodes)
 
 	if ds != nil {
 		r.nodes = withServedPods(ownNodes, ds.agentNodes, ds.served)

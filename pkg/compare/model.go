@@ -6,45 +6,93 @@ import (
 	"time"
 )
 
-// expectedQPS is the model of SPEC §7 for one mode: the ConfigMap GETs per
-// second at the apiserver and the reads per second at etcd, in steady
-// state (after warm-up), for the pods and ConfigMaps of nodes, the sync
-// frequency and the TTL in effect.
+// expectedQPS is the load model of docs/model.md for one mode: the
+// ConfigMap GETs per second at the apiserver and the reads per second at
+// etcd, in steady state (after warm-up), for the pods and volumes of nodes,
+// the sync frequency and the TTL in effect.
 //
-//   - every-sync and get: every periodic sync remounts every volume with a
-//     quorum read: volumes / E[X] at both, X being the sync interval.
+//   - get: every remount reads every ConfigMap its volume uses with a
+//     quorum GET: reads / E[X] at both, X being the sync interval.
+//   - every-sync: every sync invalidates the pod's cached ConfigMaps, and
+//     the remounts that follow send one quorum GET per ConfigMap; pods of a
+//     node that come due in the same 1 s tick share it. See syncTickRate.
 //   - first-reference: each ConfigMap cached on a node is refreshed, at
 //     resourceVersion "0" (etcd never sees it), by the first remount at or
 //     after lastFetch + T. See refreshRate.
 //   - watch: no GETs.
 func expectedQPS(nodes []nodeLayout, syncFrequency time.Duration, mode Mode, ttl time.Duration) (apiserver, etcd float64) {
 	mean, _ := syncIntervalMoments(syncFrequency)
-	volumes := 0
-	for _, node := range nodes {
-		volumes += node.volumes()
-	}
 	switch mode {
-	case ModeEverySync, ModeGet:
-		return float64(volumes) / mean, float64(volumes) / mean
+	case ModeGet:
+		reads := 0
+		for _, node := range nodes {
+			reads += node.configMapReads()
+		}
+		return float64(reads) / mean, float64(reads) / mean
 	case ModeWatch:
 		return 0, 0
+	}
+	rate := refreshRate
+	if mode == ModeEverySync {
+		rate = func(s, _ time.Duration, k int) float64 { return syncTickRate(s, k) }
 	}
 	rates := map[int]float64{} // by pods sharing the entry
 	for _, node := range nodes {
 		for _, k := range node.referencesPerConfigMap() {
 			if _, ok := rates[k]; !ok {
-				rates[k] = refreshRate(syncFrequency, ttl, k)
+				rates[k] = rate(syncFrequency, ttl, k)
 			}
 			apiserver += rates[k]
 		}
 	}
+	if mode == ModeEverySync {
+		return apiserver, apiserver
+	}
 	return apiserver, 0
+}
+
+// syncTickRate is how many quorum GETs per second one node sends, in
+// every-sync mode, for one ConfigMap that k of its pods read. Every sync
+// drops the cached object, and the volume manager remounts a tick's pods
+// together after their syncs, so the GETs are the 1 s ticks in which at
+// least one of the k pods comes due: 1/E[X] for one pod, approaching one
+// per second as k grows. Each pod's next sync is at the first tick strictly
+// after S·(1 + U[0, 0.5)); the k pods' renewal processes are simulated on
+// the tick grid from a fixed seed, which is deterministic and exact to well
+// under 1 %.
+func syncTickRate(s time.Duration, k int) float64 {
+	mean, _ := syncIntervalMoments(s)
+	if k <= 1 {
+		return 1 / mean
+	}
+	rng := rand.New(rand.NewPCG(uint64(s), uint64(k)))
+	S := s.Seconds()
+	interval := func() int64 { return int64(math.Floor(S*(1+0.5*rng.Float64()))) + 1 }
+	next := make([]int64, k)
+	for i := range next {
+		next[i] = rng.Int64N(int64(math.Ceil(mean)) + 1)
+	}
+	const warmup, horizon = 200, 200000 // ticks
+	ticks := 0
+	for tick := int64(0); tick < warmup+horizon; tick++ {
+		due := false
+		for i := range next {
+			if next[i] == tick {
+				due = true
+				next[i] += interval()
+			}
+		}
+		if due && tick >= warmup {
+			ticks++
+		}
+	}
+	return float64(ticks) / horizon
 }
 
 // refreshRate is how often one node refreshes one cached ConfigMap that k
 // of its pods mount, in first-reference mode, per second.
 //
-// SPEC §7's closed form, 1/(T + E[X²]/(2E[X])) for one pod, holds when T is
+// The closed form, 1/(T + E[X²]/(2E[X])) for one pod, holds when T is
 // several sync intervals; when T is shorter than an interval every remount
 // refreshes and the rate is 1/E[X], and for k pods the wait past expiry
 // shrinks. Rather than patch formulas, this simulates the k pods' sync

@@ -14,7 +14,7 @@ func within(t *testing.T, what string, got, want, tolerance float64) {
 	}
 }
 
-// The simulation meets SPEC §7's closed forms where they hold.
+// The simulation meets docs/model.md's closed forms where they hold.
 func TestRefreshRateMatchesClosedForms(t *testing.T) {
 	// The closed form is the renewal process's limit: it holds once T is
 	// many sync intervals (here at least eight).
@@ -46,8 +46,24 @@ func TestRefreshRateMatchesClosedForms(t *testing.T) {
 	}
 }
 
+// Pods of a node that share a ConfigMap and come due in the same tick share
+// one quorum GET in every-sync mode: ten pods at S = 5 s send about 0.80
+// GET/s (1 - (1 - 1/6.75)^10 if the ticks were independent), not 10/6.75.
+func TestSyncTickRate(t *testing.T) {
+	within(t, "one pod", syncTickRate(5*time.Second, 1), 1/6.75, 0.001)
+	within(t, "ten pods, S=5s", syncTickRate(5*time.Second, 10), 0.80, 0.03)
+	within(t, "two pods, S=60s", syncTickRate(time.Minute, 2), 1-(1-1/75.5)*(1-1/75.5), 0.02)
+	if r := syncTickRate(time.Second, 50); r > 1 || r < 0.99 {
+		t.Errorf("50 pods at S=1s: %.3f GET/s, want just under one per tick", r)
+	}
+	if syncTickRate(5*time.Second, 10) != syncTickRate(5*time.Second, 10) {
+		t.Error("syncTickRate is not deterministic")
+	}
+}
+
 func TestExpectedQPS(t *testing.T) {
-	s := DefaultScenario() // 200 pods with their own ConfigMap, S=5s, T=25s
+	s := DefaultScenario() // 20 nodes × 10 pods with their own ConfigMap, S=5s, T=25s
+	s.ServiceAccountVolume = false
 	api, etcd := expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeEverySync, s.TTL)
 	within(t, "every-sync apiserver", api, 200/6.75, 0.001)
 	within(t, "every-sync etcd", etcd, 200/6.75, 0.001)
@@ -59,6 +75,21 @@ func TestExpectedQPS(t *testing.T) {
 	if api, etcd = expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeWatch, s.TTL); api != 0 || etcd != 0 {
 		t.Errorf("watch: %v, %v", api, etcd)
 	}
+
+	// The service-account volume adds one kube-root-ca.crt per node,
+	// shared by the node's ten pods.
+	s.ServiceAccountVolume = true
+	nodes := layout(s, DefaultNamespace)
+	if v := nodes[0].volumes(); v != 20 {
+		t.Errorf("volumes per node with the service-account volume: %d, want 20", v)
+	}
+	api, etcd = expectedQPS(nodes, s.SyncFrequency, ModeEverySync, s.TTL)
+	within(t, "every-sync with the root CA", api, 200/6.75+20*syncTickRate(s.SyncFrequency, 10), 0.001)
+	within(t, "every-sync etcd with the root CA", etcd, api, 0)
+	api, _ = expectedQPS(nodes, s.SyncFrequency, ModeFirstReference, s.TTL)
+	within(t, "first-reference with the root CA", api, 200*refreshRate(s.SyncFrequency, s.TTL, 1)+20*refreshRate(s.SyncFrequency, s.TTL, 10), 0.001)
+	api, _ = expectedQPS(nodes, s.SyncFrequency, ModeGet, s.TTL)
+	within(t, "get with the root CA", api, 400/6.75, 0.001)
 }
 
 func TestValidateSaysWhatToChange(t *testing.T) {

@@ -33,9 +33,29 @@ type ScenarioReport struct {
 	// ServedPods and ServedVolumes count the other pods on those nodes
 	// with ConfigMap volumes, which the agents keep too and the model
 	// includes.
-	ServedPods    int      `json:"served_pods,omitempty"`
-	ServedVolumes int      `json:"served_configmap_volumes,omitempty"`
-	Notes         []string `json:"notes,omitempty"`
+	ServedPods    int `json:"served_pods,omitempty"`
+	ServedVolumes int `json:"served_configmap_volumes,omitempty"`
+	// ServiceAccountVolume records whether the run's pods kept the
+	// kube-api-access volume; ServiceAccountVolumes counts those the
+	// cluster's admission plugin actually added.
+	ServiceAccountVolume  bool     `json:"service_account_volume"`
+	ServiceAccountVolumes int      `json:"service_account_volumes"`
+	Notes                 []string `json:"notes,omitempty"`
+}
+
+// describeVolumes records how many of the run's pods carry the
+// service-account volume, as the apiserver admitted them.
+func (s *ScenarioReport) describeVolumes(nodes []nodeLayout) {
+	s.ServiceAccountVolumes = 0
+	for _, n := range nodes {
+		for _, p := range n.pods {
+			for _, cm := range p.configMaps {
+				if cm == rootCAConfigMap {
+					s.ServiceAccountVolumes++
+				}
+			}
+		}
+	}
 }
 
 // Report is the outcome of a comparison. The JSON keys are stable: tools
@@ -51,7 +71,7 @@ func newScenarioReport(s Scenario) ScenarioReport {
 	return ScenarioReport{
 		Nodes: s.Nodes, PodsPerNode: s.PodsPerNode, ConfigMapsPerPod: s.ConfigMapsPerPod, SharedConfigMaps: s.SharedConfigMaps,
 		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(), PhaseSeconds: s.PhaseDuration.Seconds(),
-		Modes: s.Modes,
+		Modes: s.Modes, ServiceAccountVolume: s.ServiceAccountVolume,
 	}
 }
 
@@ -142,6 +162,11 @@ func (r *Report) Markdown() string {
 	if s.SharedConfigMaps > 0 {
 		fmt.Fprintf(&b, " drawn from %d shared ConfigMaps", s.SharedConfigMaps)
 	}
+	if s.ServiceAccountVolumes > 0 {
+		fmt.Fprintf(&b, ", plus the service-account volume (%s, one per pod, shared per node and namespace)", rootCAConfigMap)
+	} else {
+		fmt.Fprintf(&b, ", no service-account volume")
+	}
 	fmt.Fprintf(&b, "; sync frequency %gs, node TTL %gs, %gs measured per mode; apiserver %s %s.\n\n",
 		s.SyncFrequencySeconds, s.TTLSeconds, s.PhaseSeconds, s.APIServer, s.APIServerVersion)
 	if s.DaemonSet != "" {
@@ -169,8 +194,9 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\nGET/s is `apiserver_request_total{resource=\"configmaps\",verb=\"GET\"}` and etcd get/s is "+
 		"`etcd_requests_total{resource=\"configmaps\",operation=\"get\"}`, both read from the apiserver's own /metrics over the "+
-		"measured window, after warm-up (the first mount of every volume is not counted). The model is SPEC §7: every-sync and get "+
-		"send one quorum read per pod sync per volume, at a mean sync interval of 1.25·S + 0.5 s; first-reference refreshes each "+
+		"measured window, after warm-up (the first mount of every volume is not counted). The model is docs/model.md: get sends "+
+		"one quorum read per pod sync per ConfigMap a volume reads, at a mean sync interval of 1.25·S + 0.5 s; every-sync sends one "+
+		"quorum read per ConfigMap per node per 1 s tick in which a pod reading it comes due; first-reference refreshes each "+
 		"ConfigMap a node caches once per TTL plus the wait for the next remount, at resourceVersion 0, which etcd never sees; "+
 		"watch sends no GETs.\n\n![GET/s over time](chart.svg)\n")
 	for _, note := range s.Notes {

@@ -2,7 +2,7 @@
 // mode (the kubelet before kubernetes#120255, after it, the watch strategy,
 // plain GETs) it runs one agent per simulated node against a real
 // apiserver, measures the ConfigMap GETs the apiserver serves and the reads
-// that reach etcd, and sets them beside the model of SPEC §7.
+// that reach etcd, and sets them beside the load model of docs/model.md.
 //
 // A run: create Nodes (TTL annotation from the scenario), ConfigMaps and
 // pods bound to the nodes; then, per mode, start the agents, wait until
@@ -108,6 +108,11 @@ type Scenario struct {
 	Modes          []Mode
 	// AgentQPS is each agent's client rate limit (the kubelet's default 50).
 	AgentQPS float32
+	// ServiceAccountVolume leaves the run's pods the kube-api-access volume
+	// that the ServiceAccount admission plugin gives every pod (its
+	// kube-root-ca.crt is read on every sync, like any ConfigMap volume);
+	// false sets automountServiceAccountToken: false on them.
+	ServiceAccountVolume bool
 	// Remote says the agents are deployed on a cluster rather than run in
 	// this process, so this machine's limits do not apply.
 	Remote bool
@@ -126,6 +131,8 @@ func DefaultScenario() Scenario {
 		SampleInterval:   5 * time.Second,
 		Modes:            []Mode{ModeEverySync, ModeFirstReference, ModeWatch},
 		AgentQPS:         50,
+
+		ServiceAccountVolume: true,
 	}
 }
 
@@ -189,7 +196,11 @@ func (s Scenario) Validate() error {
 	}
 	// The heaviest mode must fit the agents' own rate limit, or the agents
 	// throttle themselves and the numbers no longer show the kubelet.
-	perNode := float64(s.PodsPerNode*s.ConfigMapsPerPod) / mean
+	reads := s.ConfigMapsPerPod
+	if s.ServiceAccountVolume {
+		reads++
+	}
+	perNode := float64(s.PodsPerNode*reads) / mean
 	if perNode > float64(s.AgentQPS)*0.8 {
 		add("every-sync would send %.0f GET/s per node, above 80%% of the agent's rate limit (%v QPS), which would throttle it: lower --pods-per-node or --configmaps-per-pod, or raise --sync-frequency", perNode, s.AgentQPS)
 	}

@@ -13,6 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // Names and marks of what a comparison creates, so that it can find and
@@ -27,6 +30,8 @@ const (
 	// in two namespaces never touch each other's Nodes.
 	runLabel    = "nodeagent.io/compare-run"
 	simTaintKey = "nodeagent.io/simulated-node"
+	// rootCAConfigMap is what every pod's service-account volume reads.
+	rootCAConfigMap = "kube-root-ca.crt"
 )
 
 // podLayout is one pod as the model sees it: how many volumes the agent
@@ -57,6 +62,11 @@ func layout(s Scenario, namespace string) []nodeLayout {
 				} else {
 					pod.configMaps = append(pod.configMaps, fmt.Sprintf("cm-%05d-%d", global, c))
 				}
+			}
+			if s.ServiceAccountVolume {
+				// The admission plugin's kube-api-access volume.
+				pod.volumes++
+				pod.configMaps = append(pod.configMaps, rootCAConfigMap)
 			}
 			nodes[n].pods = append(nodes[n].pods, pod)
 		}
@@ -121,6 +131,14 @@ func createObjects(ctx context.Context, client kubernetes.Interface, namespace s
 	if ns.DeletionTimestamp != nil {
 		return fmt.Errorf("namespace %s is being deleted (a previous run's cleanup); wait for it to go, or choose another with --namespace", namespace)
 	}
+	if s.ServiceAccountVolume {
+		// The admission plugin refuses pods until the namespace's
+		// ServiceAccount exists, and their volumes cannot mount until
+		// kube-root-ca.crt does.
+		if err := controlplane.WaitForServiceAccount(ctx, client, namespace, time.Minute); err != nil {
+			return fmt.Errorf("%w; or run with --service-account-volume=false", err)
+		}
+	}
 
 	var jobs []func() error
 	configMaps := map[string]bool{}
@@ -146,7 +164,9 @@ func createObjects(ctx context.Context, client kubernetes.Interface, namespace s
 	jobs = jobs[:0]
 	for _, node := range nodes {
 		for _, pod := range node.pods {
-			jobs = append(jobs, func() error { return createPod(ctx, client, namespace, node.name, pod, opts.podImage, labels) })
+			jobs = append(jobs, func() error {
+				return createPod(ctx, client, namespace, node.name, pod, opts.podImage, labels, s.ServiceAccountVolume)
+			})
 		}
 	}
 	return runParallel(ctx, jobs, 16, report, done, countPods(nodes)+done)
@@ -199,7 +219,10 @@ func createConfigMap(ctx context.Context, client kubernetes.Interface, namespace
 	return err
 }
 
-func createPod(ctx context.Context, client kubernetes.Interface, namespace, node string, p podLayout, image string, labels map[string]string) error {
+// createPod creates one of the run's pods with its ConfigMap volumes. With
+// serviceAccountVolume the cluster's admission plugin adds the
+// kube-api-access volume, as to any pod; without, the pod opts out.
+func createPod(ctx context.Context, client kubernetes.Interface, namespace, node string, p podLayout, image string, labels map[string]string, serviceAccountVolume bool) error {
 	// pause exits at once on SIGTERM; a short grace period lets a real
 	// kubelet finish the deletion quickly.
 	grace := int64(1)
@@ -210,9 +233,13 @@ func createPod(ctx context.Context, client kubernetes.Interface, namespace, node
 			Containers:                    []corev1.Container{{Name: "pause", Image: image}},
 			Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken:  &serviceAccountVolume,
 		},
 	}
 	for i, cm := range p.configMaps {
+		if cm == rootCAConfigMap {
+			continue // the admission plugin's volume, not the run's
+		}
 		name := fmt.Sprintf("config-%d", i)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}},
@@ -225,6 +252,35 @@ func createPod(ctx context.Context, client kubernetes.Interface, namespace, node
 		return nil
 	}
 	return err
+}
+
+// observedLayout rebuilds the layout of the run's nodes from the pods as the
+// apiserver stored them, so that the model counts the volumes the agents
+// will see: the kube-api-access volume only where the cluster's admission
+// plugin added it, and whatever else admission changed.
+func observedLayout(ctx context.Context, client kubernetes.Interface, namespace string, planned []nodeLayout) ([]nodeLayout, error) {
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: runLabel + "=" + namespace})
+	if err != nil {
+		return nil, fmt.Errorf("reading back the run's pods: %w", err)
+	}
+	byNode := map[string][]podLayout{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		p := podLayout{name: pod.Name}
+		for _, v := range volumemanager.PodVolumes(pod) {
+			p.volumes++
+			p.configMaps = append(p.configMaps, v.ConfigMapNames()...)
+		}
+		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], p)
+	}
+	out := make([]nodeLayout, len(planned))
+	for i, n := range planned {
+		out[i] = nodeLayout{name: n.name, pods: byNode[n.name]}
+		if len(out[i].pods) != len(n.pods) {
+			return nil, fmt.Errorf("node %s has %d of the run's pods, want %d", n.name, len(out[i].pods), len(n.pods))
+		}
+	}
+	return out, nil
 }
 
 // runParallel runs jobs on workers goroutines, stopping at the first error.
