@@ -26,7 +26,7 @@ help: ## Show the targets.
 build: ## Build nodeagent into _output/bin.
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
 
-controlplane: ## Build etcd and kube-apiserver into _output/bin (once; minutes the first time).
+controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; about 11 minutes the first time).
 	hack/controlplane/build.sh $(BIN)
 
 kustomize: $(BIN)/kustomize ## Build the pinned kustomize CLI into _output/bin (renders deploy/).

@@ -37,8 +37,10 @@ cd "$here"
 start=$(date +%s)
 go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3
 go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
-# Only the DaemonSet controller of kube-controller-manager is used, by the
-# tests of `nodeagent compare --daemonset`; the binary is built whole.
+# Of kube-controller-manager the local control plane runs the serviceaccount
+# and root-ca-cert-publisher controllers (every pod's service-account volume
+# needs them), and the DaemonSet controller for the tests of
+# `nodeagent compare --daemonset`; the binary is built whole.
 go build -trimpath -ldflags "$ldflags" -o "$out/kube-controller-manager.tmp" k8s.io/kubernetes/cmd/kube-controller-manager
 for bin in etcd kube-apiserver kube-controller-manager; do
   mv "$out/$bin.tmp" "$out/$bin"

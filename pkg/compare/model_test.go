@@ -53,6 +53,9 @@ func TestSyncTickRate(t *testing.T) {
 	within(t, "one pod", syncTickRate(5*time.Second, 1), 1/6.75, 0.001)
 	within(t, "ten pods, S=5s", syncTickRate(5*time.Second, 10), 0.80, 0.03)
 	within(t, "two pods, S=60s", syncTickRate(time.Minute, 2), 1-(1-1/75.5)*(1-1/75.5), 0.02)
+	// At S = 2 s every interval is exactly 3 ticks: five pods cover each
+	// of the 3 phases with probability 1 - (2/3)^5.
+	within(t, "five pods, S=2s", syncTickRate(2*time.Second, 5), 1-math.Pow(2.0/3, 5), 0.02)
 	if r := syncTickRate(time.Second, 50); r > 1 || r < 0.99 {
 		t.Errorf("50 pods at S=1s: %.3f GET/s, want just under one per tick", r)
 	}

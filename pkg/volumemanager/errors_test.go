@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Every row of SPEC §4's error table, for a first mount and for a remount.
+// Every row of the error table in docs/kubelet-behaviour.md, for a first mount and for a remount.
 func TestErrorTable(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -200,14 +200,30 @@ type volume struct {
 }
 
 // createPod creates a pod bound to node (no scheduler needed) whose one
-// container mounts every volume given.
+// container mounts every volume given. It opts out of the service-account
+// volume, so that a test counts only the ConfigMaps it made;
+// createPodWithServiceAccount keeps it.
 func createPod(t *testing.T, ns, name, node string, volumes ...volume) *corev1.Pod {
+	t.Helper()
+	return createPodSpec(t, ns, name, node, false, volumes...)
+}
+
+// createPodWithServiceAccount creates a pod as createPod does, but lets the
+// ServiceAccount admission plugin add its kube-api-access volume, as it does
+// to any pod on a real cluster.
+func createPodWithServiceAccount(t *testing.T, ns, name, node string, volumes ...volume) *corev1.Pod {
+	t.Helper()
+	return createPodSpec(t, ns, name, node, true, volumes...)
+}
+
+func createPodSpec(t *testing.T, ns, name, node string, serviceAccountVolume bool, volumes ...volume) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			NodeName:                     node,
+			Containers:                   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			AutomountServiceAccountToken: &serviceAccountVolume,
 		},
 	}
 	for _, v := range volumes {

@@ -170,16 +170,23 @@ func TestCompareDaemonSet(t *testing.T) {
 		}
 		report := readReport(t, out)
 		s := report.Scenario
-		if s.DaemonSet != "nodeagent/nodeagent" || s.Nodes != 2 || s.AgentNodes != 2 || s.ServedPods != 1 || s.ServedVolumes != 1 || s.TTLSeconds != 6 || s.SyncFrequencySeconds != 2 {
-			t.Errorf("scenario %+v: want the DaemonSet on 2 nodes, 1 served pod, the nodes' TTL 6 s and S 2 s", s)
+		// Served besides the run's pods: the tenant's pod (its mounted
+		// ConfigMap volume and its service-account volume) and the two
+		// agents' own pods (their service-account volumes).
+		if s.DaemonSet != "nodeagent/nodeagent" || s.Nodes != 2 || s.AgentNodes != 2 || s.ServedPods != 3 || s.ServedVolumes != 4 || s.TTLSeconds != 6 || s.SyncFrequencySeconds != 2 {
+			t.Errorf("scenario %+v: want the DaemonSet on 2 nodes, 3 served pods with 4 volumes, the nodes' TTL 6 s and S 2 s", s)
 		}
 		if len(report.Phases) != 2 {
 			t.Fatalf("%d phases, want every-sync and first-reference", len(report.Phases))
 		}
 		before, after := report.Phases[0], report.Phases[1]
-		// 2 nodes × 5 pods + the tenant's pod, one volume each, synced every
-		// 1.25·2 + 0.5 = 3 s on average.
-		if want := 11.0 / 3; before.ExpectedAPIServerQPS < want*0.99 || before.ExpectedAPIServerQPS > want*1.01 {
+		// At S = 2 s every pod syncs every 3 s. One quorum GET per sync for
+		// each ConfigMap a single pod reads: the 10 run pods' own, the
+		// tenant's and the tenant's and both agents' kube-root-ca.crt. The
+		// run's 5 pods per node share their namespace's kube-root-ca.crt:
+		// one GET in each tick where one of them is due, 1 - (2/3)^5 per
+		// second.
+		if want := 14.0/3 + 2*(1-math.Pow(2.0/3, 5)); before.ExpectedAPIServerQPS < want*0.98 || before.ExpectedAPIServerQPS > want*1.02 {
 			t.Errorf("every-sync model %.2f GET/s, want %.2f", before.ExpectedAPIServerQPS, want)
 		}
 		if r := before.APIServerGetQPS / before.ExpectedAPIServerQPS; r < 0.7 || r > 1.3 {

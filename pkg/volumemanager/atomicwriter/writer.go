@@ -1,6 +1,6 @@
 // Package atomicwriter writes a set of files into a volume directory so that
 // readers see either the whole old set or the whole new set, never a mix,
-// with the kubelet's on-disk layout (SPEC §4):
+// with the kubelet's on-disk layout (docs/kubelet-behaviour.md, "The volume on disk"):
 //
 //	<dir>/..2026_11_22_02_06_44.3479019008/   a generation: the files themselves
 //	<dir>/..data -> ..2026_11_22_02_06_44.3479019008
