@@ -137,8 +137,9 @@ func TestControlPlaneSurvivesRestarts(t *testing.T) {
 	for _, cm := range list.Items {
 		names = append(names, cm.Name)
 	}
-	if got := strings.Join(names, ","); got != "after,before" {
-		t.Errorf("configmaps after restarts: got %q, want %q", got, "after,before")
+	// kube-root-ca.crt is root-ca-cert-publisher's, in every namespace.
+	if got, want := strings.Join(names, ","), "after,before,"+controlplane.RootCAConfigMap; got != want {
+		t.Errorf("configmaps after restarts: got %q, want %q", got, want)
 	}
 }
 
@@ -157,8 +158,8 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 	}
 	t.Logf("second control plane ready in %s", second.StartupDuration.Round(time.Millisecond))
 	pids := childPIDs(t, second.Dir)
-	if len(pids) != 2 {
-		t.Fatalf("found %d processes using %s, want 2 (etcd and kube-apiserver)", len(pids), second.Dir)
+	if len(pids) != 3 {
+		t.Fatalf("found %d processes using %s, want 3 (etcd, kube-apiserver and kube-controller-manager)", len(pids), second.Dir)
 	}
 	second.Stop()
 	second.Stop() // twice is fine
