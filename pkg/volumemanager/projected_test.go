@@ -241,6 +241,8 @@ func TestFSGroupOwnership(t *testing.T) {
 	h.cms.set("cfg", map[string]string{"a": "2"})
 	h.sync(pod)
 	check("sub/a", 0o640) // a new generation gets it too
+	h.sync(pod)
+	check(".", os.ModeSetgid|0o777) // a remount that writes nothing keeps it
 }
 
 // A container that mounts another volume inside this one gets its mount

@@ -53,10 +53,7 @@ func (m *Manager) setUp(logger klog.Logger, pod *corev1.Pod, v Volume, dir strin
 			}
 		}()
 	}
-	if err := os.MkdirAll(dir, volumeDirMode); err != nil {
-		return setUpResult{}, err
-	}
-	if err := os.Chmod(dir, volumeDirMode); err != nil {
+	if err := ensureVolumeDir(dir); err != nil {
 		return setUpResult{}, err
 	}
 	// (3)
@@ -72,6 +69,23 @@ func (m *Manager) setUp(logger klog.Logger, pod *corev1.Pod, v Volume, dir strin
 		return setUpResult{}, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
 	}
 	return setUpResult{resourceVersion: rv, contentHash: contentHash(payloadBytes(payload))}, nil
+}
+
+// ensureVolumeDir makes dir with permissions 0777, as the kubelet's emptyDir
+// wrapper does, correcting them only when they differ: a chmod would also
+// clear the setgid bit that an fsGroup set.
+func ensureVolumeDir(dir string) error {
+	if err := os.MkdirAll(dir, volumeDirMode); err != nil {
+		return err
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if info.Mode().Perm() != volumeDirMode {
+		return os.Chmod(dir, volumeDirMode)
+	}
+	return nil
 }
 
 // makeNestedMountpoints creates, inside the volume, the directories on
