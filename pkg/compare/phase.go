@@ -74,7 +74,6 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		return res, err
 	}
 	res.TTLSeconds = ttlInEffect.Seconds()
-	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(r.nodes, r.scenario.SyncFrequency, mode, ttlInEffect)
 
 	// (1) Start the agents, spread over one cycle of what drives the
 	// GETs: the mean sync interval, or with a TTL-driven cache one
@@ -102,7 +101,9 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	}
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 
-	// (3) Measure.
+	// (3) Measure, beside the model for this window of each agent's life.
+	windows := measuredWindows(r.fleet, r.nodes, time.Now(), r.scenario.PhaseDuration)
+	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(r.nodes, r.scenario.SyncFrequency, mode, ttlInEffect, windows)
 	err = r.measure(ctx, &res)
 	return res, err
 }
