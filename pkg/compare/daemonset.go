@@ -338,7 +338,3 @@ func (f *daemonSetFleet) counters(ctx context.Context) (agentCounters, error) {
 // stop does nothing: the deployed agents keep running, and the next phase
 // or restore rolls them.
 func (f *daemonSetFleet) stop() {}
-
-// startedAt is not known: the rollout starts the agents one after another,
-// and the model takes the steady state.
-func (f *daemonSetFleet) startedAt(string) (time.Time, bool) { return time.Time{}, false }

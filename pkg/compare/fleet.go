@@ -31,9 +31,6 @@ type fleet interface {
 	counters(ctx context.Context) (agentCounters, error)
 	// stop ends the phase's agents, where the fleet owns them.
 	stop()
-	// startedAt is when the agent of node started in this phase, if the
-	// fleet knows: the model follows its pods from then.
-	startedAt(node string) (time.Time, bool)
 }
 
 // errNoAgentMetrics says the agents' own metrics cannot be read; the
@@ -66,8 +63,6 @@ type inProcessFleet struct {
 
 	agents     []*agent.Agent
 	mode       Mode
-	startMu    sync.Mutex
-	started    map[string]time.Time
 	stopAgents context.CancelFunc
 	wg         sync.WaitGroup
 	// cpuAtStart is the process's CPU time when the agents started
@@ -92,7 +87,6 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 	// The agents outlive start's ctx: stop ends them.
 	agentCtx, cancel := context.WithCancel(klog.NewContext(context.Background(), f.log.WithValues("mode", mode)))
 	f.stopAgents, f.measuring = cancel, false
-	f.started = map[string]time.Time{}
 	for i, a := range f.agents {
 		delay := time.Duration(int64(stagger) * int64(i) / int64(len(f.agents)))
 		f.wg.Go(func() {
@@ -101,22 +95,12 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 			case <-agentCtx.Done():
 				return
 			}
-			f.startMu.Lock()
-			f.started[f.nodes[i].name] = time.Now()
-			f.startMu.Unlock()
 			if err := a.Run(agentCtx); err != nil {
 				f.log.Error(err, "Agent failed", "node", f.nodes[i].name)
 			}
 		})
 	}
 	return nil
-}
-
-func (f *inProcessFleet) startedAt(node string) (time.Time, bool) {
-	f.startMu.Lock()
-	defer f.startMu.Unlock()
-	t, ok := f.started[node]
-	return t, ok
 }
 
 func (f *inProcessFleet) volumesMounted(context.Context) (int, error) {

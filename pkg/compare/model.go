@@ -20,12 +20,7 @@ import (
 //     resourceVersion "0" (etcd never sees it), by the first remount at or
 //     after lastFetch + T. See refreshRate.
 //   - watch: no GETs.
-//
-// windows, where it has a node, is the node's measured window since its
-// agent started: entries that several of its pods read are then simulated
-// from that start (sharedEntryRate), when the pods began in lockstep.
-// Without it the model is the steady state, long after any start.
-func expectedQPS(nodes []nodeLayout, syncFrequency time.Duration, mode Mode, ttl time.Duration, windows map[string]window) (apiserver, etcd float64) {
+func expectedQPS(nodes []nodeLayout, syncFrequency time.Duration, mode Mode, ttl time.Duration) (apiserver, etcd float64) {
 	mean, _ := syncIntervalMoments(syncFrequency)
 	switch mode {
 	case ModeGet:
@@ -41,26 +36,13 @@ func expectedQPS(nodes []nodeLayout, syncFrequency time.Duration, mode Mode, ttl
 	if mode == ModeEverySync {
 		rate = func(s, _ time.Duration, k int) float64 { return syncTickRate(s, k) }
 	}
-	type key struct {
-		k    int
-		from int64 // the window's start, to the second
-	}
-	rates := map[key]float64{}
+	rates := map[int]float64{} // by pods sharing the entry
 	for _, node := range nodes {
-		w, known := windows[node.name]
 		for _, k := range node.referencesPerConfigMap() {
-			id := key{k: k, from: -1}
-			if known && k > 1 {
-				id.from = int64(w.from)
+			if _, ok := rates[k]; !ok {
+				rates[k] = rate(syncFrequency, ttl, k)
 			}
-			if _, ok := rates[id]; !ok {
-				if id.from >= 0 {
-					rates[id] = sharedEntryRate(mode, syncFrequency, ttl, k, window{from: float64(id.from), to: float64(id.from) + w.to - w.from})
-				} else {
-					rates[id] = rate(syncFrequency, ttl, k)
-				}
-			}
-			apiserver += rates[id]
+			apiserver += rates[k]
 		}
 	}
 	if mode == ModeEverySync {

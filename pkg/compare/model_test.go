@@ -67,15 +67,15 @@ func TestSyncTickRate(t *testing.T) {
 func TestExpectedQPS(t *testing.T) {
 	s := DefaultScenario() // 20 nodes × 10 pods with their own ConfigMap, S=5s, T=25s
 	s.ServiceAccountVolume = false
-	api, etcd := expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeEverySync, s.TTL, nil)
+	api, etcd := expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeEverySync, s.TTL)
 	within(t, "every-sync apiserver", api, 200/6.75, 0.001)
 	within(t, "every-sync etcd", etcd, 200/6.75, 0.001)
-	api, etcd = expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeFirstReference, s.TTL, nil)
+	api, etcd = expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeFirstReference, s.TTL)
 	within(t, "first-reference apiserver", api, 200*refreshRate(s.SyncFrequency, s.TTL, 1), 0.001)
 	if etcd != 0 {
 		t.Errorf("first-reference etcd: %v, want 0", etcd)
 	}
-	if api, etcd = expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeWatch, s.TTL, nil); api != 0 || etcd != 0 {
+	if api, etcd = expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, ModeWatch, s.TTL); api != 0 || etcd != 0 {
 		t.Errorf("watch: %v, %v", api, etcd)
 	}
 
@@ -86,12 +86,12 @@ func TestExpectedQPS(t *testing.T) {
 	if v := nodes[0].volumes(); v != 20 {
 		t.Errorf("volumes per node with the service-account volume: %d, want 20", v)
 	}
-	api, etcd = expectedQPS(nodes, s.SyncFrequency, ModeEverySync, s.TTL, nil)
+	api, etcd = expectedQPS(nodes, s.SyncFrequency, ModeEverySync, s.TTL)
 	within(t, "every-sync with the root CA", api, 200/6.75+20*syncTickRate(s.SyncFrequency, 10), 0.001)
 	within(t, "every-sync etcd with the root CA", etcd, api, 0)
-	api, _ = expectedQPS(nodes, s.SyncFrequency, ModeFirstReference, s.TTL, nil)
+	api, _ = expectedQPS(nodes, s.SyncFrequency, ModeFirstReference, s.TTL)
 	within(t, "first-reference with the root CA", api, 200*refreshRate(s.SyncFrequency, s.TTL, 1)+20*refreshRate(s.SyncFrequency, s.TTL, 10), 0.001)
-	api, _ = expectedQPS(nodes, s.SyncFrequency, ModeGet, s.TTL, nil)
+	api, _ = expectedQPS(nodes, s.SyncFrequency, ModeGet, s.TTL)
 	within(t, "get with the root CA", api, 400/6.75, 0.001)
 }
 
@@ -133,33 +133,5 @@ func TestParseModes(t *testing.T) {
 		if _, err := ParseModes(bad); err == nil {
 			t.Errorf("ParseModes(%q) succeeded", bad)
 		}
-	}
-}
-
-// At an agent's start all its pods sync at once. At S = 2 s every later
-// interval is exactly 3 ticks, so pods that share an entry stay in lockstep:
-// only a pod whose first interval ran past the third tick (5 %) leaves the
-// group. Long after a start at S = 5 s they have mixed, and the rate is the
-// steady state's.
-func TestSharedEntryRateFollowsTheStart(t *testing.T) {
-	lockstep := (2 - math.Pow(0.95, 5)) / 3
-	within(t, "5 pods, S=2s, just after the start", sharedEntryRate(ModeEverySync, 2*time.Second, 0, 5, window{10, 34}), lockstep, 0.03)
-	within(t, "10 pods, S=5s, an hour later", sharedEntryRate(ModeEverySync, 5*time.Second, 0, 10, window{3600, 4200}), syncTickRate(5*time.Second, 10), 0.03)
-	within(t, "first-reference, 10 pods, S=5s, T=25s, an hour later",
-		sharedEntryRate(ModeFirstReference, 5*time.Second, 25*time.Second, 10, window{3600, 4800}), refreshRate(5*time.Second, 25*time.Second, 10), 0.05)
-	// A window known for a node replaces the steady state for its shared
-	// entries only.
-	s := DefaultScenario()
-	nodes := layout(s, DefaultNamespace)
-	windows := map[string]window{}
-	for _, n := range nodes {
-		windows[n.name] = window{10, 70}
-	}
-	steady, _ := expectedQPS(nodes, s.SyncFrequency, ModeEverySync, s.TTL, nil)
-	started, _ := expectedQPS(nodes, s.SyncFrequency, ModeEverySync, s.TTL, windows)
-	own := 200 / 6.75
-	within(t, "own ConfigMaps unchanged", started-20*sharedEntryRate(ModeEverySync, s.SyncFrequency, s.TTL, 10, window{10, 70}), own, 0.001)
-	if math.Abs(started-steady) > 0.1*steady {
-		t.Errorf("the demo's window: %.2f GET/s, steady state %.2f: the start should matter little at S = 5 s", started, steady)
 	}
 }

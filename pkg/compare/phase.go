@@ -74,6 +74,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		return res, err
 	}
 	res.TTLSeconds = ttlInEffect.Seconds()
+	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(r.nodes, r.scenario.SyncFrequency, mode, ttlInEffect)
 
 	// (1) Start the agents, spread over one cycle of what drives the
 	// GETs: the mean sync interval, or with a TTL-driven cache one
@@ -101,9 +102,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	}
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 
-	// (3) Measure, beside the model for this window of each agent's life.
-	windows := measuredWindows(r.fleet, r.nodes, time.Now(), r.scenario.PhaseDuration)
-	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(r.nodes, r.scenario.SyncFrequency, mode, ttlInEffect, windows)
+	// (3) Measure.
 	err = r.measure(ctx, &res)
 	return res, err
 }

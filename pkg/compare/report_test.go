@@ -13,7 +13,7 @@ func sampleReport() *Report {
 	r := &Report{Scenario: newScenarioReport(s)}
 	r.Scenario.APIServer = "test"
 	for i, m := range s.Modes {
-		api, etcd := expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, m, s.TTL, nil)
+		api, etcd := expectedQPS(layout(s, DefaultNamespace), s.SyncFrequency, m, s.TTL)
 		p := PhaseResult{Mode: m, Description: m.Describe(), APIServerGetQPS: api * 0.98, EtcdGetQPS: etcd, ExpectedAPIServerQPS: api,
 			ExpectedEtcdQPS: etcd, MeasuredSeconds: 60, TTLSeconds: 25}
 		for t := 5; t <= 60; t += 5 {
