@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
+	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
@@ -113,12 +114,14 @@ func (m *Metrics) GetSent(strategy configmapcache.Strategy, resourceVersion stri
 }
 
 // Lookup implements configmapcache.Recorder.
-func (m *Metrics) Lookup(outcome string) { m.cacheLookups.WithLabelValues(outcome).Inc() }
+func (m *Metrics) Lookup(outcome configmapcache.Lookup) {
+	m.cacheLookups.WithLabelValues(string(outcome)).Inc()
+}
 
 // WorkDone implements podworkers.Recorder.
-func (m *Metrics) WorkDone(kind string, err error, d time.Duration) {
-	m.podWork.WithLabelValues(kind, result(err)).Inc()
-	m.podWorkDuration.WithLabelValues(kind).Observe(d.Seconds())
+func (m *Metrics) WorkDone(kind podworkers.Kind, err error, d time.Duration) {
+	m.podWork.WithLabelValues(string(kind), result(err)).Inc()
+	m.podWorkDuration.WithLabelValues(string(kind)).Observe(d.Seconds())
 }
 
 // OperationDone implements volumemanager.Recorder.

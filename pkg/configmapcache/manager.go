@@ -39,12 +39,14 @@ var (
 	Invalidations = []Invalidation{InvalidateEverySync, InvalidateFirstReference}
 )
 
-// Lookup outcomes of the cache strategy, for metrics.
+// Lookup is the outcome of one read of the cache strategy, for metrics.
+type Lookup string
+
 const (
-	LookupFresh       = "fresh"       // served from the cache, no GET
-	LookupExpired     = "expired"     // older than the TTL: GET at resourceVersion "0"
-	LookupInvalidated = "invalidated" // dropped by a new reference: quorum GET
-	LookupMiss        = "miss"        // never fetched, or the last fetch failed: quorum GET
+	LookupFresh       Lookup = "fresh"       // served from the cache, no GET
+	LookupExpired     Lookup = "expired"     // older than the TTL: GET at resourceVersion "0"
+	LookupInvalidated Lookup = "invalidated" // dropped by a new reference: quorum GET
+	LookupMiss        Lookup = "miss"        // never fetched, or the last fetch failed: quorum GET
 )
 
 // Recorder receives the manager's measurements. Declared here so that this
@@ -54,7 +56,7 @@ type Recorder interface {
 	// or "" (a quorum read).
 	GetSent(strategy Strategy, resourceVersion string)
 	// Lookup counts a cache-strategy read by outcome.
-	Lookup(outcome string)
+	Lookup(outcome Lookup)
 }
 
 // Options configure New.
@@ -231,4 +233,4 @@ func (r *registry) UnregisterPod(pod *corev1.Pod) {
 type nopRecorder struct{}
 
 func (nopRecorder) GetSent(Strategy, string) {}
-func (nopRecorder) Lookup(string)            {}
+func (nopRecorder) Lookup(Lookup)            {}

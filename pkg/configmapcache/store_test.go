@@ -160,7 +160,7 @@ func TestUnregisteredNameIsAnError(t *testing.T) {
 type countingRecorder struct {
 	mu      sync.Mutex
 	gets    map[string]int
-	lookups map[string]int
+	lookups map[Lookup]int
 }
 
 func (r *countingRecorder) GetSent(_ Strategy, rv string) {
@@ -169,7 +169,7 @@ func (r *countingRecorder) GetSent(_ Strategy, rv string) {
 	r.gets[rv]++
 }
 
-func (r *countingRecorder) Lookup(outcome string) {
+func (r *countingRecorder) Lookup(outcome Lookup) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lookups[outcome]++
@@ -177,7 +177,7 @@ func (r *countingRecorder) Lookup(outcome string) {
 
 func TestRecorderSeesEveryGetAndLookup(t *testing.T) {
 	client := fake.NewClientset(configMap("cm"))
-	rec := &countingRecorder{gets: map[string]int{}, lookups: map[string]int{}}
+	rec := &countingRecorder{gets: map[string]int{}, lookups: map[Lookup]int{}}
 	m, err := New(Options{Strategy: StrategyCache, Invalidation: InvalidateEverySync, Client: client, Recorder: rec,
 		TTL: func() time.Duration { return time.Hour }})
 	if err != nil {
@@ -189,7 +189,7 @@ func TestRecorderSeesEveryGetAndLookup(t *testing.T) {
 	m.GetConfigMap(ns, "cm") // fresh
 	m.RegisterPod(pod)
 	m.GetConfigMap(ns, "cm") // invalidated
-	wantLookups := map[string]int{LookupMiss: 1, LookupFresh: 1, LookupInvalidated: 1}
+	wantLookups := map[Lookup]int{LookupMiss: 1, LookupFresh: 1, LookupInvalidated: 1}
 	if fmt.Sprint(rec.lookups) != fmt.Sprint(wantLookups) {
 		t.Errorf("lookups: got %v, want %v", rec.lookups, wantLookups)
 	}

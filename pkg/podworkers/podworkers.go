@@ -38,16 +38,18 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Kinds of work, for metrics.
+// Kind is a kind of work a pod worker does, for metrics.
+type Kind string
+
 const (
-	KindSync     = "sync"
-	KindTeardown = "teardown"
+	KindSync     Kind = "sync"
+	KindTeardown Kind = "teardown"
 )
 
 // Recorder receives measurements; declared here so that this package does
 // not depend on Prometheus.
 type Recorder interface {
-	WorkDone(kind string, err error, duration time.Duration)
+	WorkDone(kind Kind, err error, duration time.Duration)
 }
 
 // Options configure New.
@@ -339,4 +341,4 @@ func (p *PodWorkers) Workers() int {
 
 type nopRecorder struct{}
 
-func (nopRecorder) WorkDone(string, error, time.Duration) {}
+func (nopRecorder) WorkDone(Kind, error, time.Duration) {}
