@@ -14,12 +14,14 @@
 //     on error. A 1 s tick hands
 //     every pod whose deadline has passed to its worker with the newest
 //     version of the pod. Updates from the informer are delivered at once.
-//   - A pod that is deleted (deletion timestamp, or gone from the source)
-//     or finished (phase Succeeded or Failed) is torn down instead of synced,
-//     and a sync of it in flight is cancelled, so that a volume that cannot
-//     mount does not hold the teardown back;
-//     after a successful teardown its worker exits, and later updates for
-//     the UID are ignored until the pod leaves the source.
+//   - Each worker is syncing, terminating or terminated, and only moves
+//     forward. A pod that is deleted (deletion timestamp, or gone from the
+//     source) or finished (phase Succeeded or Failed) becomes terminating: a
+//     sync of it in flight is cancelled, so that a volume that cannot mount
+//     does not hold the teardown back, and it is torn down instead of
+//     synced, until a teardown succeeds. Then it is terminated: its worker
+//     exits, and later updates for the UID are ignored until the pod leaves
+//     the source.
 //   - Housekeeping every 2 s tears down pods whose worker outlived them in
 //     the source, forgets terminated UIDs, and runs the caller's own
 //     housekeeping (removing orphaned directories).
@@ -32,7 +34,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -81,24 +82,39 @@ type PodWorkers struct {
 	opts  Options
 	queue *workQueue
 
-	mu         sync.Mutex
-	ctx        context.Context // set by Run; nil before
-	workers    map[types.UID]*worker
-	early      []*update // delivered before Run; Run replays them
-	terminated sets.Set[types.UID]
-	wg         sync.WaitGroup
-	lastTick   time.Time
+	mu       sync.Mutex
+	ctx      context.Context // set by Run; nil before
+	workers  map[types.UID]*worker
+	early    []earlyUpdate // delivered before Run; Run replays them
+	wg       sync.WaitGroup
+	lastTick time.Time
 }
 
+// state is where a pod is in its worker's hands, as the kubelet names it.
+// It only moves forward.
+type state int
+
+const (
+	// syncing: the pod runs, and its worker syncs it.
+	syncing state = iota
+	// terminating: the pod is deleted or finished; its worker tears it
+	// down, retrying until that succeeds, and never syncs it again.
+	terminating
+	// terminated: torn down; the goroutine has exited, and updates for
+	// the UID are ignored until the pod leaves the source.
+	terminated
+)
+
 type worker struct {
+	state   state
 	wake    chan struct{} // buffer of one
-	pending *update       // newest undelivered update
-	lastPod *corev1.Pod   // newest pod seen, for teardown after it left the source
+	pending *corev1.Pod   // newest undelivered version; nil when none
+	lastPod *corev1.Pod   // newest version seen, for a teardown after it left the source
 	// cancelSync cancels the sync in flight; nil when none runs.
 	cancelSync context.CancelFunc
 }
 
-type update struct {
+type earlyUpdate struct {
 	pod      *corev1.Pod
 	teardown bool
 }
@@ -121,12 +137,7 @@ func New(opts Options) *PodWorkers {
 	if opts.Recorder == nil {
 		opts.Recorder = nopRecorder{}
 	}
-	return &PodWorkers{
-		opts:       opts,
-		queue:      newWorkQueue(opts.Clock),
-		workers:    map[types.UID]*worker{},
-		terminated: sets.New[types.UID](),
-	}
+	return &PodWorkers{opts: opts, queue: newWorkQueue(opts.Clock), workers: map[types.UID]*worker{}}
 }
 
 // ShouldTearDown reports whether a pod's volumes should go: it is being
@@ -149,11 +160,11 @@ func (p *PodWorkers) DeletePod(pod *corev1.Pod) {
 func (p *PodWorkers) deliver(pod *corev1.Pod, teardown bool) {
 	p.mu.Lock()
 	if p.ctx == nil {
-		p.early = append(p.early, &update{pod: pod, teardown: teardown})
+		p.early = append(p.early, earlyUpdate{pod: pod, teardown: teardown})
 		p.mu.Unlock()
 		return
 	}
-	if p.ctx.Err() != nil || p.terminated.Has(pod.UID) {
+	if p.ctx.Err() != nil {
 		p.mu.Unlock()
 		return
 	}
@@ -164,16 +175,17 @@ func (p *PodWorkers) deliver(pod *corev1.Pod, teardown bool) {
 		p.wg.Add(1)
 		go p.run(pod.UID, w)
 	}
-	// Once torn down, always torn down: a later update of a deleted pod
-	// does not bring it back.
-	if w.pending != nil && w.pending.teardown {
-		teardown = true
+	if w.state == terminated {
+		p.mu.Unlock()
+		return
 	}
-	w.pending = &update{pod: pod, teardown: teardown}
-	w.lastPod = pod
-	if teardown && w.cancelSync != nil {
-		w.cancelSync() // the teardown comes next; the sync's wait is moot
+	if teardown && w.state == syncing {
+		w.state = terminating
+		if w.cancelSync != nil {
+			w.cancelSync() // the teardown comes next; the sync's wait is moot
+		}
 	}
+	w.pending, w.lastPod = pod, pod
 	p.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
@@ -181,7 +193,8 @@ func (p *PodWorkers) deliver(pod *corev1.Pod, teardown bool) {
 	}
 }
 
-// run is one pod's worker goroutine.
+// run is one pod's worker goroutine: it syncs the newest version of the pod
+// each time it is woken, until the pod is torn down.
 func (p *PodWorkers) run(uid types.UID, w *worker) {
 	defer p.wg.Done()
 	ctx := p.ctx
@@ -193,49 +206,63 @@ func (p *PodWorkers) run(uid types.UID, w *worker) {
 		case <-w.wake:
 		}
 		p.mu.Lock()
-		u := w.pending
+		pod, st := w.pending, w.state
 		w.pending = nil
 		p.mu.Unlock()
-		if u == nil {
+		if pod == nil {
 			continue
 		}
-		podLogger := logger.WithValues("pod", klog.KObj(u.pod))
-		podCtx := klog.NewContext(ctx, podLogger)
-
-		start := p.opts.Clock.Now()
-		if u.teardown {
-			err := p.opts.Teardown(podCtx, u.pod)
-			p.opts.Recorder.WorkDone(KindTeardown, err, p.opts.Clock.Since(start))
-			if err != nil {
-				podLogger.Error(err, "Tearing down pod failed; will retry")
-				p.queue.Enqueue(uid, p.opts.Jitter(p.opts.ErrorBackoff))
-				continue
+		podCtx := klog.NewContext(ctx, logger.WithValues("pod", klog.KObj(pod)))
+		if st == terminating {
+			if p.tearDown(podCtx, uid, w, pod) {
+				return
 			}
-			p.mu.Lock()
-			delete(p.workers, uid)
-			p.terminated.Insert(uid)
-			p.mu.Unlock()
-			p.queue.Forget(uid)
-			podLogger.V(2).Info("Pod torn down")
-			return
+			continue
 		}
-		syncCtx, cancel := context.WithCancel(podCtx)
-		p.mu.Lock()
-		w.cancelSync = cancel
-		p.mu.Unlock()
-		err := p.opts.Sync(syncCtx, u.pod)
-		p.mu.Lock()
-		w.cancelSync = nil
-		p.mu.Unlock()
-		cancel()
-		p.opts.Recorder.WorkDone(KindSync, err, p.opts.Clock.Since(start))
-		delay := p.opts.SyncFrequency
-		if err != nil {
-			podLogger.Error(err, "Syncing pod failed; will retry")
-			delay = p.opts.ErrorBackoff
-		}
-		p.queue.Enqueue(uid, p.opts.Jitter(delay))
+		p.sync(podCtx, uid, w, pod)
 	}
+}
+
+// sync runs one sync, cancellable by the pod's termination, and queues the
+// next one.
+func (p *PodWorkers) sync(ctx context.Context, uid types.UID, w *worker, pod *corev1.Pod) {
+	start := p.opts.Clock.Now()
+	syncCtx, cancel := context.WithCancel(ctx)
+	p.mu.Lock()
+	w.cancelSync = cancel
+	p.mu.Unlock()
+	err := p.opts.Sync(syncCtx, pod)
+	p.mu.Lock()
+	w.cancelSync = nil
+	p.mu.Unlock()
+	cancel()
+	p.opts.Recorder.WorkDone(KindSync, err, p.opts.Clock.Since(start))
+	delay := p.opts.SyncFrequency
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Syncing pod failed; will retry")
+		delay = p.opts.ErrorBackoff
+	}
+	p.queue.Enqueue(uid, p.opts.Jitter(delay))
+}
+
+// tearDown runs one teardown and reports whether it succeeded; a failed one
+// is retried after the error backoff.
+func (p *PodWorkers) tearDown(ctx context.Context, uid types.UID, w *worker, pod *corev1.Pod) bool {
+	logger := klog.FromContext(ctx)
+	start := p.opts.Clock.Now()
+	err := p.opts.Teardown(ctx, pod)
+	p.opts.Recorder.WorkDone(KindTeardown, err, p.opts.Clock.Since(start))
+	if err != nil {
+		logger.Error(err, "Tearing down pod failed; will retry")
+		p.queue.Enqueue(uid, p.opts.Jitter(p.opts.ErrorBackoff))
+		return false
+	}
+	p.mu.Lock()
+	w.state = terminated
+	p.mu.Unlock()
+	p.queue.Forget(uid)
+	logger.V(2).Info("Pod torn down")
+	return true
 }
 
 // Run runs the 1 s sync loop and the 2 s housekeeping until ctx ends, then
@@ -298,20 +325,21 @@ func (p *PodWorkers) syncDuePods() {
 	}
 }
 
-// housekeeping tears down workers whose pod left the source and forgets
-// terminated pods that left it too.
+// housekeeping tears down pods whose worker outlived them in the source,
+// and forgets terminated pods that left it.
 func (p *PodWorkers) housekeeping(ctx context.Context) {
 	current := p.podsByUID()
 	var orphans []*corev1.Pod
 	p.mu.Lock()
 	for uid, w := range p.workers {
-		if _, ok := current[uid]; !ok && (w.pending == nil || !w.pending.teardown) {
-			orphans = append(orphans, w.lastPod)
+		if _, ok := current[uid]; ok {
+			continue
 		}
-	}
-	for uid := range p.terminated {
-		if _, ok := current[uid]; !ok {
-			p.terminated.Delete(uid)
+		switch w.state {
+		case syncing:
+			orphans = append(orphans, w.lastPod)
+		case terminated:
+			delete(p.workers, uid)
 		}
 	}
 	p.mu.Unlock()
@@ -336,7 +364,13 @@ func (p *PodWorkers) podsByUID() map[types.UID]*corev1.Pod {
 func (p *PodWorkers) Workers() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.workers)
+	n := 0
+	for _, w := range p.workers {
+		if w.state != terminated {
+			n++
+		}
+	}
+	return n
 }
 
 type nopRecorder struct{}
