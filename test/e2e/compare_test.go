@@ -25,12 +25,9 @@ import (
 // the scale run hold the figures.
 func TestCompareShortRun(t *testing.T) {
 	out := t.TempDir()
-	cmd := exec.Command(nodeagentBinary(t), "compare",
-		"--kubeconfig="+cp.KubeconfigPath,
+	cmd := compareOnSharedControlPlane(t, "compare-short", out,
 		"--nodes=4", "--pods-per-node=5", "--sync-frequency=2s", "--ttl=6s",
-		"--phase-duration=24s", "--sample-interval=3s",
-		"--modes=every-sync,first-reference,watch",
-		"--namespace=compare-short", "--output-dir="+out)
+		"--phase-duration=24s", "--sample-interval=3s", "--modes=every-sync,first-reference,watch")
 	output, err := cmd.CombinedOutput()
 	t.Logf("nodeagent compare:\n%s", output)
 	if err != nil {
@@ -94,11 +91,9 @@ func TestCompareRejectsImpossibleScenarios(t *testing.T) {
 // marks it interrupted, removes the objects and exits non-zero.
 func TestCompareInterrupted(t *testing.T) {
 	out := t.TempDir()
-	cmd := exec.Command(nodeagentBinary(t), "compare",
-		"--kubeconfig="+cp.KubeconfigPath,
+	cmd := compareOnSharedControlPlane(t, "compare-interrupted", out,
 		"--nodes=2", "--pods-per-node=3", "--sync-frequency=1s", "--ttl=3s",
-		"--phase-duration=5m", "--sample-interval=1s", "--modes=every-sync,watch",
-		"--namespace=compare-interrupted", "--output-dir="+out)
+		"--phase-duration=5m", "--sample-interval=1s", "--modes=every-sync,watch")
 	interruptWhileMeasuring(t, cmd, func() { time.Sleep(3 * time.Second) })
 	report := readReport(t, out)
 	if !report.Interrupted || len(report.Phases) != 1 || !report.Phases[0].Interrupted || report.Phases[0].MeasuredSeconds < 2 || report.Phases[0].APIServerGetTotal == 0 {
@@ -111,6 +106,14 @@ func TestCompareInterrupted(t *testing.T) {
 }
 
 // readReport reads the report.json a compare run wrote into dir.
+// compareOnSharedControlPlane is `nodeagent compare` with args on the
+// package's control plane, its objects in namespace, its report in out.
+func compareOnSharedControlPlane(t *testing.T, namespace, out string, args ...string) *exec.Cmd {
+	t.Helper()
+	return exec.Command(nodeagentBinary(t), append([]string{"compare",
+		"--kubeconfig=" + cp.KubeconfigPath, "--namespace=" + namespace, "--output-dir=" + out}, args...)...)
+}
+
 func readReport(t *testing.T, dir string) *compare.Report {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
@@ -174,11 +177,9 @@ func (s *syncBuffer) String() string {
 // say 1.48. The model says the former, and the real agents agree.
 func TestCompareSharedConfigMaps(t *testing.T) {
 	out := t.TempDir()
-	cmd := exec.Command(nodeagentBinary(t), "compare",
-		"--kubeconfig="+cp.KubeconfigPath,
+	cmd := compareOnSharedControlPlane(t, "compare-shared", out,
 		"--nodes=4", "--pods-per-node=10", "--shared-configmaps=1", "--sync-frequency=5s",
-		"--phase-duration=80s", "--sample-interval=10s", "--modes=every-sync",
-		"--namespace=compare-shared", "--output-dir="+out)
+		"--phase-duration=80s", "--sample-interval=10s", "--modes=every-sync")
 	output, err := cmd.CombinedOutput()
 	t.Logf("nodeagent compare:\n%s", output)
 	if err != nil {
