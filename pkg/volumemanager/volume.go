@@ -50,10 +50,14 @@ func (v Volume) ConfigMapNames() []string {
 }
 
 // readsConfigMap reports whether the volume's content comes in part from
-// the named ConfigMap.
+// the named ConfigMap. It allocates nothing: every watch event asks it of
+// every volume in the ConfigMap's namespace.
 func (v Volume) readsConfigMap(name string) bool {
-	for _, n := range v.ConfigMapNames() {
-		if n == name {
+	if v.ConfigMap != nil {
+		return v.ConfigMap.Name == name
+	}
+	for _, s := range v.Projected.Sources {
+		if s.ConfigMap != nil && s.ConfigMap.Name == name {
 			return true
 		}
 	}
