@@ -255,8 +255,10 @@ func (a *Agent) listPods() []*corev1.Pod {
 // deleted, not finished.
 func (a *Agent) activePods() (sets.Set[types.UID], bool) {
 	active := sets.New[types.UID]()
-	for _, pod := range a.listPods() {
-		if !podworkers.ShouldTearDown(pod) {
+	// Called on every 100 ms pass: the lister's slice, not a filtered copy.
+	pods, _ := a.podLister.List(labels.Everything())
+	for _, pod := range pods {
+		if !podworkers.ShouldTearDown(pod) && !volumemanager.IsMirrorPod(pod) {
 			active.Insert(pod.UID)
 		}
 	}
