@@ -175,21 +175,13 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 
 	begin := time.Now()
-	if err := cp.startEtcd(ctx); err != nil {
-		cp.Stop()
-		return nil, err
-	}
-	if err := cp.startAPIServer(ctx); err != nil {
-		cp.Stop()
-		return nil, err
-	}
-	if err := cp.startControllerManager(ctx); err != nil {
-		cp.Stop()
-		return nil, err
-	}
-	if err := cp.waitForDefaultServiceAccount(ctx); err != nil {
-		cp.Stop()
-		return nil, err
+	for _, step := range []func(context.Context) error{
+		cp.startEtcd, cp.startAPIServer, cp.startControllerManager, cp.waitForDefaultServiceAccount,
+	} {
+		if err := step(ctx); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	cp.StartupDuration = time.Since(begin)
 	return cp, nil

@@ -25,20 +25,15 @@ import (
 // the scale run hold the figures.
 func TestCompareShortRun(t *testing.T) {
 	out := t.TempDir()
-	cmd := compareOnSharedControlPlane(t, "compare-short", out,
+	output := runCompare(t, "compare-short", out,
 		"--nodes=4", "--pods-per-node=5", "--sync-frequency=2s", "--ttl=6s",
 		"--phase-duration=24s", "--sample-interval=3s", "--modes=every-sync,first-reference,watch")
-	output, err := cmd.CombinedOutput()
-	t.Logf("nodeagent compare:\n%s", output)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range []string{"report.json", "report.md", "chart.svg", "chart.png"} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
 			t.Errorf("missing %s: %v", name, err)
 		}
 	}
-	if !strings.Contains(string(output), "measured/model") {
+	if !strings.Contains(output, "measured/model") {
 		t.Error("no results table on stdout")
 	}
 	report := readReport(t, out)
@@ -114,6 +109,18 @@ func compareOnSharedControlPlane(t *testing.T, namespace, out string, args ...st
 		"--kubeconfig=" + cp.KubeconfigPath, "--namespace=" + namespace, "--output-dir=" + out}, args...)...)
 }
 
+// runCompare runs compareOnSharedControlPlane to the end, logs its output
+// and fails the test if it fails; it returns the output.
+func runCompare(t *testing.T, namespace, out string, args ...string) string {
+	t.Helper()
+	output, err := compareOnSharedControlPlane(t, namespace, out, args...).CombinedOutput()
+	t.Logf("nodeagent compare:\n%s", output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(output)
+}
+
 func readReport(t *testing.T, dir string) *compare.Report {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
@@ -177,14 +184,9 @@ func (s *syncBuffer) String() string {
 // say 1.48. The model says the former, and the real agents agree.
 func TestCompareSharedConfigMaps(t *testing.T) {
 	out := t.TempDir()
-	cmd := compareOnSharedControlPlane(t, "compare-shared", out,
+	runCompare(t, "compare-shared", out,
 		"--nodes=4", "--pods-per-node=10", "--shared-configmaps=1", "--sync-frequency=5s",
 		"--phase-duration=80s", "--sample-interval=10s", "--modes=every-sync")
-	output, err := cmd.CombinedOutput()
-	t.Logf("nodeagent compare:\n%s", output)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := readReport(t, out).Phases[0]
 	// Counting pods: 4 nodes × 10 pods × 2 ConfigMaps / 6.75 s.
 	perPod := 80 / 6.75
