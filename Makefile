@@ -16,7 +16,7 @@ KUSTOMIZE_VERSION := v5.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane kustomize image test unit e2e e2e-kind vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize image test unit e2e e2e-kind vet demo clean help
 
 all: build
 
@@ -28,6 +28,9 @@ build: ## Build nodeagent into _output/bin.
 
 controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; about 11 minutes the first time).
 	hack/controlplane/build.sh $(BIN)
+
+refkubelet: ## Build the reference kubelets v1.28 and v1.36 into _output/bin (once; about seven minutes the first time).
+	hack/refkubelet/build.sh $(BIN)
 
 kustomize: $(BIN)/kustomize ## Build the pinned kustomize CLI into _output/bin (renders deploy/).
 

@@ -36,7 +36,12 @@ func apiserverArgs(c *credentials, etcdURL string, port int) []string {
 		// serving certificate here at its first start and reuses it after.
 		"--cert-dir=" + c.servingCertDir,
 		"--client-ca-file=" + c.clientCAFile,
-		"--authorization-mode=RBAC",
+		// As on a real cluster: a node's identity may read only its own
+		// Node, its pods, and the ConfigMaps they reference.
+		"--authorization-mode=Node,RBAC",
+		"--audit-policy-file=" + c.auditPolicyFile,
+		"--audit-log-path=" + c.auditLogFile,
+		"--audit-log-format=json",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + c.serviceAccountPub,
 		"--service-account-signing-key-file=" + c.serviceAccountKey,

@@ -26,6 +26,12 @@ type credentials struct {
 	serviceAccountPub string // its public key: verifies them
 	servingCertDir    string // --cert-dir: the apiserver writes apiserver.crt/.key here
 	servingCertFile   string // written by the apiserver at its first start; the kubeconfig trusts it
+	auditPolicyFile   string // which requests the audit log records
+	auditLogFile      string // the audit log: one JSON event per line
+
+	// The client CA, kept to issue node identities (NodeRESTConfig).
+	caCert *x509.Certificate
+	caKey  *ecdsa.PrivateKey
 }
 
 // writeCredentials generates a client CA, an admin client certificate and a
@@ -38,6 +44,8 @@ func writeCredentials(dir string) (*credentials, error) {
 		serviceAccountKey: filepath.Join(dir, "sa.key"),
 		serviceAccountPub: filepath.Join(dir, "sa.pub"),
 		servingCertDir:    filepath.Join(dir, "serving"),
+		auditPolicyFile:   filepath.Join(dir, "audit-policy.yaml"),
+		auditLogFile:      filepath.Join(dir, "audit.log"),
 	}
 	c.servingCertFile = filepath.Join(c.servingCertDir, "apiserver.crt")
 
@@ -64,27 +72,12 @@ func writeCredentials(dir string) (*credentials, error) {
 		return nil, err
 	}
 
-	adminKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	adminTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		// system:masters is bound to cluster-admin by the apiserver's RBAC
-		// bootstrap policy, so this identity may do anything, /metrics included.
-		Subject:     pkix.Name{CommonName: "nodeagent-admin", Organization: []string{"system:masters"}},
-		NotBefore:   now.Add(-time.Hour),
-		NotAfter:    now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	adminDER, err := x509.CreateCertificate(rand.Reader, adminTemplate, caCert, &adminKey.PublicKey, caKey)
+	c.caCert, c.caKey = caCert, caKey
+	// system:masters is bound to cluster-admin by the apiserver's RBAC
+	// bootstrap policy, so this identity may do anything, /metrics included.
+	adminDER, adminKeyDER, err := c.issueClientCertificate("nodeagent-admin", "system:masters")
 	if err != nil {
 		return nil, fmt.Errorf("creating admin certificate: %w", err)
-	}
-	adminKeyDER, err := x509.MarshalECPrivateKey(adminKey)
-	if err != nil {
-		return nil, err
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -114,5 +107,37 @@ func writeCredentials(dir string) (*credentials, error) {
 	if err := os.MkdirAll(c.servingCertDir, 0o700); err != nil {
 		return nil, err
 	}
+	if err := os.WriteFile(c.auditPolicyFile, []byte(auditPolicy), 0o600); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// issueClientCertificate signs a new key's client certificate for user in
+// group, and returns both DER-encoded.
+func (c *credentials) issueClientCertificate(user, group string) (certDER, keyDER []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	template := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: user, Organization: []string{group}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if certDER, err = x509.CreateCertificate(rand.Reader, template, c.caCert, &key.PublicKey, c.caKey); err != nil {
+		return nil, nil, err
+	}
+	if keyDER, err = x509.MarshalECPrivateKey(key); err != nil {
+		return nil, nil, err
+	}
+	return certDER, keyDER, nil
 }

@@ -6,14 +6,17 @@
 //   - Start picks free 127.0.0.1 ports, writes credentials (a client CA, an
 //     admin client certificate in system:masters, service-account keys) and
 //     a kubeconfig into a fresh directory, starts etcd and then the
-//     apiserver (RBAC authorization, its own self-signed serving
-//     certificate, the default admission plugins with ServiceAccount), then
+//     apiserver (Node and RBAC authorization, its own self-signed serving
+//     certificate, the default admission plugins with ServiceAccount, an
+//     audit log of ConfigMap reads), then
 //     kube-controller-manager with the serviceaccount and
 //     root-ca-cert-publisher controllers plus Options.Controllers, and
 //     returns only once the apiserver's /readyz and the controller manager's
 //     /healthz answer ok and the default namespace has its ServiceAccount,
 //     or fails with the tail of the logs. Pods created in a new namespace
 //     are refused until its ServiceAccount exists: WaitForServiceAccount.
+//   - NodeRESTConfig issues a kubelet's identity for a node, so that each
+//     simulated node's requests are authorized and audited as that node's.
 //   - RestartEtcd and RestartAPIServer stop one process and start it again
 //     with the same data directory and ports, waiting for readiness again.
 //   - Stop terminates both processes (SIGTERM, then SIGKILL) and removes the
@@ -38,8 +41,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Versions the binaries are built at; hack/controlplane/go.mod pins them.
@@ -162,7 +163,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			KeyFile:  cp.creds.adminKeyFile,
 		},
 	}
-	if err := writeKubeconfig(cp.KubeconfigPath, cp.restConfig); err != nil {
+	if err := WriteKubeconfig(cp.KubeconfigPath, cp.restConfig); err != nil {
 		cp.Stop()
 		return nil, err
 	}
@@ -330,21 +331,6 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["nodeagent-local"] = &clientcmdapi.Cluster{
-		Server:               cfg.Host,
-		CertificateAuthority: cfg.CAFile,
-	}
-	kc.AuthInfos["nodeagent-admin"] = &clientcmdapi.AuthInfo{
-		ClientCertificate: cfg.CertFile,
-		ClientKey:         cfg.KeyFile,
-	}
-	kc.Contexts["nodeagent-local"] = &clientcmdapi.Context{Cluster: "nodeagent-local", AuthInfo: "nodeagent-admin"}
-	kc.CurrentContext = "nodeagent-local"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 const (

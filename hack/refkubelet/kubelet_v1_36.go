@@ -1,0 +1,71 @@
+//go:build !refkubelet_v1_28
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace/noop"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	remote "k8s.io/cri-client/pkg"
+	fakeremote "k8s.io/cri-client/pkg/fake"
+	"k8s.io/klog/v2"
+	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
+	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	"k8s.io/kubernetes/pkg/kubelet"
+	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
+	"k8s.io/kubernetes/pkg/kubelet/cm"
+	containertest "k8s.io/kubernetes/pkg/kubelet/container/testing"
+	probetest "k8s.io/kubernetes/pkg/kubelet/prober/testing"
+	kubeletutil "k8s.io/kubernetes/pkg/kubelet/util"
+	"k8s.io/kubernetes/pkg/util/oom"
+	"k8s.io/kubernetes/pkg/volume/util/hostutil"
+	"k8s.io/kubernetes/pkg/volume/util/subpath"
+	"k8s.io/mount-utils"
+)
+
+// startKubelet serves a fake CRI runtime in this process and starts the
+// kubelet on it.
+func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient *clientset.Clientset) error {
+	server.PodLogsDir = server.RootDirectory + "/pod-logs"
+	endpoint, err := fakeremote.GenerateEndpoint()
+	if err != nil {
+		return fmt.Errorf("choosing the fake runtime's endpoint: %w", err)
+	}
+	fakeRuntime := fakeremote.NewFakeRemoteRuntime()
+	if err := fakeRuntime.Start(endpoint); err != nil {
+		return fmt.Errorf("starting the fake runtime: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		fakeRuntime.Stop()
+	}()
+	runtimeService, err := remote.NewRemoteRuntimeService(ctx, endpoint, 15*time.Second, noop.NewTracerProvider(), false)
+	if err != nil {
+		return fmt.Errorf("connecting to the fake runtime: %w", err)
+	}
+	deps := &kubelet.Dependencies{
+		KubeClient:                client,
+		HeartbeatClient:           heartbeatClient,
+		ProbeManager:              probetest.FakeManager{},
+		RemoteRuntimeService:      runtimeService,
+		RemoteImageService:        fakeRuntime.ImageService,
+		CAdvisorInterface:         &cadvisortest.Fake{NodeName: server.HostnameOverride},
+		OSInterface:               &containertest.FakeOS{},
+		ContainerManager:          cm.NewStubContainerManager(),
+		VolumePlugins:             volumePlugins(),
+		OOMAdjuster:               oom.NewFakeOOMAdjuster(),
+		Mounter:                   mount.NewFakeMounter(nil),
+		Subpather:                 &subpath.FakeSubpath{},
+		HostUtil:                  hostutil.NewFakeHostUtil(nil),
+		PodStartupLatencyTracker:  kubeletutil.NewPodStartupLatencyTracker(),
+		NodeStartupLatencyTracker: kubeletutil.NewNodeStartupLatencyTracker(),
+		TracerProvider:            noop.NewTracerProvider(),
+		// The real recorder reads /dev/kmsg for OOM events.
+		Recorder: &record.FakeRecorder{},
+	}
+	return kubeletapp.RunKubelet(klog.NewContext(ctx, klog.Background()), server, deps)
+}

@@ -1,0 +1,145 @@
+// Package auditlog reads a kube-apiserver audit log of ConfigMap reads and
+// counts them per client, so that every request can be attributed to the
+// node that sent it and classed as the read it is for etcd.
+//
+// Contract:
+//   - The log is the apiserver's JSON format, one event per line, written
+//     with a policy that records configmaps get, list and watch at
+//     Metadata level without the RequestReceived stage (the local control
+//     plane's, internal/controlplane). Other events are ignored.
+//   - A get or list is counted once, at its ResponseComplete event. A
+//     watch is counted when it opens (ResponseStarted), or at its
+//     ResponseComplete when it was refused before it opened.
+//   - A get or list without a resourceVersion is a quorum read, which the
+//     apiserver sends to etcd. With one ("0" or any other) the apiserver
+//     serves it from its watch cache.
+//   - Requests are placed in time by when the apiserver received them, and
+//     Count takes those in [from, to).
+package auditlog
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+)
+
+// Counts are one client's ConfigMap requests.
+type Counts struct {
+	// QuorumGets reach etcd; CacheGets are served by the apiserver's
+	// watch cache.
+	QuorumGets, CacheGets int
+	// QuorumLists and CacheLists are lists, by the same rule.
+	QuorumLists, CacheLists int
+	// Watches counts watches opened.
+	Watches int
+	// Errors counts requests the apiserver answered with a status of 400
+	// or more (404 for a missing ConfigMap included).
+	Errors int
+}
+
+// Gets is every get, quorum or not.
+func (c Counts) Gets() int { return c.QuorumGets + c.CacheGets }
+
+// Add adds o to c.
+func (c *Counts) Add(o Counts) {
+	c.QuorumGets += o.QuorumGets
+	c.CacheGets += o.CacheGets
+	c.QuorumLists += o.QuorumLists
+	c.CacheLists += o.CacheLists
+	c.Watches += o.Watches
+	c.Errors += o.Errors
+}
+
+// event is the part of an audit.k8s.io/v1 Event that counting needs.
+type event struct {
+	Stage      string `json:"stage"`
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource string `json:"resource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+}
+
+// Count reads the audit log at path and counts the ConfigMap requests
+// received in [from, to), per user name. A zero to means no end.
+func Count(path string, from, to time.Time) (map[string]Counts, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the apiserver's audit log: %w", err)
+	}
+	defer f.Close()
+	counts := map[string]Counts{}
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for line := 1; scanner.Scan(); line++ {
+		var e event
+		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
+			// The apiserver may be writing the last line right now.
+			continue
+		}
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "configmaps" {
+			continue
+		}
+		if e.RequestReceivedTimestamp.Before(from) || (!to.IsZero() && !e.RequestReceivedTimestamp.Before(to)) {
+			continue
+		}
+		c := counts[e.User.Username]
+		if c.add(e) {
+			counts[e.User.Username] = c
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return nil, fmt.Errorf("reading the apiserver's audit log %s: %w", path, err)
+	}
+	return counts, nil
+}
+
+// add counts e if it is the event that stands for its request, and says
+// whether it was.
+func (c *Counts) add(e event) bool {
+	code := 0
+	if e.ResponseStatus != nil {
+		code = e.ResponseStatus.Code
+	}
+	failed := code >= 400
+	switch {
+	case e.Verb == "watch" && (e.Stage == "ResponseStarted" || (e.Stage == "ResponseComplete" && failed)):
+		c.Watches++
+	case e.Stage != "ResponseComplete":
+		return false
+	case e.Verb == "get" && quorum(e.RequestURI):
+		c.QuorumGets++
+	case e.Verb == "get":
+		c.CacheGets++
+	case e.Verb == "list" && quorum(e.RequestURI):
+		c.QuorumLists++
+	case e.Verb == "list":
+		c.CacheLists++
+	default:
+		return false
+	}
+	if failed {
+		c.Errors++
+	}
+	return true
+}
+
+// quorum says whether a read asks for no resourceVersion, which makes the
+// apiserver read from etcd.
+func quorum(requestURI string) bool {
+	u, err := url.Parse(requestURI)
+	if err != nil {
+		return true
+	}
+	return u.Query().Get("resourceVersion") == ""
+}
