@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -40,7 +41,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs.DurationVar(&s.TTL, "ttl", s.TTL, "TTL written to every Node's node.alpha.kubernetes.io/ttl annotation, whole seconds. Not with --daemonset: the cluster's TTL is read from its nodes.")
 	fs.DurationVar(&s.PhaseDuration, "phase-duration", s.PhaseDuration, "How long each mode is measured, after its warm-up. With --daemonset the default is four mean sync intervals, at least 1m.")
 	fs.DurationVar(&s.SampleInterval, "sample-interval", s.SampleInterval, "How often GET/s is sampled for the chart and the progress line.")
-	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch, get. With --daemonset the default leaves out watch, which needs deploy/overlays/watch's RBAC.")
+	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch, get; and the real kubelet on the same pods, one process per node: kubelet-v1.28 (before #120255), kubelet-v1.36 (after), kubelet-v1.36-watch (built by 'make refkubelet'; local control plane only). With --daemonset the default leaves out watch, which needs deploy/overlays/watch's RBAC.")
 	fs.StringVar(&outputDir, "output-dir", "_output/compare", "Where report.json, report.md, chart.svg, chart.png and agents.log are written.")
 	fs.StringVar(&namespace, "namespace", compare.DefaultNamespace, "Namespace for the run's pods and ConfigMaps; its simulated Nodes are named <namespace>-node-NNN.")
 	fs.BoolVar(&keep, "keep", false, "Leave the created nodes, pods and ConfigMaps in place.")
@@ -82,6 +83,9 @@ func runCompare(args []string, stdout io.Writer) error {
 	defer stop()
 	opts.Scenario, opts.OutputDir, opts.Keep, opts.Namespace = s, outputDir, keep, namespace
 	if kubeconfig != "" {
+		if slices.ContainsFunc(s.Modes, compare.Mode.IsReferenceKubelet) {
+			return errors.New("the kubelet-* modes run reference kubelets as simulated nodes of a local control plane, which issues their node identities: leave out --kubeconfig, or those modes")
+		}
 		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return fmt.Errorf("loading --kubeconfig: %w", err)
 		}
@@ -95,6 +99,10 @@ func runCompare(args []string, stdout io.Writer) error {
 		defer cp.Stop()
 		fmt.Fprintf(os.Stderr, "Local control plane ready in %.1fs at %s.\n", cp.StartupDuration.Seconds(), cp.APIServerURL)
 		opts.RESTConfig = cp.RESTConfig()
+		opts.NodeIdentity, opts.AuditLog = cp.NodeRESTConfig, cp.AuditLogPath()
+		if opts.RefKubeletDir, err = controlplane.FindBinDir(); err != nil {
+			return err
+		}
 		opts.APIServer = "local control plane (etcd " + controlplane.EtcdVersion + ", kube-apiserver " + controlplane.KubernetesVersion + ")"
 	}
 

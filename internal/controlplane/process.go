@@ -135,3 +135,39 @@ func lastLines(data []byte, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// Process is a child process run the way the control plane runs its own:
+// output appended to a log file, its own process group, and killed by the
+// kernel if this process dies first. Reference kubelets run this way.
+type Process struct{ p process }
+
+// StartProcess starts path with args, its output appended to logPath.
+func StartProcess(name, path string, args []string, logPath string) (*Process, error) {
+	if err := checkExecutable(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	proc := &Process{p: process{name: name, path: path, args: args, logPath: logPath}}
+	if err := proc.p.start(); err != nil {
+		return nil, err
+	}
+	return proc, nil
+}
+
+// Pid is the process's ID, or 0 once it was stopped.
+func (p *Process) Pid() int {
+	p.p.mu.Lock()
+	defer p.p.mu.Unlock()
+	if p.p.cmd == nil {
+		return 0
+	}
+	return p.p.cmd.Process.Pid
+}
+
+// Err says why the process exited, or nil while it runs.
+func (p *Process) Err() error { return p.p.exitError() }
+
+// Stop sends SIGTERM, and SIGKILL to its process group after grace.
+func (p *Process) Stop(grace time.Duration) { p.p.stop(grace) }
+
+// Tail is the last n lines of its log.
+func (p *Process) Tail(n int) string { return p.p.tail(n) }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -52,6 +53,21 @@ type Options struct {
 	PodImage string
 	// RolloutTimeout bounds each rollout of the DaemonSet. Default 5 m.
 	RolloutTimeout time.Duration
+
+	// NodeIdentity, when set, issues each simulated node's client
+	// identity (the local control plane's NodeRESTConfig): its agent or
+	// reference kubelet then authenticates as that node, as a kubelet
+	// does, and the audit log attributes its requests to it. The
+	// reference kubelet modes need it.
+	NodeIdentity func(node string) (*rest.Config, error)
+	// AuditLog is the apiserver's audit log of ConfigMap reads (the local
+	// control plane's AuditLogPath). When set, each phase reports its
+	// nodes' quorum and cached GETs and the watches they opened, as the
+	// apiserver recorded them.
+	AuditLog string
+	// RefKubeletDir holds refkubelet-v1.28 and refkubelet-v1.36, built
+	// by `make refkubelet`, for the reference kubelet modes.
+	RefKubeletDir string
 }
 
 // DefaultPodImage is the run's pods' image: tiny, and already on every
@@ -87,44 +103,50 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("cannot reach the apiserver at %s: %w", opts.RESTConfig.Host, err)
 	}
 	prog := newProgress(opts.Progress)
-	r := &runner{admin: admin, progress: prog}
+	r := &runner{admin: admin, progress: prog, auditLog: opts.AuditLog}
 	var ds *daemonSetFleet
 	if opts.DaemonSet != "" {
+		if slices.ContainsFunc(opts.Scenario.Modes, Mode.IsReferenceKubelet) {
+			return nil, errors.New("the reference kubelet modes run on simulated nodes of the local control plane: leave them out of --modes with --daemonset")
+		}
 		if ds, err = prepareDaemonSetRun(ctx, admin, &opts, r); err != nil {
 			return nil, err
 		}
 	} else {
-		r.scenario, r.nodes = opts.Scenario, layout(opts.Scenario, opts.Namespace)
+		r.scenario = opts.Scenario
 	}
 	s := r.scenario
-
 	if err := os.MkdirAll(opts.OutputDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating --output-dir: %w", err)
 	}
 	report := &Report{Scenario: newScenarioReport(s), StartedAt: time.Now().UTC()}
 	report.Scenario.APIServer, report.Scenario.APIServerVersion = opts.APIServer, version.GitVersion
-	// Creating and mounting thousands of volumes takes a while on two
-	// cores; a stagger adds one refresh cycle.
-	r.warmupPoll = 250 * time.Millisecond
-	r.warmupTimeout = 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refreshCycle(s.SyncFrequency, s.TTL)
-	ownNodes := r.nodes
 	if ds != nil {
 		report.describeDaemonSetRun(opts.DaemonSet, ds)
-		r.warmupTimeout += opts.RolloutTimeout
-		r.warmupPoll = 2 * time.Second
-		r.fleet = ds
+		r.agents = ds
 	} else {
+		nodes := layout(s, opts.Namespace)
 		logFile, err := os.Create(filepath.Join(opts.OutputDir, "agents.log"))
 		if err != nil {
 			return nil, err
 		}
 		defer logFile.Close()
-		workDir := filepath.Join(opts.OutputDir, "nodes")
-		defer os.RemoveAll(workDir)
-		r.fleet = &inProcessFleet{
-			scenario: s, restConfig: opts.RESTConfig, nodes: r.nodes, workDir: workDir,
-			log: logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		r.agents = &inProcessFleet{
+			scenario: s, restConfig: opts.RESTConfig, identity: opts.NodeIdentity, nodes: nodes,
+			workDir: filepath.Join(opts.OutputDir, "nodes"),
+			log:     logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		}
+		if slices.ContainsFunc(s.Modes, Mode.IsReferenceKubelet) {
+			kubelets := &refKubeletFleet{
+				scenario: s, nodes: nodes, binDir: opts.RefKubeletDir, identity: opts.NodeIdentity,
+				workDir: filepath.Join(opts.OutputDir, "kubelet-nodes"), logDir: filepath.Join(opts.OutputDir, "kubelets"),
+			}
+			if err := kubelets.check(s.Modes); err != nil {
+				return nil, err
+			}
+			r.kubelets = kubelets
+		}
+		r.nodes = nodes
 	}
 
 	if !opts.Keep {
@@ -143,7 +165,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		what = "of DaemonSet " + opts.DaemonSet + "'s"
 	}
 	prog.done("Creating %d pods and their ConfigMaps in namespace %s, on %d %s nodes...", s.Nodes*s.PodsPerNode, opts.Namespace, s.Nodes, what)
-	err = createObjects(ctx, admin, opts.Namespace, s, ownNodes, objectOptions{simulatedNodes: ds == nil, podImage: opts.PodImage}, func(done, total int) {
+	err = createObjects(ctx, admin, opts.Namespace, s, r.nodes, objectOptions{simulatedNodes: ds == nil, podImage: opts.PodImage}, func(done, total int) {
 		prog.status("setup    %d/%d objects", done, total)
 	})
 	if err != nil {
@@ -151,32 +173,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return report, errors.Join(fmt.Errorf("creating the scenario's objects: %w", err), report.WriteFiles(opts.OutputDir))
 	}
 	prog.done("Created the scenario's objects in %.1fs.", time.Since(start).Seconds())
-	if ownNodes, err = observedLayout(ctx, admin, opts.Namespace, ownNodes); err != nil {
+	own, err := observedLayout(ctx, admin, opts.Namespace, r.nodes)
+	if err != nil {
 		return report, err
 	}
-	r.nodes = ownNodes
-	report.Scenario.describeVolumes(ownNodes)
-
-	if ds != nil {
-		r.nodes = withServedPods(ownNodes, ds.agentNodes, ds.served)
-		if restoredEarlier, err := ds.saveOriginal(ctx); err != nil {
-			return report, fmt.Errorf("recording DaemonSet %s's pod template before changing it: %w", opts.DaemonSet, err)
-		} else if restoredEarlier {
-			prog.done("DaemonSet %s still carries the template an earlier run did not restore; it will be restored at the end.", opts.DaemonSet)
+	report.Scenario.describeVolumes(own)
+	r.served = map[fleet][]nodeLayout{}
+	for _, f := range r.fleets() {
+		if r.served[f], err = f.prepare(ctx, own); err != nil {
+			return report, err
 		}
-		defer func() {
-			// Restore at once, also after Ctrl-C; wait for the rollout only
-			// when not interrupted, so that Ctrl-C returns promptly.
-			restoreCtx, cancel := context.WithTimeout(context.Background(), opts.RolloutTimeout+time.Minute)
-			defer cancel()
-			wait := ctx.Err() == nil
-			prog.done("Restoring DaemonSet %s's original pod template...", opts.DaemonSet)
-			if err := ds.restore(restoreCtx, wait); err != nil {
-				prog.done("restoring DaemonSet %s: %v; restore it by hand from its annotation %s", opts.DaemonSet, err, originalTemplateAnnotation)
-			} else if !wait {
-				prog.done("Restored; the rollout continues: `kubectl -n %s rollout status daemonset/%s`", ds.namespace, ds.name)
-			}
-		}()
+		defer func() { f.cleanup(ctx.Err() != nil) }()
 	}
 
 	var runErr error

@@ -338,3 +338,37 @@ func (f *daemonSetFleet) counters(ctx context.Context) (agentCounters, error) {
 // stop does nothing: the deployed agents keep running, and the next phase
 // or restore rolls them.
 func (f *daemonSetFleet) stop() {}
+
+// prepare records the DaemonSet's pod template before the first rollout
+// changes it, and adds the pods of the cluster's own that the agents also
+// serve to what the model counts.
+func (f *daemonSetFleet) prepare(ctx context.Context, own []nodeLayout) ([]nodeLayout, error) {
+	restoredEarlier, err := f.saveOriginal(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recording DaemonSet %s/%s's pod template before changing it: %w", f.namespace, f.name, err)
+	}
+	if restoredEarlier {
+		f.progress.done("DaemonSet %s/%s still carries the template an earlier run did not restore; it will be restored at the end.", f.namespace, f.name)
+	}
+	return withServedPods(own, f.agentNodes, f.served), nil
+}
+
+// cleanup restores the original template at once, also after Ctrl-C, and
+// waits for the rollout only when not interrupted, so that Ctrl-C returns
+// promptly.
+func (f *daemonSetFleet) cleanup(interrupted bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), f.rolloutTimeout+time.Minute)
+	defer cancel()
+	f.progress.done("Restoring DaemonSet %s/%s's original pod template...", f.namespace, f.name)
+	if err := f.restore(ctx, !interrupted); err != nil {
+		f.progress.done("restoring DaemonSet %s/%s: %v; restore it by hand from its annotation %s", f.namespace, f.name, err, originalTemplateAnnotation)
+	} else if interrupted {
+		f.progress.done("Restored; the rollout continues: `kubectl -n %s rollout status daemonset/%s`", f.namespace, f.name)
+	}
+}
+
+// warmup allows for a rollout, and asks every 2 s: each ask scrapes every
+// agent through the apiserver.
+func (f *daemonSetFleet) warmup() (extra, poll time.Duration) {
+	return f.rolloutTimeout, 2 * time.Second
+}

@@ -16,10 +16,23 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 )
 
-// fleet is the set of agents a phase measures: either agents in this
-// process, one per simulated node (inProcessFleet), or the agents of a
-// DaemonSet deployed on the cluster's nodes (daemonSetFleet).
+// fleet is the set of agents a phase measures: agents in this process,
+// one per simulated node (inProcessFleet); the agents of a DaemonSet
+// deployed on the cluster's nodes (daemonSetFleet); or the real kubelet,
+// one process per simulated node (refKubeletFleet). The phase loop treats
+// them alike.
 type fleet interface {
+	// prepare runs once, after the run's objects exist and before the
+	// fleet's first phase. own is the run's layout; it returns what the
+	// fleet serves, which the model counts (a DaemonSet's agents also
+	// serve the cluster's other pods).
+	prepare(ctx context.Context, own []nodeLayout) ([]nodeLayout, error)
+	// cleanup undoes prepare at the end of the run, Ctrl-C included
+	// (interrupted: return promptly).
+	cleanup(interrupted bool)
+	// warmup is how much longer than the scenario's own allowance the
+	// fleet may take to mount every volume, and how often to ask it.
+	warmup() (extra, poll time.Duration)
 	// start runs the agents in mode and returns once they run; stagger
 	// spreads the agents' starts where the fleet controls them.
 	start(ctx context.Context, mode Mode, stagger time.Duration) error
@@ -40,6 +53,9 @@ var errNoAgentMetrics = errors.New("the agents' metrics are not reachable")
 // agentCounters are the agents' own counters, summed, plus the resources
 // they used where that can be measured (zero where it cannot).
 type agentCounters struct {
+	// requests says whether gets, quorumGets and syncs were counted: the
+	// reference kubelets' are not (the audit log has their requests).
+	requests                bool
 	gets, quorumGets, syncs float64
 	cpuSeconds              float64
 	peakRSSBytes            int64
@@ -47,6 +63,7 @@ type agentCounters struct {
 
 // addFrom adds one agent's metrics to c.
 func (c *agentCounters) addFrom(s *apimetrics.Snapshot) {
+	c.requests = true
 	c.gets += s.Sum(agent.MetricConfigMapGets, nil)
 	c.quorumGets += s.Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"})
 	c.syncs += s.Sum(agent.MetricPodWork, map[string]string{"kind": "sync"})
@@ -57,9 +74,12 @@ func (c *agentCounters) addFrom(s *apimetrics.Snapshot) {
 type inProcessFleet struct {
 	scenario   Scenario
 	restConfig *rest.Config
-	nodes      []nodeLayout
-	workDir    string
-	log        logr.Logger
+	// identity, when set, gives each node's agent its own client identity
+	// instead of restConfig's.
+	identity func(node string) (*rest.Config, error)
+	nodes    []nodeLayout
+	workDir  string
+	log      logr.Logger
 
 	agents     []*agent.Agent
 	mode       Mode
@@ -71,16 +91,31 @@ type inProcessFleet struct {
 	measuring  bool
 }
 
+func (f *inProcessFleet) prepare(_ context.Context, own []nodeLayout) ([]nodeLayout, error) {
+	return own, nil
+}
+
+func (f *inProcessFleet) cleanup(bool) { _ = os.RemoveAll(f.workDir) }
+
+func (f *inProcessFleet) warmup() (extra, poll time.Duration) { return 0, 250 * time.Millisecond }
+
 func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Duration) error {
 	strategy, invalidation := mode.agentSettings()
 	f.mode, f.agents = mode, make([]*agent.Agent, len(f.nodes))
 	for i, node := range f.nodes {
 		cfg := agent.DefaultConfig()
+		restConfig := f.restConfig
+		if f.identity != nil {
+			var err error
+			if restConfig, err = f.identity(node.name); err != nil {
+				return err
+			}
+		}
 		cfg.NodeName, cfg.RootDir = node.name, filepath.Join(f.workDir, string(mode), node.name)
 		cfg.SyncFrequency, cfg.Strategy, cfg.Invalidation = f.scenario.SyncFrequency, strategy, invalidation
 		cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = f.scenario.AgentQPS, int(2*f.scenario.AgentQPS), ""
 		var err error
-		if f.agents[i], err = agent.New(f.restConfig, cfg); err != nil {
+		if f.agents[i], err = agent.New(restConfig, cfg); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 //     after lastFetch + T. See refreshRate.
 //   - watch: no GETs.
 func expectedQPS(nodes []nodeLayout, syncFrequency time.Duration, mode Mode, ttl time.Duration) (apiserver, etcd float64) {
+	mode = mode.behaviour()
 	mean, _ := syncIntervalMoments(syncFrequency)
 	switch mode {
 	case ModeGet:

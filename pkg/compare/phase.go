@@ -45,23 +45,48 @@ type PhaseResult struct {
 	AgentCPUSeconds     float64  `json:"agent_cpu_seconds"`
 	AgentPeakRSSBytes   int64    `json:"agent_peak_rss_bytes"`
 	Samples             []Sample `json:"samples"`
-	Interrupted         bool     `json:"interrupted,omitempty"`
+	// Audit is the nodes' requests from the apiserver's audit log, when
+	// the run has one (the local control plane).
+	Audit       *AuditResult `json:"audit,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"`
+
+	// windowStart and windowEnd bound the measured window.
+	windowStart, windowEnd time.Time
 }
 
 // runner holds what every phase of one comparison shares.
 type runner struct {
 	scenario Scenario
 	admin    kubernetes.Interface
-	// nodes is what the model counts: the run's pods, and in a
-	// DaemonSet run also the other pods with ConfigMap volumes that the
-	// deployed agents serve.
-	nodes    []nodeLayout
-	fleet    fleet
+	// nodes is the run's layout, as created.
+	nodes []nodeLayout
+	// agents are nodeagent's (in this process or a DaemonSet's); kubelets,
+	// when a reference mode is measured, the real kubelet's.
+	agents   fleet
+	kubelets *refKubeletFleet
+	// served is what each fleet serves, which the model counts: the run's
+	// pods, and for a DaemonSet's agents also the cluster's other pods
+	// with ConfigMap volumes on their nodes.
+	served   map[fleet][]nodeLayout
 	progress *progress
-	// warmupTimeout bounds the wait for every volume to be on disk, and
-	// warmupPoll is how often the wait asks the fleet: scraping deployed
-	// agents goes through the apiserver, once per agent.
-	warmupTimeout, warmupPoll time.Duration
+	// auditLog, when set, attributes the ConfigMap requests to nodes.
+	auditLog string
+}
+
+// fleets lists the run's fleets.
+func (r *runner) fleets() []fleet {
+	if r.kubelets != nil {
+		return []fleet{r.agents, r.kubelets}
+	}
+	return []fleet{r.agents}
+}
+
+// fleetFor is the fleet that runs mode.
+func (r *runner) fleetFor(mode Mode) fleet {
+	if mode.IsReferenceKubelet() {
+		return r.kubelets
+	}
+	return r.agents
 }
 
 // runPhase measures one mode. It returns what it measured so far, marked
@@ -69,12 +94,13 @@ type runner struct {
 func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	strategy, invalidation := mode.agentSettings()
 	res := PhaseResult{Mode: mode, Strategy: string(strategy), Invalidation: string(invalidation), Description: mode.Describe()}
-	ttlInEffect, err := r.ttlInEffect(ctx)
+	f, nodes := r.fleetFor(mode), r.served[r.fleetFor(mode)]
+	ttlInEffect, err := nodeTTL(ctx, r.admin, nodes[0].name)
 	if err != nil {
 		return res, err
 	}
 	res.TTLSeconds = ttlInEffect.Seconds()
-	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(r.nodes, r.scenario.SyncFrequency, mode, ttlInEffect)
+	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(nodes, r.scenario.SyncFrequency, mode, ttlInEffect)
 
 	// (1) Start the agents, spread over one cycle of what drives the
 	// GETs: the mean sync interval, or with a TTL-driven cache one
@@ -83,8 +109,8 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	// burst or miss it; on a real cluster nodes are out of phase.
 	stagger := r.cycle(mode, ttlInEffect)
 	warmupStart := time.Now()
-	defer r.fleet.stop()
-	if err := r.fleet.start(ctx, mode, stagger); err != nil {
+	defer f.stop()
+	if err := f.start(ctx, mode, stagger); err != nil {
 		res.Interrupted = ctx.Err() != nil
 		res.WarmupSeconds = time.Since(warmupStart).Seconds()
 		return res, err
@@ -92,10 +118,10 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 
 	// (2) Warm-up: wait until every volume is on disk.
 	want := 0
-	for _, n := range r.nodes {
+	for _, n := range nodes {
 		want += n.volumes()
 	}
-	if err := r.waitForVolumes(ctx, mode, want, stagger, warmupStart, time.Now()); err != nil {
+	if err := r.waitForVolumes(ctx, f, mode, want, stagger, warmupStart, time.Now()); err != nil {
 		res.Interrupted = ctx.Err() != nil
 		res.WarmupSeconds = time.Since(warmupStart).Seconds()
 		return res, err
@@ -103,22 +129,20 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 
 	// (3) Measure.
-	err = r.measure(ctx, &res)
+	err = r.measure(ctx, f, &res)
+	if err == nil && r.auditLog != "" {
+		err = r.attribute(&res, nodes, warmupStart)
+	}
 	return res, err
 }
 
 // cycle is the mean time between two GETs of one volume in mode.
 func (r *runner) cycle(mode Mode, ttl time.Duration) time.Duration {
-	if mode == ModeFirstReference && ttl > 0 {
+	if mode.behaviour() == ModeFirstReference && ttl > 0 {
 		return refreshCycle(r.scenario.SyncFrequency, ttl)
 	}
 	mean, _ := syncIntervalMoments(r.scenario.SyncFrequency)
 	return time.Duration(mean * float64(time.Second))
-}
-
-// ttlInEffect reads the TTL from the first node, as its agent will.
-func (r *runner) ttlInEffect(ctx context.Context) (time.Duration, error) {
-	return nodeTTL(ctx, r.admin, r.nodes[0].name)
 }
 
 // nodeTTL is the TTL an agent on node uses: its annotation, or the
@@ -137,11 +161,16 @@ func nodeTTL(ctx context.Context, client kubernetes.Interface, node string) (tim
 // waitForVolumes waits until the agents have want volumes on disk. When
 // the agents' metrics cannot be read it waits one cycle past running (when
 // the last agent started) instead, by when every pod has synced.
-func (r *runner) waitForVolumes(ctx context.Context, mode Mode, want int, cycle time.Duration, start, running time.Time) error {
-	ticker := time.NewTicker(r.warmupPoll)
+func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want int, cycle time.Duration, start, running time.Time) error {
+	extra, poll := f.warmup()
+	s := r.scenario
+	// Creating and mounting thousands of volumes takes a while on two
+	// cores; a stagger adds one refresh cycle.
+	timeout := 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refreshCycle(s.SyncFrequency, s.TTL) + extra
+	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
 	for {
-		mounted, err := r.fleet.volumesMounted(ctx)
+		mounted, err := f.volumesMounted(ctx)
 		switch {
 		case errors.Is(err, errNoAgentMetrics):
 			left := time.Until(running.Add(cycle))
@@ -159,8 +188,8 @@ func (r *runner) waitForVolumes(ctx context.Context, mode Mode, want int, cycle 
 				return nil
 			}
 		}
-		if time.Since(start) > r.warmupTimeout {
-			return fmt.Errorf("%s: only %d of %d volumes on disk after %s; see the agent log", mode, mounted, want, r.warmupTimeout)
+		if time.Since(start) > timeout {
+			return fmt.Errorf("%s: only %d of %d volumes on disk after %s; see the agents' logs", mode, mounted, want, timeout.Round(time.Second))
 		}
 		select {
 		case <-ctx.Done():
@@ -172,8 +201,8 @@ func (r *runner) waitForVolumes(ctx context.Context, mode Mode, want int, cycle 
 
 // measure samples the apiserver every sample interval for the phase
 // duration, and fills in the totals and rates.
-func (r *runner) measure(ctx context.Context, res *PhaseResult) error {
-	agentStart, err := r.fleet.counters(ctx)
+func (r *runner) measure(ctx context.Context, f fleet, res *PhaseResult) error {
+	agentStart, err := f.counters(ctx)
 	agentMetrics := !errors.Is(err, errNoAgentMetrics)
 	if err != nil && agentMetrics {
 		return err
@@ -212,7 +241,7 @@ func (r *runner) measure(ctx context.Context, res *PhaseResult) error {
 	}
 	var agentEnd agentCounters
 	if agentMetrics {
-		if agentEnd, err = r.fleet.counters(ctx); err != nil {
+		if agentEnd, err = f.counters(ctx); err != nil {
 			// An agent restarted or became unreachable mid-phase: its
 			// counters would not add up, the apiserver's still do.
 			klog.FromContext(ctx).Info("Agents' counters unreadable at the end of the phase", "mode", res.Mode, "err", err)
@@ -226,14 +255,17 @@ func (r *runner) measure(ctx context.Context, res *PhaseResult) error {
 		res.APIServerGetQPS = res.APIServerGetTotal / res.MeasuredSeconds
 		res.EtcdGetQPS = res.EtcdGetTotal / res.MeasuredSeconds
 	}
-	res.AgentMetrics = agentMetrics
-	if agentMetrics {
+	res.AgentMetrics = agentMetrics && agentEnd.requests
+	if res.AgentMetrics {
 		res.AgentGetTotal = agentEnd.gets - agentStart.gets
 		res.AgentQuorumGetTotal = agentEnd.quorumGets - agentStart.quorumGets
 		res.AgentPodSyncs = agentEnd.syncs - agentStart.syncs
+	}
+	if agentMetrics {
 		res.AgentCPUSeconds = agentEnd.cpuSeconds - agentStart.cpuSeconds
 		res.AgentPeakRSSBytes = agentEnd.peakRSSBytes
 	}
+	res.windowStart, res.windowEnd = first.Time, last.Time
 	r.progress.done("%-16s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
 		res.Mode, res.MeasuredSeconds, res.APIServerGetQPS, res.EtcdGetQPS, res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS)
 	if res.Interrupted {

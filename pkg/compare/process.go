@@ -2,8 +2,6 @@ package compare
 
 import (
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -28,16 +26,4 @@ func resetPeakRSS() {
 }
 
 // peakRSS is the process's peak resident memory in bytes (VmHWM).
-func peakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if fields := strings.Fields(line); len(fields) >= 2 && fields[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(fields[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
+func peakRSS() int64 { return statusKB("/proc/self/status", "VmHWM:") * 1024 }

@@ -110,7 +110,7 @@ func formatRatio(r float64) string {
 
 // rows gives the table's cells, shared by the text and Markdown forms.
 func (r *Report) rows() [][]string {
-	header := []string{"mode", "apiserver GET/s", "etcd get/s", "model GET/s", "measured/model", "apiserver vs first", "etcd vs first", "agent GETs", "warm-up"}
+	header := []string{"mode", "apiserver GET/s", "etcd get/s", "model GET/s", "measured/model", "apiserver vs first", "etcd vs first", "agent GETs", "mcores/node", "MiB/node", "warm-up"}
 	out := [][]string{header}
 	var first *PhaseResult
 	for i := range r.Phases {
@@ -131,6 +131,8 @@ func (r *Report) rows() [][]string {
 			formatRatio(ratio(p.APIServerGetQPS, first.APIServerGetQPS)),
 			formatRatio(ratio(p.EtcdGetQPS, first.EtcdGetQPS)),
 			agentGets(p),
+			perNode(p.cpuPerNode(r.Scenario.Nodes)*1000, "%.1f"),
+			perNode(p.memoryPerNode(r.Scenario.Nodes)/(1<<20), "%.1f"),
 			fmt.Sprintf("%.1fs", p.WarmupSeconds),
 		})
 	}
@@ -144,13 +146,28 @@ func agentGets(p *PhaseResult) string {
 	return fmt.Sprintf("%.0f", p.AgentGetTotal)
 }
 
-// WriteTable prints the results as an aligned text table.
+// perNode formats a per-node figure, "-" where it was not measured.
+func perNode(v float64, format string) string {
+	if v <= 0 || math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// WriteTable prints the results as an aligned text table, and the
+// fidelity lines under it.
 func (r *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, row := range r.rows() {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
+	if lines := r.fidelity(); len(lines) > 0 {
+		fmt.Fprintln(w)
+		for _, line := range lines {
+			fmt.Fprintln(w, line)
+		}
+	}
 }
 
 // Markdown renders report.md: the scenario, the table, and how to read it.
@@ -178,6 +195,12 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(rows[0], " | "), strings.Repeat("---|", len(rows[0])))
 	for _, row := range rows[1:] {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+	}
+	if lines := r.fidelity(); len(lines) > 0 {
+		fmt.Fprintf(&b, "\nFidelity, nodeagent against the real kubelet of the same behaviour (nodeagent / kubelet):\n\n")
+		for _, line := range lines {
+			fmt.Fprintf(&b, "- %s\n", line)
+		}
 	}
 	fmt.Fprintf(&b, "\nModes:\n\n")
 	for _, p := range r.Phases {

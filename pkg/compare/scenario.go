@@ -28,14 +28,71 @@ const (
 	ModeFirstReference Mode = "first-reference"
 	ModeWatch          Mode = "watch"
 	ModeGet            Mode = "get"
+
+	// The reference kubelets: the real kubelet's code (hack/refkubelet),
+	// one process per simulated node.
+	ModeKubeletV128      Mode = "kubelet-v1.28"
+	ModeKubeletV136      Mode = "kubelet-v1.36"
+	ModeKubeletV136Watch Mode = "kubelet-v1.36-watch"
 )
 
 // Modes lists the valid modes.
-var Modes = []Mode{ModeEverySync, ModeFirstReference, ModeWatch, ModeGet}
+var Modes = []Mode{ModeEverySync, ModeFirstReference, ModeWatch, ModeGet, ModeKubeletV128, ModeKubeletV136, ModeKubeletV136Watch}
 
-// agentSettings maps a mode onto the agent's strategy and invalidation.
-func (m Mode) agentSettings() (configmapcache.Strategy, configmapcache.Invalidation) {
+// referenceKubelets maps each reference mode onto the nodeagent mode that
+// claims its behaviour, for the model and the fidelity lines.
+var referenceKubelets = map[Mode]Mode{
+	ModeKubeletV128:      ModeEverySync,
+	ModeKubeletV136:      ModeFirstReference,
+	ModeKubeletV136Watch: ModeWatch,
+}
+
+// IsReferenceKubelet says whether m runs the real kubelet.
+func (m Mode) IsReferenceKubelet() bool {
+	_, ok := referenceKubelets[m]
+	return ok
+}
+
+// Counterpart pairs a nodeagent mode with the reference kubelet of the
+// same behaviour, and back; "" when there is none (get).
+func (m Mode) Counterpart() Mode {
+	if agentMode, ok := referenceKubelets[m]; ok {
+		return agentMode
+	}
+	for ref, agentMode := range referenceKubelets {
+		if agentMode == m {
+			return ref
+		}
+	}
+	return ""
+}
+
+// behaviour is the nodeagent mode whose model m follows: m itself, or
+// the counterpart of a reference kubelet.
+func (m Mode) behaviour() Mode {
+	if agentMode, ok := referenceKubelets[m]; ok {
+		return agentMode
+	}
+	return m
+}
+
+// kubeletSettings are a reference mode's binary (refkubelet-<version>) and
+// configMapAndSecretChangeDetectionStrategy.
+func (m Mode) kubeletSettings() (binary, strategy string) {
 	switch m {
+	case ModeKubeletV128:
+		return "refkubelet-v1.28", "Cache"
+	case ModeKubeletV136Watch:
+		return "refkubelet-v1.36", "Watch"
+	default:
+		return "refkubelet-v1.36", "Cache"
+	}
+}
+
+// agentSettings maps a mode onto the agent's strategy and invalidation; a
+// reference kubelet onto those of its counterpart.
+func (m Mode) agentSettings() (configmapcache.Strategy, configmapcache.Invalidation) {
+	switch m.behaviour() {
 	case ModeEverySync:
 		return configmapcache.StrategyCache, configmapcache.InvalidateEverySync
 	case ModeWatch:
@@ -58,6 +115,12 @@ func (m Mode) Describe() string {
 		return "one watch per ConfigMap, no GETs"
 	case ModeGet:
 		return "a quorum GET on every remount, no cache"
+	case ModeKubeletV128:
+		return "the real kubelet v1.28.15, Cache strategy (before #120255)"
+	case ModeKubeletV136:
+		return "the real kubelet v1.36.3, Cache strategy (after #120255)"
+	case ModeKubeletV136Watch:
+		return "the real kubelet v1.36.3, Watch strategy"
 	}
 	return string(m)
 }

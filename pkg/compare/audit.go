@@ -1,0 +1,63 @@
+package compare
+
+import (
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+)
+
+// AuditResult is a phase's ConfigMap requests from the run's nodes, as the
+// apiserver's audit log records them: the yardstick that holds for every
+// fleet, including the reference kubelets, which have no metrics of their
+// own here. Rates are over the measured window, for all nodes together.
+type AuditResult struct {
+	// QuorumGetQPS are GETs without a resourceVersion: each is an etcd
+	// read. CacheGetQPS are GETs the watch cache serves.
+	QuorumGetQPS float64 `json:"quorum_get_qps"`
+	CacheGetQPS  float64 `json:"cache_get_qps"`
+	// Lists and WatchesInWindow count, in the window, lists and watches
+	// opened; WatchesOpened counts watches opened over the whole phase,
+	// warm-up included, when the watch strategy opens one per ConfigMap.
+	Lists           int `json:"lists"`
+	WatchesInWindow int `json:"watches_in_window"`
+	WatchesOpened   int `json:"watches_opened"`
+	// Errors are refused or failed requests in the window (404 included).
+	Errors int `json:"errors"`
+}
+
+// attribute reads the audit log for the phase: the measured window, and
+// for watches the whole phase from start.
+func (r *runner) attribute(res *PhaseResult, nodes []nodeLayout, start time.Time) error {
+	window, err := nodeCounts(r.auditLog, nodes, res.windowStart, res.windowEnd)
+	if err != nil {
+		return err
+	}
+	phase, err := nodeCounts(r.auditLog, nodes, start, res.windowEnd)
+	if err != nil {
+		return err
+	}
+	a := &AuditResult{
+		Lists: window.QuorumLists + window.CacheLists, WatchesInWindow: window.Watches,
+		WatchesOpened: phase.Watches, Errors: window.Errors,
+	}
+	if res.MeasuredSeconds > 0 {
+		a.QuorumGetQPS = float64(window.QuorumGets) / res.MeasuredSeconds
+		a.CacheGetQPS = float64(window.CacheGets) / res.MeasuredSeconds
+	}
+	res.Audit = a
+	return nil
+}
+
+// nodeCounts sums the audit log's counts of the nodes' identities.
+func nodeCounts(path string, nodes []nodeLayout, from, to time.Time) (auditlog.Counts, error) {
+	byUser, err := auditlog.Count(path, from, to)
+	if err != nil {
+		return auditlog.Counts{}, err
+	}
+	var total auditlog.Counts
+	for _, n := range nodes {
+		total.Add(byUser[controlplane.NodeUser(n.name)])
+	}
+	return total, nil
+}

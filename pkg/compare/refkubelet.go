@@ -1,0 +1,230 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+)
+
+// refKubeletFleet runs the real kubelet, one refkubelet process per
+// simulated node, each with that node's own identity. The kubelets have
+// no metrics endpoint here; the apiserver's audit log counts their
+// requests, and /proc their CPU time and memory.
+type refKubeletFleet struct {
+	scenario Scenario
+	nodes    []nodeLayout
+	binDir   string
+	identity func(node string) (*rest.Config, error)
+	// workDir holds each phase's root directories (removed at stop);
+	// logDir keeps the kubelets' logs.
+	workDir, logDir string
+
+	mu        sync.Mutex
+	procs     []*controlplane.Process
+	phaseDir  string
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	cpuAtMark time.Duration
+	marked    bool
+}
+
+// kubeletGrace is how long a reference kubelet gets to exit on SIGTERM.
+const kubeletGrace = 5 * time.Second
+
+// check fails early, saying what to build, when a binary is missing.
+func (f *refKubeletFleet) check(modes []Mode) error {
+	if f.identity == nil {
+		return errors.New("the reference kubelet modes need node identities, which only the local control plane issues: run without --kubeconfig")
+	}
+	for _, m := range modes {
+		if !m.IsReferenceKubelet() {
+			continue
+		}
+		binary, _ := m.kubeletSettings()
+		if info, err := os.Stat(filepath.Join(f.binDir, binary)); err != nil || info.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("mode %s needs %s in %s: run `make refkubelet` to build the reference kubelets", m, binary, f.binDir)
+		}
+	}
+	return nil
+}
+
+func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Duration) error {
+	binary, strategy := mode.kubeletSettings()
+	f.phaseDir = filepath.Join(f.workDir, string(mode))
+	logDir := filepath.Join(f.logDir, string(mode))
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	kubeconfigs := make([]string, len(f.nodes))
+	for i, node := range f.nodes {
+		dir := filepath.Join(f.phaseDir, node.name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		cfg, err := f.identity(node.name)
+		if err != nil {
+			return err
+		}
+		kubeconfigs[i] = filepath.Join(dir, "kubeconfig")
+		if err := controlplane.WriteKubeconfig(kubeconfigs[i], cfg); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel, f.marked, f.procs = cancel, false, nil
+	for i, node := range f.nodes {
+		args := []string{
+			"--node-name=" + node.name,
+			"--kubeconfig=" + kubeconfigs[i],
+			"--root-dir=" + filepath.Join(f.phaseDir, node.name, "root"),
+			"--sync-frequency=" + f.scenario.SyncFrequency.String(),
+			"--configmap-change-detection-strategy=" + strategy,
+			"--kube-api-qps=" + strconv.FormatFloat(float64(f.scenario.AgentQPS), 'f', -1, 32),
+			"--kube-api-burst=" + strconv.Itoa(int(2*f.scenario.AgentQPS)),
+			"--max-pods=" + strconv.Itoa(max(110, 2*len(node.pods))),
+		}
+		delay := time.Duration(int64(stagger) * int64(i) / int64(len(f.nodes)))
+		f.wg.Go(func() {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return
+			}
+			p, err := controlplane.StartProcess(binary, filepath.Join(f.binDir, binary), args, filepath.Join(logDir, node.name+".log"))
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if err != nil || ctx.Err() != nil {
+				if p != nil {
+					p.Stop(kubeletGrace)
+				}
+				return
+			}
+			f.procs = append(f.procs, p)
+		})
+	}
+	return nil
+}
+
+// volumesMounted counts, under every kubelet's root directory, the
+// ConfigMap and projected volumes whose ..data link is in place.
+func (f *refKubeletFleet) volumesMounted(context.Context) (int, error) {
+	if err := f.exited(); err != nil {
+		return 0, err
+	}
+	matches := 0
+	for _, plugin := range []string{"kubernetes.io~configmap", "kubernetes.io~projected"} {
+		found, err := filepath.Glob(filepath.Join(f.phaseDir, "*", "root", "pods", "*", "volumes", plugin, "*", "..data"))
+		if err != nil {
+			return 0, err
+		}
+		matches += len(found)
+	}
+	return matches, nil
+}
+
+// exited reports a kubelet that died, with the end of its log.
+func (f *refKubeletFleet) exited() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.procs {
+		if err := p.Err(); err != nil {
+			return fmt.Errorf("a reference kubelet died: %w\n%s", err, p.Tail(20))
+		}
+	}
+	return nil
+}
+
+// counters reads the kubelets' CPU time and resident memory from /proc;
+// their requests come from the audit log.
+func (f *refKubeletFleet) counters(context.Context) (agentCounters, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var cpu time.Duration
+	var rss int64
+	for _, p := range f.procs {
+		c, r := processUsage(p.Pid())
+		cpu, rss = cpu+c, rss+r
+	}
+	if !f.marked {
+		f.marked, f.cpuAtMark = true, cpu
+	}
+	return agentCounters{cpuSeconds: (cpu - f.cpuAtMark).Seconds(), peakRSSBytes: rss}, nil
+}
+
+func (f *refKubeletFleet) stop() {
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.wg.Wait()
+	f.mu.Lock()
+	procs := f.procs
+	f.procs = nil
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() { p.Stop(kubeletGrace) })
+	}
+	wg.Wait()
+	if f.phaseDir != "" {
+		_ = os.RemoveAll(f.phaseDir)
+	}
+}
+
+// processUsage is a process's CPU time (user and system) and its peak
+// resident memory (VmHWM), from /proc.
+func processUsage(pid int) (time.Duration, int64) {
+	if pid == 0 {
+		return 0, 0
+	}
+	var cpu time.Duration
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the parenthesised command name; utime and stime are
+		// the 14th and 15th fields, in clock ticks (100 per second).
+		if end := strings.LastIndexByte(string(stat), ')'); end > 0 {
+			fields := strings.Fields(string(stat)[end+1:])
+			if len(fields) > 12 {
+				utime, _ := strconv.ParseInt(fields[11], 10, 64)
+				stime, _ := strconv.ParseInt(fields[12], 10, 64)
+				cpu = time.Duration(utime+stime) * 10 * time.Millisecond
+			}
+		}
+	}
+	return cpu, statusKB(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:") * 1024
+}
+
+// statusKB reads one "Name: N kB" line of a /proc status file.
+func statusKB(path, field string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 2 && fields[0] == field {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+func (f *refKubeletFleet) prepare(_ context.Context, own []nodeLayout) ([]nodeLayout, error) {
+	return own, nil
+}
+
+func (f *refKubeletFleet) cleanup(bool) { _ = os.RemoveAll(f.workDir) }
+
+// warmup allows for the kubelets' start (node registration, informers'
+// sync) and asks every second: each ask walks every root directory.
+func (f *refKubeletFleet) warmup() (extra, poll time.Duration) {
+	return 30 * time.Second, time.Second
+}
