@@ -50,7 +50,7 @@ vet: ## Run go vet.
 unit: ## Run the unit tests.
 	$(GO) test -race ./...
 
-e2e: controlplane build kustomize image ## Run the end-to-end tests on a local control plane.
+e2e: controlplane refkubelet build kustomize image ## Run the end-to-end tests on a local control plane and beside the reference kubelets.
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
 

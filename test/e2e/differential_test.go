@@ -1,0 +1,242 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+)
+
+// A differential node pairs nodeagent with the reference kubelet that has
+// the same ConfigMap behaviour.
+type differentialPair struct {
+	name         string
+	agentNode    string
+	agentArgs    []string
+	kubeletNode  string
+	kubeletBuild string
+}
+
+const (
+	diffSync = 2 * time.Second
+	diffTTL  = 10 // seconds
+	// diffWindow is long enough that each pod syncs about 30 times and
+	// each cached ConfigMap refreshes about 8 times.
+	diffWindow = 90 * time.Second
+)
+
+// TestDifferentialAgainstRealKubelets runs the same pods on a nodeagent
+// node and on a reference-kubelet node, for the kubelet before #120255
+// (v1.28, against every-sync) and after it (v1.36, against
+// first-reference), and holds nodeagent to the kubelet: the same files,
+// and the same ConfigMap requests as the apiserver's audit log records
+// them. Where nodeagent differs on purpose (docs/kubelet-behaviour.md),
+// the test names the case and checks nodeagent's behaviour instead.
+func TestDifferentialAgainstRealKubelets(t *testing.T) {
+	pairs := []differentialPair{
+		{name: "before #120255", agentNode: "diff-every-sync", kubeletNode: "diff-kubelet-v128", kubeletBuild: "v1.28",
+			agentArgs: []string{"--configmap-strategy=cache", "--cache-invalidation=every-sync"}},
+		{name: "after #120255", agentNode: "diff-first-reference", kubeletNode: "diff-kubelet-v136", kubeletBuild: "v1.36",
+			agentArgs: []string{"--configmap-strategy=cache", "--cache-invalidation=first-reference"}},
+	}
+	ns := createNamespace(t, "differential")
+	createDifferentialConfigMaps(t, ns)
+
+	type served struct {
+		rootDir string
+		pods    map[string]*corev1.Pod // by the pod's base name
+	}
+	nodes := map[string]*served{}
+	for _, p := range pairs {
+		for _, node := range []string{p.agentNode, p.kubeletNode} {
+			createNode(t, node, diffTTL)
+			nodes[node] = &served{pods: map[string]*corev1.Pod{}}
+			for _, pod := range differentialPods(ns, node) {
+				created, err := clientset.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				nodes[node].pods[strings.TrimSuffix(pod.Name, "-"+node)] = created
+			}
+		}
+		args := append([]string{"--sync-frequency=" + diffSync.String()}, p.agentArgs...)
+		nodes[p.agentNode].rootDir = startAgentWith(t, p.agentNode, nodeKubeconfig(t, p.agentNode), args...).rootDir
+		nodes[p.kubeletNode].rootDir = startRefKubelet(t, p.kubeletBuild, p.kubeletNode, "Cache", diffSync).rootDir
+	}
+
+	// The files: every volume nodeagent serves, equal to the kubelet's.
+	compareTrees := func(t *testing.T, p differentialPair) {
+		t.Helper()
+		agent, kubelet := nodes[p.agentNode], nodes[p.kubeletNode]
+		for base, kubeletPod := range kubelet.pods {
+			agentPod := agent.pods[base]
+			kubeletDirs, agentDirs := volumeDirs(kubelet.rootDir, kubeletPod), volumeDirs(agent.rootDir, agentPod)
+			if len(kubeletDirs) != len(agentDirs) {
+				t.Errorf("%s, pod %s: nodeagent has volumes %v, the kubelet %v", p.name, base, keys(agentDirs), keys(kubeletDirs))
+			}
+			for key, dir := range kubeletDirs {
+				if agentDirs[key] == "" {
+					continue
+				}
+				want := fileTree(t, dir)
+				if key == "kubernetes.io~projected/kube-api-access" {
+					dropServiceAccountToken(t, p.name+", pod "+base, want, fileTree(t, agentDirs[key]))
+				}
+				for _, d := range treeDiff(fileTree(t, agentDirs[key]), want) {
+					t.Errorf("%s, pod %s, volume %s: %s", p.name, base, key, d)
+				}
+			}
+		}
+	}
+	waitForTrees := func(t *testing.T, what string, ready func(tree map[string]string, key string) bool) {
+		t.Helper()
+		waitUntil(t, 90*time.Second, func() error {
+			for node, s := range nodes {
+				for base, pod := range s.pods {
+					dirs := volumeDirs(s.rootDir, pod)
+					if len(dirs) == 0 {
+						return fmt.Errorf("%s: pod %s has no volumes on disk yet", node, base)
+					}
+					for key, dir := range dirs {
+						if !ready(fileTree(t, dir), key) {
+							return fmt.Errorf("%s: pod %s, volume %s: %s not yet", node, base, key, what)
+						}
+					}
+				}
+			}
+			return nil
+		})
+	}
+	waitForTrees(t, "mounted", func(tree map[string]string, _ string) bool { return tree["..data"] != "" })
+	t.Run("files after mount", func(t *testing.T) {
+		for _, p := range pairs {
+			compareTrees(t, p)
+		}
+	})
+
+	// The traffic: a steady window, with pod status churn throughout.
+	time.Sleep(2 * diffSync)
+	from := time.Now()
+	stopChurn := churnPodStatus(t, ns, nodes[pairs[0].agentNode].pods, nodes[pairs[0].kubeletNode].pods, nodes[pairs[1].agentNode].pods, nodes[pairs[1].kubeletNode].pods)
+	time.Sleep(diffWindow)
+	stopChurn()
+	to := time.Now()
+	counts, err := auditlog.Count(cp.AuditLogPath(), from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("requests", func(t *testing.T) {
+		for _, p := range pairs {
+			agent, kubelet := counts[controlplane.NodeUser(p.agentNode)], counts[controlplane.NodeUser(p.kubeletNode)]
+			t.Logf("%s over %s: nodeagent %+v, kubelet %s %+v", p.name, to.Sub(from).Round(time.Second), agent, p.kubeletBuild, kubelet)
+			within10 := func(what string, a, k int) {
+				if math.Abs(float64(a-k)) > 0.1*float64(k) {
+					t.Errorf("%s: %s: nodeagent %d, kubelet %d: more than 10%% apart", p.name, what, a, k)
+				}
+			}
+			within10("quorum GETs", agent.QuorumGets, kubelet.QuorumGets)
+			within10("cached GETs (resourceVersion=0)", agent.CacheGets, kubelet.CacheGets)
+			within10("errors (404 of the missing optional ConfigMap)", agent.Errors, kubelet.Errors)
+			// Deterministic: the Cache strategy never lists or watches.
+			if agent.Watches != 0 || kubelet.Watches != 0 || agent.QuorumLists+agent.CacheLists != 0 || kubelet.QuorumLists+kubelet.CacheLists != 0 {
+				t.Errorf("%s: lists or watches with the Cache strategy: nodeagent %+v, kubelet %+v", p.name, agent, kubelet)
+			}
+		}
+	})
+
+	// An update, then a key removed: both reach the same files.
+	updateConfigMap(t, ns, "diff-shared", "greeting", "updated")
+	waitForTrees(t, "the update", func(tree map[string]string, key string) bool {
+		return !strings.Contains(key, "shared") || strings.Contains(tree["..GEN/greeting"], "updated")
+	})
+	t.Run("files after an update", func(t *testing.T) {
+		for _, p := range pairs {
+			compareTrees(t, p)
+		}
+	})
+	removeConfigMapKey(t, ns, "diff-shared", "farewell")
+	waitForTrees(t, "the key's removal", func(tree map[string]string, key string) bool {
+		_, still := tree["farewell"]
+		return !strings.Contains(key, "shared") || !still
+	})
+	t.Run("files after a key is removed", func(t *testing.T) {
+		for _, p := range pairs {
+			compareTrees(t, p)
+		}
+	})
+
+	// A pod deleted: both remove its volumes.
+	t.Run("pod deleted", func(t *testing.T) {
+		for node, s := range nodes {
+			pod := s.pods["shared-b"]
+			dirs := volumeDirs(s.rootDir, pod)
+			deletePodNow(t, pod)
+			waitUntil(t, 90*time.Second, func() error {
+				if left := volumeDirs(s.rootDir, pod); len(left) > 0 {
+					return fmt.Errorf("%s: volumes %v of the deleted pod are still on disk (had %v)", node, keys(left), keys(dirs))
+				}
+				return nil
+			})
+		}
+	})
+}
+
+// dropServiceAccountToken is the deliberate difference of the
+// service-account volume: nodeagent does not serve serviceAccountToken
+// sources (docs/kubelet-behaviour.md, "The volume on disk"). The kubelet
+// writes the token; nodeagent must not. The token's entries are then left
+// out of the comparison.
+func dropServiceAccountToken(t *testing.T, where string, kubelet, agent map[string]string) {
+	t.Helper()
+	if _, ok := kubelet["..GEN/token"]; !ok {
+		t.Errorf("%s: the kubelet wrote no service-account token; the comparison would not test the difference", where)
+	}
+	for _, path := range []string{"token", "..GEN/token"} {
+		if _, ok := agent[path]; ok {
+			t.Errorf("%s: nodeagent wrote %s, a serviceAccountToken source it does not serve", where, path)
+		}
+		delete(kubelet, path)
+	}
+}
+
+// churnPodStatus adds and changes a condition on every pod every few
+// seconds until stopped: status-only updates, which sync no pod in the
+// kubelet nor in nodeagent.
+func churnPodStatus(t *testing.T, ns string, podSets ...map[string]*corev1.Pod) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			for _, pods := range podSets {
+				for _, pod := range pods {
+					patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"example.com/Churn","status":"True","reason":"Round%d"}]}}`, i)
+					_, _ = clientset.CoreV1().Pods(ns).Patch(ctx, pod.Name, "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{}, "status")
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(3 * time.Second):
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

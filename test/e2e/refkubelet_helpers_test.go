@@ -1,0 +1,164 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+)
+
+// nodeKubeconfig writes a kubeconfig with node's own client identity, so
+// that the Node authorizer treats its holder as that node's kubelet and
+// the audit log attributes its requests to it.
+func nodeKubeconfig(t *testing.T, node string) string {
+	t.Helper()
+	cfg, err := cp.NodeRESTConfig(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), node+".kubeconfig")
+	if err := controlplane.WriteKubeconfig(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// refKubelet is a reference kubelet (hack/refkubelet) serving one node.
+type refKubelet struct {
+	node, rootDir string
+	proc          *controlplane.Process
+}
+
+// startRefKubelet runs refkubelet-<version> for node with the given
+// change-detection strategy and sync frequency, and stops it at the end.
+func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency time.Duration) *refKubelet {
+	t.Helper()
+	dir, err := controlplane.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(dir, "refkubelet-"+version)
+	if _, err := os.Stat(binary); err != nil {
+		t.Fatalf("%s: %v; run `make refkubelet`", binary, err)
+	}
+	k := &refKubelet{node: node, rootDir: t.TempDir()}
+	logPath := filepath.Join(t.TempDir(), "refkubelet.log")
+	k.proc, err = controlplane.StartProcess("refkubelet-"+version, binary, []string{
+		"--node-name=" + node,
+		"--kubeconfig=" + nodeKubeconfig(t, node),
+		"--root-dir=" + k.rootDir,
+		"--sync-frequency=" + syncFrequency.String(),
+		"--configmap-change-detection-strategy=" + strategy,
+	}, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		k.proc.Stop(5 * time.Second)
+		if t.Failed() {
+			t.Logf("refkubelet log (%s):\n%s", node, k.proc.Tail(40))
+		}
+	})
+	return k
+}
+
+// volumeDirs maps the volumes of pod under a kubelet-layout root dir to
+// their directories, keyed plugin/name, with the random suffix of the
+// service-account volume's name dropped so that two pods' keys match.
+func volumeDirs(rootDir string, pod *corev1.Pod) map[string]string {
+	dirs := map[string]string{}
+	for _, plugin := range []string{"kubernetes.io~configmap", "kubernetes.io~projected"} {
+		entries, _ := os.ReadDir(filepath.Join(rootDir, "pods", string(pod.UID), "volumes", plugin))
+		for _, e := range entries {
+			name := e.Name()
+			if strings.HasPrefix(name, "kube-api-access-") {
+				name = "kube-api-access"
+			}
+			dirs[plugin+"/"+name] = filepath.Join(rootDir, "pods", string(pod.UID), "volumes", plugin, e.Name())
+		}
+	}
+	return dirs
+}
+
+// generationName matches the atomic writer's timestamped directories.
+var generationName = regexp.MustCompile(`^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+$`)
+
+// fileTree describes a volume directory: one line per entry with its type,
+// permissions, and its bytes or link target, generation names replaced by
+// "..GEN".
+func fileTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	tree := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = normaliseGeneration(rel)
+		info, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			tree[rel] = "link -> " + normaliseGeneration(target)
+		case info.IsDir():
+			tree[rel] = fmt.Sprintf("dir %v", info.Mode().Perm()|info.Mode()&(fs.ModeSetgid|fs.ModeSticky))
+		default:
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			tree[rel] = fmt.Sprintf("file %v %q", info.Mode().Perm(), data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", dir, err)
+	}
+	return tree
+}
+
+func normaliseGeneration(path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if generationName.MatchString(p) {
+			parts[i] = "..GEN"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// treeDiff lists the entries where two trees differ, sorted.
+func treeDiff(agent, kubelet map[string]string) []string {
+	var diffs []string
+	for path, want := range kubelet {
+		if got, ok := agent[path]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: nodeagent has none, kubelet has %s", path, want))
+		} else if got != want {
+			diffs = append(diffs, fmt.Sprintf("%s: nodeagent has %s, kubelet has %s", path, got, want))
+		}
+	}
+	for path, got := range agent {
+		if _, ok := kubelet[path]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: nodeagent has %s, kubelet has none", path, got))
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
