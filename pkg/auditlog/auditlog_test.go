@@ -1,0 +1,61 @@
+package auditlog
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func line(stage, verb, uri, user string, code int, at string) string {
+	return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","stage":"` + stage + `","requestURI":"` + uri +
+		`","verb":"` + verb + `","user":{"username":"` + user + `"},"objectRef":{"resource":"configmaps","namespace":"ns","name":"cm"},` +
+		`"responseStatus":{"code":` + strconv.Itoa(code) + `},"requestReceivedTimestamp":"` + at + `"}`
+}
+
+func TestCount(t *testing.T) {
+	const a, b = "system:node:a", "system:node:b"
+	lines := []string{
+		line("ResponseComplete", "get", "/api/v1/namespaces/ns/configmaps/cm", a, 200, "2026-01-01T00:00:01.000000Z"),
+		line("ResponseComplete", "get", "/api/v1/namespaces/ns/configmaps/cm?resourceVersion=0", a, 200, "2026-01-01T00:00:02.000000Z"),
+		line("ResponseComplete", "get", "/api/v1/namespaces/ns/configmaps/missing", a, 404, "2026-01-01T00:00:03.000000Z"),
+		// A watch: counted when it opens, not again when it ends.
+		line("ResponseStarted", "watch", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&watch=true", b, 200, "2026-01-01T00:00:04.000000Z"),
+		line("ResponseComplete", "watch", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&watch=true", b, 200, "2026-01-01T00:00:04.000000Z"),
+		// A watch refused before it opened.
+		line("ResponseComplete", "watch", "/api/v1/namespaces/ns/configmaps?watch=true", b, 403, "2026-01-01T00:00:05.000000Z"),
+		line("ResponseComplete", "list", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&limit=500&resourceVersion=0", b, 200, "2026-01-01T00:00:06.000000Z"),
+		line("ResponseComplete", "list", "/api/v1/namespaces/ns/configmaps", b, 200, "2026-01-01T00:00:07.000000Z"),
+		// Outside the window.
+		line("ResponseComplete", "get", "/api/v1/namespaces/ns/configmaps/cm", a, 200, "2026-01-01T00:00:10.000000Z"),
+		// Not a ConfigMap, and a half-written last line.
+		strings.Replace(line("ResponseComplete", "get", "/api/v1/nodes/a", a, 200, "2026-01-01T00:00:02.000000Z"), `"configmaps"`, `"nodes"`, 1),
+		`{"kind":"Event","stage":"Resp`,
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	got, err := Count(path, from, from.Add(9*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Counts{QuorumGets: 2, CacheGets: 1, Errors: 1}); got[a] != want {
+		t.Errorf("node a: got %+v, want %+v", got[a], want)
+	}
+	if want := (Counts{Watches: 2, QuorumLists: 1, CacheLists: 1, Errors: 1}); got[b] != want {
+		t.Errorf("node b: got %+v, want %+v", got[b], want)
+	}
+	if len(got) != 2 {
+		t.Errorf("users: got %v, want only a and b", got)
+	}
+	if all, _ := Count(path, from, time.Time{}); all[a].QuorumGets != 3 {
+		t.Errorf("no end: node a's quorum GETs: got %d, want 3", all[a].QuorumGets)
+	}
+	if _, err := Count(filepath.Join(t.TempDir(), "none"), from, time.Time{}); err == nil {
+		t.Error("a missing log: no error")
+	}
+}

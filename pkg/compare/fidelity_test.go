@@ -1,0 +1,65 @@
+package compare
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
+	for ref, agentMode := range map[Mode]Mode{
+		ModeKubeletV128: ModeEverySync, ModeKubeletV136: ModeFirstReference, ModeKubeletV136Watch: ModeWatch,
+	} {
+		if !ref.IsReferenceKubelet() || agentMode.IsReferenceKubelet() {
+			t.Errorf("%s / %s: IsReferenceKubelet wrong", ref, agentMode)
+		}
+		if ref.Counterpart() != agentMode || agentMode.Counterpart() != ref {
+			t.Errorf("%s and %s are not each other's counterpart", ref, agentMode)
+		}
+		// The model of a reference kubelet is its counterpart's.
+		s := DefaultScenario()
+		nodes := layout(s, DefaultNamespace)
+		refAPI, refEtcd := expectedQPS(nodes, s.SyncFrequency, ref, s.TTL)
+		api, etcd := expectedQPS(nodes, s.SyncFrequency, agentMode, s.TTL)
+		if refAPI != api || refEtcd != etcd {
+			t.Errorf("%s: model %v/%v, %s's %v/%v", ref, refAPI, refEtcd, agentMode, api, etcd)
+		}
+		rs, ri := ref.agentSettings()
+		as, ai := agentMode.agentSettings()
+		if rs != as || ri != ai {
+			t.Errorf("%s: settings %s/%s, %s's %s/%s", ref, rs, ri, agentMode, as, ai)
+		}
+	}
+	if ModeGet.Counterpart() != "" {
+		t.Errorf("get has counterpart %q; the kubelet's Get strategy is not measured", ModeGet.Counterpart())
+	}
+	if _, err := ParseModes("kubelet-v1.28,every-sync,kubelet-v1.36,first-reference"); err != nil {
+		t.Error(err)
+	}
+	if binary, strategy := ModeKubeletV136Watch.kubeletSettings(); binary != "refkubelet-v1.36" || strategy != "Watch" {
+		t.Errorf("kubelet-v1.36-watch runs %s with %s", binary, strategy)
+	}
+}
+
+func TestFidelityLines(t *testing.T) {
+	r := &Report{Scenario: ScenarioReport{Nodes: 10}}
+	r.Phases = []PhaseResult{
+		{Mode: ModeKubeletV128, APIServerGetQPS: 40, EtcdGetQPS: 40, MeasuredSeconds: 60, AgentCPUSeconds: 6, AgentPeakRSSBytes: 10 * 80 << 20,
+			Audit: &AuditResult{QuorumGetQPS: 40}},
+		{Mode: ModeEverySync, APIServerGetQPS: 38, EtcdGetQPS: 38, MeasuredSeconds: 60, AgentCPUSeconds: 3, AgentPeakRSSBytes: 10 * 20 << 20,
+			Audit: &AuditResult{QuorumGetQPS: 38}},
+		{Mode: ModeFirstReference, APIServerGetQPS: 5},
+	}
+	lines := r.fidelity()
+	if len(lines) != 1 {
+		t.Fatalf("want one line (first-reference has no kubelet-v1.36 beside it), got %q", lines)
+	}
+	for _, want := range []string{"every-sync vs kubelet-v1.28", "apiserver GET/s 38.00 / 40.00 (0.95)", "quorum GET/s (audit) 38.00 / 40.00 (0.95)",
+		"mcores/node 5.0 / 10.0", "MiB/node 20.0 / 80.0"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("fidelity line %q lacks %q", lines[0], want)
+		}
+	}
+	if md := r.Markdown(); !strings.Contains(md, "Fidelity") {
+		t.Error("report.md has no fidelity section")
+	}
+}
