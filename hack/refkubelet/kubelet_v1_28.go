@@ -27,26 +27,23 @@ import (
 )
 
 // startKubelet serves a fake CRI runtime in this process and starts the
-// kubelet on it. v1.28 differs from v1.36 in where the fake runtime lives,
+// kubelet on it. stop ends the fake runtime, removing its socket. v1.28 differs from v1.36 in where the fake runtime lives,
 // in the runtime client's and RunKubelet's signatures, and in having no
 // node startup tracker and no pod logs directory setting.
-func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient *clientset.Clientset) error {
+func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient *clientset.Clientset) (stop func(), err error) {
 	endpoint, err := fakeremote.GenerateEndpoint()
 	if err != nil {
-		return fmt.Errorf("choosing the fake runtime's endpoint: %w", err)
+		return nil, fmt.Errorf("choosing the fake runtime's endpoint: %w", err)
 	}
 	fakeRuntime := fakeremote.NewFakeRemoteRuntime()
 	if err := fakeRuntime.Start(endpoint); err != nil {
-		return fmt.Errorf("starting the fake runtime: %w", err)
+		return nil, fmt.Errorf("starting the fake runtime: %w", err)
 	}
-	go func() {
-		<-ctx.Done()
-		fakeRuntime.Stop()
-	}()
 	tracing := trace.NewNoopTracerProvider()
 	runtimeService, err := remote.NewRemoteRuntimeService(endpoint, 15*time.Second, tracing)
 	if err != nil {
-		return fmt.Errorf("connecting to the fake runtime: %w", err)
+		fakeRuntime.Stop()
+		return nil, fmt.Errorf("connecting to the fake runtime: %w", err)
 	}
 	deps := &kubelet.Dependencies{
 		KubeClient:               client,
@@ -67,5 +64,9 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		// The real recorder reads /dev/kmsg for OOM events.
 		Recorder: &record.FakeRecorder{},
 	}
-	return kubeletapp.RunKubelet(server, deps, false)
+	if err := kubeletapp.RunKubelet(server, deps, false); err != nil {
+		fakeRuntime.Stop()
+		return nil, err
+	}
+	return fakeRuntime.Stop, nil
 }

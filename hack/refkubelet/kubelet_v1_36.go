@@ -28,24 +28,21 @@ import (
 )
 
 // startKubelet serves a fake CRI runtime in this process and starts the
-// kubelet on it.
-func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient *clientset.Clientset) error {
+// kubelet on it. stop ends the fake runtime, removing its socket.
+func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient *clientset.Clientset) (stop func(), err error) {
 	server.PodLogsDir = server.RootDirectory + "/pod-logs"
 	endpoint, err := fakeremote.GenerateEndpoint()
 	if err != nil {
-		return fmt.Errorf("choosing the fake runtime's endpoint: %w", err)
+		return nil, fmt.Errorf("choosing the fake runtime's endpoint: %w", err)
 	}
 	fakeRuntime := fakeremote.NewFakeRemoteRuntime()
 	if err := fakeRuntime.Start(endpoint); err != nil {
-		return fmt.Errorf("starting the fake runtime: %w", err)
+		return nil, fmt.Errorf("starting the fake runtime: %w", err)
 	}
-	go func() {
-		<-ctx.Done()
-		fakeRuntime.Stop()
-	}()
 	runtimeService, err := remote.NewRemoteRuntimeService(ctx, endpoint, 15*time.Second, noop.NewTracerProvider(), false)
 	if err != nil {
-		return fmt.Errorf("connecting to the fake runtime: %w", err)
+		fakeRuntime.Stop()
+		return nil, fmt.Errorf("connecting to the fake runtime: %w", err)
 	}
 	deps := &kubelet.Dependencies{
 		KubeClient:                client,
@@ -67,5 +64,9 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		// The real recorder reads /dev/kmsg for OOM events.
 		Recorder: &record.FakeRecorder{},
 	}
-	return kubeletapp.RunKubelet(klog.NewContext(ctx, klog.Background()), server, deps)
+	if err := kubeletapp.RunKubelet(klog.NewContext(ctx, klog.Background()), server, deps); err != nil {
+		fakeRuntime.Stop()
+		return nil, err
+	}
+	return fakeRuntime.Stop, nil
 }

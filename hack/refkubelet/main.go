@@ -67,12 +67,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, s); err != nil {
+	stopRuntime, err := run(ctx, s)
+	if err != nil {
 		klog.ErrorS(err, "refkubelet failed")
 		klog.Flush()
 		os.Exit(1)
 	}
 	<-ctx.Done()
+	stopRuntime()
 	// The kubelet has no orderly stop; its state is on disk and in the
 	// API, so exiting is how a kubelet ends.
 	klog.InfoS("refkubelet stopping", "node", s.nodeName)
@@ -101,21 +103,22 @@ func (s settings) validate() error {
 	return errors.Join(errs...)
 }
 
-// run starts the kubelet and returns once it runs.
-func run(ctx context.Context, s settings) error {
+// run starts the kubelet and returns once it runs, with what stops its
+// fake runtime.
+func run(ctx context.Context, s settings) (stop func(), err error) {
 	if err := os.MkdirAll(s.rootDir, 0o750); err != nil {
-		return err
+		return nil, err
 	}
 	restConfig, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("reading --kubeconfig: %w", err)
+		return nil, fmt.Errorf("reading --kubeconfig: %w", err)
 	}
 	restConfig.QPS, restConfig.Burst = s.qps, s.burst
 	restConfig.ContentType = "application/vnd.kubernetes.protobuf"
 	restConfig.UserAgent = "refkubelet/" + s.nodeName
 	client, err := clientset.NewForConfig(restConfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The kubelet's heartbeats (node status, lease) bypass its rate
 	// limiter and time out within the lease, as in the kubelet's server.
@@ -123,11 +126,11 @@ func run(ctx context.Context, s settings) error {
 	heartbeatConfig.QPS, heartbeatConfig.Timeout = -1, 10*time.Second
 	heartbeatClient, err := clientset.NewForConfig(heartbeatConfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	server, err := kubeletServer(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return startKubelet(ctx, server, client, heartbeatClient)
 }

@@ -79,6 +79,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 	compareTrees := func(t *testing.T, p differentialPair) {
 		t.Helper()
 		agent, kubelet := nodes[p.agentNode], nodes[p.kubeletNode]
+		compared := 0
 		for base, kubeletPod := range kubelet.pods {
 			agentPod := agent.pods[base]
 			kubeletDirs, agentDirs := volumeDirs(kubelet.rootDir, kubeletPod), volumeDirs(agent.rootDir, agentPod)
@@ -96,7 +97,13 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 				for _, d := range treeDiff(fileTree(t, agentDirs[key]), want) {
 					t.Errorf("%s, pod %s, volume %s: %s", p.name, base, key, d)
 				}
+				compared++
 			}
+		}
+		// Nine volumes of the pods' own, and one service-account volume
+		// for each of the seven pods still running.
+		if want := 9 + len(kubelet.pods); compared != want {
+			t.Errorf("%s: compared %d volumes, want %d", p.name, compared, want)
 		}
 	}
 	waitForTrees := func(t *testing.T, what string, ready func(tree map[string]string, key string) bool) {
