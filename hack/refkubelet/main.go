@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -64,6 +65,10 @@ func main() {
 	if err := s.validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "refkubelet: %v\n", err)
 		os.Exit(2)
+	}
+	// The kubelet takes a relative root directory as relative to /.
+	if abs, err := filepath.Abs(s.rootDir); err == nil {
+		s.rootDir = abs
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -28,10 +28,12 @@ type refKubeletFleet struct {
 	// workDir holds each phase's root directories (removed at stop);
 	// logDir keeps the kubelets' logs.
 	workDir, logDir string
+	progress        *progress
 
 	mu        sync.Mutex
 	procs     []*controlplane.Process
 	phaseDir  string
+	mode      Mode
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	cpuAtMark time.Duration
@@ -81,7 +83,7 @@ func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Durat
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f.cancel, f.marked, f.procs = cancel, false, nil
+	f.cancel, f.marked, f.procs, f.mode = cancel, false, nil, mode
 	for i, node := range f.nodes {
 		args := []string{
 			"--node-name=" + node.name,
@@ -177,6 +179,25 @@ func (f *refKubeletFleet) stop() {
 	wg.Wait()
 	if f.phaseDir != "" {
 		_ = os.RemoveAll(f.phaseDir)
+	}
+	f.reportSyncErrors()
+}
+
+// reportSyncErrors says when the phase's kubelets failed pod syncs: a
+// failed sync is retried after a back-off, not after the sync period, so
+// their requests would not be the kubelet's steady state.
+func (f *refKubeletFleet) reportSyncErrors() {
+	logs, _ := filepath.Glob(filepath.Join(f.logDir, string(f.mode), "*.log"))
+	failed := 0
+	for _, path := range logs {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			failed += strings.Count(string(data), `"Error syncing pod, skipping"`)
+		}
+	}
+	if failed > 0 && f.progress != nil {
+		f.progress.done("%-16s warning: the kubelets logged %d failed pod syncs, which change their request rate; see %s",
+			f.mode, failed, filepath.Join(f.logDir, string(f.mode)))
 	}
 }
 

@@ -58,6 +58,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 		pods    map[string]*corev1.Pod // by the pod's base name
 	}
 	nodes := map[string]*served{}
+	var kubelets []*refKubelet
 	for _, p := range pairs {
 		for _, node := range []string{p.agentNode, p.kubeletNode} {
 			createNode(t, node, diffTTL)
@@ -72,7 +73,8 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 		}
 		args := append([]string{"--sync-frequency=" + diffSync.String()}, p.agentArgs...)
 		nodes[p.agentNode].rootDir = startAgentWith(t, p.agentNode, nodeKubeconfig(t, p.agentNode), args...).rootDir
-		nodes[p.kubeletNode].rootDir = startRefKubelet(t, p.kubeletBuild, p.kubeletNode, "Cache", diffSync).rootDir
+		kubelet := startRefKubelet(t, p.kubeletBuild, p.kubeletNode, "Cache", diffSync)
+		nodes[p.kubeletNode].rootDir, kubelets = kubelet.rootDir, append(kubelets, kubelet)
 	}
 
 	// The files: every volume nodeagent serves, equal to the kubelet's.
@@ -144,6 +146,11 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("requests", func(t *testing.T) {
+		for _, k := range kubelets {
+			if n := k.failedSyncs(t); n > 0 {
+				t.Errorf("reference kubelet %s logged %d failed pod syncs: its requests are not its steady state", k.node, n)
+			}
+		}
 		for _, p := range pairs {
 			agent, kubelet := counts[controlplane.NodeUser(p.agentNode)], counts[controlplane.NodeUser(p.kubeletNode)]
 			t.Logf("%s over %s: nodeagent %+v, kubelet %s %+v", p.name, to.Sub(from).Round(time.Second), agent, p.kubeletBuild, kubelet)

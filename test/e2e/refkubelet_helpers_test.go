@@ -36,8 +36,20 @@ func nodeKubeconfig(t *testing.T, node string) string {
 
 // refKubelet is a reference kubelet (hack/refkubelet) serving one node.
 type refKubelet struct {
-	node, rootDir string
-	proc          *controlplane.Process
+	node, rootDir, logPath string
+	proc                   *controlplane.Process
+}
+
+// failedSyncs counts the pod syncs the kubelet logged as failed: a failed
+// sync is retried after a back-off, so its requests would not be the
+// kubelet's steady state.
+func (k *refKubelet) failedSyncs(t *testing.T) int {
+	t.Helper()
+	data, err := os.ReadFile(k.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), `"Error syncing pod, skipping"`)
 }
 
 // startRefKubelet runs refkubelet-<version> for node with the given
@@ -52,15 +64,14 @@ func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency
 	if _, err := os.Stat(binary); err != nil {
 		t.Fatalf("%s: %v; run `make refkubelet`", binary, err)
 	}
-	k := &refKubelet{node: node, rootDir: t.TempDir()}
-	logPath := filepath.Join(t.TempDir(), "refkubelet.log")
+	k := &refKubelet{node: node, rootDir: t.TempDir(), logPath: filepath.Join(t.TempDir(), "refkubelet.log")}
 	k.proc, err = controlplane.StartProcess("refkubelet-"+version, binary, []string{
 		"--node-name=" + node,
 		"--kubeconfig=" + nodeKubeconfig(t, node),
 		"--root-dir=" + k.rootDir,
 		"--sync-frequency=" + syncFrequency.String(),
 		"--configmap-change-detection-strategy=" + strategy,
-	}, logPath)
+	}, k.logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
