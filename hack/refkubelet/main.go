@@ -34,6 +34,10 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 )
 
+// maxRootDir leaves room under the root directory for the kubelet's
+// longest unix socket path, pod-resources/<10 digits>, within 108 bytes.
+const maxRootDir = 80
+
 // settings are refkubelet's flags: what nodeagent compare and its tests vary.
 type settings struct {
 	nodeName      string
@@ -69,6 +73,10 @@ func main() {
 	// The kubelet takes a relative root directory as relative to /.
 	if abs, err := filepath.Abs(s.rootDir); err == nil {
 		s.rootDir = abs
+	}
+	if len(s.rootDir) > maxRootDir {
+		fmt.Fprintf(os.Stderr, "refkubelet: --root-dir %s is %d bytes long; the kubelet's unix sockets under it must fit in 108 bytes: use one of at most %d\n", s.rootDir, len(s.rootDir), maxRootDir)
+		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

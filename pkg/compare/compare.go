@@ -137,15 +137,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			log:     logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		}
 		if slices.ContainsFunc(s.Modes, Mode.IsReferenceKubelet) {
-			// Absolute: the kubelet takes a relative root directory as
-			// relative to /.
-			outputDir, err := filepath.Abs(opts.OutputDir)
-			if err != nil {
-				return nil, err
-			}
 			kubelets := &refKubeletFleet{
 				scenario: s, nodes: nodes, binDir: opts.RefKubeletDir, identity: opts.NodeIdentity,
-				workDir: filepath.Join(outputDir, "kubelet-nodes"), logDir: filepath.Join(outputDir, "kubelets"), progress: prog,
+				logDir: filepath.Join(opts.OutputDir, "kubelets"), progress: prog,
 			}
 			if err := kubelets.check(s.Modes); err != nil {
 				return nil, err

@@ -25,7 +25,8 @@ type refKubeletFleet struct {
 	nodes    []nodeLayout
 	binDir   string
 	identity func(node string) (*rest.Config, error)
-	// workDir holds each phase's root directories (removed at stop);
+	// workDir, a temporary directory made at the first start and removed
+	// at cleanup, holds each phase's root directories (removed at stop);
 	// logDir keeps the kubelets' logs.
 	workDir, logDir string
 	progress        *progress
@@ -62,22 +63,30 @@ func (f *refKubeletFleet) check(modes []Mode) error {
 
 func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Duration) error {
 	binary, strategy := mode.kubeletSettings()
+	if f.workDir == "" {
+		// Short: the kubelet makes unix sockets under its root directory,
+		// whose paths must fit in 108 bytes.
+		dir, err := os.MkdirTemp("", "nodeagent-kubelets-")
+		if err != nil {
+			return err
+		}
+		f.workDir = dir
+	}
 	f.phaseDir = filepath.Join(f.workDir, string(mode))
 	logDir := filepath.Join(f.logDir, string(mode))
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Join(f.phaseDir, "kubeconfigs"), 0o700); err != nil {
+		return err
+	}
 	kubeconfigs := make([]string, len(f.nodes))
 	for i, node := range f.nodes {
-		dir := filepath.Join(f.phaseDir, node.name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
 		cfg, err := f.identity(node.name)
 		if err != nil {
 			return err
 		}
-		kubeconfigs[i] = filepath.Join(dir, "kubeconfig")
+		kubeconfigs[i] = filepath.Join(f.phaseDir, "kubeconfigs", node.name)
 		if err := controlplane.WriteKubeconfig(kubeconfigs[i], cfg); err != nil {
 			return err
 		}
@@ -88,7 +97,7 @@ func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Durat
 		args := []string{
 			"--node-name=" + node.name,
 			"--kubeconfig=" + kubeconfigs[i],
-			"--root-dir=" + filepath.Join(f.phaseDir, node.name, "root"),
+			"--root-dir=" + filepath.Join(f.phaseDir, fmt.Sprintf("%03d", i)),
 			"--sync-frequency=" + f.scenario.SyncFrequency.String(),
 			"--configmap-change-detection-strategy=" + strategy,
 			"--kube-api-qps=" + strconv.FormatFloat(float64(f.scenario.AgentQPS), 'f', -1, 32),
@@ -125,7 +134,7 @@ func (f *refKubeletFleet) volumesMounted(context.Context) (int, error) {
 	}
 	matches := 0
 	for _, plugin := range []string{"kubernetes.io~configmap", "kubernetes.io~projected"} {
-		found, err := filepath.Glob(filepath.Join(f.phaseDir, "*", "root", "pods", "*", "volumes", plugin, "*", "..data"))
+		found, err := filepath.Glob(filepath.Join(f.phaseDir, "*", "pods", "*", "volumes", plugin, "*", "..data"))
 		if err != nil {
 			return 0, err
 		}
@@ -242,7 +251,11 @@ func (f *refKubeletFleet) prepare(_ context.Context, own []nodeLayout) ([]nodeLa
 	return own, nil
 }
 
-func (f *refKubeletFleet) cleanup(bool) { _ = os.RemoveAll(f.workDir) }
+func (f *refKubeletFleet) cleanup(bool) {
+	if f.workDir != "" {
+		_ = os.RemoveAll(f.workDir)
+	}
+}
 
 // warmup allows for the kubelets' start (node registration, informers'
 // sync) and asks every second: each ask walks every root directory.
