@@ -177,7 +177,7 @@ func (f *daemonSetFleet) start(ctx context.Context, mode Mode, _ time.Duration) 
 	if err != nil {
 		return fmt.Errorf("switching DaemonSet %s/%s to %s: %w", f.namespace, f.name, mode, err)
 	}
-	f.progress.done("%-16s rolling out DaemonSet %s/%s", mode, f.namespace, f.name)
+	f.progress.done("%-19s rolling out DaemonSet %s/%s", mode, f.namespace, f.name)
 	if err := f.waitForRollout(ctx, string(mode)); err != nil {
 		return err
 	}
@@ -202,10 +202,10 @@ func (f *daemonSetFleet) waitForRollout(ctx context.Context, what string) error 
 		}
 		done, state := rolloutState(ds)
 		if done {
-			f.progress.done("%-16s rollout done in %.1fs: %s", what, time.Since(start).Seconds(), state)
+			f.progress.done("%-19s rollout done in %.1fs: %s", what, time.Since(start).Seconds(), state)
 			return nil
 		}
-		f.progress.status("%-16s rollout  %5.0fs  %s", what, time.Since(start).Seconds(), state)
+		f.progress.status("%-19s rollout  %5.0fs  %s", what, time.Since(start).Seconds(), state)
 		if time.Since(start) > f.rolloutTimeout {
 			return fmt.Errorf("DaemonSet %s/%s did not roll out within --rollout-timeout %s (%s): check `kubectl -n %s get pods` and the agents' logs",
 				f.namespace, f.name, f.rolloutTimeout, state, f.namespace)

@@ -174,17 +174,17 @@ func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want in
 		switch {
 		case errors.Is(err, errNoAgentMetrics):
 			left := time.Until(running.Add(cycle))
-			r.progress.status("%-16s warm-up  %5.0fs  agents' metrics unreachable: waiting one cycle, %.0fs left", mode, time.Since(start).Seconds(), left.Seconds())
+			r.progress.status("%-19s warm-up  %5.0fs  agents' metrics unreachable: waiting one cycle, %.0fs left", mode, time.Since(start).Seconds(), left.Seconds())
 			if left <= 0 {
-				r.progress.done("%-16s warm-up done in %.1fs (one cycle; the agents' metrics are unreachable)", mode, time.Since(start).Seconds())
+				r.progress.done("%-19s warm-up done in %.1fs (one cycle; the agents' metrics are unreachable)", mode, time.Since(start).Seconds())
 				return nil
 			}
 		case err != nil:
 			return err
 		default:
-			r.progress.status("%-16s warm-up  %5.0fs  volumes on disk %d/%d", mode, time.Since(start).Seconds(), mounted, want)
+			r.progress.status("%-19s warm-up  %5.0fs  volumes on disk %d/%d", mode, time.Since(start).Seconds(), mounted, want)
 			if mounted >= want {
-				r.progress.done("%-16s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
+				r.progress.done("%-19s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
 				return nil
 			}
 		}
@@ -235,7 +235,7 @@ func (r *runner) measure(ctx context.Context, f fleet, res *PhaseResult) error {
 			EtcdQPS:      (next.EtcdConfigMapGets() - prev.EtcdConfigMapGets()) / interval,
 		}
 		res.Samples = append(res.Samples, sample)
-		r.progress.status("%-16s measure  %3.0fs/%.0fs  apiserver %7.1f GET/s  etcd %7.1f get/s  (model %.1f)",
+		r.progress.status("%-19s measure  %3.0fs/%.0fs  apiserver %7.1f GET/s  etcd %7.1f get/s  (model %.1f)",
 			res.Mode, sample.Seconds, r.scenario.PhaseDuration.Seconds(), sample.APIServerQPS, sample.EtcdQPS, res.ExpectedAPIServerQPS)
 		prev, last = next, next
 	}
@@ -266,7 +266,7 @@ func (r *runner) measure(ctx context.Context, f fleet, res *PhaseResult) error {
 		res.AgentPeakRSSBytes = agentEnd.peakRSSBytes
 	}
 	res.windowStart, res.windowEnd = first.Time, last.Time
-	r.progress.done("%-16s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
+	r.progress.done("%-19s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
 		res.Mode, res.MeasuredSeconds, res.APIServerGetQPS, res.EtcdGetQPS, res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS)
 	if res.Interrupted {
 		return ctx.Err()

@@ -205,7 +205,7 @@ func (f *refKubeletFleet) reportSyncErrors() {
 		}
 	}
 	if failed > 0 && f.progress != nil {
-		f.progress.done("%-16s warning: the kubelets logged %d failed pod syncs, which change their request rate; see %s",
+		f.progress.done("%-19s warning: the kubelets logged %d failed pod syncs, which change their request rate; see %s",
 			f.mode, failed, filepath.Join(f.logDir, string(f.mode)))
 	}
 }
