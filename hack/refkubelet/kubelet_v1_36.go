@@ -9,22 +9,12 @@ import (
 
 	"go.opentelemetry.io/otel/trace/noop"
 	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
-	"k8s.io/kubernetes/pkg/kubelet"
-	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
-	"k8s.io/kubernetes/pkg/kubelet/cm"
-	containertest "k8s.io/kubernetes/pkg/kubelet/container/testing"
-	probetest "k8s.io/kubernetes/pkg/kubelet/prober/testing"
 	kubeletutil "k8s.io/kubernetes/pkg/kubelet/util"
-	"k8s.io/kubernetes/pkg/util/oom"
-	"k8s.io/kubernetes/pkg/volume/util/hostutil"
-	"k8s.io/kubernetes/pkg/volume/util/subpath"
-	"k8s.io/mount-utils"
 )
 
 // startKubelet serves a fake CRI runtime in this process and starts the
@@ -44,26 +34,9 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		fakeRuntime.Stop()
 		return nil, fmt.Errorf("connecting to the fake runtime: %w", err)
 	}
-	deps := &kubelet.Dependencies{
-		KubeClient:                client,
-		HeartbeatClient:           heartbeatClient,
-		ProbeManager:              probetest.FakeManager{},
-		RemoteRuntimeService:      runtimeService,
-		RemoteImageService:        fakeRuntime.ImageService,
-		CAdvisorInterface:         &cadvisortest.Fake{NodeName: server.HostnameOverride},
-		OSInterface:               &containertest.FakeOS{},
-		ContainerManager:          cm.NewStubContainerManager(),
-		VolumePlugins:             volumePlugins(),
-		OOMAdjuster:               oom.NewFakeOOMAdjuster(),
-		Mounter:                   mount.NewFakeMounter(nil),
-		Subpather:                 &subpath.FakeSubpath{},
-		HostUtil:                  hostutil.NewFakeHostUtil(nil),
-		PodStartupLatencyTracker:  kubeletutil.NewPodStartupLatencyTracker(),
-		NodeStartupLatencyTracker: kubeletutil.NewNodeStartupLatencyTracker(),
-		TracerProvider:            noop.NewTracerProvider(),
-		// The real recorder reads /dev/kmsg for OOM events.
-		Recorder: &record.FakeRecorder{},
-	}
+	deps := dependencies(server.HostnameOverride, client, heartbeatClient, runtimeService, fakeRuntime.ImageService)
+	deps.NodeStartupLatencyTracker = kubeletutil.NewNodeStartupLatencyTracker()
+	deps.TracerProvider = noop.NewTracerProvider()
 	if err := kubeletapp.RunKubelet(klog.NewContext(ctx, klog.Background()), server, deps); err != nil {
 		fakeRuntime.Stop()
 		return nil, err
