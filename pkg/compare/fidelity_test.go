@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,21 @@ func TestFidelityLines(t *testing.T) {
 	}
 	if md := r.Markdown(); !strings.Contains(md, "Fidelity") {
 		t.Error("report.md has no fidelity section")
+	}
+}
+
+// Every mode has its own visible colour in the chart.
+func TestEveryModeHasAColour(t *testing.T) {
+	seen := map[string]Mode{}
+	for _, m := range Modes {
+		c, ok := modeColours[m]
+		if !ok || c.A == 0 {
+			t.Errorf("mode %s has no colour", m)
+		}
+		key := fmt.Sprint(c)
+		if other, dup := seen[key]; dup {
+			t.Errorf("modes %s and %s share a colour", m, other)
+		}
+		seen[key] = m
 	}
 }
