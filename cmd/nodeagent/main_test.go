@@ -30,6 +30,8 @@ func TestDispatch(t *testing.T) {
 		{"compare: node selector without daemonset", []string{"compare", "--node-selector=pool=a"}, 1, "", "--node-selector needs --daemonset"},
 		{"compare: daemonset without kubeconfig", []string{"compare", "--daemonset=nodeagent/nodeagent"}, 1, "", "--daemonset needs --kubeconfig"},
 		{"compare: daemonset with ttl", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/dev/null", "--ttl=5s"}, 1, "", "--ttl cannot be used with --daemonset"},
+		{"compare: reference kubelets need the local control plane", []string{"compare", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.36,first-reference"}, 1, "", "leave out --kubeconfig"},
+		{"compare: reference kubelets not beside a daemonset", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.28"}, 1, "", "leave out --kubeconfig"},
 		{"compare: daemonset, bad scenario", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--pods-per-node=0"}, 1, "", "--pods-per-node must be at least 1"},
 	}
 	for _, tt := range tests {
