@@ -26,6 +26,9 @@ type differentialPair struct {
 	agentArgs    []string
 	kubeletNode  string
 	kubeletBuild string
+	// watch: both use the Watch strategy (one watch per ConfigMap, no
+	// GETs); otherwise the Cache strategy.
+	watch bool
 }
 
 const (
@@ -38,8 +41,8 @@ const (
 
 // TestDifferentialAgainstRealKubelets runs the same pods on a nodeagent
 // node and on a reference-kubelet node, for the kubelet before #120255
-// (v1.28, against every-sync) and after it (v1.36, against
-// first-reference), and holds nodeagent to the kubelet: the same files,
+// (v1.28, against every-sync), after it (v1.36, against first-reference)
+// and with the Watch strategy (v1.36, against watch), and holds nodeagent to the kubelet: the same files,
 // and the same ConfigMap requests as the apiserver's audit log records
 // them. Where nodeagent differs on purpose (docs/kubelet-behaviour.md),
 // the test names the case and checks nodeagent's behaviour instead.
@@ -49,7 +52,10 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			agentArgs: []string{"--configmap-strategy=cache", "--cache-invalidation=every-sync"}},
 		{name: "after #120255", agentNode: "diff-first-reference", kubeletNode: "diff-kubelet-v136", kubeletBuild: "v1.36",
 			agentArgs: []string{"--configmap-strategy=cache", "--cache-invalidation=first-reference"}},
+		{name: "watch", agentNode: "diff-watch", kubeletNode: "diff-kubelet-v136-watch", kubeletBuild: "v1.36", watch: true,
+			agentArgs: []string{"--configmap-strategy=watch"}},
 	}
+	started := time.Now()
 	ns := createNamespace(t, "differential")
 	createDifferentialConfigMaps(t, ns)
 
@@ -73,7 +79,11 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 		}
 		args := append([]string{"--sync-frequency=" + diffSync.String()}, p.agentArgs...)
 		nodes[p.agentNode].rootDir = startAgentWith(t, p.agentNode, nodeKubeconfig(t, p.agentNode), args...).rootDir
-		kubelet := startRefKubelet(t, p.kubeletBuild, p.kubeletNode, "Cache", diffSync)
+		strategy := "Cache"
+		if p.watch {
+			strategy = "Watch"
+		}
+		kubelet := startRefKubelet(t, p.kubeletBuild, p.kubeletNode, strategy, diffSync)
 		nodes[p.kubeletNode].rootDir, kubelets = kubelet.rootDir, append(kubelets, kubelet)
 	}
 
@@ -137,11 +147,19 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 	// The traffic: a steady window, with pod status churn throughout.
 	time.Sleep(2 * diffSync)
 	from := time.Now()
-	stopChurn := churnPodStatus(t, ns, nodes[pairs[0].agentNode].pods, nodes[pairs[0].kubeletNode].pods, nodes[pairs[1].agentNode].pods, nodes[pairs[1].kubeletNode].pods)
+	var podSets []map[string]*corev1.Pod
+	for _, s := range nodes {
+		podSets = append(podSets, s.pods)
+	}
+	stopChurn := churnPodStatus(t, ns, podSets...)
 	time.Sleep(diffWindow)
 	stopChurn()
 	to := time.Now()
 	counts, err := auditlog.Count(cp.AuditLogPath(), from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinceStart, err := auditlog.Count(cp.AuditLogPath(), started, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +172,22 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 		for _, p := range pairs {
 			agent, kubelet := counts[controlplane.NodeUser(p.agentNode)], counts[controlplane.NodeUser(p.kubeletNode)]
 			t.Logf("%s over %s: nodeagent %+v, kubelet %s %+v", p.name, to.Sub(from).Round(time.Second), agent, p.kubeletBuild, kubelet)
+			if p.watch {
+				// Deterministic: one watch per ConfigMap the node reads, the
+				// same lists, and no GET at all.
+				agentAll, kubeletAll := sinceStart[controlplane.NodeUser(p.agentNode)], sinceStart[controlplane.NodeUser(p.kubeletNode)]
+				t.Logf("%s since the start: nodeagent %+v, kubelet %s %+v", p.name, agentAll, p.kubeletBuild, kubeletAll)
+				if agentAll.Watches == 0 || agentAll.Watches != kubeletAll.Watches {
+					t.Errorf("%s: watches opened: nodeagent %d, kubelet %d", p.name, agentAll.Watches, kubeletAll.Watches)
+				}
+				if agentAll.QuorumLists+agentAll.CacheLists != kubeletAll.QuorumLists+kubeletAll.CacheLists {
+					t.Errorf("%s: lists: nodeagent %+v, kubelet %+v", p.name, agentAll, kubeletAll)
+				}
+				if agent.Gets() != 0 || kubelet.Gets() != 0 {
+					t.Errorf("%s: GETs in the window: nodeagent %d, kubelet %d; want none", p.name, agent.Gets(), kubelet.Gets())
+				}
+				continue
+			}
 			within10 := func(what string, a, k int) {
 				if math.Abs(float64(a-k)) > 0.1*float64(k) {
 					t.Errorf("%s: %s: nodeagent %d, kubelet %d: more than 10%% apart", p.name, what, a, k)
