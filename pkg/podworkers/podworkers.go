@@ -11,7 +11,9 @@
 //     is the last one synced.
 //   - After a sync the pod is due again after S + U[0, 0.5)·S on success
 //     (S is the sync frequency), or after min(10 s, S) with the same jitter
-//     on error. A 1 s tick hands
+//     on error. After its first successful sync a pod is due at once, as
+//     the kubelet syncs a new pod again when its PLEG sees the containers
+//     start. A 1 s tick hands
 //     every pod whose deadline has passed to its worker with the newest
 //     version of the pod. Updates from the informer are delivered at once.
 //   - Each worker is syncing, terminating or terminated, and only moves
@@ -112,6 +114,8 @@ type worker struct {
 	lastPod *corev1.Pod   // newest version seen, for a teardown after it left the source
 	// cancelSync cancels the sync in flight; nil when none runs.
 	cancelSync context.CancelFunc
+	// synced says a sync of the pod has succeeded.
+	synced bool
 }
 
 type earlyUpdate struct {
@@ -237,12 +241,22 @@ func (p *PodWorkers) sync(ctx context.Context, uid types.UID, w *worker, pod *co
 	p.mu.Unlock()
 	cancel()
 	p.opts.Recorder.WorkDone(KindSync, err, p.opts.Clock.Since(start))
-	delay := p.opts.SyncFrequency
-	if err != nil {
+	switch {
+	case err != nil:
 		klog.FromContext(ctx).Error(err, "Syncing pod failed; will retry")
-		delay = p.opts.ErrorBackoff
+		p.queue.Enqueue(uid, p.opts.Jitter(p.opts.ErrorBackoff))
+	case !w.synced:
+		// The kubelet syncs a new pod again about a second after its first
+		// sync, when its PLEG relist sees the containers started; the
+		// relist runs just after the sync tick. From then on the pod's
+		// syncs stay on the same ticks as the other pods that started
+		// with it, and they share their ConfigMaps' GETs as the
+		// kubelet's do. Due at once: the next tick hands it over.
+		w.synced = true
+		p.queue.Enqueue(uid, 0)
+	default:
+		p.queue.Enqueue(uid, p.opts.Jitter(p.opts.SyncFrequency))
 	}
-	p.queue.Enqueue(uid, p.opts.Jitter(delay))
 }
 
 // tearDown runs one teardown and reports whether it succeeded; a failed one

@@ -179,7 +179,7 @@ func TestStressNoOverlapNewestWins(t *testing.T) {
 // firstSync starts workers on a fake clock, delivers pod "a" (version 1,
 // also in the source) and waits until its first sync is done and requeued.
 // It returns the clock that drives the sync loop.
-func firstSync(t *testing.T, r *recorder) *testingclock.FakeClock {
+func firstSync(t *testing.T, r *recorder) (*testingclock.FakeClock, *PodWorkers) {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
 	w := startWorkers(t, r, clk)
@@ -188,36 +188,41 @@ func firstSync(t *testing.T, r *recorder) *testingclock.FakeClock {
 	w.UpdatePod(p)
 	<-r.syncCalled
 	waitFor(t, "the requeue", func() bool { return queued(w) == 1 })
-	return clk
+	return clk, w
 }
 
-// After a successful sync a pod is due strictly after S; the 1 s tick
-// delivers it with the newest version from the source.
+// After its first successful sync a new pod syncs again at the next tick,
+// as the kubelet's does when its PLEG sees the containers start; after that
+// a pod is due strictly after S, and the 1 s tick delivers it with the
+// newest version from the source.
 func TestPeriodicResync(t *testing.T) {
 	r := newRecorder()
-	clk := firstSync(t, r)
+	clk, w := firstSync(t, r)
+	clk.Step(time.Second)
+	<-r.syncCalled
+	waitFor(t, "the requeue after the second sync", func() bool { return queued(w) == 1 })
 
 	for range 60 { // 60 ticks: now == deadline, not strictly past
 		clk.Step(time.Second)
 	}
 	time.Sleep(20 * time.Millisecond)
-	if n := r.syncCount("a"); n != 1 {
-		t.Fatalf("synced %d times within S, want 1", n)
+	if n := r.syncCount("a"); n != 2 {
+		t.Fatalf("synced %d times within S of the second sync, want 2", n)
 	}
 	r.setSource(pod("a", 2))
 	clk.Step(time.Second)
 	<-r.syncCalled
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if got := fmt.Sprint(r.syncs["a"]); got != "[1 2]" {
-		t.Errorf("synced versions: got %s, want [1 2]", got)
+	if got := fmt.Sprint(r.syncs["a"]); got != "[1 1 2]" {
+		t.Errorf("synced versions: got %s, want [1 1 2]", got)
 	}
 }
 
 func TestFailedSyncRetriesAfterTenSeconds(t *testing.T) {
 	r := newRecorder()
 	r.syncErr = errors.New("volume not ready")
-	clk := firstSync(t, r)
+	clk, _ := firstSync(t, r)
 	for range 11 {
 		clk.Step(time.Second)
 	}
