@@ -70,18 +70,38 @@ type event struct {
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 }
 
+// Window is a span of time [From, To); a zero To means no end.
+type Window struct{ From, To time.Time }
+
+func (w Window) holds(t time.Time) bool {
+	return !t.Before(w.From) && (w.To.IsZero() || t.Before(w.To))
+}
+
 // Count reads the audit log at path and counts the ConfigMap requests
 // received in [from, to), per user name. A zero to means no end.
 func Count(path string, from, to time.Time) (map[string]Counts, error) {
+	counts, err := CountWindows(path, Window{From: from, To: to})
+	if err != nil {
+		return nil, err
+	}
+	return counts[0], nil
+}
+
+// CountWindows reads the audit log at path once and counts, for each
+// window, the ConfigMap requests received in it, per user name.
+func CountWindows(path string, windows ...Window) ([]map[string]Counts, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the apiserver's audit log: %w", err)
 	}
 	defer f.Close()
-	counts := map[string]Counts{}
+	counts := make([]map[string]Counts, len(windows))
+	for i := range counts {
+		counts[i] = map[string]Counts{}
+	}
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for line := 1; scanner.Scan(); line++ {
+	for scanner.Scan() {
 		var e event
 		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
 			// The apiserver may be writing the last line right now.
@@ -90,12 +110,14 @@ func Count(path string, from, to time.Time) (map[string]Counts, error) {
 		if e.ObjectRef == nil || e.ObjectRef.Resource != "configmaps" {
 			continue
 		}
-		if e.RequestReceivedTimestamp.Before(from) || (!to.IsZero() && !e.RequestReceivedTimestamp.Before(to)) {
-			continue
-		}
-		c := counts[e.User.Username]
-		if c.add(e) {
-			counts[e.User.Username] = c
+		for i, w := range windows {
+			if !w.holds(e.RequestReceivedTimestamp) {
+				continue
+			}
+			c := counts[i][e.User.Username]
+			if c.add(e) {
+				counts[i][e.User.Username] = c
+			}
 		}
 	}
 	if err := scanner.Err(); err != nil {

@@ -55,6 +55,18 @@ func TestCount(t *testing.T) {
 	if all, _ := Count(path, from, time.Time{}); all[a].QuorumGets != 3 {
 		t.Errorf("no end: node a's quorum GETs: got %d, want 3", all[a].QuorumGets)
 	}
+	// Two windows in one pass count what two passes count.
+	both, err := CountWindows(path, Window{From: from, To: from.Add(9 * time.Second)}, Window{From: from.Add(3 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, _ := Count(path, from.Add(3*time.Second), time.Time{})
+	if both[0][a] != got[a] || both[0][b] != got[b] || both[1][a] != later[a] || both[1][b] != later[b] {
+		t.Errorf("CountWindows %v, want %v and %v", both, got, later)
+	}
+	if want := (Counts{QuorumGets: 2, Errors: 1}); later[a] != want {
+		t.Errorf("from 3 s, node a: got %+v, want %+v", later[a], want)
+	}
 	if _, err := Count(filepath.Join(t.TempDir(), "none"), from, time.Time{}); err == nil {
 		t.Error("a missing log: no error")
 	}

@@ -29,14 +29,12 @@ type AuditResult struct {
 // attribute reads the audit log for the phase: the measured window, and
 // for watches the whole phase from start.
 func (r *runner) attribute(res *PhaseResult, nodes []nodeLayout, start time.Time) error {
-	window, err := nodeCounts(r.auditLog, nodes, res.windowStart, res.windowEnd)
+	byUser, err := auditlog.CountWindows(r.auditLog,
+		auditlog.Window{From: res.windowStart, To: res.windowEnd}, auditlog.Window{From: start, To: res.windowEnd})
 	if err != nil {
 		return err
 	}
-	phase, err := nodeCounts(r.auditLog, nodes, start, res.windowEnd)
-	if err != nil {
-		return err
-	}
+	window, phase := nodeCounts(byUser[0], nodes), nodeCounts(byUser[1], nodes)
 	a := &AuditResult{
 		Lists: window.QuorumLists + window.CacheLists, WatchesInWindow: window.Watches,
 		WatchesOpened: phase.Watches, Errors: window.Errors,
@@ -49,15 +47,11 @@ func (r *runner) attribute(res *PhaseResult, nodes []nodeLayout, start time.Time
 	return nil
 }
 
-// nodeCounts sums the audit log's counts of the nodes' identities.
-func nodeCounts(path string, nodes []nodeLayout, from, to time.Time) (auditlog.Counts, error) {
-	byUser, err := auditlog.Count(path, from, to)
-	if err != nil {
-		return auditlog.Counts{}, err
-	}
+// nodeCounts sums the counts of the nodes' identities.
+func nodeCounts(byUser map[string]auditlog.Counts, nodes []nodeLayout) auditlog.Counts {
 	var total auditlog.Counts
 	for _, n := range nodes {
 		total.Add(byUser[controlplane.NodeUser(n.name)])
 	}
-	return total, nil
+	return total
 }
