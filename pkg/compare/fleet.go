@@ -122,20 +122,27 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 	// The agents outlive start's ctx: stop ends them.
 	agentCtx, cancel := context.WithCancel(klog.NewContext(context.Background(), f.log.WithValues("mode", mode)))
 	f.stopAgents, f.measuring = cancel, false
-	for i, a := range f.agents {
-		delay := time.Duration(int64(stagger) * int64(i) / int64(len(f.agents)))
-		f.wg.Go(func() {
+	staggered(agentCtx, &f.wg, len(f.agents), stagger, func(i int) {
+		if err := f.agents[i].Run(agentCtx); err != nil {
+			f.log.Error(err, "Agent failed", "node", f.nodes[i].name)
+		}
+	})
+	return nil
+}
+
+// staggered runs start(i) for i in [0, n) in goroutines of wg, the i-th
+// after i/n of stagger, and skips those not yet started when ctx ends.
+func staggered(ctx context.Context, wg *sync.WaitGroup, n int, stagger time.Duration, start func(i int)) {
+	for i := range n {
+		delay := time.Duration(int64(stagger) * int64(i) / int64(n))
+		wg.Go(func() {
 			select {
 			case <-time.After(delay):
-			case <-agentCtx.Done():
-				return
-			}
-			if err := a.Run(agentCtx); err != nil {
-				f.log.Error(err, "Agent failed", "node", f.nodes[i].name)
+				start(i)
+			case <-ctx.Done():
 			}
 		})
 	}
-	return nil
 }
 
 func (f *inProcessFleet) volumesMounted(context.Context) (int, error) {

@@ -93,8 +93,9 @@ func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Durat
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.marked, f.procs, f.mode = cancel, false, nil, mode
+	args := make([][]string, len(f.nodes))
 	for i, node := range f.nodes {
-		args := []string{
+		args[i] = []string{
 			"--node-name=" + node.name,
 			"--kubeconfig=" + kubeconfigs[i],
 			"--root-dir=" + filepath.Join(f.phaseDir, fmt.Sprintf("%03d", i)),
@@ -104,25 +105,20 @@ func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Durat
 			"--kube-api-burst=" + strconv.Itoa(int(2*f.scenario.AgentQPS)),
 			"--max-pods=" + strconv.Itoa(max(110, 2*len(node.pods))),
 		}
-		delay := time.Duration(int64(stagger) * int64(i) / int64(len(f.nodes)))
-		f.wg.Go(func() {
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return
-			}
-			p, err := controlplane.StartProcess(binary, filepath.Join(f.binDir, binary), args, filepath.Join(logDir, node.name+".log"))
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if err != nil || ctx.Err() != nil {
-				if p != nil {
-					p.Stop(kubeletGrace)
-				}
-				return
-			}
-			f.procs = append(f.procs, p)
-		})
 	}
+	staggered(ctx, &f.wg, len(f.nodes), stagger, func(i int) {
+		node := f.nodes[i]
+		p, err := controlplane.StartProcess(binary, filepath.Join(f.binDir, binary), args[i], filepath.Join(logDir, node.name+".log"))
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if err != nil || ctx.Err() != nil {
+			if p != nil {
+				p.Stop(kubeletGrace)
+			}
+			return
+		}
+		f.procs = append(f.procs, p)
+	})
 	return nil
 }
 
