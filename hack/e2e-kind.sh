@@ -1,70 +1,117 @@
 #!/usr/bin/env bash
-# For machines with Docker, kind and kubectl: create the kind cluster from
-# deploy/kind/cluster.yaml (once), load the image `make image` wrote, deploy
-# an overlay (OVERLAY, default kind), check that the agents mount a
-# ConfigMap volume on every node, then run a short `nodeagent compare` on
-# the deployed DaemonSet and one with simulated nodes. `make e2e-kind` runs it after building what it needs.
+# `make e2e-kind`: nodeagent on a real kind cluster (one control plane, two
+# workers; real kubelets and containerd), tested and measured there.
 #
-# Environment: OVERLAY (kind), CLUSTER (nodeagent), KEEP=1 keeps the test
-# pod and ConfigMap.
+#   1. docker    a Docker engine (hack/kind/docker.sh: a running one, or, as
+#                root on Debian, docker.io installed and started here);
+#   2. image     kind's published node image where a registry answers,
+#                otherwise one built here (hack/kind/build-node-image.sh);
+#   3. cluster   `kind create cluster` from deploy/kind/cluster.yaml, with the
+#                apiserver's audit log on; with the offline image, a static
+#                bridge CNI and routes between the nodes (kindnetd's image
+#                cannot be fetched);
+#   4. deploy    the nodeagent image loaded with `kind load image-archive`,
+#                deploy/overlays/$OVERLAY applied, the rollout awaited;
+#   5. tests     go test ./test/e2ekind: files of real pods on every node,
+#                equal to the kubelet's; updates; deletion; RBAC refusals with
+#                the agent's real ServiceAccount; compare --daemonset before
+#                and after; nodeagent beside the kind kubelets' Cache strategy.
+#
+# The cluster, and dockerd if this script started it, are removed on success,
+# failure and Ctrl-C (KEEP_CLUSTER=1 keeps the cluster). Exit code 3 means
+# this machine cannot run it; the reason is printed. Each stage's time is
+# printed at the end and written to _output/e2e-kind/timings.txt.
+#
+# Environment: CLUSTER (nodeagent), OVERLAY (kind), NODE_IMAGE (a node image
+# to use as it is), KEEP_CLUSTER=1, E2E_KIND_RUN (a -run pattern for the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-overlay=${OVERLAY:-kind}
 cluster=${CLUSTER:-nodeagent}
+overlay=${OVERLAY:-kind}
+out=_output/e2e-kind
 bin=_output/bin
-for tool in docker kind kubectl; do
-  command -v "$tool" >/dev/null || { echo "e2e-kind: $tool is not installed; this target needs Docker, kind and kubectl" >&2; exit 1; }
-done
-docker info >/dev/null 2>&1 || { echo "e2e-kind: no Docker daemon is reachable" >&2; exit 1; }
+mkdir -p "$out"
+: >"$out/timings.txt"
 
-if ! kind get clusters | grep -qx "$cluster"; then
-  kind create cluster --name "$cluster" --config deploy/kind/cluster.yaml --wait 120s
+stage_start=$(date +%s)
+stage_name=""
+stage() {
+  finish_stage
+  stage_name=$1
+  stage_start=$(date +%s)
+  echo "=== e2e-kind: $1"
+}
+finish_stage() {
+  [[ -n "$stage_name" ]] && printf '%-10s %4ss\n' "$stage_name" "$(($(date +%s) - stage_start))" >>"$out/timings.txt"
+  stage_name=""
+}
+
+created=""
+cleanup() {
+  local code=$?
+  finish_stage
+  trap - EXIT INT TERM
+  if [[ -n "$created" && "${KEEP_CLUSTER:-}" != 1 ]]; then
+    echo "=== e2e-kind: deleting the cluster"
+    "$bin/kind" delete cluster --name "$cluster" >/dev/null 2>&1 || true
+  fi
+  [[ "${KEEP_CLUSTER:-}" == 1 ]] || hack/kind/docker.sh down || true
+  echo "=== e2e-kind: stage times"
+  cat "$out/timings.txt"
+  exit "$code"
+}
+trap cleanup EXIT
+trap 'echo "e2e-kind: interrupted" >&2; exit 130' INT TERM
+
+stage docker
+hack/kind/docker.sh up
+
+# kind from the module pinned in hack/kind, so every machine runs the same.
+(cd hack/kind && go build -trimpath -o "../../$bin/kind" sigs.k8s.io/kind)
+kind_version=$(cd hack/kind && go list -m -f '{{.Version}}' sigs.k8s.io/kind)
+default_image=$(grep -o 'kindest/node:[^"]*' "$(cd hack/kind && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/pkg/apis/config/defaults/image.go")
+
+stage image
+config="$out/cluster.yaml"
+cp deploy/kind/cluster.yaml "$config"
+offline=""
+if [[ -n "${NODE_IMAGE:-}" ]]; then
+  node_image=$NODE_IMAGE
+elif docker image inspect "$default_image" >/dev/null 2>&1 || timeout 120 docker pull -q "$default_image" >/dev/null 2>&1; then
+  node_image=$default_image
+else
+  echo "e2e-kind: no registry answers for $default_image: building a node image here (once; about 25 minutes the first time)"
+  node_image=$(hack/kind/build-node-image.sh | tail -1)
+  offline=1
+  # Its containerd has no kindnetd image; the pod network is set up below.
+  printf 'networking:\n  disableDefaultCNI: true\n' >>"$config"
 fi
-kubeconfig=$(mktemp)
-trap 'rm -f "$kubeconfig"' EXIT
-kind get kubeconfig --name "$cluster" >"$kubeconfig"
-export KUBECONFIG=$kubeconfig
+echo "e2e-kind: node image $node_image, kind $kind_version"
 
-kind load image-archive _output/nodeagent-image.tar --name "$cluster"
+stage cluster
+"$bin/kind" delete cluster --name "$cluster" >/dev/null 2>&1 || true
+created=1
+# With the offline image no node is Ready before its pod network exists.
+wait_ready=3m
+[[ -z "$offline" ]] || wait_ready=0s
+"$bin/kind" create cluster --name "$cluster" --config "$config" --image "$node_image" --wait "$wait_ready"
+kubeconfig="$out/kubeconfig"
+"$bin/kind" get kubeconfig --name "$cluster" >"$kubeconfig"
+# kubectl as the control-plane node has it, so the host needs none.
+kubectl() { docker exec -i "$cluster-control-plane" kubectl --kubeconfig=/etc/kubernetes/admin.conf "$@"; }
+if [[ -n "$offline" ]]; then
+  hack/kind/pod-network.sh "$cluster"
+fi
+kubectl wait --for=condition=Ready nodes --all --timeout=180s
+
+stage deploy
+"$bin/kind" load image-archive _output/nodeagent-image.tar --name "$cluster"
 "$bin/kustomize" build "deploy/overlays/$overlay" | kubectl apply --server-side -f -
 kubectl -n nodeagent rollout status daemonset/nodeagent --timeout=180s
 
-# One pod per node with a ConfigMap volume; the agent on each node must
-# write it under /var/lib/nodeagent on that node.
-kubectl create namespace nodeagent-e2e --dry-run=client -o yaml | kubectl apply -f -
-kubectl -n nodeagent-e2e create configmap probe --from-literal=greeting=hello --dry-run=client -o yaml | kubectl apply -f -
-for node in $(kubectl get nodes -o jsonpath='{.items[*].metadata.name}'); do
-  kubectl -n nodeagent-e2e apply -f - <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: probe-$node}
-spec:
-  nodeName: $node
-  tolerations: [{operator: Exists}]
-  containers: [{name: pause, image: registry.k8s.io/pause:3.10, volumeMounts: [{name: cfg, mountPath: /cfg}]}]
-  volumes: [{name: cfg, configMap: {name: probe}}]
-YAML
-done
-for node in $(kubectl get nodes -o jsonpath='{.items[*].metadata.name}'); do
-  uid=$(kubectl -n nodeagent-e2e get pod "probe-$node" -o jsonpath='{.metadata.uid}')
-  file=/var/lib/nodeagent/pods/$uid/volumes/kubernetes.io~configmap/cfg/greeting
-  for _ in $(seq 60); do
-    if [[ "$(docker exec "$node" cat "$file" 2>/dev/null)" == hello ]]; then echo "ok: $node has $file"; continue 2; fi
-    sleep 1
-  done
-  echo "e2e-kind: $file never appeared on $node" >&2
-  kubectl -n nodeagent logs -l app.kubernetes.io/name=nodeagent --tail=50 >&2
-  exit 1
-done
-[[ "${KEEP:-}" == 1 ]] || kubectl delete namespace nodeagent-e2e --wait=false
-
-# The comparison with the deployed agents on the cluster's real nodes:
-# every-sync, then first-reference, each a rollout of the DaemonSet, which
-# is restored at the end.
-"$bin/nodeagent" compare --kubeconfig "$kubeconfig" --daemonset nodeagent/nodeagent --pods-per-node 5 \
-  --sync-frequency 5s --phase-duration 60s --output-dir _output/compare-kind-daemonset
-
-# And with in-process agents on simulated nodes of this cluster.
-"$bin/nodeagent" compare --kubeconfig "$kubeconfig" --nodes 5 --pods-per-node 5 --sync-frequency 5s --ttl 25s \
-  --phase-duration 60s --output-dir _output/compare-kind
+stage tests
+pod_image=$(docker exec "$cluster-control-plane" sh -c "sed -n 's/.*sandbox_image = \"\(.*\)\"/\1/p' /etc/containerd/config.toml")
+NODEAGENT_KIND_CLUSTER=$cluster NODEAGENT_KIND_KUBECONFIG=$(pwd)/$kubeconfig NODEAGENT_KIND_POD_IMAGE=$pod_image \
+  NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_KIND_OUTPUT=$(pwd)/$out \
+  go test -tags e2e -count=1 -timeout 40m -v ${E2E_KIND_RUN:+-run "$E2E_KIND_RUN"} ./test/e2ekind/

@@ -1,0 +1,61 @@
+//go:build e2e
+
+package e2ekind
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
+)
+
+// runCompare runs `nodeagent compare` on the kind cluster's deployed agents
+// and returns its report; the output directory stays under _output/e2e-kind.
+func runCompare(t *testing.T, name string, args ...string) compare.Report {
+	t.Helper()
+	bin := os.Getenv("NODEAGENT_BIN")
+	out := filepath.Join(outputDir, name)
+	cmd := exec.Command(bin, append([]string{"compare", "--kubeconfig=" + kubeconfigPath,
+		"--daemonset=nodeagent/nodeagent", "--pod-image=" + podImage, "--output-dir=" + out}, args...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("nodeagent compare: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report compare.Report
+	if err := json.Unmarshal(raw, &report); err != nil {
+		t.Fatal(err)
+	}
+	return report
+}
+
+// TestCompareDaemonSetBeforeAfter: `nodeagent compare --daemonset` on the
+// three real nodes, the kubelet's behaviour before kubernetes#120255 and
+// after, each a real rollout of the DaemonSet. The apiserver's ConfigMap
+// GETs per second are within 10 % of the model in both phases, and after
+// is the lower. The kind kubelets use the Watch strategy here, so they send
+// no GETs of their own.
+func TestCompareDaemonSetBeforeAfter(t *testing.T) {
+	report := runCompare(t, "compare-daemonset", "--modes=every-sync,first-reference",
+		"--pods-per-node=10", "--sync-frequency=5s", "--phase-duration=90s")
+	if len(report.Phases) != 2 {
+		t.Fatalf("%d phases, want 2", len(report.Phases))
+	}
+	for _, p := range report.Phases {
+		ratio := p.APIServerGetQPS / p.ExpectedAPIServerQPS
+		t.Logf("%s: %.2f GET/s at the apiserver, %.2f at etcd, model %.2f (%.2f)", p.Mode, p.APIServerGetQPS, p.EtcdGetQPS, p.ExpectedAPIServerQPS, ratio)
+		if math.Abs(ratio-1) > 0.10 {
+			t.Errorf("%s: %.2f GET/s, more than 10 %% from the model's %.2f", p.Mode, p.APIServerGetQPS, p.ExpectedAPIServerQPS)
+		}
+	}
+	if before, after := report.Phases[0].APIServerGetQPS, report.Phases[1].APIServerGetQPS; after >= before {
+		t.Errorf("first-reference sent %.2f GET/s, every-sync %.2f: want fewer after", after, before)
+	}
+}
