@@ -31,8 +31,8 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	if bundle, ok := bundleOf(os.Args[1:]); ok {
-		if err := dropMissingCapabilities(filepath.Join(bundle, "config.json")); err != nil {
+	if spec, process, ok := specOf(os.Args[1:]); ok {
+		if err := dropMissingCapabilities(spec, process); err != nil {
 			fail(err)
 		}
 	}
@@ -67,21 +67,29 @@ func realRunc() (string, error) {
 	return "", fmt.Errorf("no runc found on PATH; set CAPDROP_RUNC")
 }
 
-// bundleOf returns the bundle directory of a `create` or `run` call: the
-// value of --bundle/-b, or the working directory, which is runc's default.
-func bundleOf(args []string) (string, bool) {
-	command := ""
-	bundle := ""
+// specOf finds the JSON that holds the capabilities of a runc call: the
+// bundle's config.json for `create` and `run` (the bundle is --bundle/-b,
+// or the working directory, runc's default), and the --process/-p file for
+// `exec` (`docker exec --privileged` asks for every capability too). process
+// says whether the file is a bare process rather than a whole spec.
+func specOf(args []string) (path string, process bool, ok bool) {
+	command, bundle, processFile := "", "", ""
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "--bundle" || a == "-b":
+		case a == "--bundle" || a == "-b" || a == "--process" || a == "-p":
 			if i+1 < len(args) {
-				bundle = args[i+1]
+				if a == "--bundle" || a == "-b" {
+					bundle = args[i+1]
+				} else {
+					processFile = args[i+1]
+				}
 				i++
 			}
 		case strings.HasPrefix(a, "--bundle="):
 			bundle = strings.TrimPrefix(a, "--bundle=")
+		case strings.HasPrefix(a, "--process="):
+			processFile = strings.TrimPrefix(a, "--process=")
 		case command == "" && !strings.HasPrefix(a, "-"):
 			if i > 0 && takesValue(args[i-1]) {
 				continue
@@ -89,13 +97,16 @@ func bundleOf(args []string) (string, bool) {
 			command = a
 		}
 	}
-	if command != "create" && command != "run" {
-		return "", false
+	switch command {
+	case "create", "run":
+		if bundle == "" {
+			bundle = "."
+		}
+		return filepath.Join(bundle, "config.json"), false, true
+	case "exec":
+		return processFile, true, processFile != ""
 	}
-	if bundle == "" {
-		bundle = "."
-	}
-	return bundle, true
+	return "", false, false
 }
 
 // takesValue reports whether a global runc flag is followed by its value.
@@ -107,7 +118,7 @@ func takesValue(flag string) bool {
 	return false
 }
 
-func dropMissingCapabilities(path string) error {
+func dropMissingCapabilities(path string, bareProcess bool) error {
 	bounding, err := boundingSet()
 	if err != nil {
 		return err
@@ -120,7 +131,10 @@ func dropMissingCapabilities(path string) error {
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	process, _ := spec["process"].(map[string]any)
+	process := spec
+	if !bareProcess {
+		process, _ = spec["process"].(map[string]any)
+	}
 	caps, _ := process["capabilities"].(map[string]any)
 	if caps == nil {
 		return nil
@@ -196,4 +210,3 @@ var capabilityNames = []string{
 	"CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG",
 	"CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE",
 }
-
