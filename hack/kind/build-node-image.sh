@@ -97,6 +97,10 @@ debian="$out/debian-$debian_suite.tar"
 debian_stamp="$out/.debian.stamp"
 debian_want=$(echo "$debian_packages $debian_suite $debian_mirror" | sha256sum | cut -d' ' -f1)
 if [[ ! -f "$debian" || ! -f "$debian_stamp" || "$(cat "$debian_stamp")" != "$debian_want" ]]; then
+  if ! command -v debootstrap >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    stage "installing Debian's debootstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >"$out/apt-debootstrap.log" 2>&1 || true
+  fi
   command -v debootstrap >/dev/null || {
     echo "build-node-image: debootstrap is missing; install it (apt-get install debootstrap) and run again" >&2
     exit 1

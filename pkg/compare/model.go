@@ -16,6 +16,9 @@ import (
 //   - every-sync: every sync invalidates the pod's cached ConfigMaps, and
 //     the remounts that follow send one quorum GET per ConfigMap; pods of a
 //     node that come due in the same 1 s tick share it. See syncTickRate.
+//     At T = 0 (every cluster under 100 nodes) nothing is ever fresh, so
+//     the tick's other remounts of a shared entry each refresh it at
+//     resourceVersion "0": the apiserver sees every remount, etcd the ticks.
 //   - first-reference: each ConfigMap cached on a node is refreshed, at
 //     resourceVersion "0" (etcd never sees it), by the first remount at or
 //     after lastFetch + T. See refreshRate.
@@ -33,21 +36,31 @@ func expectedQPS(nodes []nodeLayout, syncFrequency time.Duration, mode Mode, ttl
 	case ModeWatch:
 		return 0, 0
 	}
-	rate := refreshRate
 	if mode == ModeEverySync {
-		rate = func(s, _ time.Duration, k int) float64 { return syncTickRate(s, k) }
+		ticks := map[int]float64{} // by pods sharing the entry
+		for _, node := range nodes {
+			for _, k := range node.referencesPerConfigMap() {
+				if _, ok := ticks[k]; !ok {
+					ticks[k] = syncTickRate(syncFrequency, k)
+				}
+				etcd += ticks[k]
+				if ttl <= 0 {
+					apiserver += float64(k) / mean
+				} else {
+					apiserver += ticks[k]
+				}
+			}
+		}
+		return apiserver, etcd
 	}
 	rates := map[int]float64{} // by pods sharing the entry
 	for _, node := range nodes {
 		for _, k := range node.referencesPerConfigMap() {
 			if _, ok := rates[k]; !ok {
-				rates[k] = rate(syncFrequency, ttl, k)
+				rates[k] = refreshRate(syncFrequency, ttl, k)
 			}
 			apiserver += rates[k]
 		}
-	}
-	if mode == ModeEverySync {
-		return apiserver, apiserver
 	}
 	return apiserver, 0
 }

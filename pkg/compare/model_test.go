@@ -93,6 +93,13 @@ func TestExpectedQPS(t *testing.T) {
 	within(t, "first-reference with the root CA", api, 200*refreshRate(s.SyncFrequency, s.TTL, 1)+20*refreshRate(s.SyncFrequency, s.TTL, 10), 0.001)
 	api, _ = expectedQPS(nodes, s.SyncFrequency, ModeGet, s.TTL)
 	within(t, "get with the root CA", api, 400/6.75, 0.001)
+
+	// At T = 0 nothing is fresh: etcd still sees one quorum GET per tick
+	// for the shared root CA, and the apiserver every remount, the others
+	// at resourceVersion "0".
+	api, etcd = expectedQPS(nodes, s.SyncFrequency, ModeEverySync, 0)
+	within(t, "every-sync apiserver at T = 0", api, 400/6.75, 0.001)
+	within(t, "every-sync etcd at T = 0", etcd, 200/6.75+20*syncTickRate(s.SyncFrequency, 10), 0.001)
 }
 
 func TestValidateSaysWhatToChange(t *testing.T) {
