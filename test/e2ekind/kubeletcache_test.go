@@ -258,4 +258,3 @@ func writeBesideReport(t *testing.T, kubelets, agents auditlog.Counts, seconds f
 		t.Error(err)
 	}
 }
-
