@@ -81,12 +81,15 @@ kind_version=$(cd hack/kind && go list -m -f '{{.Version}}' sigs.k8s.io/kind)
 default_image=$(grep -o 'kindest/node:[^"]*' "$(cd hack/kind && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/pkg/apis/config/defaults/image.go")
 
 stage image
+# Whether Docker Hub, where kind's images live, can be reached at all: a
+# connection, so that an offline machine finds out in seconds.
+registry_answers() { timeout 10 bash -c '</dev/tcp/registry-1.docker.io/443' 2>/dev/null; }
 config="$out/cluster.yaml"
 cp deploy/kind/cluster.yaml "$config"
 offline=""
 if [[ -n "${NODE_IMAGE:-}" ]]; then
   node_image=$NODE_IMAGE
-elif docker image inspect "$default_image" >/dev/null 2>&1 || timeout 120 docker pull -q "$default_image" >/dev/null 2>&1; then
+elif docker image inspect "$default_image" >/dev/null 2>&1 || { registry_answers && docker pull -q "$default_image" >/dev/null; }; then
   node_image=$default_image
 else
   echo "e2e-kind: no registry answers for $default_image: building a node image here (once; about 25 minutes the first time)"

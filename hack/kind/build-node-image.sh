@@ -11,7 +11,8 @@
 #             this folder's module (the same k8s.io/kubernetes as
 #             hack/controlplane, whose etcd, kube-apiserver and
 #             kube-controller-manager are reused), CoreDNS from
-#             hack/kind/coredns, and our pause and capdrop-runc;
+#             hack/kind/coredns, crictl from hack/kind/crictl, and our pause
+#             and capdrop-runc;
 #   images/   the images kubeadm runs (registry.k8s.io/kube-apiserver, ...,
 #             etcd, coredns, pause, with the tags kubeadm v1.36.3 asks for),
 #             assembled by ./images from those binaries;
@@ -51,6 +52,7 @@ elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
 
 inputs() {
   cat "$here/build-node-image.sh" "$here/go.mod" "$here/go.sum" "$here/coredns/go.mod" "$here/coredns/go.sum" \
+    "$here/crictl/go.mod" "$here/crictl/go.sum" \
     "$root/hack/controlplane/go.mod" "$root/hack/controlplane/go.sum"
   find "$here/node" "$here/images" "$here/pause" "$here/capdrop-runc" -type f | sort | xargs cat
   echo "$debian_packages $debian_suite"
@@ -88,8 +90,11 @@ stage "building kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy $kube_vers
   CGO_ENABLED=0 go build -trimpath -o "$out/bin/capdrop-runc" ./capdrop-runc
   go build -trimpath -o "$out/bin/images" ./images
 )
-stage "building CoreDNS"
+stage "building CoreDNS and crictl"
 (cd "$here/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" github.com/coredns/coredns)
+crictl_version=$(cd "$here/crictl" && go list -m -f '{{.Version}}' sigs.k8s.io/cri-tools)
+(cd "$here/crictl" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" \
+  -o "$out/bin/crictl" sigs.k8s.io/cri-tools/cmd/crictl)
 stage "binaries built in $(elapsed "$start")"
 
 start=$(date +%s)
@@ -158,6 +163,9 @@ image kube-scheduler "$registry/kube-scheduler:$kube_version" "$out/bin/kube-sch
 image etcd "$registry/etcd:$etcd_tag" "$root/_output/bin/etcd" /usr/local/bin/etcd
 image coredns "$registry/coredns/coredns:$coredns_tag" "$out/bin/coredns" /coredns /coredns
 image pause "$registry/pause:$pause_tag" "$out/bin/pause" /pause /pause
+# The pause that `nodeagent compare --daemonset` runs by default, which kind's
+# published images also carry.
+image pause-3.10 "$registry/pause:3.10" "$out/bin/pause" /pause /pause
 
 # kube-proxy runs iptables-restore and conntrack: its image carries them from
 # the Debian root file system, with their libraries and xtables modules.
@@ -206,6 +214,7 @@ cp -r "$here/node/." "$rootfs/"
 ln -sf /usr/bin/containerd "$rootfs/usr/local/bin/containerd"
 rm -rf "$rootfs/opt/cni/bin" && mkdir -p "$rootfs/opt/cni" && ln -s /usr/lib/cni "$rootfs/opt/cni/bin"
 install -m 0755 "$out"/bin/{kubelet,kubeadm,kubectl} "$rootfs/usr/bin/"
+install -m 0755 "$out/bin/crictl" "$rootfs/usr/local/bin/crictl"
 install -m 0755 "$out/bin/capdrop-runc" "$rootfs/usr/local/bin/capdrop-runc"
 mkdir -p "$rootfs/kind/images" && cp "$out"/images/*.tar "$rootfs/kind/images/"
 echo "$kube_version" >"$rootfs/kind/version"

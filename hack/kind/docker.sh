@@ -52,7 +52,7 @@ up() {
   mkdir -p "$state"
   local args=(--pidfile "$state/dockerd.pid")
   if [[ $(missing_capabilities) -gt 0 ]]; then
-    say "this machine's capability bounding set lacks $(missing_capabilities) capabilities: privileged containers go through capdrop-runc"
+    say "this machine's capability bounding set lacks $(missing_capabilities) of the kernel's capabilities: privileged containers go through capdrop-runc"
     (cd "$here" && CGO_ENABLED=0 go build -trimpath -o "$state/capdrop-runc" ./capdrop-runc)
     args+=(--add-runtime "capdrop=$state/capdrop-runc" --default-runtime capdrop)
   fi
