@@ -139,10 +139,7 @@ func filesLayer(files []string) ([]byte, error) {
 			return nil, err
 		}
 		hdr := &tar.Header{Name: dest, Mode: 0o755, Size: int64(len(data)), ModTime: epoch, Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
+		if err := writeEntry(tw, hdr, data); err != nil {
 			return nil, err
 		}
 	}
@@ -150,6 +147,15 @@ func filesLayer(files []string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// writeEntry writes one header and, for a file, its content.
+func writeEntry(tw *tar.Writer, hdr *tar.Header, data []byte) error {
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
 }
 
 func writeParents(tw *tar.Writer, done map[string]bool, path string) error {
@@ -211,10 +217,7 @@ func treeLayer(root string) ([]byte, error) {
 		default:
 			return nil, fmt.Errorf("%s: only files, directories and symlinks go into an image", p)
 		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
+		if err := writeEntry(tw, hdr, data); err != nil {
 			return nil, err
 		}
 	}
