@@ -101,7 +101,10 @@ fi
 echo "e2e-kind: node image $node_image, kind $kind_version"
 
 stage cluster
-"$bin/kind" delete cluster --name "$cluster" >/dev/null 2>&1 || true
+if "$bin/kind" get clusters 2>/dev/null | grep -qx "$cluster"; then
+  echo "e2e-kind: deleting the existing kind cluster $cluster, to start clean (CLUSTER=another-name keeps it)"
+  "$bin/kind" delete cluster --name "$cluster" >/dev/null 2>&1 || true
+fi
 created=1
 # With the offline image no node is Ready before its pod network exists.
 wait_ready=3m
@@ -122,7 +125,9 @@ stage deploy
 kubectl -n nodeagent rollout status daemonset/nodeagent --timeout=180s
 
 stage tests
+# The tests' pods run the nodes' sandbox image, which every node has.
 pod_image=$(docker exec "$cluster-control-plane" sh -c "sed -n 's/.*sandbox_image = \"\(.*\)\"/\1/p' /etc/containerd/config.toml")
+pod_image=${pod_image:-registry.k8s.io/pause:3.10}
 NODEAGENT_KIND_CLUSTER=$cluster NODEAGENT_KIND_KUBECONFIG=$(pwd)/$kubeconfig NODEAGENT_KIND_POD_IMAGE=$pod_image \
   NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_KIND_OUTPUT=$(pwd)/$out \
   go test -tags e2e -count=1 -timeout 40m -v ${E2E_KIND_RUN:+-run "$E2E_KIND_RUN"} ./test/e2ekind/
