@@ -93,7 +93,7 @@ elif docker image inspect "$default_image" >/dev/null 2>&1 || { registry_answers
   node_image=$default_image
 else
   echo "e2e-kind: no registry answers for $default_image: building a node image here (once; about 25 minutes the first time)"
-  node_image=$(hack/kind/build-node-image.sh | tail -1)
+  node_image=$(hack/kind/build-node-image.sh)
   offline=1
   # Its containerd has no kindnetd image; the pod network is set up below.
   printf 'networking:\n  disableDefaultCNI: true\n' >>"$config"

@@ -4,8 +4,9 @@
 #
 #   hack/kind/build-node-image.sh [OUTPUT_DIR]    (default _output/kind)
 #
-# It prints the image's name last. What it builds, once, cached under
-# OUTPUT_DIR (a stamp records a hash of every input):
+# It prints the image's name on standard output, everything else (progress,
+# the builds' own output) on standard error. What it builds, once, cached
+# under OUTPUT_DIR (a stamp records a hash of every input):
 #
 #   bin/      kubelet, kubeadm, kubectl, kube-scheduler and kube-proxy from
 #             this folder's module (the same k8s.io/kubernetes as
@@ -26,6 +27,8 @@
 # from node-rootfs.tar, so a machine whose Docker storage was wiped gets it
 # back in seconds. About 25 minutes on a fresh two-core machine.
 set -euo pipefail
+# Standard output is for the image's name alone.
+exec 3>&1 1>&2
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -66,7 +69,7 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -f "$out/node-rootfs.tar" ]
     stage "importing $node_image from $out/node-rootfs.tar"
     docker import "${import_changes[@]}" "$out/node-rootfs.tar" "$node_image" >/dev/null
   fi
-  echo "$node_image"
+  echo "$node_image" >&3
   exit 0
 fi
 
@@ -247,4 +250,4 @@ stage "root file system laid out in $(elapsed "$start")"
 docker import "${import_changes[@]}" "$out/node-rootfs.tar" "$node_image" >/dev/null
 echo "$want" >"$stamp"
 stage "built $node_image in $(elapsed "$total")"
-echo "$node_image"
+echo "$node_image" >&3
