@@ -65,15 +65,23 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "e2e-kind: interrupted" >&2; exit 130' INT TERM
 
-stage docker
-docker_status=0
-hack/kind/docker.sh up 2>"$out/docker.err" || docker_status=$?
-if [[ $docker_status == 3 && -n "${E2E_KIND_OPTIONAL:-}" ]]; then
-  echo "e2e-kind: skipped: $(sed 's/^docker.sh: //' "$out/docker.err" | tail -1)"
-  exit 0
+if [[ -n "${E2E_KIND_OPTIONAL:-}" ]]; then
+  # make test: a machine that cannot have Docker gets one line, not a failure.
+  stage_name=docker stage_start=$(date +%s)
+  docker_status=0
+  hack/kind/docker.sh up 2>"$out/docker.err" || docker_status=$?
+  if [[ $docker_status == 3 ]]; then
+    trap - EXIT
+    echo "e2e-kind: skipped: $(sed 's/^docker.sh: //' "$out/docker.err" | tail -1)"
+    exit 0
+  fi
+  echo "=== e2e-kind: docker"
+  cat "$out/docker.err" >&2
+  [[ $docker_status == 0 ]] || exit "$docker_status"
+else
+  stage docker
+  hack/kind/docker.sh up
 fi
-cat "$out/docker.err" >&2
-[[ $docker_status == 0 ]] || exit "$docker_status"
 
 # kind from the module pinned in hack/kind, so every machine runs the same.
 (cd hack/kind && go build -trimpath -o "../../$bin/kind" sigs.k8s.io/kind)
@@ -89,7 +97,7 @@ cp deploy/kind/cluster.yaml "$config"
 offline=""
 if [[ -n "${NODE_IMAGE:-}" ]]; then
   node_image=$NODE_IMAGE
-elif docker image inspect "$default_image" >/dev/null 2>&1 || { registry_answers && docker pull -q "$default_image" >/dev/null; }; then
+elif docker image inspect "$default_image" >/dev/null 2>&1 || { registry_answers && docker pull "$default_image"; }; then
   node_image=$default_image
 else
   echo "e2e-kind: no registry answers for $default_image: building a node image here (once; about 25 minutes the first time)"
