@@ -65,7 +65,7 @@ DEMO_ARGS ?=
 demo: controlplane build ## Compare ConfigMap GET load before and after kubernetes#120255 (about 4 minutes).
 	$(BIN)/nodeagent compare --output-dir $(OUTPUT)/compare $(DEMO_ARGS)
 
-e2e-kind: build kustomize image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 15 minutes; 25 more the first time).
+e2e-kind: build kustomize image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 10 minutes; 14 more the first time).
 	hack/e2e-kind.sh
 
 # make test runs the kind e2e where this machine can have a Docker engine and
