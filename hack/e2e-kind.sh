@@ -11,7 +11,7 @@
 #                bridge CNI and routes between the nodes (kindnetd's image
 #                cannot be fetched);
 #   4. deploy    the nodeagent image loaded with `kind load image-archive`,
-#                deploy/overlays/$OVERLAY applied, the rollout awaited;
+#                deploy/overlays/kind applied, the rollout awaited;
 #   5. tests     go test ./test/e2ekind: files of real pods on every node,
 #                equal to the kubelet's; updates; deletion; RBAC refusals with
 #                the agent's real ServiceAccount; compare --daemonset before
@@ -23,13 +23,12 @@
 # E2E_KIND_OPTIONAL=1 (make test) that is one line and exit code 0. Each stage's time is
 # printed at the end and written to _output/e2e-kind/timings.txt.
 #
-# Environment: CLUSTER (nodeagent), OVERLAY (kind), NODE_IMAGE (a node image
+# Environment: CLUSTER (nodeagent), NODE_IMAGE (a node image
 # to use as it is), KEEP_CLUSTER=1, E2E_KIND_RUN (a -run pattern for the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cluster=${CLUSTER:-nodeagent}
-overlay=${OVERLAY:-kind}
 out=_output/e2e-kind
 bin=_output/bin
 mkdir -p "$out"
@@ -129,7 +128,7 @@ kubectl wait --for=condition=Ready nodes --all --timeout=180s
 
 stage deploy
 "$bin/kind" load image-archive _output/nodeagent-image.tar --name "$cluster"
-"$bin/kustomize" build "deploy/overlays/$overlay" | kubectl apply --server-side -f -
+"$bin/kustomize" build deploy/overlays/kind | kubectl apply --server-side -f -
 kubectl -n nodeagent rollout status daemonset/nodeagent --timeout=180s
 
 stage tests
