@@ -99,7 +99,7 @@ if [[ -n "${NODE_IMAGE:-}" ]]; then
 elif docker image inspect "$default_image" >/dev/null 2>&1 || { registry_answers && docker pull "$default_image"; }; then
   node_image=$default_image
 else
-  echo "e2e-kind: no registry answers for $default_image: building a node image here (once: about 14 minutes on a fresh two-core machine)"
+  echo "e2e-kind: no registry answers for $default_image: using a node image built here (built once: about 14 minutes on a fresh two-core machine)"
   node_image=$(hack/kind/build-node-image.sh)
   offline=1
   # Its containerd has no kindnetd image; the pod network is set up below.

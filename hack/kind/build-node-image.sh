@@ -133,17 +133,21 @@ fi
 
 start=$(date +%s)
 stage "assembling the images kubeadm runs"
+# library_tree ROOT BINARY DIR copies into DIR the shared libraries that
+# BINARY (a path inside ROOT; ROOT empty for this machine) loads, from ROOT,
+# and links /lib, /lib64, /bin and /sbin to usr/ as merged-/usr Debian does.
 # A binary linked against the C library takes its libraries with it.
-library_tree() { # BINARY DIR
-  local lib dir
-  mkdir -p "$2"
-  for lib in $(ldd "$1" 2>/dev/null | grep -o '/[^ ]*' || true); do
-    dir=$(readlink -f "$(dirname "$lib")")
-    mkdir -p "$2$dir"
-    cp -L "$lib" "$2$dir/$(basename "$lib")"
+library_tree() {
+  local in=() lib dir link
+  [[ -z "$1" ]] || in=(chroot "$1")
+  mkdir -p "$3"
+  for lib in $("${in[@]}" ldd "$2" 2>/dev/null | grep -o '/[^ ]*' || true); do
+    dir=$("${in[@]}" readlink -f "$(dirname "$lib")")
+    mkdir -p "$3$dir"
+    cp -L "$1$dir/$(basename "$lib")" "$3$dir/"
   done
   for link in lib lib64 bin sbin; do
-    [[ -d "$2/usr/$link" && ! -e "$2/$link" ]] && ln -s "usr/$link" "$2/$link"
+    [[ -d "$3/usr/$link" && ! -e "$3/$link" ]] && ln -s "usr/$link" "$3/$link"
   done
   return 0
 }
@@ -151,7 +155,7 @@ work=$(mktemp -d "$out/assemble.XXXX")
 trap 'rm -rf "$work"' EXIT
 image() { # NAME TAG BINARY DEST [ENTRYPOINT]
   local tree="$work/tree-$1"
-  library_tree "$3" "$tree"
+  library_tree "" "$3" "$tree"
   [[ -n "$(ls -A "$tree")" ]] || tree=""
   "$out/bin/images" --tag "$2" --output "$out/images/$1.tar" ${tree:+--tree "$tree"} --file "$4=$3" ${5:+--entrypoint "$5"}
 }
@@ -176,20 +180,15 @@ image pause-3.10 "$registry/pause:3.10" "$out/bin/pause" /pause /pause
 mkdir -p "$work/debian" "$work/tree-kube-proxy/usr/sbin"
 tar -C "$work/debian" -xf "$debian"
 proxy_tree="$work/tree-kube-proxy"
-for tool in xtables-nft-multi conntrack; do
-  cp "$work/debian/usr/sbin/$tool" "$proxy_tree/usr/sbin/"
-  for lib in $(chroot "$work/debian" ldd "/usr/sbin/$tool" | grep -o '/[^ ]*'); do
-    dir=$(chroot "$work/debian" readlink -f "$(dirname "$lib")")
-    mkdir -p "$proxy_tree$dir"
-    cp -L "$work/debian$dir/$(basename "$lib")" "$proxy_tree$dir/"
-  done
-done
 mkdir -p "$proxy_tree/usr/lib/x86_64-linux-gnu"
 cp -a "$work/debian/usr/lib/x86_64-linux-gnu/xtables" "$proxy_tree/usr/lib/x86_64-linux-gnu/"
+for tool in xtables-nft-multi conntrack; do
+  cp "$work/debian/usr/sbin/$tool" "$proxy_tree/usr/sbin/"
+  library_tree "$work/debian" "/usr/sbin/$tool" "$proxy_tree"
+done
 for link in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
   ln -s xtables-nft-multi "$proxy_tree/usr/sbin/$link"
 done
-for link in lib lib64 bin sbin; do [[ -d "$proxy_tree/usr/$link" ]] && ln -s "usr/$link" "$proxy_tree/$link"; done
 mkdir -p "$proxy_tree/run" "$proxy_tree/tmp"
 "$out/bin/images" --tag "$registry/kube-proxy:$kube_version" --output "$out/images/kube-proxy.tar" \
   --tree "$proxy_tree" --file "/usr/local/bin/kube-proxy=$out/bin/kube-proxy"
