@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -75,6 +76,10 @@ func runAgent(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The process is this one agent's: its goroutines, memory and open
+	// files are the agent's, so /metrics shows them (compare, which runs many
+	// agents in one process, does not).
+	a.Metrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -62,7 +62,9 @@ type event struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef *struct {
-		Resource string `json:"resource"`
+		Resource  string `json:"resource"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
@@ -124,6 +126,51 @@ func CountWindows(path string, windows ...Window) ([]map[string]Counts, error) {
 		return nil, fmt.Errorf("reading the apiserver's audit log %s: %w", path, err)
 	}
 	return counts, nil
+}
+
+// Get is one ConfigMap GET the apiserver answered.
+type Get struct {
+	User            string
+	Namespace, Name string
+	Received        time.Time
+	// Quorum: sent without a resourceVersion, so read from etcd.
+	Quorum bool
+	Code   int
+}
+
+// Gets reads the audit log at path and returns the ConfigMap GETs received
+// in [from, to), in the log's order (which is nearly, not exactly, the
+// order received). A zero to means no end.
+func Gets(path string, from, to time.Time) ([]Get, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the apiserver's audit log: %w", err)
+	}
+	defer f.Close()
+	window := Window{From: from, To: to}
+	var gets []Get
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for scanner.Scan() {
+		var e event
+		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
+			continue // the apiserver may be writing the last line right now
+		}
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "configmaps" || e.Verb != "get" ||
+			e.Stage != "ResponseComplete" || !window.holds(e.RequestReceivedTimestamp) {
+			continue
+		}
+		g := Get{User: e.User.Username, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name,
+			Received: e.RequestReceivedTimestamp, Quorum: quorum(e.RequestURI)}
+		if e.ResponseStatus != nil {
+			g.Code = e.ResponseStatus.Code
+		}
+		gets = append(gets, g)
+	}
+	if err := scanner.Err(); err != nil {
+		return nil, fmt.Errorf("reading the apiserver's audit log %s: %w", path, err)
+	}
+	return gets, nil
 }
 
 // add counts e if it is the event that stands for its request, and says

@@ -67,6 +67,14 @@ func TestCount(t *testing.T) {
 	if want := (Counts{QuorumGets: 2, Errors: 1}); later[a] != want {
 		t.Errorf("from 3 s, node a: got %+v, want %+v", later[a], want)
 	}
+	gets, err := Gets(path, from, from.Add(9*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gets) != 3 || !gets[0].Quorum || gets[1].Quorum || gets[2].Code != 404 || gets[0].User != a ||
+		gets[0].Namespace != "ns" || gets[0].Name != "cm" || !gets[1].Received.Equal(from.Add(2*time.Second)) {
+		t.Errorf("Gets: %+v, want node a's three GETs of the window", gets)
+	}
 	if _, err := Count(filepath.Join(t.TempDir(), "none"), from, time.Time{}); err == nil {
 		t.Error("a missing log: no error")
 	}

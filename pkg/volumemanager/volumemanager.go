@@ -109,10 +109,7 @@ type Manager struct {
 	// the operation ran.
 	changedDuringOp sets.Set[volumeKey]
 	failing         map[volumeKey]failure
-	// changed is closed and replaced whenever actual changes, to wake
-	// WaitForAttachAndMount and WaitForUnmount.
-	changed chan struct{}
-	ops     sync.WaitGroup
+	ops             sync.WaitGroup
 }
 
 // New returns a Manager; call Run to start its loops.
@@ -142,7 +139,6 @@ func New(opts Options) (*Manager, error) {
 		failing: map[volumeKey]failure{},
 
 		changedDuringOp: sets.New[volumeKey](),
-		changed:         make(chan struct{}),
 	}, nil
 }
 
@@ -155,18 +151,51 @@ func (m *Manager) Run(ctx context.Context) {
 	} else {
 		logger.Info("Reconstructed volumes from disk", "volumes", n, "rootDir", m.opts.RootDir)
 	}
+	var loops sync.WaitGroup
+	loops.Go(func() {
+		m.every(ctx, 0, func() {
+			active, synced := m.opts.ActivePods()
+			m.populate(active, synced)
+		})
+	})
+	loops.Go(func() {
+		m.every(ctx, m.opts.LoopPeriod/2, func() {
+			active, synced := m.opts.ActivePods()
+			m.reconcile(ctx, active, synced)
+		})
+	})
+	loops.Wait()
+	m.ops.Wait()
+}
+
+// every runs pass every LoopPeriod, the first time after offset, until ctx
+// ends.
+//
+// The populator and the reconciler run in loops of their own, half a
+// period apart, as the kubelet's run in two goroutines: a sync's remount
+// then comes 50 to 150 ms after the sync marked its pod, not 0 to 100. The
+// pods a sync tick hands over together register their ConfigMaps within a
+// few milliseconds of each other; with the remounts that much later, all
+// of them have registered before the first remount reads, and in
+// every-sync mode they share one GET per ConfigMap, as the kubelet's pods
+// do. When both passes ran in one tick, a quarter of the sync bursts of a
+// ConfigMap read by seven pods sent a second GET (the differential test).
+func (m *Manager) every(ctx context.Context, offset time.Duration, pass func()) {
+	if offset > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.clock.After(offset):
+		}
+	}
 	ticker := m.clock.NewTicker(m.opts.LoopPeriod)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			m.ops.Wait()
 			return
 		case <-ticker.C():
-			// One look at the pod source serves both passes of the tick.
-			active, synced := m.opts.ActivePods()
-			m.populate(active, synced)
-			m.reconcile(ctx, active, synced)
+			pass()
 		}
 	}
 }
@@ -266,21 +295,31 @@ func (m *Manager) RemountConfigMap(namespace, name string) {
 	}
 }
 
-// waitUntil re-evaluates done (under the lock) whenever the actual state
-// changes, until it holds, ctx ends or timeout passes.
+// waitPollInterval is how often WaitForAttachAndMount and WaitForUnmount
+// look at the actual state, as the kubelet's do. They poll rather than wake
+// on each change on purpose: pods whose syncs started together finish their
+// waits together, at the same poll, and so stay on the same pod-worker
+// ticks from then on and share their ConfigMaps' GETs, as the kubelet's
+// pods do (docs/kubelet-behaviour.md, "Pod workers"). The files are on disk
+// as soon as the reconciler writes them either way.
+const waitPollInterval = 300 * time.Millisecond
+
+// waitUntil evaluates done (under the lock) at once and then every
+// waitPollInterval, until it holds, ctx ends or timeout passes.
 func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done func() (bool, string)) error {
 	timer := m.clock.NewTimer(timeout)
 	defer timer.Stop()
+	poll := m.clock.NewTicker(waitPollInterval)
+	defer poll.Stop()
 	for {
 		m.mu.Lock()
 		ok, why := done()
-		changed := m.changed
 		m.mu.Unlock()
 		if ok {
 			return nil
 		}
 		select {
-		case <-changed:
+		case <-poll.C():
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w", why, ctx.Err())
 		case <-timer.C():
@@ -303,10 +342,9 @@ func (m *Manager) describeMissing(uid types.UID, missing []string) string {
 	return "unmounted volumes: " + strings.Join(parts, ", ")
 }
 
-// notifyChanged wakes waiters. Called with m.mu held.
+// notifyChanged reports the number of volumes on disk after the actual
+// state changed. Called with m.mu held.
 func (m *Manager) notifyChanged() {
-	close(m.changed)
-	m.changed = make(chan struct{})
 	m.opts.Recorder.VolumesMounted(len(m.actual))
 }
 

@@ -118,6 +118,12 @@ func (h *harness) step() {
 	h.m.ops.Wait()
 }
 
+// stepAndPoll is step, then the time of one poll of the waits.
+func (h *harness) stepAndPoll() {
+	h.step()
+	h.clock.Step(waitPollInterval)
+}
+
 // sync does what a pod sync does to the volume manager: mark the pod for
 // reprocessing; then one loop pass.
 func (h *harness) sync(pod *corev1.Pod) {
@@ -206,9 +212,10 @@ func TestMountRemountUnmount(t *testing.T) {
 
 	// Teardown (the pod was deleted) removes the directory.
 	h.active.Delete(pod.UID)
-	done := make(chan error)
+	done := make(chan error, 1)
 	go func() { done <- h.m.WaitForUnmount(context.Background(), pod) }()
-	waitFor(t, func() bool { h.step(); return len(h.m.Volumes()) == 0 })
+	waitFor(t, func() bool { h.stepAndPoll(); return len(h.m.Volumes()) == 0 })
+	waitFor(t, func() bool { h.clock.Step(waitPollInterval); return len(done) > 0 })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -239,6 +246,13 @@ func TestWaitForAttachAndMount(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.m.WaitForAttachAndMount(context.Background(), pod) }()
 	waitFor(t, func() bool { h.step(); return len(h.m.Volumes()) == 1 })
+	// Mounted, but the wait returns at its next poll, as the kubelet's
+	// does, not at the mount: pods that started together end together.
+	time.Sleep(20 * time.Millisecond)
+	if len(done) != 0 {
+		t.Fatal("the wait returned between two polls")
+	}
+	waitFor(t, func() bool { h.clock.Step(waitPollInterval); return len(done) > 0 })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +274,7 @@ func TestWaitForAttachAndMount(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				h.step()
+				h.stepAndPoll()
 				time.Sleep(time.Millisecond)
 			}
 		}

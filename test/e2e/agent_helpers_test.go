@@ -29,6 +29,7 @@ type agentProcess struct {
 	rootDir  string
 	httpAddr string
 	args     []string
+	wrapper  []string
 	logPath  string
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -78,21 +79,42 @@ func startAgent(t *testing.T, node string, extraArgs ...string) *agentProcess {
 // startAgentWith is startAgent with another identity's kubeconfig.
 func startAgentWith(t *testing.T, node, kubeconfig string, extraArgs ...string) *agentProcess {
 	t.Helper()
-	a := &agentProcess{t: t, node: node, rootDir: t.TempDir(), logPath: filepath.Join(t.TempDir(), "agent.log")}
+	return startAgentOpts(t, agentOptions{node: node, kubeconfig: kubeconfig, args: extraArgs})
+}
+
+// agentOptions are how startAgentOpts runs an agent.
+type agentOptions struct {
+	node, kubeconfig string
+	// rootDir defaults to a fresh temporary directory.
+	rootDir string
+	// wrapper, if set, runs the agent through a command, such as setpriv.
+	wrapper []string
+	args    []string
+}
+
+func startAgentOpts(t *testing.T, o agentOptions) *agentProcess {
+	t.Helper()
+	if o.rootDir == "" {
+		o.rootDir = t.TempDir()
+	}
+	if o.kubeconfig == "" {
+		o.kubeconfig = cp.KubeconfigPath
+	}
+	a := &agentProcess{t: t, node: o.node, rootDir: o.rootDir, wrapper: o.wrapper, logPath: filepath.Join(t.TempDir(), "agent.log")}
 	a.httpAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	a.args = append([]string{"run",
-		"--kubeconfig=" + kubeconfig,
-		"--node-name=" + node,
+		"--kubeconfig=" + o.kubeconfig,
+		"--node-name=" + o.node,
 		"--root-dir=" + a.rootDir,
 		"--http-address=" + a.httpAddr,
 		"-v=2",
-	}, extraArgs...)
+	}, o.args...)
 	a.start()
 	t.Cleanup(func() {
 		a.stop(syscall.SIGTERM)
 		if t.Failed() {
 			data, _ := os.ReadFile(a.logPath)
-			t.Logf("agent log (%s):\n%s", node, lastLines(data, 60))
+			t.Logf("agent log (%s):\n%s", o.node, lastLines(data, 60))
 		}
 	})
 	return a
@@ -104,7 +126,8 @@ func (a *agentProcess) start() {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	a.cmd = exec.Command(nodeagentBinary(a.t), a.args...)
+	argv := append(append(append([]string{}, a.wrapper...), nodeagentBinary(a.t)), a.args...)
+	a.cmd = exec.Command(argv[0], argv[1:]...)
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := a.cmd.Start(); err != nil {

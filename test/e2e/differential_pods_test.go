@@ -31,6 +31,14 @@ func createDifferentialConfigMaps(t *testing.T, ns string) {
 	}
 }
 
+// differentialReaders is how many of differentialPods mount each
+// ConfigMap that exists.
+var differentialReaders = map[string]int{
+	"diff-items":  2, // items, nested
+	"diff-binary": 1, // binary, in two volumes
+	"diff-shared": 4, // optional, shared-a, shared-b, nested
+}
+
 // differentialPods are the pods each node of the differential test runs,
 // named <base>-<node>. Every pod keeps the service-account volume.
 func differentialPods(ns, node string) []*corev1.Pod {

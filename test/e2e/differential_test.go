@@ -29,6 +29,8 @@ type differentialPair struct {
 	// watch: both use the Watch strategy (one watch per ConfigMap, no
 	// GETs); otherwise the Cache strategy.
 	watch bool
+	// everySync: the cache is dropped at every pod sync (before #120255).
+	everySync bool
 }
 
 const (
@@ -48,7 +50,7 @@ const (
 // the test names the case and checks nodeagent's behaviour instead.
 func TestDifferentialAgainstRealKubelets(t *testing.T) {
 	pairs := []differentialPair{
-		{name: "before #120255", agentNode: "diff-every-sync", kubeletNode: "diff-kubelet-v128", kubeletBuild: "v1.28",
+		{name: "before #120255", agentNode: "diff-every-sync", kubeletNode: "diff-kubelet-v128", kubeletBuild: "v1.28", everySync: true,
 			agentArgs: []string{"--configmap-strategy=cache", "--cache-invalidation=every-sync"}},
 		{name: "after #120255", agentNode: "diff-first-reference", kubeletNode: "diff-kubelet-v136", kubeletBuild: "v1.36",
 			agentArgs: []string{"--configmap-strategy=cache", "--cache-invalidation=first-reference"}},
@@ -163,6 +165,10 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gets, err := auditlog.Gets(cp.AuditLogPath(), from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Run("requests", func(t *testing.T) {
 		for _, k := range kubelets {
 			if n := k.failedSyncs(t); n > 0 {
@@ -193,7 +199,17 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 					t.Errorf("%s: %s: nodeagent %d, kubelet %d: more than 10%% apart", p.name, what, a, k)
 				}
 			}
-			within10("quorum GETs", agent.QuorumGets, kubelet.QuorumGets)
+			if p.everySync {
+				// Per ConfigMap and sync burst: how many bursts is the
+				// pods' chance (quorumBursts), what one burst sends is not.
+				agentBursts, kubeletBursts := quorumBursts(gets, controlplane.NodeUser(p.agentNode)), quorumBursts(gets, controlplane.NodeUser(p.kubeletNode))
+				t.Logf("%s, quorum GETs by ConfigMap: nodeagent %s; kubelet %s", p.name, formatBursts(agentBursts), formatBursts(kubeletBursts))
+				for _, problem := range checkEverySyncBursts(agentBursts, kubeletBursts, differentialReaders, to.Sub(from).Seconds()/meanSyncPeriod(diffSync).Seconds()) {
+					t.Errorf("%s: %s", p.name, problem)
+				}
+			} else {
+				within10("quorum GETs", agent.QuorumGets, kubelet.QuorumGets)
+			}
 			within10("cached GETs (resourceVersion=0)", agent.CacheGets, kubelet.CacheGets)
 			within10("errors (404 of the missing optional ConfigMap)", agent.Errors, kubelet.Errors)
 			// Deterministic: the Cache strategy never lists or watches.

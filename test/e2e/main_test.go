@@ -57,6 +57,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if err := writeReliabilityTable(); err != nil {
+		fmt.Fprintf(os.Stderr, "writing the reliability table: %v\n", err)
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "control plane logs after failure:\n%s\n", cp.Logs(40))
 	}

@@ -1,0 +1,271 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The fault suite's ConfigMaps carry payloads that check themselves: every
+// value says which generation of the ConfigMap wrote it and how long it
+// is, and is padded to that length with a byte that depends on both. A
+// reader can then tell, from the bytes alone, a whole file from a
+// half-written one, and one generation from a mix of two.
+
+// generationData is generation gen of a ConfigMap with keys values of size
+// bytes each.
+func generationData(gen, keys, size int) map[string]string {
+	data := make(map[string]string, keys)
+	for k := range keys {
+		key := fmt.Sprintf("key-%02d", k)
+		data[key] = generationValue(gen, key, size)
+	}
+	return data
+}
+
+func generationValue(gen int, key string, size int) string {
+	header := fmt.Sprintf("gen=%d key=%s len=%d|", gen, key, size)
+	if len(header) >= size {
+		return header
+	}
+	return header + strings.Repeat(string(padByte(gen, key)), size-len(header))
+}
+
+func padByte(gen int, key string) byte {
+	return 'a' + byte((gen*7+len(key)+int(key[len(key)-1]))%26)
+}
+
+// parseGeneration returns the generation a value belongs to, and an error
+// if it is not a whole value of that generation.
+func parseGeneration(data []byte) (int, error) {
+	head, rest, ok := bytes.Cut(data, []byte("|"))
+	if !ok {
+		return 0, fmt.Errorf("no header in %d bytes", len(data))
+	}
+	var gen, size int
+	var key string
+	fields := strings.Fields(string(head))
+	if len(fields) != 3 {
+		return 0, fmt.Errorf("header %q", head)
+	}
+	for _, f := range fields {
+		name, value, _ := strings.Cut(f, "=")
+		switch name {
+		case "gen":
+			gen, _ = strconv.Atoi(value)
+		case "key":
+			key = value
+		case "len":
+			size, _ = strconv.Atoi(value)
+		}
+	}
+	if len(data) != size && !(len(head)+1 >= size && len(rest) == 0) {
+		return gen, fmt.Errorf("%d bytes of a %d-byte value of generation %d", len(data), size, gen)
+	}
+	want := padByte(gen, key)
+	for i, b := range rest {
+		if b != want {
+			return gen, fmt.Errorf("byte %d of generation %d's %s is %q, want %q", len(head)+1+i, gen, key, b, want)
+		}
+	}
+	return gen, nil
+}
+
+// readStats are what a volumeReader saw.
+type readStats struct {
+	// Reads counts whole-volume reads: every file of the generation that
+	// ..data points at, and every file through its top-level name.
+	Reads int64
+	// Torn counts files read half-written or corrupted.
+	Torn int64
+	// Mixed counts volume reads whose files were of two generations.
+	Mixed int64
+	// Missing counts reads of a top-level name that failed: a file that
+	// was there vanished.
+	Missing int64
+	// Problems holds the first few, for the test log.
+	Problems []string
+}
+
+func (s readStats) String() string {
+	return fmt.Sprintf("%d volume reads: %d torn files, %d mixed generations, %d missing files", s.Reads, s.Torn, s.Mixed, s.Missing)
+}
+
+// Bad is the number of reads that a workload would have got wrong.
+func (s readStats) Bad() int64 { return s.Torn + s.Mixed + s.Missing }
+
+// volumeReader reads volume directories in a loop, as a workload would,
+// and checks every read.
+type volumeReader struct {
+	mu       sync.Mutex
+	dirs     map[string][]string // volume directory: the top-level names it must keep
+	stats    readStats
+	reads    atomic.Int64
+	cancel   context.CancelFunc
+	finished chan struct{}
+}
+
+// startReader reads dirs until stopped. A directory with no names given
+// is checked for generations only.
+func startReader(dirs map[string][]string) *volumeReader {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &volumeReader{dirs: dirs, cancel: cancel, finished: make(chan struct{})}
+	go func() {
+		defer close(r.finished)
+		for ctx.Err() == nil {
+			for dir, names := range r.dirs {
+				r.readVolume(dir, names)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return r
+}
+
+// stop ends the reads and returns what they saw.
+func (r *volumeReader) stop() readStats {
+	r.cancel()
+	<-r.finished
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Reads = r.reads.Load()
+	return r.stats
+}
+
+func (r *volumeReader) problem(kind *int64, format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*kind++
+	if len(r.stats.Problems) < 10 {
+		r.stats.Problems = append(r.stats.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// readVolume reads one volume twice over: the generation ..data points
+// at, file by file, as one consistent set; and each top-level name, as an
+// application opens it.
+func (r *volumeReader) readVolume(dir string, names []string) {
+	r.reads.Add(1)
+	if gen, err := os.Readlink(filepath.Join(dir, "..data")); err == nil {
+		r.readGeneration(filepath.Join(dir, gen))
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			r.problem(&r.stats.Missing, "%s/%s: %v", dir, name, err)
+			continue
+		}
+		if _, err := parseGeneration(data); err != nil {
+			r.problem(&r.stats.Torn, "%s/%s: %v", dir, name, err)
+		}
+	}
+}
+
+// readGeneration checks that every file of a generation directory is
+// whole and of one generation. The directory may be removed while it is
+// read, once ..data points at a newer one: that is how the writer works,
+// and not a fault.
+func (r *volumeReader) readGeneration(genDir string) {
+	gens := map[int]bool{}
+	err := filepath.WalkDir(genDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		gen, err := parseGeneration(data)
+		if err != nil {
+			r.problem(&r.stats.Torn, "%s: %v", p, err)
+			return nil
+		}
+		gens[gen] = true
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.problem(&r.stats.Torn, "%s: %v", genDir, err)
+		return
+	}
+	if len(gens) > 1 {
+		r.problem(&r.stats.Mixed, "%s holds generations %v", genDir, gens)
+	}
+}
+
+// volumeGeneration returns the one generation a volume holds on disk, or
+// an error if it holds none or several, or a file is not whole.
+func volumeGeneration(dir string) (int, error) {
+	gen := -1
+	err := filepath.WalkDir(filepath.Join(dir, "..data")+"/", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		g, err := parseGeneration(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if gen >= 0 && g != gen {
+			return fmt.Errorf("generations %d and %d", gen, g)
+		}
+		gen = g
+		return nil
+	})
+	if err == nil && gen < 0 {
+		err = fmt.Errorf("%s: no files", dir)
+	}
+	return gen, err
+}
+
+// leftovers lists the writer's entries in a volume directory beyond ..data
+// and the one generation it points at: crash or fault debris.
+func leftovers(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	current, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		return nil, err
+	}
+	var extra []string
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, "..") && name != "..data" && name != current {
+			extra = append(extra, name)
+		}
+	}
+	return extra, nil
+}
+
+// updateData replaces a ConfigMap's data.
+func updateData(t *testing.T, ns, name string, data map[string]string) {
+	t.Helper()
+	cm, err := clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = data
+	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
