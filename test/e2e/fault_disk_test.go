@@ -107,7 +107,7 @@ func TestDiskFaults(t *testing.T) {
 			side := createPod(t, ns, "side", node, volume{name: "cfg", configMap: "small"})
 			dirs := map[*corev1.Pod]string{}
 			for _, p := range []*corev1.Pod{victim, bystander, side} {
-				dirs[p] = filepath.Dir(a.volumePath(p, "cfg", ""))
+				dirs[p] = a.volumePath(p, "cfg", "")
 				waitForGeneration(t, dirs[p], 1, 30*time.Second)
 			}
 			reader := startReader(map[string][]string{
