@@ -25,6 +25,7 @@ type Metrics struct {
 	volumeOps        *prometheus.CounterVec
 	volumeOpDuration *prometheus.HistogramVec
 	volumesMounted   prometheus.Gauge
+	volumeWrites     prometheus.Counter
 	podUpdates       *prometheus.CounterVec
 }
 
@@ -35,6 +36,7 @@ const (
 	MetricPodWork        = "nodeagent_pod_work_total"
 	MetricVolumeOps      = "nodeagent_volume_operations_total"
 	MetricVolumesMounted = "nodeagent_volumes_mounted"
+	MetricVolumeWrites   = "nodeagent_volume_writes_total"
 	MetricPodUpdates     = "nodeagent_pod_updates_total"
 )
 
@@ -72,6 +74,10 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 			Name: MetricVolumesMounted,
 			Help: "ConfigMap and projected volumes on disk.",
 		}),
+		volumeWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricVolumeWrites,
+			Help: "Mounts and remounts that wrote a new generation of a volume to disk; a remount that finds the content unchanged writes nothing.",
+		}),
 		podUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricPodUpdates,
 			Help: "Pod updates from the API, by what they changed: sync (spec, labels, annotations, deletion), status-only or ignored (bookkeeping). Only sync updates, and status updates that finish a pod, reach the pod workers.",
@@ -84,7 +90,7 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 	})
 	info.Set(1)
 	m.Registry.MustRegister(m.configMapGets, m.cacheLookups, m.podWork, m.podWorkDuration,
-		m.volumeOps, m.volumeOpDuration, m.volumesMounted, m.podUpdates, info)
+		m.volumeOps, m.volumeOpDuration, m.volumesMounted, m.volumeWrites, m.podUpdates, info)
 	// Pre-create the series tools compare, so that a zero is a zero and
 	// not a missing series.
 	for _, rv := range []string{"0", "unset"} {
@@ -129,6 +135,9 @@ func (m *Metrics) OperationDone(op volumemanager.Operation, err error, d time.Du
 	m.volumeOps.WithLabelValues(string(op), result(err)).Inc()
 	m.volumeOpDuration.WithLabelValues(string(op)).Observe(d.Seconds())
 }
+
+// VolumeWritten implements volumemanager.Recorder.
+func (m *Metrics) VolumeWritten() { m.volumeWrites.Inc() }
 
 // VolumesMounted implements volumemanager.Recorder.
 func (m *Metrics) VolumesMounted(n int) { m.volumesMounted.Set(float64(n)) }

@@ -115,6 +115,9 @@ func (m *Manager) start(ctx context.Context, op operation) {
 			res, err = m.setUp(logger, op.pod, op.spec, op.dir)
 		}
 		m.opts.Recorder.OperationDone(op.kind, err, m.clock.Since(begin))
+		if res.wrote {
+			m.opts.Recorder.VolumeWritten()
+		}
 		m.finish(logger, op, res, err)
 	}()
 }

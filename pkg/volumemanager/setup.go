@@ -23,6 +23,8 @@ const volumeDirMode os.FileMode = 0o777
 type setUpResult struct {
 	resourceVersion string
 	contentHash     string
+	// wrote: a new generation was written, not just found in place.
+	wrote bool
 }
 
 // setUp writes volume v of pod into dir, in the kubelet's order:
@@ -65,10 +67,11 @@ func (m *Manager) setUp(logger klog.Logger, pod *corev1.Pod, v Volume, dir strin
 	if fsGroup := podFSGroup(pod); fsGroup != nil {
 		setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
 	}
-	if _, err := atomicwriter.Write(dir, payload, setPerms); err != nil {
+	wrote, err := atomicwriter.Write(dir, payload, setPerms)
+	if err != nil {
 		return setUpResult{}, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
 	}
-	return setUpResult{resourceVersion: rv, contentHash: contentHash(payloadBytes(payload))}, nil
+	return setUpResult{resourceVersion: rv, contentHash: contentHash(payloadBytes(payload)), wrote: wrote}, nil
 }
 
 // ensureVolumeDir makes dir with permissions 0777, as the kubelet's emptyDir

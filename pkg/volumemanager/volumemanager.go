@@ -69,6 +69,9 @@ type Recorder interface {
 	OperationDone(operation Operation, err error, duration time.Duration)
 	// VolumesMounted reports how many volumes are on disk.
 	VolumesMounted(n int)
+	// VolumeWritten counts a mount or remount that wrote a new generation
+	// to disk (most remounts find the content unchanged and write nothing).
+	VolumeWritten()
 }
 
 // Options configure New.
@@ -395,3 +398,4 @@ type nopRecorder struct{}
 
 func (nopRecorder) OperationDone(Operation, error, time.Duration) {}
 func (nopRecorder) VolumesMounted(int)                            {}
+func (nopRecorder) VolumeWritten()                                {}

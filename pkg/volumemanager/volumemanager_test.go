@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +81,7 @@ type harness struct {
 	clock  *testingclock.FakeClock
 	cms    *fakeConfigMaps
 	events *fakeEvents
+	writes *countingRecorder
 	root   string
 	active sets.Set[types.UID]
 }
@@ -91,6 +93,7 @@ func newHarness(t *testing.T) *harness {
 		clock:  testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)),
 		cms:    &fakeConfigMaps{cms: map[string]*corev1.ConfigMap{}, errs: map[string]error{}},
 		events: &fakeEvents{},
+		writes: &countingRecorder{},
 		root:   t.TempDir(),
 		active: sets.New[types.UID](),
 	}
@@ -100,7 +103,7 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) newManager() *Manager {
 	m, err := New(Options{
-		RootDir: h.root, ConfigMaps: h.cms, Events: h.events, Clock: h.clock,
+		RootDir: h.root, ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes,
 		ActivePods: func() (sets.Set[types.UID], bool) { return h.active.Clone(), true },
 	})
 	if err != nil {
@@ -185,6 +188,14 @@ func newPod(uid string, volumes ...volumeSpec) *corev1.Pod {
 	return pod
 }
 
+// countingRecorder counts the generations written.
+type countingRecorder struct {
+	nopRecorder
+	written atomic.Int64
+}
+
+func (r *countingRecorder) VolumeWritten() { r.written.Add(1) }
+
 func TestMountRemountUnmount(t *testing.T) {
 	h := newHarness(t)
 	h.cms.set("cfg", map[string]string{"a": "1", "b": "2"})
@@ -195,6 +206,14 @@ func TestMountRemountUnmount(t *testing.T) {
 	h.mustRead(pod, "v", "b", "2")
 	if _, err := os.Stat(volumeDir(h.root, "p1", PluginConfigMap, "idle")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("a volume that no container mounts was set up")
+	}
+
+	if n := h.writes.written.Load(); n != 1 {
+		t.Errorf("after the first mount: %d generations written, want 1", n)
+	}
+	h.sync(pod)
+	if n := h.writes.written.Load(); n != 1 {
+		t.Errorf("after a remount of unchanged content: %d generations written, want 1", n)
 	}
 
 	// A change reaches disk at the next sync, not before.

@@ -1,0 +1,152 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/agent"
+)
+
+// stormStrategy is one way the agent learns of ConfigMap changes, and how
+// soon it must have the last update on disk once updates stop.
+type stormStrategy struct {
+	name  string
+	args  []string
+	bound time.Duration
+}
+
+const (
+	stormSync = 5 * time.Second
+	stormTTL  = 5 // seconds
+	// stormSlack covers the pod workers' one-second tick, the 300 ms
+	// volume wait, the populator's and reconciler's passes, and a loaded
+	// machine.
+	stormSlack = 2 * time.Second
+	// minStormRate is the fewest updates a second that still count as a
+	// storm: ten a second for every volume, the reconciler's most.
+	minStormRate = 100
+)
+
+var stormStrategies = []stormStrategy{
+	// Every sync reads the ConfigMap from etcd: the last update is on disk
+	// after each pod's next sync, at most 1.5·S away.
+	{"cache, every-sync", []string{"--configmap-strategy=cache", "--cache-invalidation=every-sync"}, stormSync*3/2 + stormSlack},
+	// A sync may find the cached copy fresh for up to the TTL.
+	{"cache, first-reference", []string{"--configmap-strategy=cache", "--cache-invalidation=first-reference"}, stormSync*3/2 + stormTTL*time.Second + stormSlack},
+	{"watch, remount on change", []string{"--configmap-strategy=watch"}, stormSlack},
+	// The watch keeps the copy current; the files follow at the next sync.
+	{"watch, remount at sync", []string{"--configmap-strategy=watch", "--remount-on-change=false"}, stormSync*3/2 + stormSlack},
+}
+
+// stormDuration and stormRate are the storm: NODEAGENT_STORM_SECONDS and
+// NODEAGENT_STORM_RATE override them.
+func stormParameters() (time.Duration, float64) {
+	duration, rate := 30*time.Second, 1000.0
+	if s, err := strconv.Atoi(os.Getenv("NODEAGENT_STORM_SECONDS")); err == nil && s > 0 {
+		duration = time.Duration(s) * time.Second
+	}
+	if r, err := strconv.ParseFloat(os.Getenv("NODEAGENT_STORM_RATE"), 64); err == nil && r > 0 {
+		rate = r
+	}
+	return duration, rate
+}
+
+// TestUpdateStorms updates ten ConfigMaps, each mounted by ten pods, 1,000
+// times a second for 30 s, for each strategy. A reader checks every volume
+// throughout; the writes to disk coalesce (counted); the last update is on
+// disk within the strategy's bound; the agent's goroutines and memory stay
+// flat.
+func TestUpdateStorms(t *testing.T) {
+	duration, rate := stormParameters()
+	const configMaps, podsPerConfigMap, keys, size = 10, 10, 4, 256
+	for i, strategy := range stormStrategies {
+		t.Run(strategy.name, func(t *testing.T) {
+			ns := createNamespace(t, "storm")
+			node := fmt.Sprintf("node-storm-%d", i)
+			createNode(t, node, stormTTL)
+			var names []string
+			for c := range configMaps {
+				names = append(names, fmt.Sprintf("storm-%d", c))
+				createConfigMap(t, ns, names[c], generationData(1, keys, size))
+			}
+			a := startAgent(t, node, append([]string{"--sync-frequency=" + stormSync.String()}, strategy.args...)...)
+			dirs, volumeOf := map[string][]string{}, map[string]string{}
+			for p := range configMaps * podsPerConfigMap {
+				pod := createPod(t, ns, fmt.Sprintf("app-%d", p), node, volume{name: "cfg", configMap: names[p%configMaps]})
+				dir := a.volumePath(pod, "cfg", "")
+				dirs[dir], volumeOf[dir] = keyNames(keys), names[p%configMaps]
+			}
+			for dir := range dirs {
+				waitForGeneration(t, dir, 1, 60*time.Second)
+			}
+			time.Sleep(stormSync) // past the pods' first syncs
+			before := a.metrics()
+			reader := startReader(dirs)
+			storm := startStorm(t, ns, names, keys, size, rate, 4*configMaps)
+			started := time.Now()
+			var goroutines, rss []float64
+			for time.Since(started) < duration {
+				time.Sleep(duration / 6)
+				m := a.metrics()
+				goroutines = append(goroutines, m.Sum("go_goroutines", nil))
+				rss = append(rss, m.Sum("process_resident_memory_bytes", nil)/(1<<20))
+			}
+			last := storm.stop(t)
+			elapsed := time.Since(started)
+			stopped := time.Now()
+			for dir := range dirs {
+				waitForGeneration(t, dir, last[volumeOf[dir]], strategy.bound+30*time.Second)
+			}
+			lag := time.Since(stopped)
+			stats := reader.stop()
+			after := a.metrics()
+
+			updates := storm.updates.Load()
+			achieved := float64(updates) / elapsed.Seconds()
+			writes := after.Sum(agent.MetricVolumeWrites, nil) - before.Sum(agent.MetricVolumeWrites, nil)
+			gets := after.Sum(agent.MetricConfigMapGets, nil) - before.Sum(agent.MetricConfigMapGets, nil)
+			uncoalesced := float64(updates * podsPerConfigMap)
+			t.Logf("%s: %d updates in %s (%.0f/s, %d failed); %.0f volume writes for %.0f (update, pod) pairs: 1 write per %.0f; %.0f GETs; last update on disk after %s (bound %s); goroutines %v; RSS MiB %.1f",
+				strategy.name, updates, elapsed.Round(time.Millisecond), achieved, storm.failures.Load(), writes, uncoalesced, uncoalesced/max(writes, 1), gets,
+				lag.Round(time.Millisecond), strategy.bound, goroutines, rss)
+			for _, p := range stats.Problems {
+				t.Errorf("reader: %s", p)
+			}
+			// The rate asked is a ceiling: on a small machine the apiserver,
+			// etcd, this test and the agent share the cores, and the
+			// apiserver accepts what it can (docs/reliability.md).
+			if achieved < minStormRate {
+				t.Errorf("the storm reached %.0f updates/s of the %.0f asked, under %d: not a storm, and the test proves little", achieved, rate, minStormRate)
+			}
+			if lag > strategy.bound {
+				t.Errorf("the last update reached every volume after %s, beyond the strategy's bound of %s", lag.Round(time.Millisecond), strategy.bound)
+			}
+			if writes >= uncoalesced {
+				t.Errorf("%.0f writes for %.0f updates to pods: nothing coalesced", writes, uncoalesced)
+			}
+			// Flat: the last samples within a quarter (and a little) of the
+			// second, once the storm is under way.
+			if n := len(goroutines); n >= 3 && goroutines[n-1] > 1.25*goroutines[1]+20 {
+				t.Errorf("goroutines grew during the storm: %v", goroutines)
+			}
+			if n := len(rss); n >= 3 && rss[n-1] > 1.25*rss[1]+10 {
+				t.Errorf("resident memory grew during the storm: %.1f MiB", rss)
+			}
+			lost := "none"
+			if stats.Bad() > 0 {
+				lost = fmt.Sprintf("%d bad reads", stats.Bad())
+			}
+			recordReliability(t, reliabilityRow{
+				Fault: fmt.Sprintf("%.0f updates/s for %s to %d ConfigMaps × %d pods: %.0f writes, 1 per %.0f (update, pod) pairs; goroutines %.0f→%.0f, RSS %.0f→%.0f MiB",
+					achieved, duration, configMaps, podsPerConfigMap, writes, uncoalesced/max(writes, 1), goroutines[0], goroutines[len(goroutines)-1], rss[0], rss[len(rss)-1]),
+				Strategy: strategy.name, Reads: stats, DataLost: lost, Recovery: lag,
+				Requests: fmt.Sprintf("%.0f GETs during the storm (%.1f/s)", gets, gets/elapsed.Seconds()),
+			})
+		})
+	}
+}
