@@ -16,7 +16,7 @@ KUSTOMIZE_VERSION := v5.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize image test unit e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize image test unit fuzz e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -52,11 +52,19 @@ unit: ## Run the unit tests.
 	$(GO) test -race ./...
 	cd hack/kind && $(GO) test ./capdrop-runc
 
+# Each fuzz target runs for FUZZTIME after its committed seed corpus
+# (testdata/fuzz); a failure it finds is written there, to reproduce with
+# go test -run.
+FUZZTIME ?= 20s
+fuzz: ## Fuzz path validation and payload building for FUZZTIME each (default 20s).
+	$(GO) test -run '^$$' -fuzz '^FuzzWrite$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager/atomicwriter
+	$(GO) test -run '^$$' -fuzz '^FuzzConfigMapVolume$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager
+
 e2e: controlplane refkubelet build kustomize image ## Run the end-to-end tests on a local control plane and beside the reference kubelets.
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
 
-test: controlplane vet unit e2e e2e-kind-if-possible ## Build what is missing, then vet, unit tests, e2e tests and, where the machine can, the kind e2e.
+test: controlplane vet unit fuzz e2e e2e-kind-if-possible ## Build what is missing, then vet, unit tests, e2e tests and, where the machine can, the kind e2e.
 
 # The demo scenario is nodeagent compare's default (20 nodes x 10 pods, S=5s,
 # TTL=25s, 60 s per mode); pass others with DEMO_ARGS, e.g.

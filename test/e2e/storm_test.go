@@ -28,7 +28,8 @@ const (
 	// machine.
 	stormSlack = 2 * time.Second
 	// minStormRate is the fewest updates a second that still count as a
-	// storm: ten a second for every volume, the reconciler's most.
+	// storm: ten a second to each ConfigMap, as many as the reconciler's
+	// 100 ms pass can remount a volume.
 	minStormRate = 100
 )
 
