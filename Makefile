@@ -16,7 +16,7 @@ KUSTOMIZE_VERSION := v5.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize image test unit fuzz e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize image test unit fuzz soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -63,6 +63,13 @@ fuzz: ## Fuzz path validation and payload building for FUZZTIME each (default 20
 e2e: controlplane refkubelet build kustomize image ## Run the end-to-end tests on a local control plane and beside the reference kubelets.
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+
+# The soak: pod churn, ConfigMap updates and faults at random for
+# SOAK_DURATION, then the invariants (test/e2e/soak_test.go).
+SOAK_DURATION ?= 30m
+soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default 30m), then check every invariant.
+	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_SOAK_DURATION=$(SOAK_DURATION) \
+		$(GO) test -tags e2e -count=1 -timeout 0 -v -run '^TestSoak$$' ./test/e2e/...
 
 test: controlplane vet unit fuzz e2e e2e-kind-if-possible ## Build what is missing, then vet, unit tests, e2e tests and, where the machine can, the kind e2e.
 
