@@ -68,7 +68,7 @@ e2e: controlplane refkubelet build kustomize image ## Run the end-to-end tests o
 # SOAK_DURATION, then the invariants (test/e2e/soak_test.go).
 SOAK_DURATION ?= 30m
 soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default 30m), then check every invariant.
-	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_SOAK_DURATION=$(SOAK_DURATION) \
+	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_SOAK_DURATION=$(SOAK_DURATION) NODEAGENT_RELIABILITY_TABLE=$(abspath $(OUTPUT))/reliability/soak.md \
 		$(GO) test -tags e2e -count=1 -timeout 0 -v -run '^TestSoak$$' ./test/e2e/...
 
 test: controlplane vet unit fuzz e2e e2e-kind-if-possible ## Build what is missing, then vet, unit tests, e2e tests and, where the machine can, the kind e2e.
