@@ -167,11 +167,7 @@ func TestDiskFaults(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(root, "filler")); err == nil {
 				t.Error("the filler is still there")
 			}
-			lost := "none"
-			if stats.Bad() > 0 {
-				lost = fmt.Sprintf("%d bad reads", stats.Bad())
-			}
-			recordReliability(t, reliabilityRow{Fault: fault.name, Strategy: "watch", Reads: stats, DataLost: lost,
+			recordReliability(t, reliabilityRow{Fault: fault.name, Strategy: "watch", Reads: stats, DataLost: stats.Lost(),
 				Recovery: recovery, Requests: "n/a (a disk fault)"})
 		})
 	}

@@ -95,14 +95,10 @@ func TestSIGKILLDuringUpdateStorm(t *testing.T) {
 	if storm.updates.Load() < 1000 {
 		t.Errorf("only %s: not a storm", storm)
 	}
-	lost := "none"
-	if stats.Bad() > 0 {
-		lost = fmt.Sprintf("%d bad reads", stats.Bad())
-	}
 	recordReliability(t, reliabilityRow{
 		Fault: fmt.Sprintf("SIGKILL ×%d during %d updates/s (%d kills left debris, all repaired; restart to ready: mean %s, max %s)",
 			killRounds, 40, debris, (readyTotal / killRounds).Round(time.Millisecond), readyMax.Round(time.Millisecond)),
-		Strategy: "watch", Reads: stats, DataLost: lost, Recovery: converged,
+		Strategy: "watch", Reads: stats, DataLost: stats.Lost(), Recovery: converged,
 		Requests: "n/a (one agent restart per kill)",
 	})
 }

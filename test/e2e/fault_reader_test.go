@@ -108,6 +108,14 @@ func (s readStats) String() string {
 // Bad is the number of reads that a workload would have got wrong.
 func (s readStats) Bad() int64 { return s.Torn + s.Mixed + s.Missing }
 
+// Lost says what a workload lost, for the reliability table.
+func (s readStats) Lost() string {
+	if s.Bad() == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d bad reads", s.Bad())
+}
+
 // volumeReader reads volume directories in a loop, as a workload would,
 // and checks every read.
 type volumeReader struct {

@@ -137,12 +137,8 @@ func TestFaultsUnderLoad(t *testing.T) {
 			if connectionsDuring+connectionsAfter > 100 {
 				t.Errorf("%d connections during and after the fault: a reconnect storm", connectionsDuring+connectionsAfter)
 			}
-			lost := "none"
-			if stats.Bad() > 0 {
-				lost = fmt.Sprintf("%d bad reads", stats.Bad())
-			}
 			recordReliability(t, reliabilityRow{Fault: fmt.Sprintf("%s, %s, during %s", fault.name, faultHold, storm),
-				Strategy: "watch", Reads: stats, DataLost: lost, Recovery: recovery, Requests: summary})
+				Strategy: "watch", Reads: stats, DataLost: stats.Lost(), Recovery: recovery, Requests: summary})
 		})
 	}
 }

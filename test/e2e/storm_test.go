@@ -138,14 +138,10 @@ func TestUpdateStorms(t *testing.T) {
 			if n := len(rss); n >= 3 && rss[n-1] > 1.25*rss[1]+10 {
 				t.Errorf("resident memory grew during the storm: %.1f MiB", rss)
 			}
-			lost := "none"
-			if stats.Bad() > 0 {
-				lost = fmt.Sprintf("%d bad reads", stats.Bad())
-			}
 			recordReliability(t, reliabilityRow{
 				Fault: fmt.Sprintf("%.0f updates/s for %s to %d ConfigMaps × %d pods: %.0f writes, 1 per %.0f (update, pod) pairs; goroutines %.0f→%.0f, RSS %.0f→%.0f MiB",
 					achieved, duration, configMaps, podsPerConfigMap, writes, uncoalesced/max(writes, 1), goroutines[0], goroutines[len(goroutines)-1], rss[0], rss[len(rss)-1]),
-				Strategy: strategy.name, Reads: stats, DataLost: lost, Recovery: lag,
+				Strategy: strategy.name, Reads: stats, DataLost: stats.Lost(), Recovery: lag,
 				Requests: fmt.Sprintf("%.0f GETs during the storm (%.1f/s)", gets, gets/elapsed.Seconds()),
 			})
 		})
