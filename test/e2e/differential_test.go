@@ -210,7 +210,12 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			} else {
 				within10("quorum GETs", agent.QuorumGets, kubelet.QuorumGets)
 			}
-			within10("cached GETs (resourceVersion=0)", agent.CacheGets, kubelet.CacheGets)
+			// A cached entry refreshes every few syncs; a window's edges can
+			// take one refresh more or less of each of the four entries
+			// (three ConfigMaps and kube-root-ca.crt), on either side.
+			if d := agent.CacheGets - kubelet.CacheGets; d > len(differentialReaders)+1 || -d > len(differentialReaders)+1 {
+				within10("cached GETs (resourceVersion=0)", agent.CacheGets, kubelet.CacheGets)
+			}
 			within10("errors (404 of the missing optional ConfigMap)", agent.Errors, kubelet.Errors)
 			// Deterministic: the Cache strategy never lists or watches.
 			if agent.Watches != 0 || kubelet.Watches != 0 || agent.QuorumLists+agent.CacheLists != 0 || kubelet.QuorumLists+kubelet.CacheLists != 0 {

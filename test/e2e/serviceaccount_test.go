@@ -180,7 +180,9 @@ func TestServiceAccountVolumeLoad(t *testing.T) {
 		// A refresh comes at most once per T and at least once per T plus
 		// the longest sync interval (1.5 s + the 1 s tick).
 		lo, hi := math.Floor(window.Seconds()/(ttl.Seconds()+2.5))-1, math.Ceil(window.Seconds()/ttl.Seconds())+1
-		if c.agentRV0 < lo || c.agentRV0 > hi || c.agentQuorum != 0 || c.etcdGets > countSlack {
+		// etcd's count is the apiserver's, its own controllers' reads
+		// (about one a minute) included: one more than the slack.
+		if c.agentRV0 < lo || c.agentRV0 > hi || c.agentQuorum != 0 || c.etcdGets > countSlack+1 {
 			t.Errorf("first-reference, T=%s over %s: %v refreshes at resourceVersion 0 (want %v..%v), %v quorum GETs, %v etcd reads (want 0)",
 				ttl, window, c.agentRV0, lo, hi, c.agentQuorum, c.etcdGets)
 		}
