@@ -10,8 +10,8 @@ import (
 )
 
 // The property test's generator: ConfigMaps and ConfigMap volume sources
-// that exercise what the API allows, and some of what it does not (which
-// the apiserver then refuses, and the test counts).
+// that exercise what the API allows, and, one in ten, something it does
+// not (which the apiserver then refuses, and the test counts).
 
 const keyAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
@@ -24,18 +24,22 @@ func randomName(rng *rand.Rand, min, max int) string {
 	return b.String()
 }
 
-// randomKey is a ConfigMap key, usually valid: the API takes
-// [-._a-zA-Z0-9]{1,253}, not "." or "..", not starting with "..".
+// randomKey is a valid ConfigMap key: the API takes [-._a-zA-Z0-9]{1,253},
+// not "." or "..", not starting with "..".
 func randomKey(rng *rand.Rand) string {
-	switch rng.IntN(20) {
-	case 0:
-		return randomName(rng, 200, 253)
-	case 1:
-		return ".." + randomName(rng, 1, 5) // refused by the API
-	case 2:
-		return "." + randomName(rng, 1, 8) // a dotfile
-	default:
-		return randomName(rng, 1, 24)
+	for {
+		var key string
+		switch rng.IntN(20) {
+		case 0:
+			key = randomName(rng, 200, 253)
+		case 1:
+			key = "." + randomName(rng, 1, 8) // a dotfile
+		default:
+			key = randomName(rng, 1, 24)
+		}
+		if key != "." && !strings.HasPrefix(key, "..") {
+			return key
+		}
 	}
 }
 
@@ -49,13 +53,17 @@ func randomPath(rng *rand.Rand) string {
 		case 0:
 			parts = append(parts, ".")
 		case 1:
-			parts = append(parts, "")
+			if len(parts) > 0 { // a doubled slash; a leading one is absolute
+				parts = append(parts, "")
+			}
 		case 2:
 			parts = append(parts, randomName(rng, 250, 260)) // past 255: the writers refuse it
-		case 3:
-			parts = append(parts, "..") // refused by the API
 		default:
-			parts = append(parts, randomName(rng, 1, 12))
+			name := randomName(rng, 1, 12)
+			if len(parts) == 0 && strings.HasPrefix(name, "..") {
+				name = "x" + name // the API refuses a path that starts with ".."
+			}
+			parts = append(parts, name)
 		}
 	}
 	p := strings.Join(parts, "/")
@@ -116,6 +124,11 @@ func randomConfigMapVolume(rng *rand.Rand, i int) (*corev1.ConfigMap, *corev1.Co
 		optional := true
 		source.Optional = &optional
 	}
+	// One volume in ten asks for what the API refuses: a key or a path
+	// element "..".
+	if rng.IntN(10) == 0 {
+		cm.Data[".."+randomName(rng, 1, 5)] = "refused"
+	}
 	if rng.IntN(10) < 6 && len(names) < 100 {
 		for range 1 + rng.IntN(6) {
 			item := corev1.KeyToPath{Key: names[rng.IntN(len(names))], Path: randomPath(rng)}
@@ -126,6 +139,9 @@ func randomConfigMapVolume(rng *rand.Rand, i int) (*corev1.ConfigMap, *corev1.Co
 				item.Mode = randomMode(rng)
 			}
 			source.Items = append(source.Items, item)
+		}
+		if rng.IntN(10) == 0 {
+			source.Items[0].Path = "../" + source.Items[0].Path
 		}
 		if rng.IntN(6) == 0 && len(source.Items) > 0 {
 			// A path that is a file here and a directory there.

@@ -20,7 +20,7 @@ import (
 
 // propertyVolumes is how many random volumes one run of the property test
 // tries.
-const propertyVolumes = 30
+const propertyVolumes = 40
 
 // TestPropertyVolumesAgainstKubelet generates ConfigMaps and ConfigMap
 // volumes at random (keys, items, nested paths, modes, binaryData, sizes
@@ -75,6 +75,7 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 			}
 			created, err := clientset.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
 			if err != nil {
+				t.Logf("volume %d: the apiserver refused the pod: %.300v", i, err)
 				break
 			}
 			if node == agentNode {
@@ -85,7 +86,6 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 		}
 		if p.agent == nil || p.kubelet == nil {
 			rejected++
-			t.Logf("volume %d: the apiserver refused the pod", i)
 			continue
 		}
 		pairs = append(pairs, p)
