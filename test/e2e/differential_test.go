@@ -130,7 +130,12 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 						return fmt.Errorf("%s: pod %s has no volumes on disk yet", node, base)
 					}
 					for key, dir := range dirs {
-						if !ready(fileTree(t, dir), key) {
+						// A writer may be switching generations under the walk.
+						tree, err := readFileTree(dir)
+						if err != nil {
+							return err
+						}
+						if !ready(tree, key) {
 							return fmt.Errorf("%s: pod %s, volume %s: %s not yet", node, base, key, what)
 						}
 					}

@@ -110,6 +110,15 @@ var generationName = regexp.MustCompile(`^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2
 // "..GEN".
 func fileTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
+	tree, err := readFileTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// readFileTree is fileTree's walk; it fails if dir changes under it.
+func readFileTree(dir string) (map[string]string, error) {
 	tree := map[string]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -140,9 +149,9 @@ func fileTree(t *testing.T, dir string) map[string]string {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("reading %s: %v", dir, err)
+		return nil, fmt.Errorf("reading %s: %w", dir, err)
 	}
-	return tree
+	return tree, nil
 }
 
 func normaliseGeneration(path string) string {
