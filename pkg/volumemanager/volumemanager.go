@@ -310,14 +310,21 @@ const waitPollInterval = 300 * time.Millisecond
 // waitUntil evaluates done (under the lock) at once and then every
 // waitPollInterval, until it holds, ctx ends or timeout passes.
 func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done func() (bool, string)) error {
+	check := func() (bool, string) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return done()
+	}
+	// In steady state the first look succeeds: no timer, no ticker.
+	if ok, _ := check(); ok {
+		return nil
+	}
 	timer := m.clock.NewTimer(timeout)
 	defer timer.Stop()
 	poll := m.clock.NewTicker(waitPollInterval)
 	defer poll.Stop()
 	for {
-		m.mu.Lock()
-		ok, why := done()
-		m.mu.Unlock()
+		ok, why := check()
 		if ok {
 			return nil
 		}
