@@ -16,7 +16,7 @@ KUSTOMIZE_VERSION := v5.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize image test unit fuzz soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize image test unit fuzz bench soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -63,6 +63,12 @@ fuzz: ## Fuzz path validation and payload building for FUZZTIME each (default 20
 e2e: controlplane refkubelet build kustomize image ## Run the end-to-end tests on a local control plane and beside the reference kubelets.
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+
+# Six samples of each benchmark, in the format benchstat compares:
+#   benchstat old.txt _output/bench.txt
+bench: ## Go benchmarks of the hot paths, six samples each, to _output/bench.txt (benchstat's format).
+	@mkdir -p $(OUTPUT)
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... | tee $(OUTPUT)/bench.txt
 
 # The soak: pod churn, ConfigMap updates and faults at random for
 # SOAK_DURATION, then the invariants (test/e2e/soak_test.go).
