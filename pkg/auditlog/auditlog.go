@@ -92,26 +92,11 @@ func Count(path string, from, to time.Time) (map[string]Counts, error) {
 // CountWindows reads the audit log at path once and counts, for each
 // window, the ConfigMap requests received in it, per user name.
 func CountWindows(path string, windows ...Window) ([]map[string]Counts, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the apiserver's audit log: %w", err)
-	}
-	defer f.Close()
 	counts := make([]map[string]Counts, len(windows))
 	for i := range counts {
 		counts[i] = map[string]Counts{}
 	}
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for scanner.Scan() {
-		var e event
-		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
-			// The apiserver may be writing the last line right now.
-			continue
-		}
-		if e.ObjectRef == nil || e.ObjectRef.Resource != "configmaps" {
-			continue
-		}
+	err := eachConfigMapEvent(path, func(e event) {
 		for i, w := range windows {
 			if !w.holds(e.RequestReceivedTimestamp) {
 				continue
@@ -121,11 +106,36 @@ func CountWindows(path string, windows ...Window) ([]map[string]Counts, error) {
 				counts[i][e.User.Username] = c
 			}
 		}
-	}
-	if err := scanner.Err(); err != nil {
-		return nil, fmt.Errorf("reading the apiserver's audit log %s: %w", path, err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return counts, nil
+}
+
+// eachConfigMapEvent calls f with every ConfigMap event of the audit log
+// at path, in the log's order.
+func eachConfigMapEvent(path string, f func(event)) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading the apiserver's audit log: %w", err)
+	}
+	defer file.Close()
+	scanner := bufio.NewScanner(file)
+	scanner.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for scanner.Scan() {
+		var e event
+		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
+			continue // the apiserver may be writing the last line right now
+		}
+		if e.ObjectRef != nil && e.ObjectRef.Resource == "configmaps" {
+			f(e)
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return fmt.Errorf("reading the apiserver's audit log %s: %w", path, err)
+	}
+	return nil
 }
 
 // Get is one ConfigMap GET the apiserver answered.
@@ -142,23 +152,11 @@ type Get struct {
 // in [from, to), in the log's order (which is nearly, not exactly, the
 // order received). A zero to means no end.
 func Gets(path string, from, to time.Time) ([]Get, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the apiserver's audit log: %w", err)
-	}
-	defer f.Close()
 	window := Window{From: from, To: to}
 	var gets []Get
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for scanner.Scan() {
-		var e event
-		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
-			continue // the apiserver may be writing the last line right now
-		}
-		if e.ObjectRef == nil || e.ObjectRef.Resource != "configmaps" || e.Verb != "get" ||
-			e.Stage != "ResponseComplete" || !window.holds(e.RequestReceivedTimestamp) {
-			continue
+	err := eachConfigMapEvent(path, func(e event) {
+		if e.Verb != "get" || e.Stage != "ResponseComplete" || !window.holds(e.RequestReceivedTimestamp) {
+			return
 		}
 		g := Get{User: e.User.Username, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name,
 			Received: e.RequestReceivedTimestamp, Quorum: quorum(e.RequestURI)}
@@ -166,9 +164,9 @@ func Gets(path string, from, to time.Time) ([]Get, error) {
 			g.Code = e.ResponseStatus.Code
 		}
 		gets = append(gets, g)
-	}
-	if err := scanner.Err(); err != nil {
-		return nil, fmt.Errorf("reading the apiserver's audit log %s: %w", path, err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return gets, nil
 }
