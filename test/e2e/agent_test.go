@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 const (
@@ -84,17 +83,12 @@ func TestAgentWritesVolumes(t *testing.T) {
 	t.Logf("update reached disk in %s (deadline %s)", time.Since(start).Round(100*time.Millisecond), updateDeadline)
 
 	// /debug/volumes shows what is on disk.
-	var debug struct {
-		Volumes []volumemanager.VolumeStatus `json:"volumes"`
-	}
-	resp, err := http.Get("http://" + a.httpAddr + "/debug/volumes")
+	volumes, err := a.debugVolumes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	json.NewDecoder(resp.Body).Decode(&debug)
-	resp.Body.Close()
-	if len(debug.Volumes) != 2 || debug.Volumes[0].Pod != ns+"/app" || debug.Volumes[0].ContentHash == "" {
-		t.Errorf("/debug/volumes: %+v", debug.Volumes)
+	if len(volumes) != 2 || volumes[0].Pod != ns+"/app" || volumes[0].ContentHash == "" {
+		t.Errorf("/debug/volumes: %+v", volumes)
 	}
 
 	// A deleted pod's directory goes.

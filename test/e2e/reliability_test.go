@@ -16,6 +16,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // The fault suite records one row per fault or storm; TestMain writes them
@@ -138,19 +140,15 @@ func podEvents(t *testing.T, ns, pod, reason string) []string {
 	return out
 }
 
-// debugVolume is a volume as the agent's /debug/volumes shows it.
-type debugVolume struct {
-	Pod, Volume, State, LastError string
-}
-
-func (a *agentProcess) debugVolumes() ([]debugVolume, error) {
+// debugVolumes reads the agent's /debug/volumes.
+func (a *agentProcess) debugVolumes() ([]volumemanager.VolumeStatus, error) {
 	resp, err := http.Get("http://" + a.httpAddr + "/debug/volumes")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Volumes []debugVolume `json:"volumes"`
+		Volumes []volumemanager.VolumeStatus `json:"volumes"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		return nil, err
