@@ -188,26 +188,7 @@ func (r *volumeReader) readVolume(dir string, names []string) {
 // read, once ..data points at a newer one: that is how the writer works,
 // and not a fault.
 func (r *volumeReader) readGeneration(genDir string) {
-	gens := map[int]bool{}
-	err := filepath.WalkDir(genDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		gen, err := parseGeneration(data)
-		if err != nil {
-			r.problem(&r.stats.Torn, "%s: %v", p, err)
-			return nil
-		}
-		gens[gen] = true
-		return nil
-	})
+	gens, err := generationsIn(genDir, func(p string, err error) { r.problem(&r.stats.Torn, "%s: %v", p, err) })
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		r.problem(&r.stats.Torn, "%s: %v", genDir, err)
 		return
@@ -220,8 +201,27 @@ func (r *volumeReader) readGeneration(genDir string) {
 // volumeGeneration returns the one generation a volume holds on disk, or
 // an error if it holds none or several, or a file is not whole.
 func volumeGeneration(dir string) (int, error) {
-	gen := -1
-	err := filepath.WalkDir(filepath.Join(dir, "..data")+"/", func(p string, d fs.DirEntry, err error) error {
+	var torn error
+	gens, err := generationsIn(filepath.Join(dir, "..data")+"/", func(p string, err error) { torn = fmt.Errorf("%s: %w", p, err) })
+	switch {
+	case err != nil:
+		return -1, err
+	case torn != nil:
+		return -1, torn
+	case len(gens) != 1:
+		return -1, fmt.Errorf("%s holds generations %v", dir, gens)
+	}
+	for gen := range gens {
+		return gen, nil
+	}
+	return -1, nil
+}
+
+// generationsIn returns the generations of the files under dir, calling
+// torn for each file that is not a whole value.
+func generationsIn(dir string, torn func(path string, err error)) (map[int]bool, error) {
+	gens := map[int]bool{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -229,20 +229,15 @@ func volumeGeneration(dir string) (int, error) {
 		if err != nil {
 			return err
 		}
-		g, err := parseGeneration(data)
+		gen, err := parseGeneration(data)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			torn(p, err)
+			return nil
 		}
-		if gen >= 0 && g != gen {
-			return fmt.Errorf("generations %d and %d", gen, g)
-		}
-		gen = g
+		gens[gen] = true
 		return nil
 	})
-	if err == nil && gen < 0 {
-		err = fmt.Errorf("%s: no files", dir)
-	}
-	return gen, err
+	return gens, err
 }
 
 // leftovers lists the writer's entries in a volume directory beyond ..data
