@@ -99,7 +99,7 @@ func (r *recorder) syncCount(uid types.UID) int {
 	return len(r.syncs[uid])
 }
 
-func startWorkers(t *testing.T, r *recorder, clk *testingclock.FakeClock) *PodWorkers {
+func startWorkers(t testing.TB, r *recorder, clk *testingclock.FakeClock) *PodWorkers {
 	t.Helper()
 	return startWorkersWith(t, clk, Options{
 		Sync: r.sync, Teardown: r.teardown, ListPods: r.listPods, SyncFrequency: time.Minute,
@@ -107,7 +107,7 @@ func startWorkers(t *testing.T, r *recorder, clk *testingclock.FakeClock) *PodWo
 	})
 }
 
-func startWorkersWith(t *testing.T, clk *testingclock.FakeClock, opts Options) *PodWorkers {
+func startWorkersWith(t testing.TB, clk *testingclock.FakeClock, opts Options) *PodWorkers {
 	t.Helper()
 	opts.Clock = clk
 	w := New(opts)
@@ -119,7 +119,7 @@ func startWorkersWith(t *testing.T, clk *testingclock.FakeClock, opts Options) *
 	return w
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

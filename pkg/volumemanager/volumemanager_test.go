@@ -76,7 +76,7 @@ func (f *fakeEvents) Eventf(_ runtime.Object, eventtype, reason, messageFmt stri
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	m      *Manager
 	clock  *testingclock.FakeClock
 	cms    *fakeConfigMaps
@@ -86,7 +86,7 @@ type harness struct {
 	active sets.Set[types.UID]
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	h := &harness{
 		t:      t,
