@@ -25,7 +25,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs := newFlagSet("compare", "Measure the ConfigMap GET load of the kubelet's cache before and after kubernetes#120255, at the apiserver and at etcd, on a real apiserver.", stdout)
 	s := compare.DefaultScenario()
 	var kubeconfig, modes, outputDir, namespace string
-	var keep bool
+	var keep, agentProcesses bool
 	opts := compare.Options{Progress: os.Stderr}
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd and kube-apiserver (built by 'make controlplane').")
 	fs.StringVar(&opts.DaemonSet, "daemonset", "", "namespace/name of nodeagent deployed as a DaemonSet on the --kubeconfig cluster (e.g. nodeagent/nodeagent): measure its agents on the real nodes, switching it between the modes by rollouts and restoring it at the end. Empty: simulated nodes, agents in this process.")
@@ -41,10 +41,11 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs.DurationVar(&s.TTL, "ttl", s.TTL, "TTL written to every Node's node.alpha.kubernetes.io/ttl annotation, whole seconds. Not with --daemonset: the cluster's TTL is read from its nodes.")
 	fs.DurationVar(&s.PhaseDuration, "phase-duration", s.PhaseDuration, "How long each mode is measured, after its warm-up. With --daemonset the default is four mean sync intervals, at least 1m.")
 	fs.DurationVar(&s.SampleInterval, "sample-interval", s.SampleInterval, "How often GET/s is sampled for the chart and the progress line.")
-	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch, get; and the real kubelet on the same pods, one process per node: kubelet-v1.28 (before #120255), kubelet-v1.36 (after), kubelet-v1.36-watch (built by 'make refkubelet'; local control plane only). With --daemonset the default leaves out watch, which needs deploy/overlays/watch's RBAC.")
+	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch (remount-on-change), watch-at-sync (changes at each pod's next sync), get; and the real kubelet on the same pods, one process per node: kubelet-v1.28 (before #120255), kubelet-v1.36 (after), kubelet-v1.36-watch (built by 'make refkubelet'; local control plane only). With --daemonset the default leaves out watch, which needs deploy/overlays/watch's RBAC.")
 	fs.StringVar(&outputDir, "output-dir", "_output/compare", "Where report.json, report.md, chart.svg, chart.png and agents.log are written.")
 	fs.StringVar(&namespace, "namespace", compare.DefaultNamespace, "Namespace for the run's pods and ConfigMaps; its simulated Nodes are named <namespace>-node-NNN.")
 	fs.BoolVar(&keep, "keep", false, "Leave the created nodes, pods and ConfigMaps in place.")
+	fs.BoolVar(&agentProcesses, "agent-processes", false, "Run each simulated node's agent as its own 'nodeagent run' process, as on a real node, so that the CPU time and memory reported are the agents' alone (read from /proc), not shared with this process's own work. Local control plane only.")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlag(klogFlags.Lookup("v"))
@@ -86,6 +87,9 @@ func runCompare(args []string, stdout io.Writer) error {
 		if slices.ContainsFunc(s.Modes, compare.Mode.IsReferenceKubelet) {
 			return errors.New("the kubelet-* modes run reference kubelets as simulated nodes of a local control plane, which issues their node identities: leave out --kubeconfig, or those modes")
 		}
+		if agentProcesses {
+			return errors.New("--agent-processes runs the agents as simulated nodes of a local control plane, which issues their node identities: leave out --kubeconfig, or --agent-processes")
+		}
 		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return fmt.Errorf("loading --kubeconfig: %w", err)
 		}
@@ -104,6 +108,11 @@ func runCompare(args []string, stdout io.Writer) error {
 			return err
 		}
 		opts.APIServer = "local control plane (etcd " + controlplane.EtcdVersion + ", kube-apiserver " + controlplane.KubernetesVersion + ")"
+		if agentProcesses {
+			if opts.AgentBinary, err = os.Executable(); err != nil {
+				return fmt.Errorf("--agent-processes: finding this binary: %w", err)
+			}
+		}
 	}
 
 	start := time.Now()

@@ -16,11 +16,12 @@ var modeColours = map[Mode]color.RGBA{
 	ModeEverySync:      {R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red: the problem
 	ModeFirstReference: {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue: the fix
 	ModeWatch:          {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+	ModeWatchAtSync:    {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // teal
 	ModeGet:            {R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
 	// The reference kubelets: a lighter shade of their counterpart's.
 	ModeKubeletV128:      {R: 0xff, G: 0x98, B: 0x96, A: 0xff},
 	ModeKubeletV136:      {R: 0x9e, G: 0xc7, B: 0xe8, A: 0xff},
-	ModeKubeletV136Watch: {R: 0x98, G: 0xdf, B: 0x8a, A: 0xff},
+	ModeKubeletV136Watch: {R: 0x9e, G: 0xda, B: 0xe5, A: 0xff},
 }
 
 // writeChart draws GET/s over each phase's measured window: the apiserver

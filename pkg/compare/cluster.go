@@ -167,14 +167,14 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if slices.Contains(s.Modes, ModeWatch) {
+	if watch := slices.IndexFunc(s.Modes, Mode.usesWatch); watch >= 0 {
 		sa := t.ds.Spec.Template.Spec.ServiceAccountName
 		allowed, known, err := canWatchConfigMaps(ctx, client, t.ds.Namespace, sa)
 		if err != nil {
 			return nil, fmt.Errorf("checking the agents' RBAC for the watch mode: %w", err)
 		}
 		if known && !allowed {
-			return nil, fmt.Errorf("mode watch needs list and watch on configmaps for ServiceAccount %s/%s, which it lacks: apply deploy/overlays/watch, or leave watch out of --modes", t.ds.Namespace, sa)
+			return nil, fmt.Errorf("mode %s needs list and watch on configmaps for ServiceAccount %s/%s, which it lacks: apply deploy/overlays/watch, or leave %s out of --modes", s.Modes[watch], t.ds.Namespace, sa, s.Modes[watch])
 		}
 	}
 	if f.served, err = servedPods(ctx, client, t.nodes, opts.Namespace); err != nil {

@@ -68,6 +68,12 @@ type Options struct {
 	// RefKubeletDir holds refkubelet-v1.28 and refkubelet-v1.36, built
 	// by `make refkubelet`, for the reference kubelet modes.
 	RefKubeletDir string
+	// AgentBinary, when set, is nodeagent's binary: each simulated node's
+	// agent then runs as its own `nodeagent run` process, as on a real
+	// node, and the CPU time and memory reported are each agent's alone,
+	// read from /proc, where agents in this process share them with the
+	// run's own work. Needs NodeIdentity.
+	AgentBinary string
 }
 
 // DefaultPodImage is the run's pods' image: tiny, and already on every
@@ -131,13 +137,25 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			return nil, err
 		}
 		defer logFile.Close()
-		r.agents = &inProcessFleet{
-			scenario: s, restConfig: opts.RESTConfig, identity: opts.NodeIdentity, nodes: nodes,
-			workDir: filepath.Join(opts.OutputDir, "nodes"),
-			log:     logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		if opts.AgentBinary != "" {
+			agents := &processFleet{
+				scenario: s, nodes: nodes, agentBinary: opts.AgentBinary, identity: opts.NodeIdentity,
+				logDir: filepath.Join(opts.OutputDir, "agents"), progress: prog,
+			}
+			if err := agents.check(nil); err != nil {
+				return nil, err
+			}
+			r.agents = agents
+			report.Scenario.AgentProcesses = true
+		} else {
+			r.agents = &inProcessFleet{
+				scenario: s, restConfig: opts.RESTConfig, identity: opts.NodeIdentity, nodes: nodes,
+				workDir: filepath.Join(opts.OutputDir, "nodes"),
+				log:     logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			}
 		}
 		if slices.ContainsFunc(s.Modes, Mode.IsReferenceKubelet) {
-			kubelets := &refKubeletFleet{
+			kubelets := &processFleet{
 				scenario: s, nodes: nodes, binDir: opts.RefKubeletDir, identity: opts.NodeIdentity,
 				logDir: filepath.Join(opts.OutputDir, "kubelets"), progress: prog,
 			}

@@ -164,6 +164,9 @@ func (f *daemonSetFleet) start(ctx context.Context, mode Mode, _ time.Duration) 
 			}
 			c.Args = withFlag(c.Args, "configmap-strategy", string(strategy))
 			c.Args = withFlag(c.Args, "cache-invalidation", string(invalidation))
+			if mode.usesWatch() {
+				c.Args = withFlag(c.Args, "remount-on-change", strconv.FormatBool(mode.remountOnChange()))
+			}
 			if f.syncFrequency != "" {
 				c.Args = withFlag(c.Args, "sync-frequency", f.syncFrequency)
 			}

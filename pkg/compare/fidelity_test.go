@@ -9,7 +9,7 @@ import (
 
 func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 	for ref, agentMode := range map[Mode]Mode{
-		ModeKubeletV128: ModeEverySync, ModeKubeletV136: ModeFirstReference, ModeKubeletV136Watch: ModeWatch,
+		ModeKubeletV128: ModeEverySync, ModeKubeletV136: ModeFirstReference, ModeKubeletV136Watch: ModeWatchAtSync,
 	} {
 		if !ref.IsReferenceKubelet() || agentMode.IsReferenceKubelet() {
 			t.Errorf("%s / %s: IsReferenceKubelet wrong", ref, agentMode)

@@ -19,7 +19,7 @@ import (
 // fleet is the set of agents a phase measures: agents in this process,
 // one per simulated node (inProcessFleet); the agents of a DaemonSet
 // deployed on the cluster's nodes (daemonSetFleet); or the real kubelet,
-// one process per simulated node (refKubeletFleet). The phase loop treats
+// one process per simulated node (processFleet). The phase loop treats
 // them alike.
 type fleet interface {
 	// prepare runs once, after the run's objects exist and before the
@@ -58,7 +58,9 @@ type agentCounters struct {
 	requests                bool
 	gets, quorumGets, syncs float64
 	cpuSeconds              float64
-	peakRSSBytes            int64
+	// rssBytes is resident memory now, peakRSSBytes its peak since the
+	// phase's first counters call (where the fleet can reset the peak).
+	rssBytes, peakRSSBytes int64
 }
 
 // addFrom adds one agent's metrics to c.
@@ -113,6 +115,7 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 		}
 		cfg.NodeName, cfg.RootDir = node.name, filepath.Join(f.workDir, string(mode), node.name)
 		cfg.SyncFrequency, cfg.Strategy, cfg.Invalidation = f.scenario.SyncFrequency, strategy, invalidation
+		cfg.RemountOnChange = mode.remountOnChange()
 		cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = f.scenario.AgentQPS, int(2*f.scenario.AgentQPS), ""
 		var err error
 		if f.agents[i], err = agent.New(restConfig, cfg); err != nil {
@@ -165,7 +168,7 @@ func (f *inProcessFleet) counters(context.Context) (agentCounters, error) {
 		f.measuring, f.cpuAtStart = true, cpuTime()
 		resetPeakRSS()
 	}
-	c := agentCounters{cpuSeconds: (cpuTime() - f.cpuAtStart).Seconds(), peakRSSBytes: peakRSS()}
+	c := agentCounters{cpuSeconds: (cpuTime() - f.cpuAtStart).Seconds(), rssBytes: rss(), peakRSSBytes: peakRSS()}
 	var errs []error
 	for _, a := range f.agents {
 		s, err := apimetrics.Gather(a.Metrics.Registry)

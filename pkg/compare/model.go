@@ -33,7 +33,7 @@ func expectedQPS(nodes []nodeLayout, syncFrequency time.Duration, mode Mode, ttl
 			reads += node.configMapReads()
 		}
 		return float64(reads) / mean, float64(reads) / mean
-	case ModeWatch:
+	case ModeWatch, ModeWatchAtSync:
 		return 0, 0
 	}
 	if mode == ModeEverySync {

@@ -38,13 +38,16 @@ type PhaseResult struct {
 	ExpectedEtcdQPS      float64 `json:"expected_etcd_configmap_get_qps"`
 	// AgentMetrics says whether the agents' own counters below were read;
 	// deployed agents may be out of the apiserver proxy's reach.
-	AgentMetrics        bool     `json:"agent_metrics"`
-	AgentGetTotal       float64  `json:"agent_configmap_get_total"`
-	AgentQuorumGetTotal float64  `json:"agent_configmap_quorum_get_total"`
-	AgentPodSyncs       float64  `json:"agent_pod_syncs_total"`
-	AgentCPUSeconds     float64  `json:"agent_cpu_seconds"`
-	AgentPeakRSSBytes   int64    `json:"agent_peak_rss_bytes"`
-	Samples             []Sample `json:"samples"`
+	AgentMetrics        bool    `json:"agent_metrics"`
+	AgentGetTotal       float64 `json:"agent_configmap_get_total"`
+	AgentQuorumGetTotal float64 `json:"agent_configmap_quorum_get_total"`
+	AgentPodSyncs       float64 `json:"agent_pod_syncs_total"`
+	AgentCPUSeconds     float64 `json:"agent_cpu_seconds"`
+	AgentPeakRSSBytes   int64   `json:"agent_peak_rss_bytes"`
+	// AgentRSSBytes is the agents' resident memory at the end of the
+	// measured window.
+	AgentRSSBytes int64    `json:"agent_rss_bytes"`
+	Samples       []Sample `json:"samples"`
 	// Audit is the nodes' requests from the apiserver's audit log, when
 	// the run has one (the local control plane).
 	Audit       *AuditResult `json:"audit,omitempty"`
@@ -63,7 +66,7 @@ type runner struct {
 	// agents are nodeagent's (in this process or a DaemonSet's); kubelets,
 	// when a reference mode is measured, the real kubelet's.
 	agents   fleet
-	kubelets *refKubeletFleet
+	kubelets *processFleet
 	// served is what each fleet serves, which the model counts: the run's
 	// pods, and for a DaemonSet's agents also the cluster's other pods
 	// with ConfigMap volumes on their nodes.
@@ -263,7 +266,7 @@ func (r *runner) measure(ctx context.Context, f fleet, res *PhaseResult) error {
 	}
 	if agentMetrics {
 		res.AgentCPUSeconds = agentEnd.cpuSeconds - agentStart.cpuSeconds
-		res.AgentPeakRSSBytes = agentEnd.peakRSSBytes
+		res.AgentPeakRSSBytes, res.AgentRSSBytes = agentEnd.peakRSSBytes, agentEnd.rssBytes
 	}
 	res.windowStart, res.windowEnd = first.Time, last.Time
 	r.progress.done("%-19s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",

@@ -25,5 +25,8 @@ func resetPeakRSS() {
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
+// rss is the process's resident memory now, in bytes (VmRSS).
+func rss() int64 { return statusKB("/proc/self/status", "VmRSS:") * 1024 }
+
 // peakRSS is the process's peak resident memory in bytes (VmHWM).
 func peakRSS() int64 { return statusKB("/proc/self/status", "VmHWM:") * 1024 }

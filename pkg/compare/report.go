@@ -40,7 +40,10 @@ type ScenarioReport struct {
 	// cluster's admission plugin actually added.
 	ServiceAccountVolume  bool     `json:"service_account_volume"`
 	ServiceAccountVolumes int      `json:"service_account_volumes"`
-	Notes                 []string `json:"notes,omitempty"`
+	// AgentProcesses says nodeagent's agents ran as processes of their
+	// own (--agent-processes), so their CPU and memory are theirs alone.
+	AgentProcesses bool     `json:"agent_processes,omitempty"`
+	Notes          []string `json:"notes,omitempty"`
 }
 
 // describeVolumes records how many of the run's pods carry the
@@ -206,12 +209,15 @@ func (r *Report) Markdown() string {
 	for _, p := range r.Phases {
 		fmt.Fprintf(&b, "- `%s`: %s. TTL in effect %gs; ", p.Mode, p.Description, p.TTLSeconds)
 		switch {
+		case !p.AgentMetrics && s.DaemonSet == "":
+			fmt.Fprintf(&b, "one process per node, whose requests the audit log counts; CPU %.1fs, RSS %.0f MiB at the end of the window and %.0f MiB at its peak, all processes, from /proc.\n",
+				p.AgentCPUSeconds, float64(p.AgentRSSBytes)/(1<<20), float64(p.AgentPeakRSSBytes)/(1<<20))
 		case !p.AgentMetrics:
 			fmt.Fprintf(&b, "the agents' own metrics were not reachable through the apiserver's pod proxy.\n")
 		case s.DaemonSet != "":
 			fmt.Fprintf(&b, "%.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum).\n", p.AgentPodSyncs, p.AgentGetTotal, p.AgentQuorumGetTotal)
 		default:
-			fmt.Fprintf(&b, "%.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum), CPU %.1fs, peak RSS %.0f MiB.\n",
+			fmt.Fprintf(&b, "%.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum), CPU %.1fs, peak RSS %.0f MiB (this process's, shared with the run's own work: `--agent-processes` measures each agent alone).\n",
 				p.AgentPodSyncs, p.AgentGetTotal, p.AgentQuorumGetTotal, p.AgentCPUSeconds, float64(p.AgentPeakRSSBytes)/(1<<20))
 		}
 	}

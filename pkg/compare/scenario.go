@@ -27,7 +27,11 @@ const (
 	ModeEverySync      Mode = "every-sync"
 	ModeFirstReference Mode = "first-reference"
 	ModeWatch          Mode = "watch"
-	ModeGet            Mode = "get"
+	// ModeWatchAtSync is the watch strategy without remount-on-change: a
+	// change reaches disk at each pod's next sync, as with the kubelet's
+	// Watch strategy.
+	ModeWatchAtSync Mode = "watch-at-sync"
+	ModeGet         Mode = "get"
 
 	// The reference kubelets: the real kubelet's code (hack/refkubelet),
 	// one process per simulated node.
@@ -37,14 +41,14 @@ const (
 )
 
 // Modes lists the valid modes.
-var Modes = []Mode{ModeEverySync, ModeFirstReference, ModeWatch, ModeGet, ModeKubeletV128, ModeKubeletV136, ModeKubeletV136Watch}
+var Modes = []Mode{ModeEverySync, ModeFirstReference, ModeWatch, ModeWatchAtSync, ModeGet, ModeKubeletV128, ModeKubeletV136, ModeKubeletV136Watch}
 
 // referenceKubelets maps each reference mode onto the nodeagent mode that
 // claims its behaviour, for the model and the fidelity lines.
 var referenceKubelets = map[Mode]Mode{
 	ModeKubeletV128:      ModeEverySync,
 	ModeKubeletV136:      ModeFirstReference,
-	ModeKubeletV136Watch: ModeWatch,
+	ModeKubeletV136Watch: ModeWatchAtSync,
 }
 
 // IsReferenceKubelet says whether m runs the real kubelet.
@@ -95,13 +99,24 @@ func (m Mode) agentSettings() (configmapcache.Strategy, configmapcache.Invalidat
 	switch m.behaviour() {
 	case ModeEverySync:
 		return configmapcache.StrategyCache, configmapcache.InvalidateEverySync
-	case ModeWatch:
+	case ModeWatch, ModeWatchAtSync:
 		return configmapcache.StrategyWatch, configmapcache.InvalidateFirstReference
 	case ModeGet:
 		return configmapcache.StrategyGet, configmapcache.InvalidateFirstReference
 	default:
 		return configmapcache.StrategyCache, configmapcache.InvalidateFirstReference
 	}
+}
+
+// remountOnChange says whether the agents remount a ConfigMap's pods as
+// soon as their watch sees it change (nodeagent's watch mode only).
+func (m Mode) remountOnChange() bool { return m == ModeWatch }
+
+// usesWatch says whether m's agents watch ConfigMaps, which needs list and
+// watch on them.
+func (m Mode) usesWatch() bool {
+	strategy, _ := m.agentSettings()
+	return strategy == configmapcache.StrategyWatch
 }
 
 // Describe says in a few words what a mode is.
@@ -112,7 +127,9 @@ func (m Mode) Describe() string {
 	case ModeFirstReference:
 		return "cache, invalidated on first reference only (kubelet ≥ v1.29, after #120255)"
 	case ModeWatch:
-		return "one watch per ConfigMap, no GETs"
+		return "one watch per ConfigMap, no GETs; a change remounts its pods at once"
+	case ModeWatchAtSync:
+		return "one watch per ConfigMap, no GETs; a change reaches disk at each pod's next sync"
 	case ModeGet:
 		return "a quorum GET on every remount, no cache"
 	case ModeKubeletV128:

@@ -16,15 +16,18 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 )
 
-// refKubeletFleet runs the real kubelet, one refkubelet process per
-// simulated node, each with that node's own identity. The kubelets have
-// no metrics endpoint here; the apiserver's audit log counts their
-// requests, and /proc their CPU time and memory.
-type refKubeletFleet struct {
+// processFleet runs one process per simulated node, each with that node's
+// own identity: the real kubelet (refkubelet) for the reference modes, and
+// for the others, when agentBinary is set, nodeagent's own `run`, so that
+// each agent's CPU time and memory are its own. The processes' metrics are
+// not read here; the apiserver's audit log counts their requests, and
+// /proc their CPU time and memory.
+type processFleet struct {
 	scenario Scenario
 	nodes    []nodeLayout
-	binDir   string
-	identity func(node string) (*rest.Config, error)
+	// binDir holds the reference kubelets; agentBinary is nodeagent's.
+	binDir, agentBinary string
+	identity            func(node string) (*rest.Config, error)
 	// workDir, a temporary directory made at the first start and removed
 	// at cleanup, holds each phase's root directories (removed at stop);
 	// logDir keeps the kubelets' logs.
@@ -45,9 +48,9 @@ type refKubeletFleet struct {
 const kubeletGrace = 5 * time.Second
 
 // check fails early, saying what to build, when a binary is missing.
-func (f *refKubeletFleet) check(modes []Mode) error {
+func (f *processFleet) check(modes []Mode) error {
 	if f.identity == nil {
-		return errors.New("the reference kubelet modes need node identities, which only the local control plane issues: run without --kubeconfig")
+		return errors.New("processes for simulated nodes need node identities, which only the local control plane issues: run without --kubeconfig")
 	}
 	for _, m := range modes {
 		if !m.IsReferenceKubelet() {
@@ -58,11 +61,49 @@ func (f *refKubeletFleet) check(modes []Mode) error {
 			return fmt.Errorf("mode %s needs %s in %s: run `make refkubelet` to build the reference kubelets", m, binary, f.binDir)
 		}
 	}
+	if f.agentBinary != "" {
+		if info, err := os.Stat(f.agentBinary); err != nil || info.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("the agents' processes need nodeagent's binary at %s: run `make build`", f.agentBinary)
+		}
+	}
 	return nil
 }
 
-func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Duration) error {
+// command is the binary and arguments of node i's process in mode.
+func (f *processFleet) command(mode Mode, i int, kubeconfig, rootDir string) (name, path string, args []string) {
+	node := f.nodes[i]
+	qps := strconv.FormatFloat(float64(f.scenario.AgentQPS), 'f', -1, 32)
+	burst := strconv.Itoa(int(2 * f.scenario.AgentQPS))
+	if !mode.IsReferenceKubelet() {
+		strategy, invalidation := mode.agentSettings()
+		return "nodeagent", f.agentBinary, []string{
+			"run",
+			"--node-name=" + node.name,
+			"--kubeconfig=" + kubeconfig,
+			"--root-dir=" + rootDir,
+			"--sync-frequency=" + f.scenario.SyncFrequency.String(),
+			"--configmap-strategy=" + string(strategy),
+			"--cache-invalidation=" + string(invalidation),
+			"--remount-on-change=" + strconv.FormatBool(mode.remountOnChange()),
+			"--kube-api-qps=" + qps,
+			"--kube-api-burst=" + burst,
+			"--http-address=",
+		}
+	}
 	binary, strategy := mode.kubeletSettings()
+	return binary, filepath.Join(f.binDir, binary), []string{
+		"--node-name=" + node.name,
+		"--kubeconfig=" + kubeconfig,
+		"--root-dir=" + rootDir,
+		"--sync-frequency=" + f.scenario.SyncFrequency.String(),
+		"--configmap-change-detection-strategy=" + strategy,
+		"--kube-api-qps=" + qps,
+		"--kube-api-burst=" + burst,
+		"--max-pods=" + strconv.Itoa(max(110, 2*len(node.pods))),
+	}
+}
+
+func (f *processFleet) start(_ context.Context, mode Mode, stagger time.Duration) error {
 	if f.workDir == "" {
 		// Short: the kubelet makes unix sockets under its root directory,
 		// whose paths must fit in 108 bytes.
@@ -93,22 +134,9 @@ func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Durat
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.marked, f.procs, f.mode = cancel, false, nil, mode
-	args := make([][]string, len(f.nodes))
-	for i, node := range f.nodes {
-		args[i] = []string{
-			"--node-name=" + node.name,
-			"--kubeconfig=" + kubeconfigs[i],
-			"--root-dir=" + filepath.Join(f.phaseDir, fmt.Sprintf("%03d", i)),
-			"--sync-frequency=" + f.scenario.SyncFrequency.String(),
-			"--configmap-change-detection-strategy=" + strategy,
-			"--kube-api-qps=" + strconv.FormatFloat(float64(f.scenario.AgentQPS), 'f', -1, 32),
-			"--kube-api-burst=" + strconv.Itoa(int(2*f.scenario.AgentQPS)),
-			"--max-pods=" + strconv.Itoa(max(110, 2*len(node.pods))),
-		}
-	}
 	staggered(ctx, &f.wg, len(f.nodes), stagger, func(i int) {
-		node := f.nodes[i]
-		p, err := controlplane.StartProcess(binary, filepath.Join(f.binDir, binary), args[i], filepath.Join(logDir, node.name+".log"))
+		name, path, args := f.command(mode, i, kubeconfigs[i], f.rootDir(i))
+		p, err := controlplane.StartProcess(name, path, args, filepath.Join(logDir, f.nodes[i].name+".log"))
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if err != nil || ctx.Err() != nil {
@@ -122,9 +150,14 @@ func (f *refKubeletFleet) start(_ context.Context, mode Mode, stagger time.Durat
 	return nil
 }
 
+// rootDir is node i's root directory in the current phase.
+func (f *processFleet) rootDir(i int) string {
+	return filepath.Join(f.phaseDir, fmt.Sprintf("%03d", i))
+}
+
 // volumesMounted counts, under every kubelet's root directory, the
 // ConfigMap and projected volumes whose ..data link is in place.
-func (f *refKubeletFleet) volumesMounted(context.Context) (int, error) {
+func (f *processFleet) volumesMounted(context.Context) (int, error) {
 	if err := f.exited(); err != nil {
 		return 0, err
 	}
@@ -140,7 +173,7 @@ func (f *refKubeletFleet) volumesMounted(context.Context) (int, error) {
 }
 
 // exited reports a kubelet that died, with the end of its log.
-func (f *refKubeletFleet) exited() error {
+func (f *processFleet) exited() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range f.procs {
@@ -151,24 +184,34 @@ func (f *refKubeletFleet) exited() error {
 	return nil
 }
 
-// counters reads the kubelets' CPU time and resident memory from /proc;
-// their requests come from the audit log.
-func (f *refKubeletFleet) counters(context.Context) (agentCounters, error) {
+// counters reads the processes' CPU time and resident memory from /proc;
+// their requests come from the audit log. The first call of a phase also
+// restarts the processes' peak-RSS counters, so that the warm-up is not in
+// the peak.
+func (f *processFleet) counters(context.Context) (agentCounters, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.marked {
+		for _, p := range f.procs {
+			_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Pid()), []byte("5"), 0)
+		}
+	}
+	var c agentCounters
 	var cpu time.Duration
-	var rss int64
 	for _, p := range f.procs {
-		c, r := processUsage(p.Pid())
-		cpu, rss = cpu+c, rss+r
+		u := processUsage(p.Pid())
+		cpu += u.cpu
+		c.peakRSSBytes += u.peakRSS
+		c.rssBytes += u.rss
 	}
 	if !f.marked {
 		f.marked, f.cpuAtMark = true, cpu
 	}
-	return agentCounters{cpuSeconds: (cpu - f.cpuAtMark).Seconds(), peakRSSBytes: rss}, nil
+	c.cpuSeconds = (cpu - f.cpuAtMark).Seconds()
+	return c, nil
 }
 
-func (f *refKubeletFleet) stop() {
+func (f *processFleet) stop() {
 	if f.cancel != nil {
 		f.cancel()
 	}
@@ -191,26 +234,33 @@ func (f *refKubeletFleet) stop() {
 // reportSyncErrors says when the phase's kubelets failed pod syncs: a
 // failed sync is retried after a back-off, not after the sync period, so
 // their requests would not be the kubelet's steady state.
-func (f *refKubeletFleet) reportSyncErrors() {
+func (f *processFleet) reportSyncErrors() {
 	logs, _ := filepath.Glob(filepath.Join(f.logDir, string(f.mode), "*.log"))
 	failed := 0
 	for _, path := range logs {
 		data, err := os.ReadFile(path)
 		if err == nil {
-			failed += strings.Count(string(data), `"Error syncing pod, skipping"`)
+			// The kubelet's words, and nodeagent's.
+			failed += strings.Count(string(data), `"Error syncing pod, skipping"`) + strings.Count(string(data), `"Syncing pod failed; will retry"`)
 		}
 	}
 	if failed > 0 && f.progress != nil {
-		f.progress.done("%-19s warning: the kubelets logged %d failed pod syncs, which change their request rate; see %s",
+		f.progress.done("%-19s warning: the processes logged %d failed pod syncs, which change their request rate; see %s",
 			f.mode, failed, filepath.Join(f.logDir, string(f.mode)))
 	}
 }
 
-// processUsage is a process's CPU time (user and system) and its peak
-// resident memory (VmHWM), from /proc.
-func processUsage(pid int) (time.Duration, int64) {
+// usage is what a process has used: CPU time (user and system), resident
+// memory now (VmRSS) and at its peak (VmHWM).
+type usage struct {
+	cpu          time.Duration
+	rss, peakRSS int64
+}
+
+// processUsage reads a process's usage from /proc.
+func processUsage(pid int) usage {
 	if pid == 0 {
-		return 0, 0
+		return usage{}
 	}
 	var cpu time.Duration
 	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
@@ -225,7 +275,8 @@ func processUsage(pid int) (time.Duration, int64) {
 			}
 		}
 	}
-	return cpu, statusKB(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:") * 1024
+	status := fmt.Sprintf("/proc/%d/status", pid)
+	return usage{cpu: cpu, rss: statusKB(status, "VmRSS:") * 1024, peakRSS: statusKB(status, "VmHWM:") * 1024}
 }
 
 // statusKB reads one "Name: N kB" line of a /proc status file.
@@ -243,11 +294,11 @@ func statusKB(path, field string) int64 {
 	return 0
 }
 
-func (f *refKubeletFleet) prepare(_ context.Context, own []nodeLayout) ([]nodeLayout, error) {
+func (f *processFleet) prepare(_ context.Context, own []nodeLayout) ([]nodeLayout, error) {
 	return own, nil
 }
 
-func (f *refKubeletFleet) cleanup(bool) {
+func (f *processFleet) cleanup(bool) {
 	if f.workDir != "" {
 		_ = os.RemoveAll(f.workDir)
 	}
@@ -255,6 +306,6 @@ func (f *refKubeletFleet) cleanup(bool) {
 
 // warmup allows for the kubelets' start (node registration, informers'
 // sync) and asks every second: each ask walks every root directory.
-func (f *refKubeletFleet) warmup() (extra, poll time.Duration) {
+func (f *processFleet) warmup() (extra, poll time.Duration) {
 	return 30 * time.Second, time.Second
 }
