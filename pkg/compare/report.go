@@ -38,8 +38,8 @@ type ScenarioReport struct {
 	// ServiceAccountVolume records whether the run's pods kept the
 	// kube-api-access volume; ServiceAccountVolumes counts those the
 	// cluster's admission plugin actually added.
-	ServiceAccountVolume  bool     `json:"service_account_volume"`
-	ServiceAccountVolumes int      `json:"service_account_volumes"`
+	ServiceAccountVolume  bool `json:"service_account_volume"`
+	ServiceAccountVolumes int  `json:"service_account_volumes"`
 	// AgentProcesses says nodeagent's agents ran as processes of their
 	// own (--agent-processes), so their CPU and memory are theirs alone.
 	AgentProcesses bool     `json:"agent_processes,omitempty"`
