@@ -40,6 +40,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs.DurationVar(&s.SyncFrequency, "sync-frequency", s.SyncFrequency, "The agents' --sync-frequency (S). With --daemonset: set on the DaemonSet only if given; otherwise its own is kept.")
 	fs.DurationVar(&s.TTL, "ttl", s.TTL, "TTL written to every Node's node.alpha.kubernetes.io/ttl annotation, whole seconds. Not with --daemonset: the cluster's TTL is read from its nodes.")
 	fs.DurationVar(&s.PhaseDuration, "phase-duration", s.PhaseDuration, "How long each mode is measured, after its warm-up. With --daemonset the default is four mean sync intervals, at least 1m.")
+	fs.Float64Var(&s.UpdateRate, "update-rate", 0, "ConfigMap updates per second, round robin over the run's ConfigMaps, during each measured window; each phase then reports how long updates take to reach the disk of every pod that mounts them (p50, p99, max), beside the kubelet's behaviour. Not with --daemonset. 0: no updates.")
 	fs.DurationVar(&s.SampleInterval, "sample-interval", s.SampleInterval, "How often GET/s is sampled for the chart and the progress line.")
 	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch (remount-on-change), watch-at-sync (changes at each pod's next sync), get; and the real kubelet on the same pods, one process per node: kubelet-v1.28 (before #120255), kubelet-v1.36 (after), kubelet-v1.36-watch (built by 'make refkubelet'; local control plane only). With --daemonset the default leaves out watch, which needs deploy/overlays/watch's RBAC.")
 	fs.StringVar(&outputDir, "output-dir", "_output/compare", "Where report.json, report.md, chart.svg, chart.png and agents.log are written.")
@@ -134,6 +135,9 @@ func runCompare(args []string, stdout io.Writer) error {
 func daemonSetDefaults(fs *pflag.FlagSet, s *compare.Scenario, modes *string, opts *compare.Options, kubeconfig string) error {
 	if kubeconfig == "" {
 		return errors.New("--daemonset needs --kubeconfig: the cluster where the DaemonSet runs")
+	}
+	if fs.Changed("update-rate") {
+		return errors.New("--update-rate cannot be used with --daemonset: the latency is read from the volumes on this machine's disk")
 	}
 	if fs.Changed("ttl") {
 		return errors.New("--ttl cannot be used with --daemonset: the cluster's TTL controller owns the nodes' TTL annotation; the run reads it and reports it")

@@ -109,7 +109,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("cannot reach the apiserver at %s: %w", opts.RESTConfig.Host, err)
 	}
 	prog := newProgress(opts.Progress)
-	r := &runner{admin: admin, progress: prog, auditLog: opts.AuditLog}
+	r := &runner{admin: admin, progress: prog, auditLog: opts.AuditLog, namespace: opts.Namespace}
 	var ds *daemonSetFleet
 	if opts.DaemonSet != "" {
 		if slices.ContainsFunc(opts.Scenario.Modes, Mode.IsReferenceKubelet) {

@@ -152,6 +152,9 @@ func (f *daemonSetFleet) saveOriginal(ctx context.Context) (restoredEarlierRun b
 	return restoredEarlierRun, err
 }
 
+// localRoots: the agents write on the cluster's nodes, not here.
+func (f *daemonSetFleet) localRoots() map[string]string { return nil }
+
 func (f *daemonSetFleet) start(ctx context.Context, mode Mode, _ time.Duration) error {
 	strategy, invalidation := mode.agentSettings()
 	f.pods, f.unreachable = nil, nil

@@ -44,6 +44,10 @@ type fleet interface {
 	counters(ctx context.Context) (agentCounters, error)
 	// stop ends the phase's agents, where the fleet owns them.
 	stop()
+	// localRoots maps each node to the root directory its agent writes
+	// volumes under on this machine, while a phase runs; nil when the
+	// agents' disks are elsewhere.
+	localRoots() map[string]string
 }
 
 // errNoAgentMetrics says the agents' own metrics cannot be read; the
@@ -179,6 +183,14 @@ func (f *inProcessFleet) counters(context.Context) (agentCounters, error) {
 		c.addFrom(s)
 	}
 	return c, errors.Join(errs...)
+}
+
+func (f *inProcessFleet) localRoots() map[string]string {
+	roots := map[string]string{}
+	for _, node := range f.nodes {
+		roots[node.name] = filepath.Join(f.workDir, string(f.mode), node.name)
+	}
+	return roots
 }
 
 func (f *inProcessFleet) stop() {

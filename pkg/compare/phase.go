@@ -50,8 +50,11 @@ type PhaseResult struct {
 	Samples       []Sample `json:"samples"`
 	// Audit is the nodes' requests from the apiserver's audit log, when
 	// the run has one (the local control plane).
-	Audit       *AuditResult `json:"audit,omitempty"`
-	Interrupted bool         `json:"interrupted,omitempty"`
+	Audit *AuditResult `json:"audit,omitempty"`
+	// Latency is how long the phase's ConfigMap updates took to reach
+	// disk, when the run updates them (--update-rate).
+	Latency     *LatencyResult `json:"latency,omitempty"`
+	Interrupted bool           `json:"interrupted,omitempty"`
 
 	// windowStart and windowEnd bound the measured window.
 	windowStart, windowEnd time.Time
@@ -74,6 +77,8 @@ type runner struct {
 	progress *progress
 	// auditLog, when set, attributes the ConfigMap requests to nodes.
 	auditLog string
+	// namespace holds the run's pods and ConfigMaps.
+	namespace string
 }
 
 // fleets lists the run's fleets.
@@ -131,8 +136,12 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	}
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 
-	// (3) Measure.
-	err = r.measure(ctx, f, &res)
+	// (3) Measure, updating ConfigMaps meanwhile if asked to.
+	if r.scenario.UpdateRate > 0 {
+		err = r.measureWithUpdates(ctx, f, &res, nodes, ttlInEffect)
+	} else {
+		err = r.measure(ctx, f, &res)
+	}
 	if err == nil && r.auditLog != "" {
 		err = r.attribute(&res, nodes, warmupStart)
 	}

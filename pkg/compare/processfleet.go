@@ -155,6 +155,14 @@ func (f *processFleet) rootDir(i int) string {
 	return filepath.Join(f.phaseDir, fmt.Sprintf("%03d", i))
 }
 
+func (f *processFleet) localRoots() map[string]string {
+	roots := map[string]string{}
+	for i, node := range f.nodes {
+		roots[node.name] = f.rootDir(i)
+	}
+	return roots
+}
+
 // volumesMounted counts, under every kubelet's root directory, the
 // ConfigMap and projected volumes whose ..data link is in place.
 func (f *processFleet) volumesMounted(context.Context) (int, error) {

@@ -42,8 +42,11 @@ type ScenarioReport struct {
 	ServiceAccountVolumes int  `json:"service_account_volumes"`
 	// AgentProcesses says nodeagent's agents ran as processes of their
 	// own (--agent-processes), so their CPU and memory are theirs alone.
-	AgentProcesses bool     `json:"agent_processes,omitempty"`
-	Notes          []string `json:"notes,omitempty"`
+	AgentProcesses bool `json:"agent_processes,omitempty"`
+	// UpdateRate is the ConfigMap updates per second during each measured
+	// window (0: none), whose latency the phases report.
+	UpdateRate float64  `json:"update_rate,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // describeVolumes records how many of the run's pods carry the
@@ -74,7 +77,7 @@ func newScenarioReport(s Scenario) ScenarioReport {
 	return ScenarioReport{
 		Nodes: s.Nodes, PodsPerNode: s.PodsPerNode, ConfigMapsPerPod: s.ConfigMapsPerPod, SharedConfigMaps: s.SharedConfigMaps,
 		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(), PhaseSeconds: s.PhaseDuration.Seconds(),
-		Modes: s.Modes, ServiceAccountVolume: s.ServiceAccountVolume,
+		Modes: s.Modes, ServiceAccountVolume: s.ServiceAccountVolume, UpdateRate: s.UpdateRate,
 	}
 }
 
@@ -171,6 +174,9 @@ func (r *Report) WriteTable(w io.Writer) {
 			fmt.Fprintln(w, line)
 		}
 	}
+	if r.hasLatency() {
+		r.writeLatencyTable(w)
+	}
 }
 
 // Markdown renders report.md: the scenario, the table, and how to read it.
@@ -228,6 +234,9 @@ func (r *Report) Markdown() string {
 		"quorum read per ConfigMap per node per 1 s tick in which a pod reading it comes due; first-reference refreshes each "+
 		"ConfigMap a node caches once per TTL plus the wait for the next remount, at resourceVersion 0, which etcd never sees; "+
 		"watch sends no GETs.\n\n![GET/s over time](chart.svg)\n")
+	if r.hasLatency() {
+		b.WriteString(r.latencyMarkdown())
+	}
 	for _, note := range s.Notes {
 		fmt.Fprintf(&b, "\nNote: %s\n", note)
 	}
@@ -250,5 +259,11 @@ func (r *Report) WriteFiles(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644); err != nil {
 		return err
 	}
-	return writeChart(r, dir)
+	if err := writeChart(r, dir); err != nil {
+		return err
+	}
+	if r.hasLatency() {
+		return writeLatencyChart(r, dir)
+	}
+	return nil
 }

@@ -193,6 +193,11 @@ type Scenario struct {
 	// kube-root-ca.crt is read on every sync, like any ConfigMap volume);
 	// false sets automountServiceAccountToken: false on them.
 	ServiceAccountVolume bool
+	// UpdateRate, when positive, updates the run's ConfigMaps that many
+	// times a second, round robin, during each measured window, and
+	// measures how long each update takes to reach every volume that
+	// mounts it.
+	UpdateRate float64
 	// Remote says the agents are deployed on a cluster rather than run in
 	// this process, so this machine's limits do not apply.
 	Remote bool
@@ -252,6 +257,9 @@ func (s Scenario) Validate() error {
 	}
 	if s.SampleInterval <= 0 {
 		add("--sample-interval must be positive, got %s", s.SampleInterval)
+	}
+	if s.UpdateRate < 0 {
+		add("--update-rate must be 0 (no updates) or positive, got %g", s.UpdateRate)
 	}
 	if s.AgentQPS <= 0 {
 		add("the agents' QPS must be positive, got %v", s.AgentQPS)

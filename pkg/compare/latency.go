@@ -1,0 +1,254 @@
+package compare
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+)
+
+// LatencyResult is how long a phase's ConfigMap updates took to reach the
+// disk of every pod that mounts them: one sample per update and volume,
+// from the update's request to the moment the volume's ..data link points
+// at a generation holding it (or a later one). The JSON keys are stable.
+type LatencyResult struct {
+	Updates int `json:"updates"`
+	Samples int `json:"samples"`
+	// Unseen counts (update, volume) pairs not on disk when the phase
+	// ended, its drain included; they are not in the percentiles.
+	Unseen     int     `json:"unseen"`
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
+	MaxSeconds float64 `json:"max_seconds"`
+	// The kubelet's behaviour for the same strategy, from the model
+	// (docs/model.md): nodeagent's watch mode beside the kubelet's Watch
+	// strategy, which waits for each pod's next sync.
+	ModelP50Seconds float64 `json:"model_p50_seconds"`
+	ModelP99Seconds float64 `json:"model_p99_seconds"`
+	// BoundSeconds is the longest the strategy may take, by the model.
+	BoundSeconds float64 `json:"bound_seconds"`
+
+	// seconds are the samples, sorted, for the chart.
+	seconds []float64
+}
+
+// latencyKey is the data key every update rewrites; its value carries the
+// phase and the update's generation, so that no update of one phase
+// repeats the content of another's.
+const latencyKey = "config.yaml"
+
+func generationValue(configMap string, phase Mode, generation int) string {
+	return fmt.Sprintf("name: %s\nphase: %s\ngeneration: %d\n", configMap, phase, generation)
+}
+
+// parseGeneration reads the generation of phase from a volume's file; the
+// content the run created, and an earlier phase's, are generation 0.
+func parseGeneration(data []byte, phase Mode) (int, bool) {
+	if !strings.HasPrefix(string(data), "name: ") {
+		return 0, false
+	}
+	if !strings.Contains(string(data), "\nphase: "+string(phase)+"\n") {
+		return 0, true
+	}
+	_, rest, _ := strings.Cut(string(data), "generation: ")
+	n, err := strconv.Atoi(strings.TrimSpace(rest))
+	return n, err == nil
+}
+
+// latencyProbe updates the run's ConfigMaps at a steady rate and watches,
+// with inotify, every volume that mounts one, recording when each update
+// reaches each volume. A later generation on disk counts for the earlier
+// updates it supersedes.
+type latencyProbe struct {
+	client    kubernetes.Interface
+	namespace string
+	phase     Mode
+	rate      float64
+	// volumes maps each updated ConfigMap to the directories of the
+	// volumes that mount it, on every node of the fleet.
+	volumes    map[string][]string
+	configMaps []string
+	watcher    *fsnotify.Watcher
+
+	mu sync.Mutex
+	// sent[cm][g-1] is when generation g of cm was requested.
+	sent map[string][]time.Time
+	// seen is the newest generation on disk in each volume directory;
+	// dirConfigMap, the ConfigMap each one mounts.
+	seen         map[string]int
+	dirConfigMap map[string]string
+	latencies    []float64
+}
+
+// newLatencyProbe finds the volume directories of the fleet's nodes (roots
+// maps node names to root directories) and starts watching them.
+func newLatencyProbe(ctx context.Context, client kubernetes.Interface, namespace string, phase Mode, rate float64, roots map[string]string) (*latencyProbe, error) {
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: runLabel + "=" + namespace})
+	if err != nil {
+		return nil, fmt.Errorf("listing the run's pods: %w", err)
+	}
+	watcher, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("starting inotify: %w", err)
+	}
+	p := &latencyProbe{
+		client: client, namespace: namespace, phase: phase, rate: rate, watcher: watcher,
+		volumes: map[string][]string{}, sent: map[string][]time.Time{}, seen: map[string]int{}, dirConfigMap: map[string]string{},
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		root, ok := roots[pod.Spec.NodeName]
+		if !ok {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.ConfigMap == nil {
+				continue
+			}
+			dir := volumeDirOf(root, pod.UID, v.Name)
+			if err := watcher.Add(dir); err != nil {
+				_ = watcher.Close()
+				return nil, fmt.Errorf("watching %s: %w", dir, err)
+			}
+			cm := v.ConfigMap.Name
+			p.volumes[cm] = append(p.volumes[cm], dir)
+			p.dirConfigMap[dir] = cm
+		}
+	}
+	if len(p.volumes) == 0 {
+		_ = watcher.Close()
+		return nil, fmt.Errorf("no ConfigMap volume of the run's pods is on this machine's disk")
+	}
+	for cm := range p.volumes {
+		p.configMaps = append(p.configMaps, cm)
+	}
+	slices.Sort(p.configMaps)
+	return p, nil
+}
+
+// volumeDirOf is where a ConfigMap volume lives under a root directory, for
+// nodeagent and the kubelet alike.
+func volumeDirOf(root string, uid types.UID, volume string) string {
+	return filepath.Join(root, "pods", string(uid), "volumes", string(volumemanager.PluginConfigMap), volume)
+}
+
+// observe records the generations that reach disk until ctx ends.
+func (p *latencyProbe) observe(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case err, ok := <-p.watcher.Errors:
+			if !ok {
+				return
+			}
+			klog.FromContext(ctx).Error(err, "inotify reported an error; latency samples may be missing")
+		case ev, ok := <-p.watcher.Events:
+			if !ok {
+				return
+			}
+			if filepath.Base(ev.Name) == "..data" && ev.Has(fsnotify.Create) {
+				p.landed(filepath.Dir(ev.Name), time.Now())
+			}
+		}
+	}
+}
+
+// landed records the generation a volume now holds, seen at t.
+func (p *latencyProbe) landed(dir string, t time.Time) {
+	data, err := os.ReadFile(filepath.Join(dir, latencyKey))
+	if err != nil {
+		return // replaced again meanwhile: the next event has it
+	}
+	generation, ok := parseGeneration(data, p.phase)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sent := p.sent[p.dirConfigMap[dir]]
+	for g := p.seen[dir] + 1; g <= generation && g <= len(sent); g++ {
+		p.latencies = append(p.latencies, t.Sub(sent[g-1]).Seconds())
+	}
+	p.seen[dir] = max(p.seen[dir], generation)
+}
+
+// update sends one update per tick, round robin over the ConfigMaps, until
+// ctx ends.
+func (p *latencyProbe) update(ctx context.Context) error {
+	ticker := time.NewTicker(time.Duration(float64(time.Second) / p.rate))
+	defer ticker.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		cm := p.configMaps[i%len(p.configMaps)]
+		p.mu.Lock()
+		generation := len(p.sent[cm]) + 1
+		p.sent[cm] = append(p.sent[cm], time.Now())
+		p.mu.Unlock()
+		patch := fmt.Sprintf(`{"data":{%q:%q}}`, latencyKey, generationValue(cm, p.phase, generation))
+		if _, err := p.client.CoreV1().ConfigMaps(p.namespace).Patch(ctx, cm, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			if ctx.Err() != nil {
+				// Cancelled in flight: it may or may not have landed.
+				return nil
+			}
+			return fmt.Errorf("updating ConfigMap %s: %w", cm, err)
+		}
+	}
+}
+
+// unseen counts the (update, volume) pairs not on disk yet.
+func (p *latencyProbe) unseen() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for cm, dirs := range p.volumes {
+		for _, dir := range dirs {
+			n += len(p.sent[cm]) - min(p.seen[dir], len(p.sent[cm]))
+		}
+	}
+	return n
+}
+
+// result summarises what the probe saw; close it first.
+func (p *latencyProbe) result() LatencyResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := LatencyResult{seconds: slices.Clone(p.latencies)}
+	for _, sent := range p.sent {
+		r.Updates += len(sent)
+	}
+	slices.Sort(r.seconds)
+	r.Samples = len(r.seconds)
+	if r.Samples > 0 {
+		r.P50Seconds, r.P99Seconds, r.MaxSeconds = quantile(r.seconds, 0.5), quantile(r.seconds, 0.99), r.seconds[r.Samples-1]
+	}
+	return r
+}
+
+func (p *latencyProbe) close() { _ = p.watcher.Close() }
+
+// quantile is the q-quantile of sorted, by the nearest rank.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

@@ -1,0 +1,99 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// measureWithUpdates is measure with the ConfigMaps updated at the
+// scenario's rate throughout the window; then it waits until every update
+// is on disk in every volume that mounts it, or the strategy's bound has
+// passed, and records the latencies in res.Latency.
+func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResult, nodes []nodeLayout, ttl time.Duration) error {
+	roots := f.localRoots()
+	if roots == nil {
+		return errors.New("--update-rate needs the agents' volumes on this machine's disk: not with --daemonset")
+	}
+	probe, err := newLatencyProbe(ctx, r.admin, r.namespace, res.Mode, r.scenario.UpdateRate, roots)
+	if err != nil {
+		return err
+	}
+	defer probe.close()
+	observeCtx, stopObserving := context.WithCancel(ctx)
+	defer stopObserving()
+	var observing sync.WaitGroup
+	observing.Go(func() { probe.observe(observeCtx) })
+
+	updateCtx, stopUpdating := context.WithCancel(ctx)
+	var updateErr error
+	var updating sync.WaitGroup
+	updating.Go(func() { updateErr = probe.update(updateCtx) })
+	measureErr := r.measure(ctx, f, res)
+	stopUpdating()
+	updating.Wait()
+	if err := errors.Join(measureErr, updateErr); err != nil {
+		return err
+	}
+
+	p50, p99, bound := modelLatency(res.Mode, r.scenario.SyncFrequency, ttl, podsPerConfigMap(nodes))
+	// The drain: the last update may take up to the bound, plus a margin
+	// for a loaded machine.
+	deadline := time.Now().Add(time.Duration((bound + 5) * float64(time.Second)))
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for unseen := probe.unseen(); unseen > 0 && time.Now().Before(deadline); unseen = probe.unseen() {
+		r.progress.status("%-19s latency  waiting for %d (update, volume) pairs to reach disk, %.0fs at most",
+			res.Mode, unseen, time.Until(deadline).Seconds())
+		select {
+		case <-ctx.Done():
+			res.Interrupted = true
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+	stopObserving()
+	observing.Wait()
+	lat := probe.result()
+	lat.Unseen = probe.unseen()
+	lat.ModelP50Seconds, lat.ModelP99Seconds, lat.BoundSeconds = p50, p99, bound
+	res.Latency = &lat
+	r.progress.done("%-19s latency  %d updates, %d samples: p50 %s, p99 %s, max %s (the kubelet's behaviour: p50 %s, p99 %s)%s",
+		res.Mode, lat.Updates, lat.Samples, formatSeconds(lat.P50Seconds), formatSeconds(lat.P99Seconds), formatSeconds(lat.MaxSeconds),
+		formatSeconds(p50), formatSeconds(p99), unseenNote(lat.Unseen))
+	return nil
+}
+
+// podsPerConfigMap is how many pods of a node mount each of the run's
+// ConfigMaps (kube-root-ca.crt aside), on average, rounded.
+func podsPerConfigMap(nodes []nodeLayout) int {
+	refs, configMaps := 0, 0
+	for _, n := range nodes {
+		for cm, k := range n.referencesPerConfigMap() {
+			if cm != rootCAConfigMap {
+				refs, configMaps = refs+k, configMaps+1
+			}
+		}
+	}
+	if configMaps == 0 {
+		return 1
+	}
+	return max(1, (refs+configMaps/2)/configMaps)
+}
+
+// formatSeconds shows a latency in the unit that reads best.
+func formatSeconds(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%.0f ms", s*1000)
+	}
+	return fmt.Sprintf("%.1f s", s)
+}
+
+func unseenNote(unseen int) string {
+	if unseen == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d not on disk by the end", unseen)
+}
