@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,16 +187,19 @@ func (p *latencyProbe) landed(dir string, t time.Time) {
 	p.seen[dir] = max(p.seen[dir], generation)
 }
 
-// update sends one update per tick, round robin over the ConfigMaps, until
-// ctx ends.
+// update sends updates round robin over the ConfigMaps until ctx ends, at
+// random times at the probe's mean rate (a Poisson process): updates on a
+// fixed period would keep one phase against the agents' own 100 ms and 1 s
+// ticks and measure that phase alone.
 func (p *latencyProbe) update(ctx context.Context) error {
-	ticker := time.NewTicker(time.Duration(float64(time.Second) / p.rate))
-	defer ticker.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for i := 0; ; i++ {
+		timer.Reset(time.Duration(rand.ExpFloat64() / p.rate * float64(time.Second)))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C:
+		case <-timer.C:
 		}
 		cm := p.configMaps[i%len(p.configMaps)]
 		p.mu.Lock()

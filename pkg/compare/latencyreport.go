@@ -56,7 +56,7 @@ func (r *Report) writeLatencyTable(w io.Writer) {
 func (r *Report) latencyMarkdown() string {
 	var b strings.Builder
 	s := r.Scenario
-	fmt.Fprintf(&b, "\n## Update latency\n\n%g ConfigMap updates a second, round robin over the run's ConfigMaps, during each "+
+	fmt.Fprintf(&b, "\n## Update latency\n\n%g ConfigMap updates a second on average, at random times, round robin over the run's ConfigMaps, during each "+
 		"measured window; each sample is one (update, volume) pair: from the update's request to the moment the volume's `..data` "+
 		"link points at content holding it (inotify), a later update superseding an earlier one included. The kubelet columns are "+
 		"the model of docs/model.md for the kubelet's behaviour with the same strategy, at S = %gs and the TTL in effect; beside "+

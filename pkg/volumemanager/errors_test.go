@@ -1,6 +1,7 @@
 package volumemanager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -240,4 +241,28 @@ func TestRemountConfigMap(t *testing.T) {
 	h.m.RemountConfigMap("ns", "cfg")
 	h.step()
 	h.mustRead(pod, "v", "a", "2")
+}
+
+// A change seen by the watch does not wait for the reconciler's next tick:
+// RemountConfigMap wakes it. The fake clock never moves here, so no tick
+// ever comes.
+func TestRemountConfigMapWakesTheReconciler(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
+	h.sync(pod)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	h.cms.set("cfg", map[string]string{"a": "2"})
+	time.Sleep(200 * time.Millisecond)
+	h.mustRead(pod, "v", "a", "1") // nothing asked for a remount
+
+	h.m.RemountConfigMap("ns", "cfg")
+	waitFor(t, func() bool {
+		got, err := h.read(pod, "v", "a")
+		return err == nil && got == "2"
+	})
 }

@@ -159,6 +159,9 @@ func (m *Manager) finish(logger klog.Logger, op operation, res setUpResult, err 
 		delete(m.failing, op.key)
 		m.backoff.Reset(op.key.String())
 	}
+	if changed {
+		m.wakeReconciler()
+	}
 	m.notifyChanged()
 	m.mu.Unlock()
 

@@ -113,6 +113,10 @@ type Manager struct {
 	changedDuringOp sets.Set[volumeKey]
 	failing         map[volumeKey]failure
 	ops             sync.WaitGroup
+	// changeSeen wakes the reconciler when a watched ConfigMap changes,
+	// so that the remount need not wait for its next tick. Buffer of one:
+	// changes that come while a pass is due coalesce into it.
+	changeSeen chan struct{}
 }
 
 // New returns a Manager; call Run to start its loops.
@@ -142,6 +146,7 @@ func New(opts Options) (*Manager, error) {
 		failing: map[volumeKey]failure{},
 
 		changedDuringOp: sets.New[volumeKey](),
+		changeSeen:      make(chan struct{}, 1),
 	}, nil
 }
 
@@ -156,13 +161,13 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	var loops sync.WaitGroup
 	loops.Go(func() {
-		m.every(ctx, 0, func() {
+		m.every(ctx, 0, nil, func() {
 			active, synced := m.opts.ActivePods()
 			m.populate(active, synced)
 		})
 	})
 	loops.Go(func() {
-		m.every(ctx, m.opts.LoopPeriod/2, func() {
+		m.every(ctx, m.opts.LoopPeriod/2, m.changeSeen, func() {
 			active, synced := m.opts.ActivePods()
 			m.reconcile(ctx, active, synced)
 		})
@@ -171,8 +176,8 @@ func (m *Manager) Run(ctx context.Context) {
 	m.ops.Wait()
 }
 
-// every runs pass every LoopPeriod, the first time after offset, until ctx
-// ends.
+// every runs pass every LoopPeriod, the first time after offset, and
+// whenever wake (nil: never) delivers, until ctx ends.
 //
 // The populator and the reconciler run in loops of their own, half a
 // period apart, as the kubelet's run in two goroutines: a sync's remount
@@ -183,21 +188,41 @@ func (m *Manager) Run(ctx context.Context) {
 // every-sync mode they share one GET per ConfigMap, as the kubelet's pods
 // do. When both passes ran in one tick, a quarter of the sync bursts of a
 // ConfigMap read by seven pods sent a second GET (the differential test).
-func (m *Manager) every(ctx context.Context, offset time.Duration, pass func()) {
-	if offset > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.clock.After(offset):
-		}
+//
+// Only RemountConfigMap wakes the reconciler between ticks: with the watch
+// strategy and remount-on-change, a change reaches disk in the time of a
+// write instead of up to a tick later. Nothing the kubelet does wakes it,
+// so the modes that reproduce the kubelet keep its timing. The cost is one
+// pass per change at most (about 0.2 ms at 1,000 pods; make bench).
+func (m *Manager) every(ctx context.Context, offset time.Duration, wake <-chan struct{}, pass func()) {
+	// The ticker starts after offset; wake works from the start.
+	var ticks <-chan time.Time
+	var ticker clock.Ticker
+	startTicking := func() {
+		ticker = m.clock.NewTicker(m.opts.LoopPeriod)
+		ticks = ticker.C()
 	}
-	ticker := m.clock.NewTicker(m.opts.LoopPeriod)
-	defer ticker.Stop()
+	var offsetOver <-chan time.Time
+	if offset > 0 {
+		offsetOver = m.clock.After(offset)
+	} else {
+		startTicking()
+	}
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C():
+		case <-offsetOver:
+			offsetOver = nil
+			startTicking()
+		case <-ticks:
+			pass()
+		case <-wake:
 			pass()
 		}
 	}
@@ -294,7 +319,16 @@ func (m *Manager) RemountConfigMap(namespace, name string) {
 				v.remountRequired = true
 			}
 			m.backoff.Reset(key.String())
+			m.wakeReconciler()
 		}
+	}
+}
+
+// wakeReconciler asks for a reconciler pass before the next tick.
+func (m *Manager) wakeReconciler() {
+	select {
+	case m.changeSeen <- struct{}{}:
+	default: // a pass is due already
 	}
 }
 
