@@ -32,6 +32,10 @@ func TestDispatch(t *testing.T) {
 		{"compare: daemonset with ttl", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/dev/null", "--ttl=5s"}, 1, "", "--ttl cannot be used with --daemonset"},
 		{"compare: reference kubelets need the local control plane", []string{"compare", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.36,first-reference"}, 1, "", "leave out --kubeconfig"},
 		{"compare: reference kubelets not beside a daemonset", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.28"}, 1, "", "leave out --kubeconfig"},
+		{"compare: 1,000 nodes fit the machine at the kubelet's S", []string{"compare", "--nodes=1000", "--pods-per-node=30", "--kubeconfig=/nonexistent"}, 1, "", "loading --kubeconfig"},
+		{"compare: 1,000 nodes at S = 5 s do not", []string{"compare", "--nodes=1000", "--pods-per-node=30", "--sync-frequency=5s", "--kubeconfig=/nonexistent"}, 1, "", "in total"},
+		{"compare: update rate not with a daemonset", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--update-rate=5"}, 1, "", "--update-rate cannot be used with --daemonset"},
+		{"compare: agent processes need the local control plane", []string{"compare", "--kubeconfig=/nonexistent", "--agent-processes"}, 1, "", "leave out --kubeconfig, or --agent-processes"},
 		{"compare: daemonset, bad scenario", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--pods-per-node=0"}, 1, "", "--pods-per-node must be at least 1"},
 	}
 	for _, tt := range tests {

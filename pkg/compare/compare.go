@@ -68,6 +68,10 @@ type Options struct {
 	// RefKubeletDir holds refkubelet-v1.28 and refkubelet-v1.36, built
 	// by `make refkubelet`, for the reference kubelet modes.
 	RefKubeletDir string
+	// ProfileDir, when set, receives cpu-<mode>.pprof (this process over
+	// each measured window) and heap-<mode>.pprof (at its end): where
+	// agents in this process spend their CPU and memory.
+	ProfileDir string
 	// AgentBinary, when set, is nodeagent's binary: each simulated node's
 	// agent then runs as its own `nodeagent run` process, as on a real
 	// node, and the CPU time and memory reported are each agent's alone,
@@ -109,7 +113,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("cannot reach the apiserver at %s: %w", opts.RESTConfig.Host, err)
 	}
 	prog := newProgress(opts.Progress)
-	r := &runner{admin: admin, progress: prog, auditLog: opts.AuditLog, namespace: opts.Namespace}
+	r := &runner{admin: admin, progress: prog, auditLog: opts.AuditLog, namespace: opts.Namespace, profileDir: opts.ProfileDir}
 	var ds *daemonSetFleet
 	if opts.DaemonSet != "" {
 		if slices.ContainsFunc(opts.Scenario.Modes, Mode.IsReferenceKubelet) {

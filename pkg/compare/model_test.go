@@ -113,7 +113,7 @@ func TestValidateSaysWhatToChange(t *testing.T) {
 		{"fractional ttl", func(s *Scenario) { s.TTL = 1500 * time.Millisecond }, "--ttl"},
 		{"agent throttled", func(s *Scenario) { s.PodsPerNode = 300 }, "lower --pods-per-node"},
 		{"too many pods", func(s *Scenario) {
-			s.Nodes, s.PodsPerNode, s.SyncFrequency, s.PhaseDuration = 1000, 30, time.Hour, 3*time.Hour
+			s.Nodes, s.PodsPerNode, s.SyncFrequency, s.PhaseDuration = 1001, 30, time.Hour, 3*time.Hour
 		}, "more than this machine"},
 		{"apiserver saturated", func(s *Scenario) { s.Nodes, s.PodsPerNode = 400, 30 }, "in total"},
 		{"pool too small", func(s *Scenario) { s.ConfigMapsPerPod, s.SharedConfigMaps = 3, 2 }, "--shared-configmaps"},

@@ -79,6 +79,9 @@ type runner struct {
 	auditLog string
 	// namespace holds the run's pods and ConfigMaps.
 	namespace string
+	// profileDir, when set, receives a CPU profile of each measured
+	// window and a heap profile at its end.
+	profileDir string
 }
 
 // fleets lists the run's fleets.
@@ -137,6 +140,11 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 
 	// (3) Measure, updating ConfigMaps meanwhile if asked to.
+	stopProfile, err := r.startProfile(mode)
+	if err != nil {
+		return res, err
+	}
+	defer stopProfile()
 	if r.scenario.UpdateRate > 0 {
 		err = r.measureWithUpdates(ctx, f, &res, nodes, ttlInEffect)
 	} else {

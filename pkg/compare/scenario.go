@@ -14,6 +14,7 @@ package compare
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -223,7 +224,7 @@ func DefaultScenario() Scenario {
 
 // Limits that keep a run meaningful on one machine.
 const (
-	maxPods = 20000
+	maxPods = 30000
 	// maxExpectedQPS is a ConfigMap GET rate beyond which a two-core
 	// apiserver and etcd saturate and the measurement says more about
 	// the machine than about the agents.
@@ -275,9 +276,9 @@ func (s Scenario) Validate() error {
 		add("%d pods (--nodes × --pods-per-node) is more than this machine can run agents for (%d): lower --nodes or --pods-per-node", pods, maxPods)
 	}
 	mean, _ := syncIntervalMoments(s.SyncFrequency)
-	if minPhase := 2 * time.Duration(mean*float64(time.Second)); s.PhaseDuration < minPhase {
+	if minPhase := MinPhaseDuration(s.SyncFrequency); s.PhaseDuration < minPhase {
 		add("--phase-duration %s is shorter than two mean sync intervals (%s at --sync-frequency %s): raise it to at least %s",
-			s.PhaseDuration, minPhase.Round(time.Second), s.SyncFrequency, minPhase.Round(time.Second))
+			s.PhaseDuration, minPhase, s.SyncFrequency, minPhase)
 	}
 	if s.PhaseDuration < s.SampleInterval {
 		add("--phase-duration %s is shorter than --sample-interval %s", s.PhaseDuration, s.SampleInterval)
@@ -296,6 +297,13 @@ func (s Scenario) Validate() error {
 		add("every-sync would send %.0f GET/s in total, more than a local apiserver and etcd on this machine serve without queueing (%d): lower --nodes or --pods-per-node, or raise --sync-frequency", total, maxExpectedQPS)
 	}
 	return errors.Join(errs...)
+}
+
+// MinPhaseDuration is the shortest measured window that holds two mean
+// sync intervals at syncFrequency, rounded up to the second.
+func MinPhaseDuration(syncFrequency time.Duration) time.Duration {
+	mean, _ := syncIntervalMoments(syncFrequency)
+	return time.Duration(math.Ceil(2*mean)) * time.Second
 }
 
 // syncIntervalMoments returns the mean and the mean square, in seconds, of
