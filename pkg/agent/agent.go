@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,6 +121,19 @@ type Agent struct {
 	recorder   record.EventRecorder
 	ttl        func() time.Duration
 	startTime  time.Time
+
+	// podEvents counts the pod informer's notifications, so that
+	// activePods rebuilds its set only after the pods changed.
+	podEvents atomic.Uint64
+	active    activePodsCache
+}
+
+// activePodsCache is the last set activePods built, and the pod event
+// count it was built at.
+type activePodsCache struct {
+	mu      sync.Mutex
+	builtAt uint64
+	set     sets.Set[types.UID]
 }
 
 // New builds an agent; nothing runs until Run. restConfig is copied and
@@ -253,16 +268,29 @@ func (a *Agent) listPods() []*corev1.Pod {
 
 // activePods are the pods whose volumes must stay: bound here, not being
 // deleted, not finished.
+//
+// The volume manager's two loops ask ten times a second each; the set is
+// rebuilt only when a pod event came since the last build, and shared:
+// callers must not modify it. The informer's store changes just before its
+// handlers run, so a pass may see the set of one event earlier; the next
+// pass sees the new one.
 func (a *Agent) activePods() (sets.Set[types.UID], bool) {
-	active := sets.New[types.UID]()
-	// Called on every 100 ms pass: the lister's slice, not a filtered copy.
+	synced := a.podInformer.HasSynced()
+	events := a.podEvents.Load()
+	a.active.mu.Lock()
+	defer a.active.mu.Unlock()
+	if a.active.set != nil && a.active.builtAt == events {
+		return a.active.set, synced
+	}
 	pods, _ := a.podLister.List(labels.Everything())
+	active := make(sets.Set[types.UID], len(pods))
 	for _, pod := range pods {
 		if !podworkers.ShouldTearDown(pod) && !volumemanager.IsMirrorPod(pod) {
 			active.Insert(pod.UID)
 		}
 	}
-	return active, a.podInformer.HasSynced()
+	a.active.set, a.active.builtAt = active, events
+	return active, synced
 }
 
 // Run starts everything and blocks until ctx ends. Files on disk stay.
@@ -332,11 +360,13 @@ func (a *Agent) Volumes() []volumemanager.VolumeStatus { return a.volumes.Volume
 func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			a.podEvents.Add(1)
 			if pod := obj.(*corev1.Pod); !volumemanager.IsMirrorPod(pod) {
 				a.workers.UpdatePod(pod)
 			}
 		},
 		UpdateFunc: func(oldObj, obj any) {
+			a.podEvents.Add(1)
 			old, pod := oldObj.(*corev1.Pod), obj.(*corev1.Pod)
 			if volumemanager.IsMirrorPod(pod) {
 				return
@@ -348,6 +378,7 @@ func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj any) {
+			a.podEvents.Add(1)
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
 			}

@@ -3,6 +3,7 @@ package volumemanager
 import (
 	"context"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,7 +72,7 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 		}
 		for name, spec := range dp.volumes {
 			key := volumeKey{uid, name}
-			if m.pending.Has(key) || m.backoff.IsInBackOffSinceUpdate(key.String(), now) {
+			if m.pending.Has(key) || m.inBackoff(key, now) {
 				continue
 			}
 			v, mounted := m.actual[key]
@@ -94,6 +95,17 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 			delete(m.failing, key)
 		}
 	}
+}
+
+// inBackoff says whether a failing volume waits before its next try. Only
+// a failed operation starts a backoff, and only failing volumes are looked
+// up: the steady pass does no string building and takes no other lock.
+// Called with m.mu held.
+func (m *Manager) inBackoff(key volumeKey, now time.Time) bool {
+	if _, failing := m.failing[key]; !failing {
+		return false
+	}
+	return m.backoff.IsInBackOffSinceUpdate(key.String(), now)
 }
 
 // start runs one operation in its own goroutine. Called with m.mu held.

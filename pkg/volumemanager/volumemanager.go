@@ -84,7 +84,8 @@ type Options struct {
 	NodeAllocatable func() (corev1.ResourceList, error)
 	// ActivePods returns the UIDs of the pods that should keep their
 	// volumes, and whether the pod source has synced. Until it has, no
-	// volume is unmounted.
+	// volume is unmounted. The manager only reads the set, so one set may
+	// be returned to many calls.
 	ActivePods func() (sets.Set[types.UID], bool)
 	// Events and Recorder are optional.
 	Events   EventRecorder
