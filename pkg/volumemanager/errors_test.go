@@ -266,3 +266,32 @@ func TestRemountConfigMapWakesTheReconciler(t *testing.T) {
 		return err == nil && got == "2"
 	})
 }
+
+// Under a storm the woken passes are spaced half a period apart: a second
+// change right after a woken pass waits for the spacing, then lands.
+func TestWokenPassesAreSpaced(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
+	h.sync(pod)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	landed := func(want string) func() bool {
+		return func() bool {
+			got, err := h.read(pod, "v", "a")
+			return err == nil && got == want
+		}
+	}
+
+	h.cms.set("cfg", map[string]string{"a": "2"})
+	h.m.RemountConfigMap("ns", "cfg")
+	waitFor(t, landed("2"))
+	h.cms.set("cfg", map[string]string{"a": "3"})
+	h.m.RemountConfigMap("ns", "cfg")
+	time.Sleep(200 * time.Millisecond)
+	h.mustRead(pod, "v", "a", "2") // within the spacing: not yet
+	h.clock.Step(waitPollInterval)  // past it
+	waitFor(t, landed("3"))
+}

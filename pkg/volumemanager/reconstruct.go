@@ -33,6 +33,11 @@ func (m *Manager) reconstruct() (int, error) {
 		if err != nil || !info.IsDir() {
 			continue
 		}
+		podUID := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir))))
+		key := volumeKey{types.UID(podUID), filepath.Base(dir)}
+		if _, known := m.actual[key]; known {
+			continue // mounted by this manager already: not a leftover
+		}
 		if err := atomicwriter.Repair(dir); err != nil {
 			errs = append(errs, err)
 		}
@@ -40,8 +45,6 @@ func (m *Manager) reconstruct() (int, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		podUID := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir))))
-		key := volumeKey{types.UID(podUID), filepath.Base(dir)}
 		spec := Volume{Name: key.volume, Plugin: Plugin(filepath.Base(filepath.Dir(dir)))}
 		m.actual[key] = &mountedVolume{key: key, spec: spec, dir: dir, mountedAt: info.ModTime(), contentHash: contentHash(files)}
 	}
