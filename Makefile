@@ -16,7 +16,7 @@ KUSTOMIZE_VERSION := v5.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize image test unit fuzz bench soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize image test unit fuzz bench latency idle soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -69,6 +69,26 @@ e2e: controlplane refkubelet build kustomize image ## Run the end-to-end tests o
 bench: ## Go benchmarks of the hot paths, six samples each, to _output/bench.txt (benchstat's format).
 	@mkdir -p $(OUTPUT)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... | tee $(OUTPUT)/bench.txt
+
+# Update latency per strategy on one node (docs/latency.md): 10, 110 and 1,000
+# pods, twenty to a ConfigMap, S = 1m (the kubelet's default), five updates a
+# second. About fifteen minutes per pod count.
+LATENCY_PODS ?= 10 110 1000
+latency: controlplane build ## Update latency per strategy at 10, 110 and 1,000 pods on one node, to _output/latency/<pods>/ (about 45 minutes).
+	@for pods in $(LATENCY_PODS); do \
+		$(BIN)/nodeagent compare --nodes 1 --pods-per-node $$pods --shared-configmaps $$(( (pods + 19) / 20 )) \
+			--sync-frequency 1m --phase-duration 151s --sample-interval 10s --update-rate 5 \
+			--modes every-sync,first-reference,watch-at-sync,watch --output-dir $(OUTPUT)/latency/$$pods || exit 1; \
+	done
+
+# The idle cost of one node's agent beside the real kubelet's (README,
+# docs/compare.md): 110 pods, each its own ConfigMap, every agent and
+# kubelet its own process; S = 1m over 5 minutes, then S = 10s over 2.
+idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's (about 50 minutes).
+	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 1m --phase-duration 5m --sample-interval 30s --agent-processes \
+		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/1m
+	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 10s --phase-duration 2m --sample-interval 10s --agent-processes \
+		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/10s
 
 # The soak: pod churn, ConfigMap updates and faults at random for
 # SOAK_DURATION, then the invariants (test/e2e/soak_test.go).
