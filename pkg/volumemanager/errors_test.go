@@ -243,10 +243,9 @@ func TestRemountConfigMap(t *testing.T) {
 	h.mustRead(pod, "v", "a", "2")
 }
 
-// A change seen by the watch does not wait for the reconciler's next tick:
-// RemountConfigMap wakes it. The fake clock never moves here, so no tick
-// ever comes.
-func TestRemountConfigMapWakesTheReconciler(t *testing.T) {
+// runningWithOneVolume mounts one pod's volume of ConfigMap cfg, then runs
+// the manager's loops (on the fake clock) until the test ends.
+func runningWithOneVolume(t *testing.T) (*harness, *corev1.Pod) {
 	h := newHarness(t)
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
@@ -254,7 +253,15 @@ func TestRemountConfigMapWakesTheReconciler(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.m.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h, pod
+}
+
+// A change seen by the watch does not wait for the reconciler's next tick:
+// RemountConfigMap wakes it. The fake clock never moves here, so no tick
+// ever comes.
+func TestRemountConfigMapWakesTheReconciler(t *testing.T) {
+	h, pod := runningWithOneVolume(t)
 
 	h.cms.set("cfg", map[string]string{"a": "2"})
 	time.Sleep(200 * time.Millisecond)
@@ -270,14 +277,7 @@ func TestRemountConfigMapWakesTheReconciler(t *testing.T) {
 // Under a storm the woken passes are spaced half a period apart: a second
 // change right after a woken pass waits for the spacing, then lands.
 func TestWokenPassesAreSpaced(t *testing.T) {
-	h := newHarness(t)
-	h.cms.set("cfg", map[string]string{"a": "1"})
-	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
-	h.sync(pod)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { h.m.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	h, pod := runningWithOneVolume(t)
 	landed := func(want string) func() bool {
 		return func() bool {
 			got, err := h.read(pod, "v", "a")
