@@ -16,7 +16,7 @@ KUSTOMIZE_VERSION := v5.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize image test unit fuzz bench latency idle soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize image test unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -80,6 +80,17 @@ latency: controlplane build ## Update latency per strategy at 10, 110 and 1,000 
 			--sync-frequency 1m --phase-duration 151s --sample-interval 10s --update-rate 5 \
 			--modes every-sync,first-reference,watch-at-sync,watch --output-dir $(OUTPUT)/latency/$$pods || exit 1; \
 	done
+
+# How cost grows with nodes (docs/compare.md): 100, 300 and 1,000 simulated
+# nodes of 30 pods, S = 1m, with CPU and heap profiles of each measured
+# window, then the growth chart.
+SCALE_NODES ?= 100 300 1000
+scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30 pods, with profiles, and the growth chart, to _output/scale/ (about an hour).
+	@for nodes in $(SCALE_NODES); do \
+		$(BIN)/nodeagent compare --nodes $$nodes --pods-per-node 30 --sync-frequency 1m --phase-duration 151s --sample-interval 10s \
+			--profile-dir $(OUTPUT)/scale/$$nodes/profiles --output-dir $(OUTPUT)/scale/$$nodes || exit 1; \
+	done
+	$(GO) run ./hack/growthchart -o $(OUTPUT)/scale/growth.svg $(addprefix $(OUTPUT)/scale/,$(SCALE_NODES))
 
 # The idle cost of one node's agent beside the real kubelet's (README,
 # docs/compare.md): 110 pods, each its own ConfigMap, every agent and
