@@ -31,6 +31,11 @@ func (r *Report) fidelity() []string {
 	var lines []string
 	for _, ref := range []Mode{ModeKubeletV128, ModeKubeletV136, ModeKubeletV136Watch} {
 		kubelet, agent := phases[ref], phases[ref.Counterpart()]
+		if agent == nil && ref == ModeKubeletV136Watch {
+			// Remounting on a change sends no requests: watch's load is
+			// the kubelet's Watch strategy's as much as watch-at-sync's.
+			agent = phases[ModeWatch]
+		}
 		if kubelet == nil || agent == nil {
 			continue
 		}

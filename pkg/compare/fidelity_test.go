@@ -84,3 +84,15 @@ func TestEveryModeHasAColour(t *testing.T) {
 }
 
 func nearlyEqual(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// The kubelet's Watch strategy pairs with watch-at-sync, its behaviour, and
+// with watch when the run has only that: their requests are the same.
+func TestFidelityPairsTheWatchStrategy(t *testing.T) {
+	for _, agentMode := range []Mode{ModeWatchAtSync, ModeWatch} {
+		r := &Report{Scenario: ScenarioReport{Nodes: 1}, Phases: []PhaseResult{{Mode: ModeKubeletV136Watch}, {Mode: agentMode}}}
+		lines := r.fidelity()
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], string(agentMode)+" vs kubelet-v1.36-watch") {
+			t.Errorf("with %s: fidelity lines %q", agentMode, lines)
+		}
+	}
+}
