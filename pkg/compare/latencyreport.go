@@ -81,7 +81,8 @@ func writeLatencyChart(r *Report, dir string) error {
 	p.Y.Label.Text = "fraction of (update, volume) pairs"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.Top, p.Legend.Left = true, true
+	// Top left, clear of the fastest curve, which rises first.
+	p.Legend.Top, p.Legend.Left, p.Legend.XOffs = true, true, 2*vg.Inch
 	p.Add(plotter.NewGrid())
 	for _, phase := range r.Phases {
 		l := phase.Latency
