@@ -23,11 +23,17 @@ import (
 
 // LatencyResult is how long a phase's ConfigMap updates took to reach the
 // disk of every pod that mounts them: one sample per update and volume,
-// from the update's request to the moment the volume's ..data link points
-// at a generation holding it (or a later one). The JSON keys are stable.
+// from the moment the apiserver acknowledged the update (it was committed
+// and any reader could see it) to the moment the volume's ..data link
+// points at a generation holding it (or a later one). The JSON keys are
+// stable.
 type LatencyResult struct {
 	Updates int `json:"updates"`
 	Samples int `json:"samples"`
+	// APIWriteP50Seconds and APIWriteP99Seconds are how long the
+	// apiserver took to acknowledge the updates: not in the samples.
+	APIWriteP50Seconds float64 `json:"api_write_p50_seconds"`
+	APIWriteP99Seconds float64 `json:"api_write_p99_seconds"`
 	// Unseen counts (update, volume) pairs not on disk when the phase
 	// ended, its drain included; they are not in the percentiles.
 	Unseen     int     `json:"unseen"`
@@ -85,8 +91,10 @@ type latencyProbe struct {
 	watcher    *fsnotify.Watcher
 
 	mu sync.Mutex
-	// sent[cm][g-1] is when generation g of cm was requested.
-	sent map[string][]time.Time
+	// sent[cm][g-1] is when the apiserver acknowledged generation g of
+	// cm; writes are how long each acknowledgement took.
+	sent   map[string][]time.Time
+	writes []float64
 	// seen is the newest generation on disk in each volume directory;
 	// dirConfigMap, the ConfigMap each one mounts.
 	seen         map[string]int
@@ -182,7 +190,9 @@ func (p *latencyProbe) landed(dir string, t time.Time) {
 	defer p.mu.Unlock()
 	sent := p.sent[p.dirConfigMap[dir]]
 	for g := p.seen[dir] + 1; g <= generation && g <= len(sent); g++ {
-		p.latencies = append(p.latencies, t.Sub(sent[g-1]).Seconds())
+		// The watch may deliver the change before the client reads the
+		// acknowledgement: that is no wait at all.
+		p.latencies = append(p.latencies, max(0, t.Sub(sent[g-1]).Seconds()))
 	}
 	p.seen[dir] = max(p.seen[dir], generation)
 }
@@ -204,7 +214,10 @@ func (p *latencyProbe) update(ctx context.Context) error {
 		cm := p.configMaps[i%len(p.configMaps)]
 		p.mu.Lock()
 		generation := len(p.sent[cm]) + 1
-		p.sent[cm] = append(p.sent[cm], time.Now())
+		// Until acknowledged, the request time stands in: an event that
+		// comes before the acknowledgement finds a time to measure from.
+		requested := time.Now()
+		p.sent[cm] = append(p.sent[cm], requested)
 		p.mu.Unlock()
 		patch := fmt.Sprintf(`{"data":{%q:%q}}`, latencyKey, generationValue(cm, p.phase, generation))
 		if _, err := p.client.CoreV1().ConfigMaps(p.namespace).Patch(ctx, cm, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -214,6 +227,11 @@ func (p *latencyProbe) update(ctx context.Context) error {
 			}
 			return fmt.Errorf("updating ConfigMap %s: %w", cm, err)
 		}
+		acked := time.Now()
+		p.mu.Lock()
+		p.sent[cm][generation-1] = acked
+		p.writes = append(p.writes, acked.Sub(requested).Seconds())
+		p.mu.Unlock()
 	}
 }
 
@@ -240,6 +258,8 @@ func (p *latencyProbe) result() LatencyResult {
 	}
 	slices.Sort(r.seconds)
 	r.Samples = len(r.seconds)
+	writes := slices.Sorted(slices.Values(p.writes))
+	r.APIWriteP50Seconds, r.APIWriteP99Seconds = quantile(writes, 0.5), quantile(writes, 0.99)
 	if r.Samples > 0 {
 		r.P50Seconds, r.P99Seconds, r.MaxSeconds = quantile(r.seconds, 0.5), quantile(r.seconds, 0.99), r.seconds[r.Samples-1]
 	}
