@@ -292,6 +292,6 @@ func TestWokenPassesAreSpaced(t *testing.T) {
 	h.m.RemountConfigMap("ns", "cfg")
 	time.Sleep(200 * time.Millisecond)
 	h.mustRead(pod, "v", "a", "2") // within the spacing: not yet
-	h.clock.Step(waitPollInterval)  // past it
+	h.clock.Step(waitPollInterval) // past it
 	waitFor(t, landed("3"))
 }
