@@ -271,9 +271,11 @@ func (a *Agent) listPods() []*corev1.Pod {
 //
 // The volume manager's two loops ask ten times a second each; the set is
 // rebuilt only when a pod event came since the last build, and shared:
-// callers must not modify it. The informer's store changes just before its
-// handlers run, so a pass may see the set of one event earlier; the next
-// pass sees the new one.
+// callers must not modify it. The informer's store changes before its
+// handlers run, so a pass may see the set as it was before a change until
+// the handler has counted it (milliseconds, more on a starved process);
+// the pass after that sees the new one. A pod that has just left the
+// store therefore keeps its volumes a little longer, never less.
 func (a *Agent) activePods() (sets.Set[types.UID], bool) {
 	synced := a.podInformer.HasSynced()
 	events := a.podEvents.Load()
