@@ -72,7 +72,8 @@ func TestCompareRejectsImpossibleScenarios(t *testing.T) {
 		{"--nodes=0"},
 		{"--phase-duration=-1s"},
 		{"--modes=every-sync,poll"},
-		{"--pods-per-node=500"},
+		// 50,000 pods: more than one process can run agents for.
+		{"--nodes=1000", "--pods-per-node=50"},
 	} {
 		cmd := exec.Command(nodeagentBinary(t), append([]string{"compare", "--kubeconfig=/nonexistent"}, args...)...)
 		output, err := cmd.CombinedOutput()
