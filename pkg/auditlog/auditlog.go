@@ -13,6 +13,8 @@
 //   - A get or list without a resourceVersion is a quorum read, which the
 //     apiserver sends to etcd. With one ("0" or any other) the apiserver
 //     serves it from its watch cache.
+//   - A request is the user's the apiserver authorized it as: the
+//     impersonated user where the client impersonated one.
 //   - Requests are placed in time by when the apiserver received them, and
 //     Count takes those in [from, to).
 package auditlog
@@ -55,13 +57,15 @@ func (c *Counts) Add(o Counts) {
 
 // event is the part of an audit.k8s.io/v1 Event that counting needs.
 type event struct {
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
+	Stage      string    `json:"stage"`
+	Verb       string    `json:"verb"`
+	RequestURI string    `json:"requestURI"`
+	User       auditUser `json:"user"`
+	// ImpersonatedUser is set when the client acted as another user
+	// (Impersonate-User): the apiserver authorized the request as that
+	// user, so the request is counted as theirs.
+	ImpersonatedUser *auditUser `json:"impersonatedUser"`
+	ObjectRef        *struct {
 		Resource  string `json:"resource"`
 		Namespace string `json:"namespace"`
 		Name      string `json:"name"`
@@ -70,6 +74,18 @@ type event struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+}
+
+type auditUser struct {
+	Username string `json:"username"`
+}
+
+// user is the user the apiserver authorized e's request as.
+func (e *event) user() string {
+	if e.ImpersonatedUser != nil && e.ImpersonatedUser.Username != "" {
+		return e.ImpersonatedUser.Username
+	}
+	return e.User.Username
 }
 
 // Window is a span of time [From, To); a zero To means no end.
@@ -101,9 +117,9 @@ func CountWindows(path string, windows ...Window) ([]map[string]Counts, error) {
 			if !w.holds(e.RequestReceivedTimestamp) {
 				continue
 			}
-			c := counts[i][e.User.Username]
+			c := counts[i][e.user()]
 			if c.add(e) {
-				counts[i][e.User.Username] = c
+				counts[i][e.user()] = c
 			}
 		}
 	})
@@ -158,7 +174,7 @@ func Gets(path string, from, to time.Time) ([]Get, error) {
 		if e.Verb != "get" || e.Stage != "ResponseComplete" || !window.holds(e.RequestReceivedTimestamp) {
 			return
 		}
-		g := Get{User: e.User.Username, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name,
+		g := Get{User: e.user(), Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name,
 			Received: e.RequestReceivedTimestamp, Quorum: quorum(e.RequestURI)}
 		if e.ResponseStatus != nil {
 			g.Code = e.ResponseStatus.Code

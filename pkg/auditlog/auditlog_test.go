@@ -79,3 +79,27 @@ func TestCount(t *testing.T) {
 		t.Error("a missing log: no error")
 	}
 }
+
+// A client that impersonates a node (Impersonate-User) is counted as that
+// node: the apiserver authorized the request as the node.
+func TestCountImpersonated(t *testing.T) {
+	impersonated := strings.Replace(
+		line("ResponseComplete", "get", "/api/v1/namespaces/ns/configmaps/cm", "admin", 200, "2026-01-01T00:00:01.000000Z"),
+		`"objectRef"`, `"impersonatedUser":{"username":"system:node:a","groups":["system:nodes"]},"objectRef"`, 1)
+	path := filepath.Join(t.TempDir(), "audit.log")
+	lines := impersonated + "\n" + line("ResponseComplete", "get", "/api/v1/namespaces/ns/configmaps/cm", "admin", 200, "2026-01-01T00:00:02.000000Z")
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Count(path, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["system:node:a"].QuorumGets != 1 || got["admin"].QuorumGets != 1 || len(got) != 2 {
+		t.Errorf("got %+v, want one quorum GET for system:node:a and one for admin", got)
+	}
+	gets, err := Gets(path, time.Time{}, time.Time{})
+	if err != nil || len(gets) != 2 || gets[0].User != "system:node:a" || gets[1].User != "admin" {
+		t.Errorf("Gets: %+v (%v), want system:node:a's then admin's", gets, err)
+	}
+}

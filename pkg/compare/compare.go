@@ -58,7 +58,10 @@ type Options struct {
 	// identity (the local control plane's NodeRESTConfig): its agent or
 	// reference kubelet then authenticates as that node, as a kubelet
 	// does, and the audit log attributes its requests to it. The
-	// reference kubelet modes need it.
+	// reference kubelet modes need it. Agents in this process, where it
+	// is set, act as their nodes by impersonation instead (RESTConfig's
+	// user must be allowed to impersonate nodes), so that they share
+	// RESTConfig's connections: see inProcessFleet.
 	NodeIdentity func(node string) (*rest.Config, error)
 	// AuditLog is the apiserver's audit log of ConfigMap reads (the local
 	// control plane's AuditLogPath). When set, each phase reports its
@@ -153,7 +156,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			report.Scenario.AgentProcesses = true
 		} else {
 			r.agents = &inProcessFleet{
-				scenario: s, restConfig: opts.RESTConfig, identity: opts.NodeIdentity, nodes: nodes,
+				scenario: s, restConfig: opts.RESTConfig, actAsNodes: opts.NodeIdentity != nil, nodes: nodes,
 				workDir: filepath.Join(opts.OutputDir, "nodes"),
 				log:     logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
 			}
