@@ -134,27 +134,41 @@ func runCompare(args []string, stdout io.Writer) error {
 	return runErr
 }
 
-// fitToMachine gives a large run that leaves --sync-frequency and
-// --phase-duration unset the kubelet's default S of one minute, and a
-// window of two mean sync intervals, where the demo's S = 5 s would send
-// more GETs than one machine serves (the scenario's limits): the user asked
-// for the scale, not for the demo's pace.
+// fitToMachine gives a large run that leaves --sync-frequency unset the
+// kubelet's default S of one minute, or the shortest whole number of
+// minutes above it that this machine serves (the scenario's limits), and,
+// unless --phase-duration is set, a window of two mean sync intervals:
+// where the demo's S = 5 s would send more GETs than one machine serves,
+// the user asked for the scale, not for the demo's pace. The ratios
+// between modes, which are what compare shows, do not depend on S.
 func fitToMachine(fs *pflag.FlagSet, s *compare.Scenario) {
 	if fs.Changed("sync-frequency") || s.Validate() == nil {
 		return
 	}
-	tried := *s
-	tried.SyncFrequency = time.Minute
-	if !fs.Changed("phase-duration") {
-		tried.PhaseDuration = compare.MinPhaseDuration(tried.SyncFrequency)
+	for minutes := 1; minutes <= maxFittedSyncMinutes; minutes++ {
+		tried := *s
+		tried.SyncFrequency = time.Duration(minutes) * time.Minute
+		if !fs.Changed("phase-duration") {
+			tried.PhaseDuration = compare.MinPhaseDuration(tried.SyncFrequency)
+		}
+		if tried.Validate() != nil {
+			continue
+		}
+		what, shorter := " (the kubelet's default)", s.SyncFrequency.String()
+		if minutes > 1 {
+			what, shorter = "", "the kubelet's default 1m0s"
+		}
+		fmt.Fprintf(os.Stderr, "Using --sync-frequency %s%s and --phase-duration %s for %d pods: at %s, every-sync would send more GETs than this machine serves.\n",
+			tried.SyncFrequency, what, tried.PhaseDuration, s.Nodes*s.PodsPerNode, shorter)
+		*s = tried
+		return
 	}
-	if tried.Validate() != nil {
-		return // Validate will say what to change
-	}
-	fmt.Fprintf(os.Stderr, "Using --sync-frequency %s (the kubelet's default) and --phase-duration %s for %d pods: at the default %s, every-sync would send more GETs than this machine serves.\n",
-		tried.SyncFrequency, tried.PhaseDuration, s.Nodes*s.PodsPerNode, s.SyncFrequency)
-	*s = tried
+	// Validate will say what to change.
 }
+
+// maxFittedSyncMinutes bounds fitToMachine's search: a longer S makes
+// each phase longer than an hour.
+const maxFittedSyncMinutes = 10
 
 // daemonSetDefaults adjusts the flags' defaults for a DaemonSet run and
 // rejects what it cannot do.

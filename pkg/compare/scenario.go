@@ -226,9 +226,13 @@ func DefaultScenario() Scenario {
 const (
 	maxPods = 30000
 	// maxExpectedQPS is a ConfigMap GET rate beyond which a two-core
-	// apiserver and etcd saturate and the measurement says more about
-	// the machine than about the agents.
-	maxExpectedQPS = 1500
+	// apiserver and etcd, sharing the machine with the agents, saturate
+	// and the measurement says more about the machine than about the
+	// agents. Measured (docs/compare.md, "Growing to 1,000 nodes"): 300
+	// nodes asking 238 by Validate's bound were served at the same ratio
+	// to the model as 100 nodes; 1,000 nodes asking 795 got 226, with the
+	// apiserver at a full core and reads timing out.
+	maxExpectedQPS = 250
 )
 
 // Validate fails fast, saying which flag to change.
