@@ -1,7 +1,9 @@
 // Command growthchart draws how a scenario's cost grows with the number
 // of nodes, from the report.json of several `nodeagent compare` runs that
-// differ only in --nodes: the apiserver's ConfigMap GET/s, and the agents'
-// CPU and memory per node, one line per mode. docs/compare.md shows it.
+// differ in --nodes (and in the S compare fitted to the machine): the
+// apiserver's ConfigMap GET/s measured, with the model's as dashed lines
+// and each run's S beside its points, and the agents' CPU and memory per
+// node, one line per mode. docs/compare.md shows it.
 //
 //	go run ./hack/growthchart -o docs/images/growth.svg _output/scale/100 _output/scale/300 _output/scale/1000
 package main
@@ -26,11 +28,13 @@ import (
 // report is the part of report.json this reads.
 type report struct {
 	Scenario struct {
-		Nodes int `json:"nodes"`
+		Nodes                int     `json:"nodes"`
+		SyncFrequencySeconds float64 `json:"sync_frequency_seconds"`
 	} `json:"scenario"`
 	Phases []struct {
 		Mode            string  `json:"mode"`
 		APIServerGetQPS float64 `json:"apiserver_configmap_get_qps"`
+		ModelGetQPS     float64 `json:"expected_apiserver_configmap_get_qps"`
 		EtcdGetQPS      float64 `json:"etcd_configmap_get_qps"`
 		MeasuredSeconds float64 `json:"measured_seconds"`
 		CPUSeconds      float64 `json:"agent_cpu_seconds"`
@@ -68,6 +72,8 @@ func run(out string, dirs []string) error {
 	for i := range series {
 		series[i] = map[string]plotter.XYs{}
 	}
+	model := map[string]plotter.XYs{}
+	var syncLabels plotter.XYLabels
 	for _, dir := range dirs {
 		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
 		if err != nil {
@@ -78,11 +84,18 @@ func run(out string, dirs []string) error {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
 		n := float64(r.Scenario.Nodes)
+		top := 0.0
+		for _, p := range r.Phases {
+			top = max(top, p.APIServerGetQPS, p.ModelGetQPS)
+		}
+		syncLabels.XYs = append(syncLabels.XYs, plotter.XY{X: n, Y: top})
+		syncLabels.Labels = append(syncLabels.Labels, fmt.Sprintf("S=%gm", r.Scenario.SyncFrequencySeconds/60))
 		for _, p := range r.Phases {
 			if p.MeasuredSeconds <= 0 || n == 0 {
 				continue
 			}
 			series[0][p.Mode] = append(series[0][p.Mode], plotter.XY{X: n, Y: p.APIServerGetQPS})
+			model[p.Mode] = append(model[p.Mode], plotter.XY{X: n, Y: p.ModelGetQPS})
 			series[1][p.Mode] = append(series[1][p.Mode], plotter.XY{X: n, Y: 1000 * p.CPUSeconds / p.MeasuredSeconds / n})
 			series[2][p.Mode] = append(series[2][p.Mode], plotter.XY{X: n, Y: p.PeakRSSBytes / n / (1 << 20)})
 		}
@@ -102,9 +115,7 @@ func run(out string, dirs []string) error {
 		}
 		slices.Sort(modes)
 		for _, mode := range modes {
-			xys := series[i][mode]
-			slices.SortFunc(xys, func(a, b plotter.XY) int { return int(a.X - b.X) })
-			line, points, err := plotter.NewLinePoints(xys)
+			line, points, err := plotter.NewLinePoints(sortedByX(series[i][mode]))
 			if err != nil {
 				return err
 			}
@@ -112,6 +123,23 @@ func run(out string, dirs []string) error {
 			line.Color, line.Width, points.Color, points.Shape = c, vg.Points(1.5), c, draw.CircleGlyph{}
 			p.Add(line, points)
 			p.Legend.Add(mode, line)
+			if i == 0 && mode != "watch" {
+				modelLine, err := plotter.NewLine(sortedByX(model[mode]))
+				if err != nil {
+					return err
+				}
+				modelLine.Color, modelLine.Width, modelLine.Dashes = c, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
+				p.Add(modelLine)
+				p.Legend.Add(mode+" (model)", modelLine)
+			}
+		}
+		if i == 0 {
+			labels, err := plotter.NewLabels(syncLabels)
+			if err != nil {
+				return err
+			}
+			labels.Offset = vg.Point{X: -vg.Points(14), Y: vg.Points(6)}
+			p.Add(labels)
 		}
 		plots[0] = append(plots[0], p)
 	}
@@ -138,4 +166,9 @@ func run(out string, dirs []string) error {
 		return err
 	}
 	return f.Close()
+}
+
+func sortedByX(xys plotter.XYs) plotter.XYs {
+	slices.SortFunc(xys, func(a, b plotter.XY) int { return int(a.X - b.X) })
+	return xys
 }
