@@ -176,7 +176,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	if !opts.Keep {
 		defer func() {
-			cleanupCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			// The apiserver deletes a collection one object at a time:
+			// 30,000 pods take minutes.
+			timeout := time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*10*time.Millisecond
+			cleanupCtx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			if err := deleteObjects(cleanupCtx, admin, opts.Namespace); err != nil {
 				prog.done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, opts.Namespace, runLabel, opts.Namespace)
