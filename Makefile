@@ -83,7 +83,7 @@ latency: controlplane build ## Update latency per strategy at 10, 110 and 1,000 
 
 # How cost grows with nodes (docs/compare.md): 100, 300 and 1,000 simulated
 # nodes of 30 pods, with CPU and heap profiles of each measured window,
-# then the growth chart. compare picks S: the kubelet's 1m up to 300
+# then the growth chart of every run under _output/scale. compare picks S: the kubelet's 1m up to 300
 # nodes, 4m at 1,000, where every-sync at 1m asks more GETs than this
 # machine's apiserver serves.
 SCALE_NODES ?= 100 300 1000
@@ -92,7 +92,8 @@ scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30
 		$(BIN)/nodeagent compare --nodes $$nodes --pods-per-node 30 --sample-interval 10s \
 			--profile-dir $(OUTPUT)/scale/$$nodes/profiles --output-dir $(OUTPUT)/scale/$$nodes || failed="$$failed $$nodes"; \
 	done; \
-	$(GO) run ./hack/growthchart -o $(OUTPUT)/scale/growth.svg $(addprefix $(OUTPUT)/scale/,$(SCALE_NODES)); \
+	runs=$$(for d in $(OUTPUT)/scale/*/; do [ -f $$d/report.json ] && echo $$d; done); \
+	$(GO) run ./hack/growthchart -o $(OUTPUT)/scale/growth.svg $$runs; \
 	if [ -n "$$failed" ]; then echo "make scale: the runs of$$failed nodes did not complete; the chart shows the others"; exit 1; fi
 
 # The idle cost of one node's agent beside the real kubelet's (README,

@@ -107,7 +107,12 @@ func run(out string, dirs []string) error {
 		p.X.Label.Text = "simulated nodes (30 pods each)"
 		p.Y.Label.Text = m.unit
 		p.Y.Min = 0
-		p.Legend.Top, p.Legend.Left = true, true
+		// Bottom right is where the lines are not: costs per node fall
+		// with nodes, and watch's GET/s lie on the axis, below its legend.
+		p.Legend.Top, p.Legend.Left = false, false
+		if i == 0 {
+			p.Legend.YOffs = vg.Points(24)
+		}
 		p.Add(plotter.NewGrid())
 		modes := make([]string, 0, len(series[i]))
 		for mode := range series[i] {
@@ -140,6 +145,7 @@ func run(out string, dirs []string) error {
 			}
 			labels.Offset = vg.Point{X: -vg.Points(14), Y: vg.Points(6)}
 			p.Add(labels)
+			p.Y.Max *= 1.15 // room for the labels above the highest point
 		}
 		plots[0] = append(plots[0], p)
 	}
