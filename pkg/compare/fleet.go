@@ -141,10 +141,11 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 // log attributes it to the node, as with the node's own client
 // certificate; the requests themselves are the same. What differs is the
 // connection: a certificate per node is a TLS connection per node, and at
-// 1,000 nodes those connections' handshakes, read loops and keepalive
-// pings starve a two-core machine, where clients that share restConfig's
-// credentials share its transport (client-go caches it), whose HTTP/2
-// connections carry up to the apiserver's 1,000 streams each.
+// 1,000 nodes on two cores those connections missed their keepalive pings
+// under load and dropped, each drop a relist (docs/compare.md, "Growing to
+// 1,000 nodes"). Clients that share restConfig's credentials share its
+// transport (client-go caches it), whose HTTP/2 connections carry up to
+// the apiserver's 1,000 streams each.
 func asNode(restConfig *rest.Config, node string) *rest.Config {
 	c := rest.CopyConfig(restConfig)
 	c.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node, Groups: []string{"system:nodes"}}
