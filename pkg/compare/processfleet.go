@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,29 @@ func (f *processFleet) check(modes []Mode) error {
 		if info, err := os.Stat(f.agentBinary); err != nil || info.Mode().Perm()&0o111 == 0 {
 			return fmt.Errorf("the agents' processes need nodeagent's binary at %s: run `make build`", f.agentBinary)
 		}
+	}
+	return f.checkMemory(modes)
+}
+
+// Resident memory of one process with a node's pods, rounded up from
+// docs/performance.md's idle figures (110 pods: nodeagent 41 to 46 MiB,
+// the reference kubelets 101 to 113 MiB).
+const (
+	agentProcessBytes   = 64 << 20
+	kubeletProcessBytes = 128 << 20
+)
+
+// checkMemory refuses a run whose processes would not fit in the memory
+// this machine has available: a thousand kubelets need over 100 GiB.
+func (f *processFleet) checkMemory(modes []Mode) error {
+	perProcess, what := int64(agentProcessBytes), "nodeagent process"
+	if f.agentBinary == "" && slices.ContainsFunc(modes, Mode.IsReferenceKubelet) {
+		perProcess, what = kubeletProcessBytes, "reference kubelet"
+	}
+	available := statusKB("/proc/meminfo", "MemAvailable:") << 10
+	if need := perProcess * int64(len(f.nodes)); available > 0 && need > available*4/5 {
+		return fmt.Errorf("%d simulated nodes, each its own %s of about %d MiB, need %d MiB; this machine has %d MiB available: lower --nodes to %d or fewer",
+			len(f.nodes), what, perProcess>>20, need>>20, available>>20, available*4/5/perProcess)
 	}
 	return nil
 }
