@@ -305,3 +305,37 @@ func TestWaitForAttachAndMount(t *testing.T) {
 		t.Errorf("got %v, want an error naming the missing ConfigMap", err)
 	}
 }
+
+// A wait ends at one of its polls, never on the mount itself: waits that
+// begin together end together even when their volumes reach disk in
+// different passes, which keeps pods that start together on the same
+// pod-worker ticks, sharing their GETs, as the kubelet's do
+// (waitPollInterval). Ending a wait on the change instead would split them.
+func TestWaitsEndAtAPollNotOnTheMount(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	a, b := newPod("a", volumeSpec{name: "v", configMap: "cfg"}), newPod("b", volumeSpec{name: "v", configMap: "cfg"})
+	h.active.Insert(a.UID, b.UID)
+	done := make(chan string, 2)
+	desired := func(n int) func() bool {
+		return func() bool { h.m.mu.Lock(); defer h.m.mu.Unlock(); return len(h.m.desired) == n }
+	}
+	// a's volume is mounted in one pass, b's in the next.
+	for i, pod := range []*corev1.Pod{a, b} {
+		go func() {
+			if err := h.m.WaitForAttachAndMount(context.Background(), pod); err == nil {
+				done <- pod.Name
+			}
+		}()
+		waitFor(t, desired(i+1))
+		h.step()
+	}
+	if n := len(h.m.Volumes()); n != 2 {
+		t.Fatalf("%d volumes on disk, want both", n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if len(done) != 0 {
+		t.Fatalf("%s's wait ended on its mount, before a poll", <-done)
+	}
+	waitFor(t, func() bool { h.clock.Step(waitPollInterval); return len(done) == 2 })
+}
