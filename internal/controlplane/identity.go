@@ -13,6 +13,10 @@ import (
 // sees it and the audit log records it.
 func NodeUser(node string) string { return "system:node:" + node }
 
+// NodesGroup is the group of every node's client identity, which the Node
+// authorizer and the NodeRestriction admission plugin recognise.
+const NodesGroup = "system:nodes"
+
 // NodeRESTConfig returns a client configuration that authenticates as the
 // kubelet of node: a new client certificate for NodeUser(node) in group
 // system:nodes, signed by the control plane's client CA. The apiserver's
@@ -20,7 +24,7 @@ func NodeUser(node string) string { return "system:node:" + node }
 // the pods bound to it, and the ConfigMaps those pods reference), and the
 // audit log attributes its requests to node.
 func (cp *ControlPlane) NodeRESTConfig(node string) (*rest.Config, error) {
-	certDER, keyDER, err := cp.creds.issueClientCertificate(NodeUser(node), "system:nodes")
+	certDER, keyDER, err := cp.creds.issueClientCertificate(NodeUser(node), NodesGroup)
 	if err != nil {
 		return nil, fmt.Errorf("issuing the client certificate of node %s: %w", node, err)
 	}

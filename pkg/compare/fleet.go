@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 )
@@ -148,7 +149,7 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 // the apiserver's 1,000 streams each.
 func asNode(restConfig *rest.Config, node string) *rest.Config {
 	c := rest.CopyConfig(restConfig)
-	c.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + node, Groups: []string{"system:nodes"}}
+	c.Impersonate = rest.ImpersonationConfig{UserName: controlplane.NodeUser(node), Groups: []string{controlplane.NodesGroup}}
 	return c
 }
 
