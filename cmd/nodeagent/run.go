@@ -20,24 +20,15 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/version"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
-	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 )
 
 func runAgent(args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", "Run the node agent: keep the ConfigMap volumes of this node's pods on disk, as the kubelet does.", stdout)
 	cfg := agent.DefaultConfig()
-	var kubeconfig, strategy, invalidation, logFormat string
+	var kubeconfig, logFormat string
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster service account.")
-	fs.StringVar(&cfg.NodeName, "node-name", defaultNodeName(), "The node whose pods this agent serves. Default: $NODE_NAME, else the hostname.")
-	fs.StringVar(&cfg.RootDir, "root-dir", cfg.RootDir, "Directory for pod volumes: <root-dir>/pods/<uid>/volumes/kubernetes.io~configmap/<volume>.")
-	fs.DurationVar(&cfg.SyncFrequency, "sync-frequency", cfg.SyncFrequency, "Period S of the periodic pod sync; each pod is resynced after S plus up to S/2 of jitter.")
-	fs.StringVar(&strategy, "configmap-strategy", string(cfg.Strategy), "How ConfigMap changes are detected: get (a quorum GET per remount), cache (TTL cache) or watch (one watch per ConfigMap).")
-	fs.StringVar(&invalidation, "cache-invalidation", string(cfg.Invalidation), "When the cache strategy drops a cached ConfigMap: every-sync (the kubelet before kubernetes#120255: a quorum GET per pod sync) or first-reference (after it).")
-	fs.BoolVar(&cfg.RemountOnChange, "remount-on-change", cfg.RemountOnChange, "With --configmap-strategy=watch, remount the pods that use a ConfigMap as soon as the watch sees it change, instead of at their next sync.")
-	fs.Float32Var(&cfg.KubeAPIQPS, "kube-api-qps", cfg.KubeAPIQPS, "Queries per second to the apiserver, as in the kubelet.")
-	fs.IntVar(&cfg.KubeAPIBurst, "kube-api-burst", cfg.KubeAPIBurst, "Burst of queries to the apiserver, as in the kubelet.")
-	fs.StringVar(&cfg.ContentType, "kube-api-content-type", cfg.ContentType, "Wire format of API requests: protobuf or json.")
-	fs.StringVar(&cfg.HTTPAddress, "http-address", cfg.HTTPAddress, "Address serving /metrics, /healthz, /readyz and /debug/volumes. Empty: none.")
+	cfg.NodeName = defaultNodeName()
+	cfg.AddFlags(fs)
 	fs.StringVar(&logFormat, "logging-format", "text", "Log format: text or json.")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -51,14 +42,6 @@ func runAgent(args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	cfg.Strategy = configmapcache.Strategy(strategy)
-	cfg.Invalidation = configmapcache.Invalidation(invalidation)
-	if err := checkChoice("--configmap-strategy", strategy, configmapcache.Strategies); err != nil {
-		return err
-	}
-	if err := checkChoice("--cache-invalidation", invalidation, configmapcache.Invalidations); err != nil {
-		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -97,15 +80,6 @@ func defaultNodeName() string {
 	}
 	host, _ := os.Hostname()
 	return strings.ToLower(host)
-}
-
-func checkChoice[T ~string](flagName, value string, choices []T) error {
-	for _, c := range choices {
-		if string(c) == value {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: unknown value %q; choose one of %v", flagName, value, choices)
 }
 
 func loadRESTConfig(kubeconfig string) (*rest.Config, error) {

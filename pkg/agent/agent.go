@@ -55,8 +55,7 @@ type Config struct {
 	RemountOnChange bool
 	KubeAPIQPS      float32
 	KubeAPIBurst    int
-	// ContentType is the API wire format: protobuf (the kubelet's) or json.
-	ContentType string
+	ContentType     ContentType
 	// HTTPAddress serves /metrics, /healthz, /readyz and /debug/volumes;
 	// empty serves nothing.
 	HTTPAddress string
@@ -72,7 +71,7 @@ func DefaultConfig() Config {
 		RemountOnChange: true,
 		KubeAPIQPS:      50,
 		KubeAPIBurst:    100,
-		ContentType:     "protobuf",
+		ContentType:     ContentTypeProtobuf,
 		HTTPAddress:     "127.0.0.1:10356",
 	}
 }
@@ -93,7 +92,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst))
 	}
 	switch c.ContentType {
-	case "protobuf", "json":
+	case ContentTypeProtobuf, ContentTypeJSON:
 	default:
 		errs = append(errs, fmt.Errorf("--kube-api-content-type must be protobuf or json, got %q", c.ContentType))
 	}
@@ -144,7 +143,7 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	}
 	rc := rest.CopyConfig(restConfig)
 	rc.QPS, rc.Burst = cfg.KubeAPIQPS, cfg.KubeAPIBurst
-	if cfg.ContentType == "protobuf" {
+	if cfg.ContentType == ContentTypeProtobuf {
 		rc.ContentType = "application/vnd.kubernetes.protobuf"
 		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	}

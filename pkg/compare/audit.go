@@ -5,6 +5,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // AuditResult is a phase's ConfigMap requests from the run's nodes, as the
@@ -28,7 +29,7 @@ type AuditResult struct {
 
 // attribute reads the audit log for the phase: the measured window, and
 // for watches the whole phase from start.
-func (r *runner) attribute(res *PhaseResult, nodes []nodeLayout, start time.Time) error {
+func (r *runner) attribute(res *PhaseResult, nodes []model.Node, start time.Time) error {
 	byUser, err := auditlog.CountWindows(r.auditLog,
 		auditlog.Window{From: res.windowStart, To: res.windowEnd}, auditlog.Window{From: start, To: res.windowEnd})
 	if err != nil {
@@ -48,10 +49,10 @@ func (r *runner) attribute(res *PhaseResult, nodes []nodeLayout, start time.Time
 }
 
 // nodeCounts sums the counts of the nodes' identities.
-func nodeCounts(byUser map[string]auditlog.Counts, nodes []nodeLayout) auditlog.Counts {
+func nodeCounts(byUser map[string]auditlog.Counts, nodes []model.Node) auditlog.Counts {
 	var total auditlog.Counts
 	for _, n := range nodes {
-		total.Add(byUser[controlplane.NodeUser(n.name)])
+		total.Add(byUser[controlplane.NodeUser(n.Name)])
 	}
 	return total
 }

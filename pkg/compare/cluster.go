@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // What a DaemonSet run must know of the cluster beyond its own objects.
@@ -24,9 +24,8 @@ import (
 // servedPods lists the pods, outside the run's namespace, that the
 // deployed agents serve: bound to one of nodes, not finished, with at
 // least one ConfigMap volume that a container mounts (the agents, like
-// the kubelet, set up no other). Their ConfigMaps are named namespace/name,
-// so that equal names in two namespaces stay apart.
-func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string, runNamespace string) (map[string][]podLayout, error) {
+// the kubelet, set up no other).
+func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string, runNamespace string) (map[string][]model.Pod, error) {
 	onNode := map[string]bool{}
 	for _, n := range nodes {
 		onNode[n] = true
@@ -37,20 +36,16 @@ func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string
 	if err != nil {
 		return nil, fmt.Errorf("listing the cluster's pods: %w", err)
 	}
-	served := map[string][]podLayout{}
-	for _, pod := range pods.Items {
+	served := map[string][]model.Pod{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
 		if !onNode[pod.Spec.NodeName] || pod.Namespace == runNamespace ||
 			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		p := podLayout{name: pod.Namespace + "/" + pod.Name}
-		for _, v := range volumemanager.PodVolumes(&pod) {
-			p.volumes++
-			for _, name := range v.ConfigMapNames() {
-				p.configMaps = append(p.configMaps, pod.Namespace+"/"+name)
-			}
-		}
-		if p.volumes > 0 {
+		p := modelPod(pod)
+		p.Name = pod.Namespace + "/" + pod.Name
+		if p.Volumes > 0 {
 			served[pod.Spec.NodeName] = append(served[pod.Spec.NodeName], p)
 		}
 	}
@@ -59,24 +54,24 @@ func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string
 
 // withServedPods returns the model's layout of a DaemonSet run: the run's
 // own nodes and pods, plus the served pods on every node the agents run on.
-func withServedPods(own []nodeLayout, agentNodes []string, served map[string][]podLayout) []nodeLayout {
-	byName := map[string]*nodeLayout{}
-	out := make([]nodeLayout, 0, len(agentNodes))
+func withServedPods(own []model.Node, agentNodes []string, served map[string][]model.Pod) []model.Node {
+	byName := map[string]*model.Node{}
+	out := make([]model.Node, 0, len(agentNodes))
 	for _, n := range own {
-		out = append(out, nodeLayout{name: n.name, pods: append([]podLayout(nil), n.pods...)})
+		out = append(out, model.Node{Name: n.Name, Pods: slices.Clone(n.Pods)})
 	}
 	for i := range out {
-		byName[out[i].name] = &out[i]
+		byName[out[i].Name] = &out[i]
 	}
 	for _, name := range agentNodes {
 		if _, ok := byName[name]; !ok {
-			out = append(out, nodeLayout{name: name})
+			out = append(out, model.Node{Name: name})
 			byName[name] = &out[len(out)-1]
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	for i := range out {
-		out[i].pods = append(out[i].pods, served[out[i].name]...)
+		out[i].Pods = append(out[i].Pods, served[out[i].Name]...)
 	}
 	return out
 }
@@ -144,13 +139,13 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 	defaults := agent.DefaultConfig()
 	s.SyncFrequency, s.AgentQPS = defaults.SyncFrequency, defaults.KubeAPIQPS
 	if opts.SetSyncFrequency {
-		s.SyncFrequency, f.syncFrequency = opts.Scenario.SyncFrequency, opts.Scenario.SyncFrequency.String()
-	} else if v, ok := flagValue(t.args, "sync-frequency"); ok {
+		s.SyncFrequency, f.syncFrequency = opts.Scenario.SyncFrequency, opts.Scenario.SyncFrequency
+	} else if v, ok := flagValue(t.args, agent.FlagSyncFrequency); ok {
 		if s.SyncFrequency, err = time.ParseDuration(v); err != nil {
 			return nil, fmt.Errorf("DaemonSet %s: --sync-frequency %q: %w", opts.DaemonSet, v, err)
 		}
 	}
-	if v, ok := flagValue(t.args, "kube-api-qps"); ok {
+	if v, ok := flagValue(t.args, agent.FlagKubeAPIQPS); ok {
 		qps, err := strconv.ParseFloat(v, 32)
 		if err != nil {
 			return nil, fmt.Errorf("DaemonSet %s: --kube-api-qps %q: %w", opts.DaemonSet, v, err)
@@ -161,8 +156,7 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 		return nil, err
 	}
 	if s.PhaseDuration == 0 {
-		mean, _ := syncIntervalMoments(s.SyncFrequency)
-		s.PhaseDuration = max(time.Minute, (4 * time.Duration(mean*float64(time.Second))).Round(time.Second))
+		s.PhaseDuration = max(time.Minute, (4 * model.MeanSyncInterval(s.SyncFrequency)).Round(time.Second))
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -182,7 +176,7 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 	}
 	nodes := layout(s, opts.Namespace)
 	for i := range nodes {
-		nodes[i].name = candidates[i]
+		nodes[i].Name = candidates[i]
 	}
 	r.scenario, r.nodes = s, nodes
 	return f, nil

@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+
 	"context"
 	"io"
 	"slices"
@@ -51,14 +53,15 @@ func TestServedPods(t *testing.T) {
 	if len(served) != 1 || len(served["n1"]) != 2 {
 		t.Fatalf("served = %+v, want the two unfinished pods on n1 with mounted ConfigMaps", served)
 	}
-	nodes := withServedPods([]nodeLayout{{name: "n1", pods: []podLayout{{name: "pod-00000", volumes: 1, configMaps: []string{"cm-00000-0"}}}}}, []string{"n1", "n2"}, served)
-	if len(nodes) != 2 || nodes[0].name != "n1" || nodes[1].name != "n2" {
+	own := []model.Node{{Name: "n1", Pods: []model.Pod{{Name: "pod-00000", Volumes: 1, Reads: []model.Object{configMap("run", "cm-00000-0")}}}}}
+	nodes := withServedPods(own, []string{"n1", "n2"}, served)
+	if len(nodes) != 2 || nodes[0].Name != "n1" || nodes[1].Name != "n2" {
 		t.Fatalf("layout %+v, want n1 and n2", nodes)
 	}
 	// One ConfigMap name in two namespaces is two cache entries.
-	refs := nodes[0].referencesPerConfigMap()
-	if nodes[0].volumes() != 4 || len(refs) != 4 || refs["a/cfg"] != 1 || refs["b/cfg"] != 1 {
-		t.Errorf("n1 has %d volumes, references %v; want the run's 1 and a/cfg, a/extra, b/cfg", nodes[0].volumes(), refs)
+	refs := nodes[0].ReadersPerObject()
+	if nodes[0].Volumes() != 4 || len(refs) != 4 || refs[configMap("a", "cfg")] != 1 || refs[configMap("b", "cfg")] != 1 {
+		t.Errorf("n1 has %d volumes, references %v; want the run's 1 and a/cfg, a/extra, b/cfg", nodes[0].Volumes(), refs)
 	}
 }
 
@@ -131,7 +134,7 @@ func TestPrepareDaemonSetRun(t *testing.T) {
 	if s.Nodes != 1 || s.SyncFrequency != time.Minute || s.AgentQPS != 20 || s.TTL != 15*time.Second || s.PhaseDuration != 302*time.Second {
 		t.Errorf("scenario %+v: want 1 node, S 1m and QPS 20 from the args, TTL 15s from the node, phase 302s", s)
 	}
-	if len(r.nodes) != 1 || r.nodes[0].name != "n1" || len(r.nodes[0].pods) != opts.Scenario.PodsPerNode {
+	if len(r.nodes) != 1 || r.nodes[0].Name != "n1" || len(r.nodes[0].Pods) != opts.Scenario.PodsPerNode {
 		t.Errorf("layout %+v: want the run's pods on n1", r.nodes)
 	}
 

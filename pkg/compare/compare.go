@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -206,7 +207,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return report, err
 	}
 	report.Scenario.describeVolumes(own)
-	r.served = map[fleet][]nodeLayout{}
+	r.served = map[fleet][]model.Node{}
 	for _, f := range r.fleets() {
 		if r.served[f], err = f.prepare(ctx, own); err != nil {
 			return report, err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 const (
@@ -40,13 +41,13 @@ type daemonSetFleet struct {
 	namespace      string
 	name           string
 	container      string
-	syncFrequency  string // "" keeps the DaemonSet's
+	syncFrequency  time.Duration // 0 keeps the DaemonSet's
 	rolloutTimeout time.Duration
 	progress       *progress
 	// agentNodes run an agent; served are the pods there, outside the
 	// run's namespace, whose ConfigMap volumes the agents also keep.
 	agentNodes []string
-	served     map[string][]podLayout
+	served     map[string][]model.Pod
 
 	// pods are the phase's agent pods once rolled out; unreachable says
 	// a scrape through the apiserver's pod proxy failed in this phase.
@@ -156,7 +157,15 @@ func (f *daemonSetFleet) saveOriginal(ctx context.Context) (restoredEarlierRun b
 func (f *daemonSetFleet) localRoots() map[string]string { return nil }
 
 func (f *daemonSetFleet) start(ctx context.Context, mode Mode, _ time.Duration) error {
-	strategy, invalidation := mode.agentSettings()
+	// The flags a phase sets; the others stay the DaemonSet's.
+	spec := mode.spec()
+	settings := agent.Config{Strategy: spec.strategy, Invalidation: spec.invalidation, RemountOnChange: spec.remountOnChange, SyncFrequency: f.syncFrequency}
+	set := map[string]bool{
+		agent.FlagConfigMapStrategy: true,
+		agent.FlagCacheInvalidation: true,
+		agent.FlagRemountOnChange:   mode.usesWatch(),
+		agent.FlagSyncFrequency:     f.syncFrequency > 0,
+	}
 	f.pods, f.unreachable = nil, nil
 	err := f.update(ctx, func(ds *appsv1.DaemonSet) error {
 		tmpl := &ds.Spec.Template
@@ -165,13 +174,10 @@ func (f *daemonSetFleet) start(ctx context.Context, mode Mode, _ time.Duration) 
 			if c.Name != f.container {
 				continue
 			}
-			c.Args = withFlag(c.Args, "configmap-strategy", string(strategy))
-			c.Args = withFlag(c.Args, "cache-invalidation", string(invalidation))
-			if mode.usesWatch() {
-				c.Args = withFlag(c.Args, "remount-on-change", strconv.FormatBool(mode.remountOnChange()))
-			}
-			if f.syncFrequency != "" {
-				c.Args = withFlag(c.Args, "sync-frequency", f.syncFrequency)
+			for _, flag := range settings.Flags() {
+				if set[flag.Name] {
+					c.Args = withFlag(c.Args, flag.Name, flag.Value)
+				}
 			}
 		}
 		if tmpl.Annotations == nil {
@@ -319,7 +325,7 @@ func metricsPort(pod *corev1.Pod, container string) string {
 				return strconv.Itoa(int(p.ContainerPort))
 			}
 		}
-		if addr, ok := flagValue(c.Args, "http-address"); ok {
+		if addr, ok := flagValue(c.Args, agent.FlagHTTPAddress); ok {
 			if _, port, err := net.SplitHostPort(addr); err == nil {
 				return port
 			}
@@ -348,7 +354,7 @@ func (f *daemonSetFleet) stop() {}
 // prepare records the DaemonSet's pod template before the first rollout
 // changes it, and adds the pods of the cluster's own that the agents also
 // serve to what the model counts.
-func (f *daemonSetFleet) prepare(ctx context.Context, own []nodeLayout) ([]nodeLayout, error) {
+func (f *daemonSetFleet) prepare(ctx context.Context, own []model.Node) ([]model.Node, error) {
 	restoredEarlier, err := f.saveOriginal(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recording DaemonSet %s/%s's pod template before changing it: %w", f.namespace, f.name, err)

@@ -30,7 +30,7 @@ func TestDaemonSetSwitchAndRestore(t *testing.T) {
 		},
 	})
 	f := &daemonSetFleet{client: client, namespace: "nodeagent", name: "nodeagent", container: "nodeagent",
-		syncFrequency: "5s", rolloutTimeout: time.Minute, progress: newProgress(io.Discard)}
+		syncFrequency: 5 * time.Second, rolloutTimeout: time.Minute, progress: newProgress(io.Discard)}
 	containers := func() []corev1.Container {
 		ds, err := client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
 		if err != nil {

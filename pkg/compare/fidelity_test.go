@@ -20,16 +20,15 @@ func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 		// The model of a reference kubelet is its counterpart's.
 		s := DefaultScenario()
 		nodes := layout(s, DefaultNamespace)
-		refAPI, refEtcd := expectedQPS(nodes, s.SyncFrequency, ref, s.TTL)
-		api, etcd := expectedQPS(nodes, s.SyncFrequency, agentMode, s.TTL)
+		refLoad := expectedLoad(nodes, s.SyncFrequency, ref, s.TTL)
+		load := expectedLoad(nodes, s.SyncFrequency, agentMode, s.TTL)
 		// The model sums a map: the order, and so the last bits, vary.
-		if !nearlyEqual(refAPI, api) || !nearlyEqual(refEtcd, etcd) {
-			t.Errorf("%s: model %v/%v, %s's %v/%v", ref, refAPI, refEtcd, agentMode, api, etcd)
+		if !nearlyEqual(refLoad.APIServerGetQPS, load.APIServerGetQPS) || !nearlyEqual(refLoad.EtcdGetQPS, load.EtcdGetQPS) || refLoad.Watches != load.Watches {
+			t.Errorf("%s: model %+v, %s's %+v", ref, refLoad, agentMode, load)
 		}
-		rs, ri := ref.agentSettings()
-		as, ai := agentMode.agentSettings()
-		if rs != as || ri != ai {
-			t.Errorf("%s: settings %s/%s, %s's %s/%s", ref, rs, ri, agentMode, as, ai)
+		rs, as := ref.spec(), agentMode.spec()
+		if rs.strategy != as.strategy || rs.invalidation != as.invalidation {
+			t.Errorf("%s: settings %s/%s, %s's %s/%s", ref, rs.strategy, rs.invalidation, agentMode, as.strategy, as.invalidation)
 		}
 	}
 	if ModeGet.Counterpart() != "" {
@@ -38,8 +37,8 @@ func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 	if _, err := ParseModes("kubelet-v1.28,every-sync,kubelet-v1.36,first-reference"); err != nil {
 		t.Error(err)
 	}
-	if binary, strategy := ModeKubeletV136Watch.kubeletSettings(); binary != "refkubelet-v1.36" || strategy != "Watch" {
-		t.Errorf("kubelet-v1.36-watch runs %s with %s", binary, strategy)
+	if k := ModeKubeletV136Watch.spec().kubelet; k.binary != "refkubelet-v1.36" || k.strategy != "Watch" {
+		t.Errorf("kubelet-v1.36-watch runs %s with %s", k.binary, k.strategy)
 	}
 }
 
@@ -71,8 +70,8 @@ func TestFidelityLines(t *testing.T) {
 func TestEveryModeHasAColour(t *testing.T) {
 	seen := map[string]Mode{}
 	for _, m := range Modes {
-		c, ok := modeColours[m]
-		if !ok || c.A == 0 {
+		c := m.spec().colour
+		if c.A == 0 {
 			t.Errorf("mode %s has no colour", m)
 		}
 		key := fmt.Sprint(c)

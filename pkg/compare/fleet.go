@@ -15,6 +15,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // fleet is the set of agents a phase measures: agents in this process,
@@ -27,7 +28,7 @@ type fleet interface {
 	// fleet's first phase. own is the run's layout; it returns what the
 	// fleet serves, which the model counts (a DaemonSet's agents also
 	// serve the cluster's other pods).
-	prepare(ctx context.Context, own []nodeLayout) ([]nodeLayout, error)
+	prepare(ctx context.Context, own []model.Node) ([]model.Node, error)
 	// cleanup undoes prepare at the end of the run, Ctrl-C included
 	// (interrupted: return promptly).
 	cleanup(interrupted bool)
@@ -84,7 +85,7 @@ type inProcessFleet struct {
 	// actAsNodes makes each node's agent act as that node's kubelet (see
 	// asNode) instead of as restConfig's user.
 	actAsNodes bool
-	nodes      []nodeLayout
+	nodes      []model.Node
 	workDir    string
 	log        logr.Logger
 
@@ -98,7 +99,7 @@ type inProcessFleet struct {
 	measuring  bool
 }
 
-func (f *inProcessFleet) prepare(_ context.Context, own []nodeLayout) ([]nodeLayout, error) {
+func (f *inProcessFleet) prepare(_ context.Context, own []model.Node) ([]model.Node, error) {
 	return own, nil
 }
 
@@ -107,18 +108,13 @@ func (f *inProcessFleet) cleanup(bool) { _ = os.RemoveAll(f.workDir) }
 func (f *inProcessFleet) warmup() (extra, poll time.Duration) { return 0, 250 * time.Millisecond }
 
 func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Duration) error {
-	strategy, invalidation := mode.agentSettings()
 	f.mode, f.agents = mode, make([]*agent.Agent, len(f.nodes))
 	for i, node := range f.nodes {
-		cfg := agent.DefaultConfig()
 		restConfig := f.restConfig
 		if f.actAsNodes {
-			restConfig = asNode(f.restConfig, node.name)
+			restConfig = asNode(f.restConfig, node.Name)
 		}
-		cfg.NodeName, cfg.RootDir = node.name, filepath.Join(f.workDir, string(mode), node.name)
-		cfg.SyncFrequency, cfg.Strategy, cfg.Invalidation = f.scenario.SyncFrequency, strategy, invalidation
-		cfg.RemountOnChange = mode.remountOnChange()
-		cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = f.scenario.AgentQPS, int(2*f.scenario.AgentQPS), ""
+		cfg := f.scenario.agentConfig(mode, node.Name, filepath.Join(f.workDir, string(mode), node.Name))
 		var err error
 		if f.agents[i], err = agent.New(restConfig, cfg); err != nil {
 			return err
@@ -129,7 +125,7 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 	f.stopAgents, f.measuring = cancel, false
 	staggered(agentCtx, &f.wg, len(f.agents), stagger, func(i int) {
 		if err := f.agents[i].Run(agentCtx); err != nil {
-			f.log.Error(err, "Agent failed", "node", f.nodes[i].name)
+			f.log.Error(err, "Agent failed", "node", f.nodes[i].Name)
 		}
 	})
 	return nil
@@ -204,7 +200,7 @@ func (f *inProcessFleet) counters(context.Context) (agentCounters, error) {
 func (f *inProcessFleet) localRoots() map[string]string {
 	roots := map[string]string{}
 	for _, node := range f.nodes {
-		roots[node.name] = filepath.Join(f.workDir, string(f.mode), node.name)
+		roots[node.Name] = filepath.Join(f.workDir, string(f.mode), node.Name)
 	}
 	return roots
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
@@ -259,20 +260,11 @@ func (p *latencyProbe) result() LatencyResult {
 	slices.Sort(r.seconds)
 	r.Samples = len(r.seconds)
 	writes := slices.Sorted(slices.Values(p.writes))
-	r.APIWriteP50Seconds, r.APIWriteP99Seconds = quantile(writes, 0.5), quantile(writes, 0.99)
+	r.APIWriteP50Seconds, r.APIWriteP99Seconds = model.Quantile(writes, 0.5), model.Quantile(writes, 0.99)
 	if r.Samples > 0 {
-		r.P50Seconds, r.P99Seconds, r.MaxSeconds = quantile(r.seconds, 0.5), quantile(r.seconds, 0.99), r.seconds[r.Samples-1]
+		r.P50Seconds, r.P99Seconds, r.MaxSeconds = model.Quantile(r.seconds, 0.5), model.Quantile(r.seconds, 0.99), r.seconds[r.Samples-1]
 	}
 	return r
 }
 
 func (p *latencyProbe) close() { _ = p.watcher.Close() }
-
-// quantile is the q-quantile of sorted, by the nearest rank.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}

@@ -78,47 +78,6 @@ func equalFloats(a, b []float64) bool {
 	return true
 }
 
-func TestQuantile(t *testing.T) {
-	sorted := make([]float64, 100)
-	for i := range sorted {
-		sorted[i] = float64(i + 1)
-	}
-	for _, c := range []struct{ q, want float64 }{{0.5, 50}, {0.99, 99}, {1, 100}, {0, 1}} {
-		if got := quantile(sorted, c.q); got != c.want {
-			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
-		}
-	}
-	if quantile(nil, 0.5) != 0 {
-		t.Error("quantile of nothing is not 0")
-	}
-}
-
-// The model against what can be worked out by hand: at the next sync, the
-// wait is the forward recurrence time of the sync process, whose mean is
-// E[X²]/2E[X]; a TTL-driven cache adds to it, and a TTL of zero does not.
-func TestModelLatency(t *testing.T) {
-	s := time.Minute
-	p50, p99, bound := modelLatency(ModeWatchAtSync, s, 0, 20)
-	mean, meanSquare := syncIntervalMoments(s)
-	residual := meanSquare / (2 * mean) // 38.3 s
-	if p50 < 0.8*residual || p50 > 1.2*residual {
-		t.Errorf("watch-at-sync p50 %.1fs, want near the mean forward recurrence %.1fs", p50, residual)
-	}
-	if p99 > bound || bound != 1.5*60+1+maxRemountDelay {
-		t.Errorf("p99 %.1fs, bound %.2fs: want p99 within the bound 91.15s", p99, bound)
-	}
-	if e50, _, _ := modelLatency(ModeEverySync, s, 25*time.Second, 20); math.Abs(e50-p50) > 0.05*p50 {
-		t.Errorf("every-sync p50 %.1fs, want the same as watch-at-sync's %.1fs: both take the update at the next sync", e50, p50)
-	}
-	f50, f99, fBound := modelLatency(ModeFirstReference, s, 25*time.Second, 20)
-	if f50 <= p50 || f99 > fBound || fBound != bound+25 {
-		t.Errorf("first-reference p50 %.1fs p99 %.1fs bound %.1fs: want later than at the next sync (%.1fs), within TTL + the sync bound", f50, f99, fBound, p50)
-	}
-	if z50, _, _ := modelLatency(ModeKubeletV136, s, 0, 20); math.Abs(z50-p50) > 0.05*p50 {
-		t.Errorf("first-reference at TTL 0: p50 %.1fs, want the next sync's %.1fs", z50, p50)
-	}
-}
-
 func TestLatencyReport(t *testing.T) {
 	r := &Report{Scenario: ScenarioReport{PodsPerNode: 1000, SyncFrequencySeconds: 60, UpdateRate: 5}, Phases: []PhaseResult{
 		{Mode: ModeWatch, Latency: &LatencyResult{Updates: 900, Samples: 18000, P50Seconds: 0.1, P99Seconds: 0.113, MaxSeconds: 0.2, APIWriteP99Seconds: 0.012, ModelP50Seconds: 38, ModelP99Seconds: 88, BoundSeconds: 91.15, seconds: []float64{0.1, 0.113, 0.2}}},

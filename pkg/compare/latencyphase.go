@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"sync"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 // scenario's rate throughout the window; then it waits until every update
 // is on disk in every volume that mounts it, or the strategy's bound has
 // passed, and records the latencies in res.Latency.
-func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResult, nodes []nodeLayout, ttl time.Duration) error {
+func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResult, nodes []model.Node, ttl time.Duration) error {
 	roots := f.localRoots()
 	if roots == nil {
 		return errors.New("--update-rate needs the agents' volumes on this machine's disk: not with --daemonset")
@@ -38,7 +39,7 @@ func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResu
 		return err
 	}
 
-	p50, p99, bound := modelLatency(res.Mode, r.scenario.SyncFrequency, ttl, podsPerConfigMap(nodes))
+	p50, p99, bound := model.UpdateLatency(res.Mode.spec().behaviour, r.scenario.SyncFrequency, ttl, podsPerConfigMap(nodes))
 	// The drain: the last update may take up to the bound, plus a margin
 	// for a loaded machine.
 	deadline := time.Now().Add(time.Duration((bound + 5) * float64(time.Second)))
@@ -68,11 +69,11 @@ func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResu
 
 // podsPerConfigMap is how many pods of a node mount each of the run's
 // ConfigMaps (kube-root-ca.crt aside), on average, rounded.
-func podsPerConfigMap(nodes []nodeLayout) int {
+func podsPerConfigMap(nodes []model.Node) int {
 	refs, configMaps := 0, 0
 	for _, n := range nodes {
-		for cm, k := range n.referencesPerConfigMap() {
-			if cm != rootCAConfigMap {
+		for cm, k := range n.ReadersPerObject() {
+			if cm.Name != rootCAConfigMap {
 				refs, configMaps = refs+k, configMaps+1
 			}
 		}

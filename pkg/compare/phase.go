@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
 
@@ -36,6 +37,8 @@ type PhaseResult struct {
 	EtcdGetQPS           float64 `json:"etcd_configmap_get_qps"`
 	ExpectedAPIServerQPS float64 `json:"expected_apiserver_configmap_get_qps"`
 	ExpectedEtcdQPS      float64 `json:"expected_etcd_configmap_get_qps"`
+	// ExpectedWatches is the watches the model says the nodes keep open.
+	ExpectedWatches int `json:"expected_watches,omitempty"`
 	// AgentMetrics says whether the agents' own counters below were read;
 	// deployed agents may be out of the apiserver proxy's reach.
 	AgentMetrics        bool    `json:"agent_metrics"`
@@ -65,7 +68,7 @@ type runner struct {
 	scenario Scenario
 	admin    kubernetes.Interface
 	// nodes is the run's layout, as created.
-	nodes []nodeLayout
+	nodes []model.Node
 	// agents are nodeagent's (in this process or a DaemonSet's); kubelets,
 	// when a reference mode is measured, the real kubelet's.
 	agents   fleet
@@ -73,7 +76,7 @@ type runner struct {
 	// served is what each fleet serves, which the model counts: the run's
 	// pods, and for a DaemonSet's agents also the cluster's other pods
 	// with ConfigMap volumes on their nodes.
-	served   map[fleet][]nodeLayout
+	served   map[fleet][]model.Node
 	progress *progress
 	// auditLog, when set, attributes the ConfigMap requests to nodes.
 	auditLog string
@@ -103,22 +106,23 @@ func (r *runner) fleetFor(mode Mode) fleet {
 // runPhase measures one mode. It returns what it measured so far, marked
 // interrupted, when ctx ends early.
 func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
-	strategy, invalidation := mode.agentSettings()
-	res := PhaseResult{Mode: mode, Strategy: string(strategy), Invalidation: string(invalidation), Description: mode.Describe()}
+	spec := mode.spec()
+	res := PhaseResult{Mode: mode, Strategy: string(spec.strategy), Invalidation: string(spec.invalidation), Description: spec.description}
 	f, nodes := r.fleetFor(mode), r.served[r.fleetFor(mode)]
-	ttlInEffect, err := nodeTTL(ctx, r.admin, nodes[0].name)
+	ttlInEffect, err := nodeTTL(ctx, r.admin, nodes[0].Name)
 	if err != nil {
 		return res, err
 	}
 	res.TTLSeconds = ttlInEffect.Seconds()
-	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS = expectedQPS(nodes, r.scenario.SyncFrequency, mode, ttlInEffect)
+	expected := expectedLoad(nodes, r.scenario.SyncFrequency, mode, ttlInEffect)
+	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS, res.ExpectedWatches = expected.APIServerGetQPS, expected.EtcdGetQPS, expected.Watches
 
 	// (1) Start the agents, spread over one cycle of what drives the
 	// GETs: the mean sync interval, or with a TTL-driven cache one
 	// refresh cycle. Agents started in the same second would sync and
 	// refresh in lockstep, and a one-minute window would catch a whole
 	// burst or miss it; on a real cluster nodes are out of phase.
-	stagger := r.cycle(mode, ttlInEffect)
+	stagger := model.GetCycle(spec.behaviour, r.scenario.SyncFrequency, ttlInEffect)
 	warmupStart := time.Now()
 	defer f.stop()
 	if err := f.start(ctx, mode, stagger); err != nil {
@@ -130,7 +134,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	// (2) Warm-up: wait until every volume is on disk.
 	want := 0
 	for _, n := range nodes {
-		want += n.volumes()
+		want += n.Volumes()
 	}
 	if err := r.waitForVolumes(ctx, f, mode, want, stagger, warmupStart, time.Now()); err != nil {
 		res.Interrupted = ctx.Err() != nil
@@ -156,13 +160,16 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	return res, err
 }
 
-// cycle is the mean time between two GETs of one volume in mode.
-func (r *runner) cycle(mode Mode, ttl time.Duration) time.Duration {
-	if mode.behaviour() == ModeFirstReference && ttl > 0 {
-		return refreshCycle(r.scenario.SyncFrequency, ttl)
+// expectedLoad is the model's load for nodes in mode, at sync frequency
+// syncFrequency and TTL ttl.
+func expectedLoad(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) model.Load {
+	behaviour := mode.spec().behaviour
+	withSettings := make([]model.Node, len(nodes))
+	for i, n := range nodes {
+		n.SyncFrequency, n.TTL, n.Behaviour = syncFrequency, ttl, behaviour
+		withSettings[i] = n
 	}
-	mean, _ := syncIntervalMoments(r.scenario.SyncFrequency)
-	return time.Duration(mean * float64(time.Second))
+	return model.Predict(withSettings).Total
 }
 
 // nodeTTL is the TTL an agent on node uses: its annotation, or the
@@ -186,7 +193,7 @@ func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want in
 	s := r.scenario
 	// Creating and mounting thousands of volumes takes a while on two
 	// cores; a stagger adds one refresh cycle.
-	timeout := 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refreshCycle(s.SyncFrequency, s.TTL) + extra
+	timeout := 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + model.RefreshCycle(s.SyncFrequency, s.TTL) + extra
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
 	for {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // processFleet runs one process per simulated node, each with that node's
@@ -25,7 +26,7 @@ import (
 // /proc their CPU time and memory.
 type processFleet struct {
 	scenario Scenario
-	nodes    []nodeLayout
+	nodes    []model.Node
 	// binDir holds the reference kubelets; agentBinary is nodeagent's.
 	binDir, agentBinary string
 	identity            func(node string) (*rest.Config, error)
@@ -54,12 +55,12 @@ func (f *processFleet) check(modes []Mode) error {
 		return errors.New("processes for simulated nodes need node identities, which only the local control plane issues: run without --kubeconfig")
 	}
 	for _, m := range modes {
-		if !m.IsReferenceKubelet() {
+		kubelet := m.spec().kubelet
+		if kubelet == nil {
 			continue
 		}
-		binary, _ := m.kubeletSettings()
-		if info, err := os.Stat(filepath.Join(f.binDir, binary)); err != nil || info.Mode().Perm()&0o111 == 0 {
-			return fmt.Errorf("mode %s needs %s in %s: run `make refkubelet` to build the reference kubelets", m, binary, f.binDir)
+		if info, err := os.Stat(filepath.Join(f.binDir, kubelet.binary)); err != nil || info.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("mode %s needs %s in %s: run `make refkubelet` to build the reference kubelets", m, kubelet.binary, f.binDir)
 		}
 	}
 	if f.agentBinary != "" {
@@ -96,34 +97,21 @@ func (f *processFleet) checkMemory(modes []Mode) error {
 // command is the binary and arguments of node i's process in mode.
 func (f *processFleet) command(mode Mode, i int, kubeconfig, rootDir string) (name, path string, args []string) {
 	node := f.nodes[i]
-	qps := strconv.FormatFloat(float64(f.scenario.AgentQPS), 'f', -1, 32)
-	burst := strconv.Itoa(int(2 * f.scenario.AgentQPS))
-	if !mode.IsReferenceKubelet() {
-		strategy, invalidation := mode.agentSettings()
-		return "nodeagent", f.agentBinary, []string{
-			"run",
-			"--node-name=" + node.name,
-			"--kubeconfig=" + kubeconfig,
-			"--root-dir=" + rootDir,
-			"--sync-frequency=" + f.scenario.SyncFrequency.String(),
-			"--configmap-strategy=" + string(strategy),
-			"--cache-invalidation=" + string(invalidation),
-			"--remount-on-change=" + strconv.FormatBool(mode.remountOnChange()),
-			"--kube-api-qps=" + qps,
-			"--kube-api-burst=" + burst,
-			"--http-address=",
-		}
+	cfg := f.scenario.agentConfig(mode, node.Name, rootDir)
+	kubelet := mode.spec().kubelet
+	if kubelet == nil {
+		return "nodeagent", f.agentBinary, append([]string{"run", "--kubeconfig=" + kubeconfig}, cfg.Args()...)
 	}
-	binary, strategy := mode.kubeletSettings()
-	return binary, filepath.Join(f.binDir, binary), []string{
-		"--node-name=" + node.name,
+	// The reference kubelet takes the kubelet's own flags (hack/refkubelet).
+	return kubelet.binary, filepath.Join(f.binDir, kubelet.binary), []string{
+		"--node-name=" + node.Name,
 		"--kubeconfig=" + kubeconfig,
 		"--root-dir=" + rootDir,
 		"--sync-frequency=" + f.scenario.SyncFrequency.String(),
-		"--configmap-change-detection-strategy=" + strategy,
-		"--kube-api-qps=" + qps,
-		"--kube-api-burst=" + burst,
-		"--max-pods=" + strconv.Itoa(max(110, 2*len(node.pods))),
+		"--configmap-change-detection-strategy=" + kubelet.strategy,
+		"--kube-api-qps=" + strconv.FormatFloat(float64(cfg.KubeAPIQPS), 'f', -1, 32),
+		"--kube-api-burst=" + strconv.Itoa(cfg.KubeAPIBurst),
+		"--max-pods=" + strconv.Itoa(max(110, 2*len(node.Pods))),
 	}
 }
 
@@ -147,11 +135,11 @@ func (f *processFleet) start(_ context.Context, mode Mode, stagger time.Duration
 	}
 	kubeconfigs := make([]string, len(f.nodes))
 	for i, node := range f.nodes {
-		cfg, err := f.identity(node.name)
+		cfg, err := f.identity(node.Name)
 		if err != nil {
 			return err
 		}
-		kubeconfigs[i] = filepath.Join(f.phaseDir, "kubeconfigs", node.name)
+		kubeconfigs[i] = filepath.Join(f.phaseDir, "kubeconfigs", node.Name)
 		if err := controlplane.WriteKubeconfig(kubeconfigs[i], cfg); err != nil {
 			return err
 		}
@@ -160,7 +148,7 @@ func (f *processFleet) start(_ context.Context, mode Mode, stagger time.Duration
 	f.cancel, f.marked, f.procs, f.mode = cancel, false, nil, mode
 	staggered(ctx, &f.wg, len(f.nodes), stagger, func(i int) {
 		name, path, args := f.command(mode, i, kubeconfigs[i], f.rootDir(i))
-		p, err := controlplane.StartProcess(name, path, args, filepath.Join(logDir, f.nodes[i].name+".log"))
+		p, err := controlplane.StartProcess(name, path, args, filepath.Join(logDir, f.nodes[i].Name+".log"))
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if err != nil || ctx.Err() != nil {
@@ -182,7 +170,7 @@ func (f *processFleet) rootDir(i int) string {
 func (f *processFleet) localRoots() map[string]string {
 	roots := map[string]string{}
 	for i, node := range f.nodes {
-		roots[node.name] = f.rootDir(i)
+		roots[node.Name] = f.rootDir(i)
 	}
 	return roots
 }
@@ -326,7 +314,7 @@ func statusKB(path, field string) int64 {
 	return 0
 }
 
-func (f *processFleet) prepare(_ context.Context, own []nodeLayout) ([]nodeLayout, error) {
+func (f *processFleet) prepare(_ context.Context, own []model.Node) ([]model.Node, error) {
 	return own, nil
 }
 

@@ -3,6 +3,7 @@ package compare
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"io"
 	"math"
 	"os"
@@ -51,12 +52,12 @@ type ScenarioReport struct {
 
 // describeVolumes records how many of the run's pods carry the
 // service-account volume, as the apiserver admitted them.
-func (s *ScenarioReport) describeVolumes(nodes []nodeLayout) {
+func (s *ScenarioReport) describeVolumes(nodes []model.Node) {
 	s.ServiceAccountVolumes = 0
 	for _, n := range nodes {
-		for _, p := range n.pods {
-			for _, cm := range p.configMaps {
-				if cm == rootCAConfigMap {
+		for _, p := range n.Pods {
+			for _, cm := range p.Reads {
+				if cm.Name == rootCAConfigMap {
 					s.ServiceAccountVolumes++
 				}
 			}
@@ -89,7 +90,7 @@ func (r *Report) describeDaemonSetRun(ref string, f *daemonSetFleet) {
 	for _, pods := range f.served {
 		s.ServedPods += len(pods)
 		for _, p := range pods {
-			s.ServedVolumes += len(p.configMaps)
+			s.ServedVolumes += len(p.Reads)
 		}
 	}
 	s.Notes = append(s.Notes,

@@ -15,161 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
-	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
-
-// Mode is one configuration of the agents measured in a phase.
-type Mode string
-
-const (
-	ModeEverySync      Mode = "every-sync"
-	ModeFirstReference Mode = "first-reference"
-	ModeWatch          Mode = "watch"
-	// ModeWatchAtSync is the watch strategy without remount-on-change: a
-	// change reaches disk at each pod's next sync, as with the kubelet's
-	// Watch strategy.
-	ModeWatchAtSync Mode = "watch-at-sync"
-	ModeGet         Mode = "get"
-
-	// The reference kubelets: the real kubelet's code (hack/refkubelet),
-	// one process per simulated node.
-	ModeKubeletV128      Mode = "kubelet-v1.28"
-	ModeKubeletV136      Mode = "kubelet-v1.36"
-	ModeKubeletV136Watch Mode = "kubelet-v1.36-watch"
-)
-
-// Modes lists the valid modes.
-var Modes = []Mode{ModeEverySync, ModeFirstReference, ModeWatch, ModeWatchAtSync, ModeGet, ModeKubeletV128, ModeKubeletV136, ModeKubeletV136Watch}
-
-// referenceKubelets maps each reference mode onto the nodeagent mode that
-// claims its behaviour, for the model and the fidelity lines.
-var referenceKubelets = map[Mode]Mode{
-	ModeKubeletV128:      ModeEverySync,
-	ModeKubeletV136:      ModeFirstReference,
-	ModeKubeletV136Watch: ModeWatchAtSync,
-}
-
-// IsReferenceKubelet says whether m runs the real kubelet.
-func (m Mode) IsReferenceKubelet() bool {
-	_, ok := referenceKubelets[m]
-	return ok
-}
-
-// Counterpart pairs a nodeagent mode with the reference kubelet of the
-// same behaviour, and back; "" when there is none (get).
-func (m Mode) Counterpart() Mode {
-	if agentMode, ok := referenceKubelets[m]; ok {
-		return agentMode
-	}
-	for ref, agentMode := range referenceKubelets {
-		if agentMode == m {
-			return ref
-		}
-	}
-	return ""
-}
-
-// behaviour is the nodeagent mode whose model m follows: m itself, or
-// the counterpart of a reference kubelet.
-func (m Mode) behaviour() Mode {
-	if agentMode, ok := referenceKubelets[m]; ok {
-		return agentMode
-	}
-	return m
-}
-
-// kubeletSettings are a reference mode's binary (refkubelet-<version>) and
-// configMapAndSecretChangeDetectionStrategy.
-func (m Mode) kubeletSettings() (binary, strategy string) {
-	switch m {
-	case ModeKubeletV128:
-		return "refkubelet-v1.28", "Cache"
-	case ModeKubeletV136Watch:
-		return "refkubelet-v1.36", "Watch"
-	default:
-		return "refkubelet-v1.36", "Cache"
-	}
-}
-
-// agentSettings maps a mode onto the agent's strategy and invalidation; a
-// reference kubelet onto those of its counterpart.
-func (m Mode) agentSettings() (configmapcache.Strategy, configmapcache.Invalidation) {
-	switch m.behaviour() {
-	case ModeEverySync:
-		return configmapcache.StrategyCache, configmapcache.InvalidateEverySync
-	case ModeWatch, ModeWatchAtSync:
-		return configmapcache.StrategyWatch, configmapcache.InvalidateFirstReference
-	case ModeGet:
-		return configmapcache.StrategyGet, configmapcache.InvalidateFirstReference
-	default:
-		return configmapcache.StrategyCache, configmapcache.InvalidateFirstReference
-	}
-}
-
-// remountOnChange says whether the agents remount a ConfigMap's pods as
-// soon as their watch sees it change (nodeagent's watch mode only).
-func (m Mode) remountOnChange() bool { return m == ModeWatch }
-
-// usesWatch says whether m's agents watch ConfigMaps, which needs list and
-// watch on them.
-func (m Mode) usesWatch() bool {
-	strategy, _ := m.agentSettings()
-	return strategy == configmapcache.StrategyWatch
-}
-
-// Describe says in a few words what a mode is.
-func (m Mode) Describe() string {
-	switch m {
-	case ModeEverySync:
-		return "cache, invalidated on every pod sync (kubelet ≤ v1.28, before #120255)"
-	case ModeFirstReference:
-		return "cache, invalidated on first reference only (kubelet ≥ v1.29, after #120255)"
-	case ModeWatch:
-		return "one watch per ConfigMap, no GETs; a change remounts its pods at once"
-	case ModeWatchAtSync:
-		return "one watch per ConfigMap, no GETs; a change reaches disk at each pod's next sync"
-	case ModeGet:
-		return "a quorum GET on every remount, no cache"
-	case ModeKubeletV128:
-		return "the real kubelet v1.28.15, Cache strategy (before #120255)"
-	case ModeKubeletV136:
-		return "the real kubelet v1.36.3, Cache strategy (after #120255)"
-	case ModeKubeletV136Watch:
-		return "the real kubelet v1.36.3, Watch strategy"
-	}
-	return string(m)
-}
-
-// ParseModes reads a comma-separated list of modes.
-func ParseModes(list string) ([]Mode, error) {
-	var modes []Mode
-	seen := map[Mode]bool{}
-	for _, part := range strings.Split(list, ",") {
-		m := Mode(strings.TrimSpace(part))
-		if m == "" {
-			continue
-		}
-		valid := false
-		for _, known := range Modes {
-			valid = valid || m == known
-		}
-		if !valid {
-			return nil, fmt.Errorf("unknown mode %q: choose from %v", m, Modes)
-		}
-		if seen[m] {
-			return nil, fmt.Errorf("mode %q given twice", m)
-		}
-		seen[m] = true
-		modes = append(modes, m)
-	}
-	if len(modes) == 0 {
-		return nil, errors.New("no modes given: choose one or more of " + fmt.Sprint(Modes))
-	}
-	return modes, nil
-}
 
 // Scenario is what a comparison runs.
 type Scenario struct {
@@ -279,7 +129,7 @@ func (s Scenario) Validate() error {
 	if pods := s.Nodes * s.PodsPerNode; pods > maxPods && !s.Remote {
 		add("%d pods (--nodes × --pods-per-node) is more than this machine can run agents for (%d): lower --nodes or --pods-per-node", pods, maxPods)
 	}
-	mean, _ := syncIntervalMoments(s.SyncFrequency)
+	mean, _ := model.SyncIntervalMoments(s.SyncFrequency)
 	if minPhase := MinPhaseDuration(s.SyncFrequency); s.PhaseDuration < minPhase {
 		add("--phase-duration %s is shorter than two mean sync intervals (%s at --sync-frequency %s): raise it to at least %s",
 			s.PhaseDuration, minPhase, s.SyncFrequency, minPhase)
@@ -306,16 +156,18 @@ func (s Scenario) Validate() error {
 // MinPhaseDuration is the shortest measured window that holds two mean
 // sync intervals at syncFrequency, rounded up to the second.
 func MinPhaseDuration(syncFrequency time.Duration) time.Duration {
-	mean, _ := syncIntervalMoments(syncFrequency)
+	mean, _ := model.SyncIntervalMoments(syncFrequency)
 	return time.Duration(math.Ceil(2*mean)) * time.Second
 }
 
-// syncIntervalMoments returns the mean and the mean square, in seconds, of
-// the time between two periodic syncs of a pod: the requeue delay
-// S·(1 + U[0,0.5)) plus the wait U[0,1) s for the next 1 s tick.
-func syncIntervalMoments(s time.Duration) (mean, meanSquare float64) {
-	sec := s.Seconds()
-	mean = 1.25*sec + 0.5
-	variance := (0.5*sec)*(0.5*sec)/12 + 1.0/12
-	return mean, variance + mean*mean
+// agentConfig is the configuration of node's agent in mode: the mode's
+// settings, the scenario's sync frequency and rate limits, and no HTTP
+// endpoints (many agents share this machine).
+func (s Scenario) agentConfig(mode Mode, node, rootDir string) agent.Config {
+	spec := mode.spec()
+	cfg := agent.DefaultConfig()
+	cfg.NodeName, cfg.RootDir, cfg.SyncFrequency = node, rootDir, s.SyncFrequency
+	cfg.Strategy, cfg.Invalidation, cfg.RemountOnChange = spec.strategy, spec.invalidation, spec.remountOnChange
+	cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = s.AgentQPS, int(2*s.AgentQPS), ""
+	return cfg
 }

@@ -5,16 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
@@ -34,75 +35,49 @@ const (
 	rootCAConfigMap = "kube-root-ca.crt"
 )
 
-// podLayout is one pod as the model sees it: how many volumes the agent
-// writes for it, and the ConfigMap each of those volumes reads on a
-// remount (a name may repeat; a volume may read several).
-type podLayout struct {
-	name       string
-	volumes    int
-	configMaps []string
-}
-
-type nodeLayout struct {
-	name string
-	pods []podLayout
-}
-
-// layout assigns pods to nodes and ConfigMaps to pods, deterministically.
-func layout(s Scenario, namespace string) []nodeLayout {
-	nodes := make([]nodeLayout, s.Nodes)
+// layout assigns pods to nodes and ConfigMaps to pods, deterministically:
+// the run's plan, before admission adds what it adds (observedLayout).
+func layout(s Scenario, namespace string) []model.Node {
+	nodes := make([]model.Node, s.Nodes)
 	for n := range nodes {
-		nodes[n].name = fmt.Sprintf("%s-node-%03d", namespace, n)
+		nodes[n].Name = fmt.Sprintf("%s-node-%03d", namespace, n)
 		for p := range s.PodsPerNode {
 			global := n*s.PodsPerNode + p
-			pod := podLayout{name: fmt.Sprintf("pod-%05d", global), volumes: s.ConfigMapsPerPod}
+			pod := model.Pod{Name: fmt.Sprintf("pod-%05d", global), Volumes: s.ConfigMapsPerPod}
 			for c := range s.ConfigMapsPerPod {
+				name := fmt.Sprintf("cm-%05d-%d", global, c)
 				if s.SharedConfigMaps > 0 {
-					pod.configMaps = append(pod.configMaps, fmt.Sprintf("shared-%04d", (global*s.ConfigMapsPerPod+c)%s.SharedConfigMaps))
-				} else {
-					pod.configMaps = append(pod.configMaps, fmt.Sprintf("cm-%05d-%d", global, c))
+					name = fmt.Sprintf("shared-%04d", (global*s.ConfigMapsPerPod+c)%s.SharedConfigMaps)
 				}
+				pod.Reads = append(pod.Reads, configMap(namespace, name))
 			}
 			if s.ServiceAccountVolume {
 				// The admission plugin's kube-api-access volume.
-				pod.volumes++
-				pod.configMaps = append(pod.configMaps, rootCAConfigMap)
+				pod.Volumes++
+				pod.Reads = append(pod.Reads, configMap(namespace, rootCAConfigMap))
 			}
-			nodes[n].pods = append(nodes[n].pods, pod)
+			nodes[n].Pods = append(nodes[n].Pods, pod)
 		}
 	}
 	return nodes
 }
 
-// referencesPerConfigMap counts, for each ConfigMap used on the node, how
-// many of its pods mount it.
-func (n nodeLayout) referencesPerConfigMap() map[string]int {
-	refs := map[string]int{}
-	for _, p := range n.pods {
-		for _, cm := range p.configMaps {
-			refs[cm]++
+func configMap(namespace, name string) model.Object {
+	return model.Object{Kind: model.ConfigMap, Namespace: namespace, Name: name}
+}
+
+// modelPod is pod as the model sees it: the ConfigMap and projected
+// volumes its containers mount, which nodeagent keeps, and the ConfigMaps
+// they read on a remount.
+func modelPod(pod *corev1.Pod) model.Pod {
+	p := model.Pod{Name: pod.Name}
+	for _, v := range volumemanager.PodVolumes(pod) {
+		p.Volumes++
+		for _, name := range v.ConfigMapNames() {
+			p.Reads = append(p.Reads, configMap(pod.Namespace, name))
 		}
 	}
-	return refs
-}
-
-// volumes counts the volumes the agent writes on the node.
-func (n nodeLayout) volumes() int {
-	total := 0
-	for _, p := range n.pods {
-		total += p.volumes
-	}
-	return total
-}
-
-// configMapReads counts the ConfigMap reads of one remount of every volume
-// on the node.
-func (n nodeLayout) configMapReads() int {
-	total := 0
-	for _, p := range n.pods {
-		total += len(p.configMaps)
-	}
-	return total
+	return p
 }
 
 // objectOptions say what kind of nodes a run's pods go to.
@@ -117,7 +92,7 @@ type objectOptions struct {
 // createObjects creates the namespace, ConfigMaps and pods of the
 // scenario, and the Nodes when they are simulated, with workers in
 // parallel; report is called as objects are made.
-func createObjects(ctx context.Context, client kubernetes.Interface, namespace string, s Scenario, nodes []nodeLayout, opts objectOptions, report func(done, total int)) error {
+func createObjects(ctx context.Context, client kubernetes.Interface, namespace string, s Scenario, nodes []model.Node, opts objectOptions, report func(done, total int)) error {
 	labels := map[string]string{ownerLabel: ownerValue, runLabel: namespace}
 	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: labels},
@@ -144,13 +119,13 @@ func createObjects(ctx context.Context, client kubernetes.Interface, namespace s
 	configMaps := map[string]bool{}
 	for _, node := range nodes {
 		if opts.simulatedNodes {
-			jobs = append(jobs, func() error { return createNode(ctx, client, node.name, s.TTL, labels) })
+			jobs = append(jobs, func() error { return createNode(ctx, client, node.Name, s.TTL, labels) })
 		}
-		for _, pod := range node.pods {
-			for _, cm := range pod.configMaps {
-				if !configMaps[cm] {
-					configMaps[cm] = true
-					jobs = append(jobs, func() error { return createConfigMap(ctx, client, namespace, cm, labels) })
+		for _, pod := range node.Pods {
+			for _, cm := range pod.Reads {
+				if !configMaps[cm.Name] {
+					configMaps[cm.Name] = true
+					jobs = append(jobs, func() error { return createConfigMap(ctx, client, namespace, cm.Name, labels) })
 				}
 			}
 		}
@@ -163,19 +138,19 @@ func createObjects(ctx context.Context, client kubernetes.Interface, namespace s
 	done := len(jobs)
 	jobs = jobs[:0]
 	for _, node := range nodes {
-		for _, pod := range node.pods {
+		for _, pod := range node.Pods {
 			jobs = append(jobs, func() error {
-				return createPod(ctx, client, namespace, node.name, pod, opts.podImage, labels, s.ServiceAccountVolume)
+				return createPod(ctx, client, namespace, node.Name, pod, opts.podImage, labels, s.ServiceAccountVolume)
 			})
 		}
 	}
 	return runParallel(ctx, jobs, 16, report, done, countPods(nodes)+done)
 }
 
-func countPods(nodes []nodeLayout) int {
+func countPods(nodes []model.Node) int {
 	n := 0
 	for _, node := range nodes {
-		n += len(node.pods)
+		n += len(node.Pods)
 	}
 	return n
 }
@@ -222,12 +197,12 @@ func createConfigMap(ctx context.Context, client kubernetes.Interface, namespace
 // createPod creates one of the run's pods with its ConfigMap volumes. With
 // serviceAccountVolume the cluster's admission plugin adds the
 // kube-api-access volume, as to any pod; without, the pod opts out.
-func createPod(ctx context.Context, client kubernetes.Interface, namespace, node string, p podLayout, image string, labels map[string]string, serviceAccountVolume bool) error {
+func createPod(ctx context.Context, client kubernetes.Interface, namespace, node string, p model.Pod, image string, labels map[string]string, serviceAccountVolume bool) error {
 	// pause exits at once on SIGTERM; a short grace period lets a real
 	// kubelet finish the deletion quickly.
 	grace := int64(1)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: labels},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
 			Containers:                    []corev1.Container{{Name: "pause", Image: image}},
@@ -236,13 +211,13 @@ func createPod(ctx context.Context, client kubernetes.Interface, namespace, node
 			AutomountServiceAccountToken:  &serviceAccountVolume,
 		},
 	}
-	for i, cm := range p.configMaps {
-		if cm == rootCAConfigMap {
+	for i, cm := range p.Reads {
+		if cm.Name == rootCAConfigMap {
 			continue // the admission plugin's volume, not the run's
 		}
 		name := fmt.Sprintf("config-%d", i)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}},
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}},
 		}})
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
 			corev1.VolumeMount{Name: name, MountPath: "/etc/" + name})
@@ -258,66 +233,48 @@ func createPod(ctx context.Context, client kubernetes.Interface, namespace, node
 // apiserver stored them, so that the model counts the volumes the agents
 // will see: the kube-api-access volume only where the cluster's admission
 // plugin added it, and whatever else admission changed.
-func observedLayout(ctx context.Context, client kubernetes.Interface, namespace string, planned []nodeLayout) ([]nodeLayout, error) {
+func observedLayout(ctx context.Context, client kubernetes.Interface, namespace string, planned []model.Node) ([]model.Node, error) {
 	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: runLabel + "=" + namespace})
 	if err != nil {
 		return nil, fmt.Errorf("reading back the run's pods: %w", err)
 	}
-	byNode := map[string][]podLayout{}
+	byNode := map[string][]model.Pod{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		p := podLayout{name: pod.Name}
-		for _, v := range volumemanager.PodVolumes(pod) {
-			p.volumes++
-			p.configMaps = append(p.configMaps, v.ConfigMapNames()...)
-		}
-		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], p)
+		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], modelPod(pod))
 	}
-	out := make([]nodeLayout, len(planned))
+	out := make([]model.Node, len(planned))
 	for i, n := range planned {
-		out[i] = nodeLayout{name: n.name, pods: byNode[n.name]}
-		if len(out[i].pods) != len(n.pods) {
-			return nil, fmt.Errorf("node %s has %d of the run's pods, want %d", n.name, len(out[i].pods), len(n.pods))
+		out[i] = model.Node{Name: n.Name, Pods: byNode[n.Name]}
+		if len(out[i].Pods) != len(n.Pods) {
+			return nil, fmt.Errorf("node %s has %d of the run's pods, want %d", n.Name, len(out[i].Pods), len(n.Pods))
 		}
 	}
 	return out, nil
 }
 
-// runParallel runs jobs on workers goroutines, stopping at the first error.
+// runParallel runs jobs on workers goroutines, stopping at the first
+// error, and reports every fiftieth job done as offset+done of total.
 func runParallel(ctx context.Context, jobs []func() error, workers int, report func(done, total int), offset, total int) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan func() error)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
 	var done atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for job := range next {
-				if err := job(); err != nil {
-					once.Do(func() { firstErr = err; cancel() })
-					continue
-				}
-				if n := done.Add(1); report != nil && (n%50 == 0 || int(n) == len(jobs)) {
-					report(offset+int(n), total)
-				}
-			}
-		})
-	}
 	for _, job := range jobs {
-		select {
-		case next <- job:
-		case <-ctx.Done():
-		}
 		if ctx.Err() != nil {
 			break
 		}
+		g.Go(func() error {
+			if err := job(); err != nil {
+				return err
+			}
+			if n := done.Add(1); report != nil && (n%50 == 0 || int(n) == len(jobs)) {
+				report(offset+int(n), total)
+			}
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }

@@ -1,4 +1,4 @@
-package compare
+package model
 
 import (
 	"math"
@@ -9,31 +9,31 @@ import (
 )
 
 // The kubelet's update latency, by simulation (docs/model.md, "Update
-// latency"): a pod's volume takes a ConfigMap's new content at the
-// pod's first remount that reads content fetched after the update.
+// latency"): a pod's volume takes an object's new content at the pod's
+// first remount that reads content fetched after the update.
 //
 //   - A pod's syncs come every S·(1 + U[0, 0.5)), on the node's next 1 s
 //     tick; each remount follows its sync by 50 to 150 ms (the populator
 //     and reconciler passes).
-//   - every-sync and get fetch at every remount; so does the kubelet's
-//     Watch strategy, whose cache is always current: the update lands at
-//     the pod's next sync.
-//   - first-reference shares one cached copy among the node's pods that
-//     mount the ConfigMap, fetched again by the first remount that finds
-//     it older than the TTL.
+//   - EverySync and Get fetch at every remount; so does the kubelet's Watch
+//     strategy, whose cache is always current: the update lands at the
+//     pod's next sync.
+//   - FirstReference shares one cached copy among the node's pods that
+//     read the object, fetched again by the first remount that finds it
+//     older than the TTL.
 //
-// nodeagent's watch mode remounts on the change itself; beside it the
-// model gives the kubelet's Watch strategy, which has no such remount.
+// nodeagent's remount-on-change is not modelled: it remounts on the change
+// itself, and the model gives the kubelet's behaviour beside it.
 
 // remountDelay bounds the time from a sync to its remount.
 const minRemountDelay, maxRemountDelay = 0.05, 0.15
 
-// modelLatency returns the median and 99th percentile of the latency the
-// kubelet's behaviour for mode gives, with pods pods on a node sharing
-// each ConfigMap, and the longest it can take.
-func modelLatency(mode Mode, syncFrequency, ttl time.Duration, pods int) (p50, p99, bound float64) {
+// UpdateLatency returns the median and 99th percentile, in seconds, of the
+// time an update takes to reach a pod's volume with behaviour b, with pods
+// pods of a node sharing the object, and the longest it can take.
+func UpdateLatency(b Behaviour, syncFrequency, ttl time.Duration, pods int) (p50, p99, bound float64) {
 	s, t := syncFrequency.Seconds(), ttl.Seconds()
-	cached := mode.behaviour() == ModeFirstReference
+	cached := b == FirstReference
 	bound = 1.5*s + 1 + maxRemountDelay
 	if cached {
 		bound += t
@@ -80,5 +80,14 @@ func modelLatency(mode Mode, syncFrequency, ttl time.Duration, pods int) (p50, p
 		}
 	}
 	slices.Sort(samples)
-	return quantile(samples, 0.5), quantile(samples, 0.99), bound
+	return Quantile(samples, 0.5), Quantile(samples, 0.99), bound
+}
+
+// Quantile is the q-quantile of sorted, by the nearest rank; 0 for none.
+func Quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
 }

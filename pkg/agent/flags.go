@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+)
+
+// The flags of `nodeagent run`, spelled here only: the command binds them
+// to a Config (AddFlags), and whatever starts agents (compare's agent
+// processes, its DaemonSet rollouts) writes them from a Config (Flags,
+// Args).
+const (
+	FlagNodeName           = "node-name"
+	FlagRootDir            = "root-dir"
+	FlagSyncFrequency      = "sync-frequency"
+	FlagConfigMapStrategy  = "configmap-strategy"
+	FlagCacheInvalidation  = "cache-invalidation"
+	FlagRemountOnChange    = "remount-on-change"
+	FlagKubeAPIQPS         = "kube-api-qps"
+	FlagKubeAPIBurst       = "kube-api-burst"
+	FlagKubeAPIContentType = "kube-api-content-type"
+	FlagHTTPAddress        = "http-address"
+)
+
+// ContentType is the wire format of the agent's API requests.
+type ContentType string
+
+const (
+	// ContentTypeProtobuf is the kubelet's.
+	ContentTypeProtobuf ContentType = "protobuf"
+	ContentTypeJSON     ContentType = "json"
+)
+
+// ContentTypes lists the valid wire formats.
+var ContentTypes = []ContentType{ContentTypeProtobuf, ContentTypeJSON}
+
+// AddFlags binds c's fields to fs, with c's values as the defaults. The
+// typed choices refuse an unknown value when the flag is parsed.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.NodeName, FlagNodeName, c.NodeName, "The node whose pods this agent serves. Default: $NODE_NAME, else the hostname.")
+	fs.StringVar(&c.RootDir, FlagRootDir, c.RootDir, "Directory for pod volumes: <root-dir>/pods/<uid>/volumes/kubernetes.io~configmap/<volume>.")
+	fs.DurationVar(&c.SyncFrequency, FlagSyncFrequency, c.SyncFrequency, "Period S of the periodic pod sync; each pod is resynced after S plus up to S/2 of jitter.")
+	fs.Var(newChoice(&c.Strategy, configmapcache.Strategies), FlagConfigMapStrategy,
+		"How ConfigMap changes are detected: get (a quorum GET per remount), cache (TTL cache) or watch (one watch per ConfigMap).")
+	fs.Var(newChoice(&c.Invalidation, configmapcache.Invalidations), FlagCacheInvalidation,
+		"When the cache strategy drops a cached ConfigMap: every-sync (the kubelet before kubernetes#120255: a quorum GET per pod sync) or first-reference (after it).")
+	fs.BoolVar(&c.RemountOnChange, FlagRemountOnChange, c.RemountOnChange, "With --configmap-strategy=watch, remount the pods that use a ConfigMap as soon as the watch sees it change, instead of at their next sync.")
+	fs.Float32Var(&c.KubeAPIQPS, FlagKubeAPIQPS, c.KubeAPIQPS, "Queries per second to the apiserver, as in the kubelet.")
+	fs.IntVar(&c.KubeAPIBurst, FlagKubeAPIBurst, c.KubeAPIBurst, "Burst of queries to the apiserver, as in the kubelet.")
+	fs.Var(newChoice(&c.ContentType, ContentTypes), FlagKubeAPIContentType, "Wire format of API requests: protobuf or json.")
+	fs.StringVar(&c.HTTPAddress, FlagHTTPAddress, c.HTTPAddress, "Address serving /metrics, /healthz, /readyz and /debug/volumes. Empty: none.")
+}
+
+// Flag is one flag of `nodeagent run` and its value.
+type Flag struct{ Name, Value string }
+
+// Arg is the flag as one argument, --name=value.
+func (f Flag) Arg() string { return "--" + f.Name + "=" + f.Value }
+
+// Flags returns every field of c as the flag that sets it: the mode's
+// settings first, then the rest.
+func (c Config) Flags() []Flag {
+	return []Flag{
+		{FlagNodeName, c.NodeName},
+		{FlagRootDir, c.RootDir},
+		{FlagConfigMapStrategy, string(c.Strategy)},
+		{FlagCacheInvalidation, string(c.Invalidation)},
+		{FlagRemountOnChange, strconv.FormatBool(c.RemountOnChange)},
+		{FlagSyncFrequency, c.SyncFrequency.String()},
+		{FlagKubeAPIQPS, strconv.FormatFloat(float64(c.KubeAPIQPS), 'f', -1, 32)},
+		{FlagKubeAPIBurst, strconv.Itoa(c.KubeAPIBurst)},
+		{FlagKubeAPIContentType, string(c.ContentType)},
+		{FlagHTTPAddress, c.HTTPAddress},
+	}
+}
+
+// Args is c as the arguments of `nodeagent run` (without "run" and
+// --kubeconfig, which are not part of a Config).
+func (c Config) Args() []string {
+	var args []string
+	for _, f := range c.Flags() {
+		args = append(args, f.Arg())
+	}
+	return args
+}
+
+// choice is a pflag.Value for a typed string that takes one of choices.
+type choice[T ~string] struct {
+	value   *T
+	choices []T
+}
+
+func newChoice[T ~string](value *T, choices []T) *choice[T] {
+	return &choice[T]{value: value, choices: choices}
+}
+
+func (c *choice[T]) String() string { return string(*c.value) }
+func (c *choice[T]) Type() string   { return "string" }
+
+func (c *choice[T]) Set(s string) error {
+	for _, v := range c.choices {
+		if string(v) == s {
+			*c.value = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown value %q; choose one of %v", s, c.choices)
+}

@@ -1,0 +1,186 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"strings"
+
+	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+)
+
+// Mode is one configuration of the agents measured in a phase.
+type Mode string
+
+const (
+	ModeEverySync      Mode = "every-sync"
+	ModeFirstReference Mode = "first-reference"
+	ModeWatch          Mode = "watch"
+	ModeWatchAtSync    Mode = "watch-at-sync"
+	ModeGet            Mode = "get"
+
+	ModeKubeletV128      Mode = "kubelet-v1.28"
+	ModeKubeletV136      Mode = "kubelet-v1.36"
+	ModeKubeletV136Watch Mode = "kubelet-v1.36-watch"
+)
+
+// modeSpec is everything a mode means, in one place: what the agents (or
+// the reference kubelet) run, what the model predicts for it, what it is
+// set beside, and how it is drawn. A new mode is one entry of modeSpecs.
+type modeSpec struct {
+	mode        Mode
+	description string
+	// behaviour is what the load model predicts for the mode.
+	behaviour model.Behaviour
+	// strategy, invalidation and remountOnChange are the settings of
+	// nodeagent's agents in this mode; for a reference kubelet, those of
+	// the nodeagent mode of the same behaviour (for the report).
+	strategy        configmapcache.Strategy
+	invalidation    configmapcache.Invalidation
+	remountOnChange bool
+	// kubelet, for a reference mode, is the real kubelet it runs.
+	kubelet *referenceKubelet
+	// pairsWith, for a reference mode, lists the nodeagent modes whose
+	// requests are the kubelet's, in order of preference: the fidelity
+	// line sets the first one the run measured beside it.
+	pairsWith []Mode
+	colour    color.RGBA
+}
+
+// referenceKubelet is the real kubelet a reference mode runs
+// (hack/refkubelet): its binary, and its
+// configMapAndSecretChangeDetectionStrategy.
+type referenceKubelet struct {
+	binary   string
+	strategy string
+}
+
+// modeSpecs lists the modes, in the order --help and the docs give them.
+var modeSpecs = []modeSpec{
+	{
+		mode: ModeEverySync, description: "cache, invalidated on every pod sync (kubelet ≤ v1.28, before #120255)",
+		behaviour: model.EverySync, strategy: configmapcache.StrategyCache, invalidation: configmapcache.InvalidateEverySync,
+		colour: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red: the problem
+	},
+	{
+		mode: ModeFirstReference, description: "cache, invalidated on first reference only (kubelet ≥ v1.29, after #120255)",
+		behaviour: model.FirstReference, strategy: configmapcache.StrategyCache, invalidation: configmapcache.InvalidateFirstReference,
+		colour: color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue: the fix
+	},
+	{
+		mode: ModeWatch, description: "one watch per ConfigMap, no GETs; a change remounts its pods at once",
+		behaviour: model.Watch, strategy: configmapcache.StrategyWatch, invalidation: configmapcache.InvalidateFirstReference,
+		remountOnChange: true,
+		colour:          color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+	},
+	{
+		// The watch strategy without remount-on-change: a change reaches
+		// disk at each pod's next sync, as with the kubelet's Watch strategy.
+		mode: ModeWatchAtSync, description: "one watch per ConfigMap, no GETs; a change reaches disk at each pod's next sync",
+		behaviour: model.Watch, strategy: configmapcache.StrategyWatch, invalidation: configmapcache.InvalidateFirstReference,
+		colour: color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // teal
+	},
+	{
+		mode: ModeGet, description: "a quorum GET on every remount, no cache",
+		behaviour: model.Get, strategy: configmapcache.StrategyGet, invalidation: configmapcache.InvalidateFirstReference,
+		colour: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+	},
+	// The reference kubelets, one process per simulated node, each drawn
+	// in a lighter shade of the colour of the mode it pairs with.
+	{
+		mode: ModeKubeletV128, description: "the real kubelet v1.28.15, Cache strategy (before #120255)",
+		behaviour: model.EverySync, strategy: configmapcache.StrategyCache, invalidation: configmapcache.InvalidateEverySync,
+		kubelet: &referenceKubelet{binary: "refkubelet-v1.28", strategy: "Cache"}, pairsWith: []Mode{ModeEverySync},
+		colour: color.RGBA{R: 0xff, G: 0x98, B: 0x96, A: 0xff},
+	},
+	{
+		mode: ModeKubeletV136, description: "the real kubelet v1.36.3, Cache strategy (after #120255)",
+		behaviour: model.FirstReference, strategy: configmapcache.StrategyCache, invalidation: configmapcache.InvalidateFirstReference,
+		kubelet: &referenceKubelet{binary: "refkubelet-v1.36", strategy: "Cache"}, pairsWith: []Mode{ModeFirstReference},
+		colour: color.RGBA{R: 0x9e, G: 0xc7, B: 0xe8, A: 0xff},
+	},
+	{
+		// Remounting on a change sends no requests: watch's load is the
+		// kubelet's Watch strategy's as much as watch-at-sync's.
+		mode: ModeKubeletV136Watch, description: "the real kubelet v1.36.3, Watch strategy",
+		behaviour: model.Watch, strategy: configmapcache.StrategyWatch, invalidation: configmapcache.InvalidateFirstReference,
+		kubelet: &referenceKubelet{binary: "refkubelet-v1.36", strategy: "Watch"}, pairsWith: []Mode{ModeWatchAtSync, ModeWatch},
+		colour: color.RGBA{R: 0x9e, G: 0xda, B: 0xe5, A: 0xff},
+	},
+}
+
+// Modes lists the valid modes.
+var Modes = func() []Mode {
+	var modes []Mode
+	for _, s := range modeSpecs {
+		modes = append(modes, s.mode)
+	}
+	return modes
+}()
+
+// spec is m's entry of modeSpecs; m must be valid (ParseModes).
+func (m Mode) spec() *modeSpec {
+	for i := range modeSpecs {
+		if modeSpecs[i].mode == m {
+			return &modeSpecs[i]
+		}
+	}
+	panic(fmt.Sprintf("compare: unknown mode %q", m))
+}
+
+// IsReferenceKubelet says whether m runs the real kubelet.
+func (m Mode) IsReferenceKubelet() bool { return m.spec().kubelet != nil }
+
+// Counterpart pairs a reference kubelet with the nodeagent mode of the
+// same behaviour, and a nodeagent mode with the reference kubelet that
+// pairs with it; "" when there is none (get).
+func (m Mode) Counterpart() Mode {
+	s := m.spec()
+	if s.kubelet != nil {
+		return s.pairsWith[0]
+	}
+	for _, ref := range modeSpecs {
+		for _, agentMode := range ref.pairsWith {
+			if agentMode == m {
+				return ref.mode
+			}
+		}
+	}
+	return ""
+}
+
+// Describe says in a few words what a mode is.
+func (m Mode) Describe() string { return m.spec().description }
+
+// usesWatch says whether m's agents watch ConfigMaps, which needs list and
+// watch on them.
+func (m Mode) usesWatch() bool { return m.spec().strategy == configmapcache.StrategyWatch }
+
+// ParseModes reads a comma-separated list of modes.
+func ParseModes(list string) ([]Mode, error) {
+	var modes []Mode
+	seen := map[Mode]bool{}
+	for _, part := range strings.Split(list, ",") {
+		m := Mode(strings.TrimSpace(part))
+		if m == "" {
+			continue
+		}
+		valid := false
+		for _, known := range Modes {
+			valid = valid || m == known
+		}
+		if !valid {
+			return nil, fmt.Errorf("unknown mode %q: choose from %v", m, Modes)
+		}
+		if seen[m] {
+			return nil, fmt.Errorf("mode %q given twice", m)
+		}
+		seen[m] = true
+		modes = append(modes, m)
+	}
+	if len(modes) == 0 {
+		return nil, errors.New("no modes given: choose one or more of " + fmt.Sprint(Modes))
+	}
+	return modes, nil
+}

@@ -1,0 +1,48 @@
+package compare
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateSaysWhatToChange(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Scenario)
+		want   string
+	}{
+		{"no nodes", func(s *Scenario) { s.Nodes = 0 }, "--nodes"},
+		{"negative phase", func(s *Scenario) { s.PhaseDuration = -time.Second }, "--phase-duration"},
+		{"fractional ttl", func(s *Scenario) { s.TTL = 1500 * time.Millisecond }, "--ttl"},
+		{"agent throttled", func(s *Scenario) { s.PodsPerNode = 300 }, "lower --pods-per-node"},
+		{"too many pods", func(s *Scenario) {
+			s.Nodes, s.PodsPerNode, s.SyncFrequency, s.PhaseDuration = 1001, 30, time.Hour, 3*time.Hour
+		}, "more than this machine"},
+		{"apiserver saturated", func(s *Scenario) { s.Nodes, s.PodsPerNode = 400, 30 }, "in total"},
+		{"pool too small", func(s *Scenario) { s.ConfigMapsPerPod, s.SharedConfigMaps = 3, 2 }, "--shared-configmaps"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := DefaultScenario()
+			tt.change(&s)
+			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+	if err := DefaultScenario().Validate(); err != nil {
+		t.Errorf("the default scenario is invalid: %v", err)
+	}
+}
+
+func TestParseModes(t *testing.T) {
+	if m, err := ParseModes("every-sync, watch"); err != nil || len(m) != 2 {
+		t.Errorf("got %v, %v", m, err)
+	}
+	for _, bad := range []string{"", "poll", "watch,watch"} {
+		if _, err := ParseModes(bad); err == nil {
+			t.Errorf("ParseModes(%q) succeeded", bad)
+		}
+	}
+}
