@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
@@ -89,11 +88,13 @@ func runCompare(args []string, stdout io.Writer) error {
 	defer stop()
 	opts.Scenario, opts.OutputDir, opts.Keep, opts.Namespace = s, outputDir, keep, namespace
 	if kubeconfig != "" {
-		if slices.ContainsFunc(s.Modes, compare.Mode.IsReferenceKubelet) {
-			return errors.New("the kubelet-* modes run reference kubelets as simulated nodes of a local control plane, which issues their node identities: leave out --kubeconfig, or those modes")
-		}
 		if agentProcesses {
-			return errors.New("--agent-processes runs the agents as simulated nodes of a local control plane, which issues their node identities: leave out --kubeconfig, or --agent-processes")
+			opts.AgentBinary, _ = os.Executable()
+		}
+		// Before connecting: some modes need what only a local control
+		// plane gives (node identities).
+		if err := opts.Validate(); err != nil {
+			return err
 		}
 		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return fmt.Errorf("loading --kubeconfig: %w", err)

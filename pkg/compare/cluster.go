@@ -107,34 +107,36 @@ func canWatchConfigMaps(ctx context.Context, client kubernetes.Interface, namesp
 	return true, true, nil
 }
 
-// prepareDaemonSetRun reads the DaemonSet and the cluster and fills in r's
-// scenario and the run's own layout on real nodes. It changes nothing; it
-// fails, saying what to do, when the run cannot work.
-func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts *Options, r *runner) (*daemonSetFleet, error) {
+// prepareDaemonSetRun reads the DaemonSet and the cluster and returns the
+// DaemonSet's fleet, the run's scenario as the cluster sets it, and the
+// run's own layout on real nodes. It changes nothing; it fails, saying
+// what to do, when the run cannot work.
+func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts *Options, prog *progress) (*daemonSetFleet, Scenario, []model.Node, error) {
+	fail := func(err error) (*daemonSetFleet, Scenario, []model.Node, error) { return nil, Scenario{}, nil, err }
 	t, err := findDaemonSet(ctx, client, opts.DaemonSet)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	candidates := t.nodes
 	if opts.NodeSelector != "" {
 		if candidates, err = nodesMatching(ctx, client, opts.NodeSelector, t.nodes); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if len(candidates) == 0 {
-			return nil, fmt.Errorf("--node-selector %q matches none of the %d nodes with a ready agent of DaemonSet %s", opts.NodeSelector, len(t.nodes), opts.DaemonSet)
+			return fail(fmt.Errorf("--node-selector %q matches none of the %d nodes with a ready agent of DaemonSet %s", opts.NodeSelector, len(t.nodes), opts.DaemonSet))
 		}
 	}
 	s := opts.Scenario
 	s.Remote = true
 	if s.Nodes > len(candidates) {
-		return nil, fmt.Errorf("--nodes %d: DaemonSet %s has ready agents on %d matching nodes only", s.Nodes, opts.DaemonSet, len(candidates))
+		return fail(fmt.Errorf("--nodes %d: DaemonSet %s has ready agents on %d matching nodes only", s.Nodes, opts.DaemonSet, len(candidates)))
 	}
 	if s.Nodes == 0 {
 		s.Nodes = len(candidates)
 	}
 	f := &daemonSetFleet{
 		client: client, namespace: t.ds.Namespace, name: t.ds.Name, container: t.container,
-		rolloutTimeout: opts.RolloutTimeout, progress: r.progress, agentNodes: t.nodes,
+		rolloutTimeout: opts.RolloutTimeout, progress: prog, agentNodes: t.nodes,
 	}
 	defaults := agent.DefaultConfig()
 	s.SyncFrequency, s.AgentQPS = defaults.SyncFrequency, defaults.KubeAPIQPS
@@ -142,44 +144,43 @@ func prepareDaemonSetRun(ctx context.Context, client kubernetes.Interface, opts 
 		s.SyncFrequency, f.syncFrequency = opts.Scenario.SyncFrequency, opts.Scenario.SyncFrequency
 	} else if v, ok := flagValue(t.args, agent.FlagSyncFrequency); ok {
 		if s.SyncFrequency, err = time.ParseDuration(v); err != nil {
-			return nil, fmt.Errorf("DaemonSet %s: --sync-frequency %q: %w", opts.DaemonSet, v, err)
+			return fail(fmt.Errorf("DaemonSet %s: --sync-frequency %q: %w", opts.DaemonSet, v, err))
 		}
 	}
 	if v, ok := flagValue(t.args, agent.FlagKubeAPIQPS); ok {
 		qps, err := strconv.ParseFloat(v, 32)
 		if err != nil {
-			return nil, fmt.Errorf("DaemonSet %s: --kube-api-qps %q: %w", opts.DaemonSet, v, err)
+			return fail(fmt.Errorf("DaemonSet %s: --kube-api-qps %q: %w", opts.DaemonSet, v, err))
 		}
 		s.AgentQPS = float32(qps)
 	}
 	if s.TTL, err = nodeTTL(ctx, client, candidates[0]); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if s.PhaseDuration == 0 {
 		s.PhaseDuration = max(time.Minute, (4 * model.MeanSyncInterval(s.SyncFrequency)).Round(time.Second))
 	}
 	if err := s.Validate(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if watch := slices.IndexFunc(s.Modes, Mode.usesWatch); watch >= 0 {
 		sa := t.ds.Spec.Template.Spec.ServiceAccountName
 		allowed, known, err := canWatchConfigMaps(ctx, client, t.ds.Namespace, sa)
 		if err != nil {
-			return nil, fmt.Errorf("checking the agents' RBAC for the watch mode: %w", err)
+			return fail(fmt.Errorf("checking the agents' RBAC for the watch mode: %w", err))
 		}
 		if known && !allowed {
-			return nil, fmt.Errorf("mode %s needs list and watch on configmaps for ServiceAccount %s/%s, which it lacks: apply deploy/overlays/watch, or leave %s out of --modes", s.Modes[watch], t.ds.Namespace, sa, s.Modes[watch])
+			return fail(fmt.Errorf("mode %s needs list and watch on configmaps for ServiceAccount %s/%s, which it lacks: apply deploy/overlays/watch, or leave %s out of --modes", s.Modes[watch], t.ds.Namespace, sa, s.Modes[watch]))
 		}
 	}
 	if f.served, err = servedPods(ctx, client, t.nodes, opts.Namespace); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	nodes := layout(s, opts.Namespace)
 	for i := range nodes {
 		nodes[i].Name = candidates[i]
 	}
-	r.scenario, r.nodes = s, nodes
-	return f, nil
+	return f, s, nodes, nil
 }
 
 // nodesMatching keeps the candidates whose labels match selector, in order.

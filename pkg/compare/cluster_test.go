@@ -125,22 +125,22 @@ func TestPrepareDaemonSetRun(t *testing.T) {
 	opts := &Options{DaemonSet: "nodeagent/nodeagent", Namespace: "run", Scenario: DefaultScenario()}
 	opts.Scenario.Nodes, opts.Scenario.PhaseDuration = 0, 0
 	opts.Scenario.Modes = []Mode{ModeEverySync, ModeFirstReference}
-	r := &runner{progress: newProgress(io.Discard)}
-	if _, err := prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, r); err != nil {
+	prog := newProgress(io.Discard)
+	_, s, nodes, err := prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, prog)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s := r.scenario
 	// S = 60 s: mean interval 1.25·60 + 0.5 = 75.5 s, four of them 302 s.
 	if s.Nodes != 1 || s.SyncFrequency != time.Minute || s.AgentQPS != 20 || s.TTL != 15*time.Second || s.PhaseDuration != 302*time.Second {
 		t.Errorf("scenario %+v: want 1 node, S 1m and QPS 20 from the args, TTL 15s from the node, phase 302s", s)
 	}
-	if len(r.nodes) != 1 || r.nodes[0].Name != "n1" || len(r.nodes[0].Pods) != opts.Scenario.PodsPerNode {
-		t.Errorf("layout %+v: want the run's pods on n1", r.nodes)
+	if len(nodes) != 1 || nodes[0].Name != "n1" || len(nodes[0].Pods) != opts.Scenario.PodsPerNode {
+		t.Errorf("layout %+v: want the run's pods on n1", nodes)
 	}
 
 	// The fake apiserver allows nothing in a SubjectAccessReview.
 	opts.Scenario.Modes = []Mode{ModeWatch}
-	_, err := prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, r)
+	_, _, _, err = prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, prog)
 	if err == nil || !strings.Contains(err.Error(), "deploy/overlays/watch") {
 		t.Errorf("watch without RBAC: got %v, want a refusal naming deploy/overlays/watch", err)
 	}

@@ -88,23 +88,90 @@ type Options struct {
 // node as the sandbox image of most container runtimes.
 const DefaultPodImage = "registry.k8s.io/pause:3.10"
 
+// runKind is what a comparison runs its agents as. It follows from the
+// options (Options.kind) and is decided once; each kind has its fleet.
+type runKind int
+
+const (
+	// inProcessAgents: one agent per simulated node, in this process
+	// (inProcessFleet).
+	inProcessAgents runKind = iota
+	// agentProcesses: one `nodeagent run` process per simulated node
+	// (processFleet), so that each agent's CPU and memory are its own.
+	agentProcesses
+	// daemonSetAgents: the agents of a DaemonSet deployed on the
+	// cluster's nodes (daemonSetFleet).
+	daemonSetAgents
+)
+
+func (o *Options) kind() runKind {
+	switch {
+	case o.DaemonSet != "":
+		return daemonSetAgents
+	case o.AgentBinary != "":
+		return agentProcesses
+	}
+	return inProcessAgents
+}
+
+// setDefaults fills in the options left empty.
+func (o *Options) setDefaults() {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.PodImage == "" {
+		o.PodImage = DefaultPodImage
+	}
+	if o.RolloutTimeout <= 0 {
+		o.RolloutTimeout = 5 * time.Minute
+	}
+}
+
+// Validate says, before anything is created or connected, why the
+// options cannot make a run of their kind, in terms of the command's flags.
+// Run calls it; a caller may call it earlier. A DaemonSet run's scenario
+// is validated once the cluster has filled it in.
+func (o *Options) Validate() error {
+	kubelets := slices.ContainsFunc(o.Scenario.Modes, Mode.IsReferenceKubelet)
+	// Processes on simulated nodes need the node identities that only the
+	// local control plane issues.
+	if kubelets && o.NodeIdentity == nil {
+		return errors.New("the kubelet-* modes run reference kubelets as simulated nodes of a local control plane, which issues their node identities: leave out --kubeconfig, or those modes")
+	}
+	if o.AgentBinary != "" && o.NodeIdentity == nil {
+		return errors.New("--agent-processes runs the agents as simulated nodes of a local control plane, which issues their node identities: leave out --kubeconfig, or --agent-processes")
+	}
+	switch o.kind() {
+	case daemonSetAgents:
+		if kubelets {
+			return errors.New("the reference kubelet modes run on simulated nodes of the local control plane: leave them out of --modes with --daemonset")
+		}
+		if o.AgentBinary != "" {
+			return errors.New("--agent-processes runs agents on simulated nodes: leave it out with --daemonset")
+		}
+		return nil
+	}
+	if err := o.Scenario.Validate(); err != nil {
+		return err
+	}
+	if o.kind() == agentProcesses {
+		if err := checkProcesses(o.Scenario.Nodes, nil, "", o.AgentBinary); err != nil {
+			return err
+		}
+	}
+	if kubelets {
+		return checkProcesses(o.Scenario.Nodes, o.Scenario.Modes, o.RefKubeletDir, "")
+	}
+	return nil
+}
+
 // Run performs the comparison and writes its report files. When ctx ends
 // early (Ctrl-C) it stops the current phase, still writes what was
 // measured, and returns the report with Interrupted set and ctx's error.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
-	}
-	if opts.PodImage == "" {
-		opts.PodImage = DefaultPodImage
-	}
-	if opts.RolloutTimeout <= 0 {
-		opts.RolloutTimeout = 5 * time.Minute
-	}
-	if opts.DaemonSet == "" {
-		if err := opts.Scenario.Validate(); err != nil {
-			return nil, err
-		}
+	opts.setDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	setupConfig := rest.CopyConfig(opts.RESTConfig)
 	setupConfig.QPS, setupConfig.Burst = 500, 1000
@@ -116,92 +183,30 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the apiserver at %s: %w", opts.RESTConfig.Host, err)
 	}
-	prog := newProgress(opts.Progress)
-	r := &runner{admin: admin, progress: prog, auditLog: opts.AuditLog, namespace: opts.Namespace, profileDir: opts.ProfileDir}
-	var ds *daemonSetFleet
-	if opts.DaemonSet != "" {
-		if slices.ContainsFunc(opts.Scenario.Modes, Mode.IsReferenceKubelet) {
-			return nil, errors.New("the reference kubelet modes run on simulated nodes of the local control plane: leave them out of --modes with --daemonset")
-		}
-		if ds, err = prepareDaemonSetRun(ctx, admin, &opts, r); err != nil {
-			return nil, err
-		}
-	} else {
-		r.scenario = opts.Scenario
-	}
-	s := r.scenario
 	if err := os.MkdirAll(opts.OutputDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating --output-dir: %w", err)
 	}
+	r := &runner{admin: admin, progress: newProgress(opts.Progress), auditLog: opts.AuditLog, namespace: opts.Namespace, profileDir: opts.ProfileDir}
+	closeLog, err := r.setUpFleets(ctx, &opts)
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
+	s := r.scenario
+
 	report := &Report{Scenario: newScenarioReport(s), StartedAt: time.Now().UTC()}
 	report.Scenario.APIServer, report.Scenario.APIServerVersion = opts.APIServer, version.GitVersion
-	if ds != nil {
+	report.Scenario.AgentProcesses = opts.kind() == agentProcesses
+	if ds, ok := r.agents.(*daemonSetFleet); ok {
 		report.describeDaemonSetRun(opts.DaemonSet, ds)
-		r.agents = ds
-	} else {
-		nodes := layout(s, opts.Namespace)
-		logFile, err := os.Create(filepath.Join(opts.OutputDir, "agents.log"))
-		if err != nil {
-			return nil, err
-		}
-		defer logFile.Close()
-		if opts.AgentBinary != "" {
-			agents := &processFleet{
-				scenario: s, nodes: nodes, agentBinary: opts.AgentBinary, identity: opts.NodeIdentity,
-				logDir: filepath.Join(opts.OutputDir, "agents"), progress: prog,
-			}
-			if err := agents.check(nil); err != nil {
-				return nil, err
-			}
-			r.agents = agents
-			report.Scenario.AgentProcesses = true
-		} else {
-			r.agents = &inProcessFleet{
-				scenario: s, restConfig: opts.RESTConfig, actAsNodes: opts.NodeIdentity != nil, nodes: nodes,
-				workDir: filepath.Join(opts.OutputDir, "nodes"),
-				log:     logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
-			}
-		}
-		if slices.ContainsFunc(s.Modes, Mode.IsReferenceKubelet) {
-			kubelets := &processFleet{
-				scenario: s, nodes: nodes, binDir: opts.RefKubeletDir, identity: opts.NodeIdentity,
-				logDir: filepath.Join(opts.OutputDir, "kubelets"), progress: prog,
-			}
-			if err := kubelets.check(s.Modes); err != nil {
-				return nil, err
-			}
-			r.kubelets = kubelets
-		}
-		r.nodes = nodes
 	}
-
 	if !opts.Keep {
-		defer func() {
-			// The apiserver deletes a collection one object at a time:
-			// 30,000 pods take minutes.
-			timeout := time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*10*time.Millisecond
-			cleanupCtx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			if err := deleteObjects(cleanupCtx, admin, opts.Namespace); err != nil {
-				prog.done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, opts.Namespace, runLabel, opts.Namespace)
-			}
-		}()
+		defer r.deleteObjects()
 	}
-
-	start := time.Now()
-	what := "simulated"
-	if ds != nil {
-		what = "of DaemonSet " + opts.DaemonSet + "'s"
-	}
-	prog.done("Creating %d pods and their ConfigMaps in namespace %s, on %d %s nodes...", s.Nodes*s.PodsPerNode, opts.Namespace, s.Nodes, what)
-	err = createObjects(ctx, admin, opts.Namespace, s, r.nodes, objectOptions{simulatedNodes: ds == nil, podImage: opts.PodImage}, func(done, total int) {
-		prog.status("setup    %d/%d objects", done, total)
-	})
-	if err != nil {
+	if err := r.createObjects(ctx, opts); err != nil {
 		report.Interrupted = ctx.Err() != nil
-		return report, errors.Join(fmt.Errorf("creating the scenario's objects: %w", err), report.WriteFiles(opts.OutputDir))
+		return report, errors.Join(err, report.WriteFiles(opts.OutputDir))
 	}
-	prog.done("Created the scenario's objects in %.1fs.", time.Since(start).Seconds())
 	own, err := observedLayout(ctx, admin, opts.Namespace, r.nodes)
 	if err != nil {
 		return report, err
@@ -231,4 +236,74 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		runErr = errors.Join(runErr, fmt.Errorf("writing the report: %w", err))
 	}
 	return report, runErr
+}
+
+// setUpFleets fixes the run's scenario and nodes and builds its fleets,
+// by the run's kind: a DaemonSet run reads them from the DaemonSet and the
+// cluster; the others lay out simulated nodes, whose agents log to
+// agents.log (closeLog closes it), and add the reference kubelets when a
+// mode asks for them.
+func (r *runner) setUpFleets(ctx context.Context, opts *Options) (closeLog func(), err error) {
+	if opts.kind() == daemonSetAgents {
+		r.agents, r.scenario, r.nodes, err = prepareDaemonSetRun(ctx, r.admin, opts, r.progress)
+		return func() {}, err
+	}
+	r.scenario = opts.Scenario
+	r.nodes = layout(r.scenario, opts.Namespace)
+	logFile, err := os.Create(filepath.Join(opts.OutputDir, "agents.log"))
+	if err != nil {
+		return nil, err
+	}
+	if opts.kind() == agentProcesses {
+		r.agents = &processFleet{
+			scenario: r.scenario, nodes: r.nodes, agentBinary: opts.AgentBinary, identity: opts.NodeIdentity,
+			logDir: filepath.Join(opts.OutputDir, "agents"), progress: r.progress,
+		}
+	} else {
+		r.agents = &inProcessFleet{
+			scenario: r.scenario, restConfig: opts.RESTConfig, actAsNodes: opts.NodeIdentity != nil, nodes: r.nodes,
+			workDir: filepath.Join(opts.OutputDir, "nodes"),
+			log:     logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		}
+	}
+	if slices.ContainsFunc(r.scenario.Modes, Mode.IsReferenceKubelet) {
+		r.kubelets = &processFleet{
+			scenario: r.scenario, nodes: r.nodes, binDir: opts.RefKubeletDir, identity: opts.NodeIdentity,
+			logDir: filepath.Join(opts.OutputDir, "kubelets"), progress: r.progress,
+		}
+	}
+	return func() { logFile.Close() }, nil
+}
+
+// createObjects creates the run's namespace, ConfigMaps and pods, and its
+// Nodes when they are simulated.
+func (r *runner) createObjects(ctx context.Context, opts Options) error {
+	s, start := r.scenario, time.Now()
+	what := "simulated"
+	if opts.kind() == daemonSetAgents {
+		what = "of DaemonSet " + opts.DaemonSet + "'s"
+	}
+	r.progress.done("Creating %d pods and their ConfigMaps in namespace %s, on %d %s nodes...", s.Nodes*s.PodsPerNode, opts.Namespace, s.Nodes, what)
+	err := createObjects(ctx, r.admin, opts.Namespace, s, r.nodes, objectOptions{simulatedNodes: opts.kind() != daemonSetAgents, podImage: opts.PodImage}, func(done, total int) {
+		r.progress.status("setup    %d/%d objects", done, total)
+	})
+	if err != nil {
+		return fmt.Errorf("creating the scenario's objects: %w", err)
+	}
+	r.progress.done("Created the scenario's objects in %.1fs.", time.Since(start).Seconds())
+	return nil
+}
+
+// deleteObjects removes the run's objects, saying what to remove by hand
+// if it cannot.
+func (r *runner) deleteObjects() {
+	// The apiserver deletes a collection one object at a time: 30,000
+	// pods take minutes.
+	s := r.scenario
+	timeout := time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*10*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := deleteObjects(ctx, r.admin, r.namespace); err != nil {
+		r.progress.done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, r.namespace, runLabel, r.namespace)
+	}
 }

@@ -2,7 +2,6 @@ package compare
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,26 +48,26 @@ type processFleet struct {
 // kubeletGrace is how long a reference kubelet gets to exit on SIGTERM.
 const kubeletGrace = 5 * time.Second
 
-// check fails early, saying what to build, when a binary is missing.
-func (f *processFleet) check(modes []Mode) error {
-	if f.identity == nil {
-		return errors.New("processes for simulated nodes need node identities, which only the local control plane issues: run without --kubeconfig")
-	}
+// checkProcesses fails early, saying what to build or lower, when a run
+// of nodes processes cannot start: the reference kubelets of modes (in
+// binDir) or nodeagent's agentBinary is missing, or the processes would
+// not fit in this machine's memory.
+func checkProcesses(nodes int, modes []Mode, binDir, agentBinary string) error {
 	for _, m := range modes {
 		kubelet := m.spec().kubelet
 		if kubelet == nil {
 			continue
 		}
-		if info, err := os.Stat(filepath.Join(f.binDir, kubelet.binary)); err != nil || info.Mode().Perm()&0o111 == 0 {
-			return fmt.Errorf("mode %s needs %s in %s: run `make refkubelet` to build the reference kubelets", m, kubelet.binary, f.binDir)
+		if info, err := os.Stat(filepath.Join(binDir, kubelet.binary)); err != nil || info.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("mode %s needs %s in %s: run `make refkubelet` to build the reference kubelets", m, kubelet.binary, binDir)
 		}
 	}
-	if f.agentBinary != "" {
-		if info, err := os.Stat(f.agentBinary); err != nil || info.Mode().Perm()&0o111 == 0 {
-			return fmt.Errorf("the agents' processes need nodeagent's binary at %s: run `make build`", f.agentBinary)
+	if agentBinary != "" {
+		if info, err := os.Stat(agentBinary); err != nil || info.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("the agents' processes need nodeagent's binary at %s: run `make build`", agentBinary)
 		}
 	}
-	return f.checkMemory(modes)
+	return checkMemory(nodes, agentBinary == "" && slices.ContainsFunc(modes, Mode.IsReferenceKubelet))
 }
 
 // Resident memory of one process with a node's pods, rounded up from
@@ -81,15 +80,15 @@ const (
 
 // checkMemory refuses a run whose processes would not fit in the memory
 // this machine has available: a thousand kubelets need over 100 GiB.
-func (f *processFleet) checkMemory(modes []Mode) error {
+func checkMemory(nodes int, kubelets bool) error {
 	perProcess, what := int64(agentProcessBytes), "nodeagent process"
-	if f.agentBinary == "" && slices.ContainsFunc(modes, Mode.IsReferenceKubelet) {
+	if kubelets {
 		perProcess, what = kubeletProcessBytes, "reference kubelet"
 	}
 	available := statusKB("/proc/meminfo", "MemAvailable:") << 10
-	if need := perProcess * int64(len(f.nodes)); available > 0 && need > available*4/5 {
+	if need := perProcess * int64(nodes); available > 0 && need > available*4/5 {
 		return fmt.Errorf("%d simulated nodes, each its own %s of about %d MiB, need %d MiB; this machine has %d MiB available: lower --nodes to %d or fewer",
-			len(f.nodes), what, perProcess>>20, need>>20, available>>20, available*4/5/perProcess)
+			nodes, what, perProcess>>20, need>>20, available>>20, available*4/5/perProcess)
 	}
 	return nil
 }
