@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"github.com/nodeagent-io/nodeagent/pkg/report"
+
 	"fmt"
 	"strings"
 )
@@ -29,12 +31,13 @@ func (r *Report) fidelity() []string {
 		phases[r.Phases[i].Mode] = &r.Phases[i]
 	}
 	var lines []string
-	for _, ref := range []Mode{ModeKubeletV128, ModeKubeletV136, ModeKubeletV136Watch} {
-		kubelet, agent := phases[ref], phases[ref.Counterpart()]
-		if agent == nil && ref == ModeKubeletV136Watch {
-			// Remounting on a change sends no requests: watch's load is
-			// the kubelet's Watch strategy's as much as watch-at-sync's.
-			agent = phases[ModeWatch]
+	for _, ref := range modeSpecs {
+		kubelet := phases[ref.mode]
+		var agent *PhaseResult
+		for _, m := range ref.pairsWith {
+			if agent == nil {
+				agent = phases[m]
+			}
 		}
 		if kubelet == nil || agent == nil {
 			continue
@@ -51,8 +54,8 @@ func (r *Report) fidelity() []string {
 				pair("watches opened", float64(agent.Audit.WatchesOpened), float64(kubelet.Audit.WatchesOpened), "%.0f"))
 		}
 		parts = append(parts,
-			fmt.Sprintf("mcores/node %s / %s", perNode(agent.cpuPerNode(n)*1000, "%.1f"), perNode(kubelet.cpuPerNode(n)*1000, "%.1f")),
-			fmt.Sprintf("MiB/node %s / %s", perNode(agent.memoryPerNode(n)/(1<<20), "%.1f"), perNode(kubelet.memoryPerNode(n)/(1<<20), "%.1f")))
+			fmt.Sprintf("mcores/node %s / %s", report.FormatMeasured(agent.cpuPerNode(n)*1000, "%.1f"), report.FormatMeasured(kubelet.cpuPerNode(n)*1000, "%.1f")),
+			fmt.Sprintf("MiB/node %s / %s", report.FormatMeasured(agent.memoryPerNode(n)/(1<<20), "%.1f"), report.FormatMeasured(kubelet.memoryPerNode(n)/(1<<20), "%.1f")))
 		lines = append(lines, fmt.Sprintf("%s vs %s: %s", agent.Mode, kubelet.Mode, strings.Join(parts, "; ")))
 	}
 	return lines
@@ -60,5 +63,5 @@ func (r *Report) fidelity() []string {
 
 // pair formats "name a / b (a/b)".
 func pair(name string, a, b float64, format string) string {
-	return fmt.Sprintf("%s "+format+" / "+format+" (%s)", name, a, b, formatRatio(ratio(a, b)))
+	return fmt.Sprintf("%s "+format+" / "+format+" (%s)", name, a, b, report.FormatRatio(report.Ratio(a, b)))
 }

@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"github.com/nodeagent-io/nodeagent/pkg/report"
+
 	"context"
 	"errors"
 	"fmt"
@@ -62,8 +64,8 @@ func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResu
 	lat.ModelP50Seconds, lat.ModelP99Seconds, lat.BoundSeconds = p50, p99, bound
 	res.Latency = &lat
 	r.progress.done("%-19s latency  %d updates, %d samples: p50 %s, p99 %s, max %s (the kubelet's behaviour: p50 %s, p99 %s)%s",
-		res.Mode, lat.Updates, lat.Samples, formatSeconds(lat.P50Seconds), formatSeconds(lat.P99Seconds), formatSeconds(lat.MaxSeconds),
-		formatSeconds(p50), formatSeconds(p99), unseenNote(lat.Unseen))
+		res.Mode, lat.Updates, lat.Samples, report.FormatSeconds(lat.P50Seconds), report.FormatSeconds(lat.P99Seconds), report.FormatSeconds(lat.MaxSeconds),
+		report.FormatSeconds(p50), report.FormatSeconds(p99), unseenNote(lat.Unseen))
 	return nil
 }
 
@@ -82,14 +84,6 @@ func podsPerConfigMap(nodes []model.Node) int {
 		return 1
 	}
 	return max(1, (refs+configMaps/2)/configMaps)
-}
-
-// formatSeconds shows a latency in the unit that reads best.
-func formatSeconds(s float64) string {
-	if s < 1 {
-		return fmt.Sprintf("%.0f ms", s*1000)
-	}
-	return fmt.Sprintf("%.1f s", s)
 }
 
 func unseenNote(unseen int) string {

@@ -4,13 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // hasLatency says whether any phase measured update latency.
@@ -23,20 +19,20 @@ func (r *Report) hasLatency() bool {
 	return false
 }
 
-// latencyRows gives the latency table's cells, for the text and Markdown
-// forms.
-func (r *Report) latencyRows() [][]string {
-	out := [][]string{{"mode", "updates", "samples", "p50", "p99", "max", "kubelet p50", "kubelet p99", "kubelet bound", "not on disk", "update ack p99"}}
+// latencyTable is the latency of each phase that measured it, for the
+// text and Markdown forms.
+func (r *Report) latencyTable() report.Table {
+	out := report.Table{Header: []string{"mode", "updates", "samples", "p50", "p99", "max", "kubelet p50", "kubelet p99", "kubelet bound", "not on disk", "update ack p99"}}
 	for _, p := range r.Phases {
 		l := p.Latency
 		if l == nil {
 			continue
 		}
-		out = append(out, []string{
+		out.Rows = append(out.Rows, []string{
 			string(p.Mode), fmt.Sprint(l.Updates), fmt.Sprint(l.Samples),
-			formatSeconds(l.P50Seconds), formatSeconds(l.P99Seconds), formatSeconds(l.MaxSeconds),
-			formatSeconds(l.ModelP50Seconds), formatSeconds(l.ModelP99Seconds), formatSeconds(l.BoundSeconds),
-			fmt.Sprint(l.Unseen), formatSeconds(l.APIWriteP99Seconds),
+			report.FormatSeconds(l.P50Seconds), report.FormatSeconds(l.P99Seconds), report.FormatSeconds(l.MaxSeconds),
+			report.FormatSeconds(l.ModelP50Seconds), report.FormatSeconds(l.ModelP99Seconds), report.FormatSeconds(l.BoundSeconds),
+			fmt.Sprint(l.Unseen), report.FormatSeconds(l.APIWriteP99Seconds),
 		})
 	}
 	return out
@@ -45,11 +41,7 @@ func (r *Report) latencyRows() [][]string {
 // writeLatencyTable prints the latency table as aligned text.
 func (r *Report) writeLatencyTable(w io.Writer) {
 	fmt.Fprintf(w, "\nUpdate latency, from the apiserver's acknowledgement of an update to the new bytes on disk, per (update, volume):\n\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, row := range r.latencyRows() {
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	tw.Flush()
+	_ = r.latencyTable().WriteText(w)
 }
 
 // latencyMarkdown is report.md's latency section.
@@ -64,11 +56,7 @@ func (r *Report) latencyMarkdown() string {
 		"the model of docs/model.md for the kubelet's behaviour with the same strategy, at S = %gs and the TTL in effect; beside "+
 		"`watch`, which remounts on the change, they are the kubelet's Watch strategy, which waits for each pod's next sync.\n\n",
 		s.UpdateRate, s.SyncFrequencySeconds)
-	rows := r.latencyRows()
-	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(rows[0], " | "), strings.Repeat("---|", len(rows[0])))
-	for _, row := range rows[1:] {
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
-	}
+	b.WriteString(r.latencyTable().Markdown())
 	fmt.Fprintf(&b, "\n![update latency](latency.svg)\n")
 	return b.String()
 }
@@ -76,16 +64,15 @@ func (r *Report) latencyMarkdown() string {
 // writeLatencyChart draws each phase's latencies as a cumulative
 // distribution on a logarithmic time axis.
 func writeLatencyChart(r *Report, dir string) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("ConfigMap update to disk: %d pods per node, S=%gs, %g updates/s",
-		r.Scenario.PodsPerNode, r.Scenario.SyncFrequencySeconds, r.Scenario.UpdateRate)
-	p.X.Label.Text = "seconds from the update to the new bytes on disk (log scale)"
-	p.Y.Label.Text = "fraction of (update, volume) pairs"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Y.Min, p.Y.Max = 0, 1
-	// Top left, clear of the fastest curve, which rises first.
-	p.Legend.Top, p.Legend.Left, p.Legend.XOffs = true, true, 2*vg.Inch
-	p.Add(plotter.NewGrid())
+	c := report.Chart{
+		Title: fmt.Sprintf("ConfigMap update to disk: %d pods per node, S=%gs, %g updates/s",
+			r.Scenario.PodsPerNode, r.Scenario.SyncFrequencySeconds, r.Scenario.UpdateRate),
+		XLabel: "seconds from the update to the new bytes on disk (log scale)",
+		YLabel: "fraction of (update, volume) pairs",
+		LogX:   true, YMax: 1,
+		// Top left, clear of the fastest curve, which rises first.
+		LegendLeftOffset: 2,
+	}
 	for _, phase := range r.Phases {
 		l := phase.Latency
 		if l == nil || len(l.seconds) == 0 {
@@ -93,23 +80,15 @@ func writeLatencyChart(r *Report, dir string) error {
 		}
 		// At most a thousand points per curve.
 		step := max(1, len(l.seconds)/1000)
-		var xys plotter.XYs
+		var points []report.Point
 		for i := 0; i < len(l.seconds); i += step {
-			xys = append(xys, plotter.XY{X: math.Max(l.seconds[i], 1e-3), Y: float64(i+1) / float64(len(l.seconds))})
+			points = append(points, report.Point{X: math.Max(l.seconds[i], 1e-3), Y: float64(i+1) / float64(len(l.seconds))})
 		}
-		xys = append(xys, plotter.XY{X: math.Max(l.seconds[len(l.seconds)-1], 1e-3), Y: 1})
-		line, err := plotter.NewLine(xys)
-		if err != nil {
-			return err
-		}
-		line.Color, line.Width = modeColours[phase.Mode], vg.Points(1.5)
-		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("%s: p99 %s", phase.Mode, formatSeconds(l.P99Seconds)), line)
+		points = append(points, report.Point{X: math.Max(l.seconds[len(l.seconds)-1], 1e-3), Y: 1})
+		c.Series = append(c.Series, report.Series{
+			Label:  fmt.Sprintf("%s: p99 %s", phase.Mode, report.FormatSeconds(l.P99Seconds)),
+			Colour: phase.Mode.spec().colour, Style: report.Curve, Points: points,
+		})
 	}
-	for _, name := range []string{"latency.svg", "latency.png"} {
-		if err := p.Save(8*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-	}
-	return nil
+	return c.Save(dir, "latency")
 }

@@ -1,15 +1,14 @@
 package compare
 
 import (
-	"encoding/json"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
+
 	"fmt"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -66,7 +65,7 @@ func (s *ScenarioReport) describeVolumes(nodes []model.Node) {
 }
 
 // Report is the outcome of a comparison. The JSON keys are stable: tools
-// read them (see DESIGN.md).
+// read them, so keys may be added and never renamed.
 type Report struct {
 	Scenario    ScenarioReport `json:"scenario"`
 	Phases      []PhaseResult  `json:"phases"`
@@ -100,25 +99,10 @@ func (r *Report) describeDaemonSetRun(ref string, f *daemonSetFleet) {
 			"requests it served.")
 }
 
-// ratio returns a/b, or NaN when b is zero.
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return a / b
-}
-
-func formatRatio(r float64) string {
-	if math.IsNaN(r) {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", r)
-}
-
-// rows gives the table's cells, shared by the text and Markdown forms.
-func (r *Report) rows() [][]string {
-	header := []string{"mode", "apiserver GET/s", "etcd get/s", "model GET/s", "measured/model", "apiserver vs first", "etcd vs first", "agent GETs", "mcores/node", "MiB/node", "warm-up"}
-	out := [][]string{header}
+// table is the results, one row per phase, for the text and Markdown
+// forms.
+func (r *Report) table() report.Table {
+	out := report.Table{Header: []string{"mode", "apiserver GET/s", "etcd get/s", "model GET/s", "measured/model", "apiserver vs first", "etcd vs first", "agent GETs", "mcores/node", "MiB/node", "warm-up"}}
 	var first *PhaseResult
 	for i := range r.Phases {
 		p := &r.Phases[i]
@@ -129,17 +113,17 @@ func (r *Report) rows() [][]string {
 		if p.Interrupted {
 			mode += " (interrupted)"
 		}
-		out = append(out, []string{
+		out.Rows = append(out.Rows, []string{
 			mode,
 			fmt.Sprintf("%.2f", p.APIServerGetQPS),
 			fmt.Sprintf("%.2f", p.EtcdGetQPS),
 			fmt.Sprintf("%.2f", p.ExpectedAPIServerQPS),
-			formatRatio(ratio(p.APIServerGetQPS, p.ExpectedAPIServerQPS)),
-			formatRatio(ratio(p.APIServerGetQPS, first.APIServerGetQPS)),
-			formatRatio(ratio(p.EtcdGetQPS, first.EtcdGetQPS)),
+			report.FormatRatio(report.Ratio(p.APIServerGetQPS, p.ExpectedAPIServerQPS)),
+			report.FormatRatio(report.Ratio(p.APIServerGetQPS, first.APIServerGetQPS)),
+			report.FormatRatio(report.Ratio(p.EtcdGetQPS, first.EtcdGetQPS)),
 			agentGets(p),
-			perNode(p.cpuPerNode(r.Scenario.Nodes)*1000, "%.1f"),
-			perNode(p.memoryPerNode(r.Scenario.Nodes)/(1<<20), "%.1f"),
+			report.FormatMeasured(p.cpuPerNode(r.Scenario.Nodes)*1000, "%.1f"),
+			report.FormatMeasured(p.memoryPerNode(r.Scenario.Nodes)/(1<<20), "%.1f"),
 			fmt.Sprintf("%.1fs", p.WarmupSeconds),
 		})
 	}
@@ -153,22 +137,10 @@ func agentGets(p *PhaseResult) string {
 	return fmt.Sprintf("%.0f", p.AgentGetTotal)
 }
 
-// perNode formats a per-node figure, "-" where it was not measured.
-func perNode(v float64, format string) string {
-	if v <= 0 || math.IsNaN(v) {
-		return "-"
-	}
-	return fmt.Sprintf(format, v)
-}
-
 // WriteTable prints the results as an aligned text table, and the
 // fidelity lines under it.
 func (r *Report) WriteTable(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, row := range r.rows() {
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	tw.Flush()
+	_ = r.table().WriteText(w)
 	if lines := r.fidelity(); len(lines) > 0 {
 		fmt.Fprintln(w)
 		for _, line := range lines {
@@ -201,11 +173,7 @@ func (r *Report) Markdown() string {
 			"The agents also keep %d ConfigMap volumes of %d other pods on those nodes, which the model includes.\n\n",
 			s.DaemonSet, s.AgentNodes, s.Nodes, s.ServedVolumes, s.ServedPods)
 	}
-	rows := r.rows()
-	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(rows[0], " | "), strings.Repeat("---|", len(rows[0])))
-	for _, row := range rows[1:] {
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
-	}
+	b.WriteString(r.table().Markdown())
 	if lines := r.fidelity(); len(lines) > 0 {
 		fmt.Fprintf(&b, "\nFidelity, nodeagent against the real kubelet of the same behaviour (nodeagent / kubelet):\n\n")
 		for _, line := range lines {
@@ -250,11 +218,7 @@ func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(data, '\n'), 0o644); err != nil {
+	if err := report.WriteJSON(filepath.Join(dir, "report.json"), r); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644); err != nil {
