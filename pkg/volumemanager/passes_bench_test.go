@@ -64,8 +64,8 @@ func BenchmarkReconcilerPass(b *testing.B) {
 		for b.Loop() {
 			h.m.reconcile(ctx, active, true)
 		}
-		h.m.ops.Wait()
-		if n := len(h.m.pending); n != 0 {
+		h.m.running.Wait()
+		if n := len(h.m.ops); n != 0 {
 			b.Fatalf("the steady pass started %d operations", n)
 		}
 	})

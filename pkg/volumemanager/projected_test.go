@@ -113,7 +113,7 @@ func TestProjectedSourcesFailTogether(t *testing.T) {
 	}
 
 	h.cms.set("kube-root-ca.crt", map[string]string{"ca.crt": "ca"})
-	h.clock.Step(h.m.backoff.Get(volumeKey{"p", "kube-api-access-x7k2p"}.String()))
+	h.clock.Step(h.m.ops[volumeKey{"p", "kube-api-access-x7k2p"}].retryDelay)
 	h.step()
 	h.step()
 	names, _ := filepath.Glob(filepath.Join(projectedDir(h, pod, "kube-api-access-x7k2p"), "[a-z]*"))
@@ -312,7 +312,7 @@ func TestChangeDuringFirstMountIsNotLost(t *testing.T) {
 	h.cms.set("cfg", map[string]string{"a": "new"})
 	h.m.RemountConfigMap("ns", "cfg")
 	close(blocking.release)
-	h.m.ops.Wait()
+	h.m.running.Wait()
 	h.mustRead(pod, "v", "a", "old")
 	h.step()
 	h.mustRead(pod, "v", "a", "new")
@@ -323,7 +323,7 @@ func TestChangeEndsTheBackoffOfAFailingVolume(t *testing.T) {
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	for range 5 { // a backoff of 8 s by now
 		h.sync(pod)
-		h.clock.Step(h.m.backoff.Get(volumeKey{"p", "v"}.String()))
+		h.clock.Step(h.m.ops[volumeKey{"p", "v"}].retryDelay)
 	}
 	h.sync(pod)
 	h.cms.set("cfg", map[string]string{"a": "1"})

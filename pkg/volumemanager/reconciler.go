@@ -3,7 +3,6 @@ package volumemanager
 import (
 	"context"
 	"os"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,14 +43,13 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()
-	m.backoff.GC()
 
 	// (1) Unmount what no pod wants. A volume whose pod is not desired is
 	// kept while the pod source has not synced, or while its pod is still
 	// active (a volume reconstructed from disk, waiting for its pod's first
 	// sync after a restart).
 	for key, v := range m.actual {
-		if m.pending.Has(key) {
+		if m.inFlight(key) {
 			continue
 		}
 		if dp, ok := m.desired[key.podUID]; ok {
@@ -65,14 +63,15 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 	}
 
 	// (2) Mount what is missing and remount what is flagged, unless the
-	// volume is backing off after a failure.
+	// volume waits to retry after a failure. Only volumes with a record
+	// (in flight or failed) cost more than the two map lookups.
 	for uid, dp := range m.desired {
 		if !dp.processed {
 			continue
 		}
 		for name, spec := range dp.volumes {
 			key := volumeKey{uid, name}
-			if m.pending.Has(key) || m.inBackoff(key, now) {
+			if o, ok := m.ops[key]; ok && (o.inFlight || o.waiting(now)) {
 				continue
 			}
 			v, mounted := m.actual[key]
@@ -90,30 +89,19 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 	}
 
 	// Failures of volumes no pod wants any more are no longer news.
-	for key := range m.failing {
-		if _, ok := m.desired[key.podUID]; !ok {
-			delete(m.failing, key)
+	for key, o := range m.ops {
+		if _, ok := m.desired[key.podUID]; !ok && !o.inFlight {
+			delete(m.ops, key)
 		}
 	}
 }
 
-// inBackoff says whether a failing volume waits before its next try. Only
-// a failed operation starts a backoff, and only failing volumes are looked
-// up: the steady pass does no string building and takes no other lock.
-// Called with m.mu held.
-func (m *Manager) inBackoff(key volumeKey, now time.Time) bool {
-	if _, failing := m.failing[key]; !failing {
-		return false
-	}
-	return m.backoff.IsInBackOffSinceUpdate(key.String(), now)
-}
-
 // start runs one operation in its own goroutine. Called with m.mu held.
 func (m *Manager) start(ctx context.Context, op operation) {
-	m.pending.Insert(op.key)
-	m.ops.Add(1)
+	m.op(op.key).inFlight = true
+	m.running.Add(1)
 	go func() {
-		defer m.ops.Done()
+		defer m.running.Done()
 		logger := klog.FromContext(ctx).WithValues("operation", op.kind, "volume", op.key.volume, "podUID", op.key.podUID)
 		if op.pod != nil {
 			logger = logger.WithValues("pod", klog.KObj(op.pod))
@@ -139,37 +127,29 @@ func (m *Manager) start(ctx context.Context, op operation) {
 // mount.
 func (m *Manager) finish(logger klog.Logger, op operation, res setUpResult, err error) {
 	m.mu.Lock()
-	m.pending.Delete(op.key)
+	o := m.op(op.key)
 	// A ConfigMap change seen while the operation ran may have come after
 	// its read: read again now, whatever the outcome.
-	changed := m.changedDuringOp.Has(op.key)
-	m.changedDuringOp.Delete(op.key)
+	changed := o.changedMeanwhile
+	o.inFlight, o.changedMeanwhile = false, false
 	v, mounted := m.actual[op.key]
 	switch {
 	case err != nil:
-		m.failing[op.key] = failure{err: err.Error(), at: m.clock.Now()}
-		if changed {
-			m.backoff.Reset(op.key.String())
-		} else {
-			m.backoff.Next(op.key.String(), m.clock.Now())
-		}
+		o.failed(err, m.clock.Now(), changed)
 		if mounted {
-			v.lastError = err.Error()
 			v.remountRequired = v.remountRequired || op.kind == OpRemount
 		}
 	case op.kind == OpUnmount:
 		delete(m.actual, op.key)
-		delete(m.failing, op.key)
-		m.backoff.DeleteEntry(op.key.String())
+		delete(m.ops, op.key)
 	default:
 		if !mounted {
-			v = &mountedVolume{key: op.key, dir: op.dir, mountedAt: m.clock.Now()}
+			v = &mountedVolume{key: op.key, dir: op.dir}
 			m.actual[op.key] = v
 		}
-		v.pod, v.spec, v.resourceVersion, v.contentHash, v.lastError = op.pod, op.spec, res.resourceVersion, res.contentHash, ""
+		v.pod, v.spec, v.resourceVersion, v.contentHash = op.pod, op.spec, res.resourceVersion, res.contentHash
 		v.remountRequired = v.remountRequired || changed
-		delete(m.failing, op.key)
-		m.backoff.Reset(op.key.String())
+		delete(m.ops, op.key)
 	}
 	if changed {
 		m.wakeReconciler()

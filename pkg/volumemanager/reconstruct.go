@@ -46,7 +46,7 @@ func (m *Manager) reconstruct() (int, error) {
 			errs = append(errs, err)
 		}
 		spec := Volume{Name: key.volume, Plugin: Plugin(filepath.Base(filepath.Dir(dir)))}
-		m.actual[key] = &mountedVolume{key: key, spec: spec, dir: dir, mountedAt: info.ModTime(), contentHash: contentHash(files)}
+		m.actual[key] = &mountedVolume{key: key, spec: spec, dir: dir, contentHash: contentHash(files)}
 	}
 	m.notifyChanged()
 	return len(dirs), errors.Join(errs...)
@@ -73,8 +73,10 @@ func (m *Manager) RemoveOrphanedPodDirs() (removed int, err error) {
 	for key := range m.actual {
 		inUse.Insert(key.podUID)
 	}
-	for key := range m.pending {
-		inUse.Insert(key.podUID)
+	for key, o := range m.ops {
+		if o.inFlight {
+			inUse.Insert(key.podUID)
+		}
 	}
 	var errs []error
 	for _, e := range entries {

@@ -1,8 +1,6 @@
 package volumemanager
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -32,11 +30,10 @@ type desiredPod struct {
 
 // mountedVolume is one volume of the actual state of world: it is on disk.
 type mountedVolume struct {
-	key       volumeKey
-	pod       *corev1.Pod // nil for a volume reconstructed from disk and not yet re-synced
-	spec      Volume      // only Plugin and Name are known for a reconstructed volume
-	dir       string
-	mountedAt time.Time
+	key  volumeKey
+	pod  *corev1.Pod // nil for a volume reconstructed from disk and not yet re-synced
+	spec Volume      // only Plugin and Name are known for a reconstructed volume
+	dir  string
 	// remountRequired asks the reconciler to read the ConfigMaps again and
 	// rewrite the volume; the volume stays mounted meanwhile.
 	remountRequired bool
@@ -45,8 +42,6 @@ type mountedVolume struct {
 	// missing). A projected volume lists name=version per ConfigMap.
 	resourceVersion string
 	contentHash     string
-	// lastError is the last failed remount's error, cleared by a success.
-	lastError string
 }
 
 // State is what /debug/volumes says of a volume.
@@ -74,12 +69,6 @@ type VolumeStatus struct {
 	// (service-account tokens, Secrets, ...): nodeagent does not serve
 	// them, and they never fail the volume.
 	NotServed []string `json:"notServed,omitempty"`
-}
-
-// failure is a volume's last failed operation.
-type failure struct {
-	err string
-	at  time.Time
 }
 
 // Operation is what the reconciler does to a volume.

@@ -13,7 +13,19 @@
 //     volumes not on disk and remounts flagged ones. Each operation runs in
 //     its own goroutine, one at a time per volume; a failed operation is
 //     retried with per-volume exponential backoff (500 ms doubling to
-//     2 m 2 s), and a success resets it.
+//     2 m 2 s), and a success resets it. One record per volume holds that
+//     state (operations.go).
+//
+// The two loops run half a period apart, as the kubelet's run in two
+// goroutines: a sync's remount comes 50 to 150 ms after the sync marked its
+// pod. The pods that one 1 s sync tick hands over register their ConfigMaps
+// within milliseconds of each other, so all have registered before the
+// first remount reads, and with every-sync invalidation they share one GET
+// per ConfigMap, as the kubelet's pods do (with both passes in one tick, a
+// quarter of the sync bursts of a ConfigMap read by seven pods sent a second
+// GET). Only RemountConfigMap wakes the reconciler between its ticks, at
+// most once per half period, so the modes that reproduce the kubelet keep
+// its timing.
 //
 // A mount reads the ConfigMaps through ConfigMapGetter and writes the
 // volume with the atomic writer (see setUp for the steps). A projected
@@ -48,7 +60,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -101,19 +113,16 @@ type Options struct {
 
 // Manager is the volume manager of one node.
 type Manager struct {
-	opts    Options
-	clock   clock.WithTicker
-	backoff *flowcontrol.Backoff
+	opts  Options
+	clock clock.WithTicker
 
 	mu      sync.Mutex
 	desired map[types.UID]*desiredPod
 	actual  map[volumeKey]*mountedVolume
-	pending sets.Set[volumeKey] // volumes with an operation in flight
-	// changedDuringOp are pending volumes whose ConfigMap changed while
-	// the operation ran.
-	changedDuringOp sets.Set[volumeKey]
-	failing         map[volumeKey]failure
-	ops             sync.WaitGroup
+	// ops holds a record for each volume with an operation in flight or
+	// a last operation that failed (operations.go).
+	ops     map[volumeKey]*volumeOp
+	running sync.WaitGroup // the operations' goroutines
 	// changeSeen wakes the reconciler when a watched ConfigMap changes,
 	// so that the remount need not wait for its next tick. Buffer of one:
 	// changes that come while a pass is due coalesce into it.
@@ -138,16 +147,12 @@ func New(opts Options) (*Manager, error) {
 		opts.Recorder = nopRecorder{}
 	}
 	return &Manager{
-		opts:    opts,
-		clock:   opts.Clock,
-		backoff: flowcontrol.NewFakeBackOff(500*time.Millisecond, 2*time.Minute+2*time.Second, opts.Clock),
-		desired: map[types.UID]*desiredPod{},
-		actual:  map[volumeKey]*mountedVolume{},
-		pending: sets.New[volumeKey](),
-		failing: map[volumeKey]failure{},
-
-		changedDuringOp: sets.New[volumeKey](),
-		changeSeen:      make(chan struct{}, 1),
+		opts:       opts,
+		clock:      opts.Clock,
+		desired:    map[types.UID]*desiredPod{},
+		actual:     map[volumeKey]*mountedVolume{},
+		ops:        map[volumeKey]*volumeOp{},
+		changeSeen: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -160,95 +165,52 @@ func (m *Manager) Run(ctx context.Context) {
 	} else {
 		logger.Info("Reconstructed volumes from disk", "volumes", n, "rootDir", m.opts.RootDir)
 	}
+	populate := func(context.Context) {
+		active, synced := m.opts.ActivePods()
+		m.populate(active, synced)
+	}
+	reconcile := func(ctx context.Context) {
+		active, synced := m.opts.ActivePods()
+		m.reconcile(ctx, active, synced)
+	}
+	period := m.opts.LoopPeriod
 	var loops sync.WaitGroup
+	loops.Go(func() { wait.BackoffUntilWithContext(ctx, populate, every{m.clock, period}, false) })
 	loops.Go(func() {
-		m.every(ctx, 0, nil, func() {
-			active, synced := m.opts.ActivePods()
-			m.populate(active, synced)
-		})
-	})
-	loops.Go(func() {
-		m.every(ctx, m.opts.LoopPeriod/2, m.changeSeen, func() {
-			active, synced := m.opts.ActivePods()
-			m.reconcile(ctx, active, synced)
-		})
-	})
-	loops.Wait()
-	m.ops.Wait()
-}
-
-// every runs pass every LoopPeriod, the first time after offset, and
-// whenever wake (nil: never) delivers, until ctx ends.
-//
-// The populator and the reconciler run in loops of their own, half a
-// period apart, as the kubelet's run in two goroutines: a sync's remount
-// then comes 50 to 150 ms after the sync marked its pod, not 0 to 100. The
-// pods a sync tick hands over together register their ConfigMaps within a
-// few milliseconds of each other; with the remounts that much later, all
-// of them have registered before the first remount reads, and in
-// every-sync mode they share one GET per ConfigMap, as the kubelet's pods
-// do. When both passes ran in one tick, a quarter of the sync bursts of a
-// ConfigMap read by seven pods sent a second GET (the differential test).
-//
-// Only RemountConfigMap wakes the reconciler between ticks: with the watch
-// strategy and remount-on-change, a change reaches disk within half a
-// period (usually at once) instead of up to a full one. Nothing the kubelet
-// does wakes it, so the modes that reproduce the kubelet keep its timing.
-// The cost is at most twenty extra passes a second (0.15 ms each at 1,000
-// pods; make bench). Only woken passes space the next woken one: a change
-// right after a tick does not wait.
-func (m *Manager) every(ctx context.Context, offset time.Duration, wake <-chan struct{}, pass func()) {
-	// The ticker starts after offset; wake works from the start.
-	var ticks <-chan time.Time
-	var ticker clock.Ticker
-	startTicking := func() {
-		ticker = m.clock.NewTicker(m.opts.LoopPeriod)
-		ticks = ticker.C()
-	}
-	var offsetOver <-chan time.Time
-	if offset > 0 {
-		offsetOver = m.clock.After(offset)
-	} else {
-		startTicking()
-	}
-	defer func() {
-		if ticker != nil {
-			ticker.Stop()
-		}
-	}()
-	// lastWoken is when the last woken pass ran; ticks do not count, so a
-	// change right after a tick does not wait for one.
-	var lastWoken time.Time
-	var deferredWake <-chan time.Time
-	woken := func() {
-		lastWoken, deferredWake = m.clock.Now(), nil
-		pass()
-	}
-	for {
+		// Half a period after the populator, as the kubelet's two loops
+		// run in two goroutines (see the package doc's timing note).
 		select {
 		case <-ctx.Done():
 			return
-		case <-offsetOver:
-			offsetOver = nil
-			startTicking()
-		case <-ticks:
-			pass()
-		case <-deferredWake:
-			woken()
-		case <-wake:
-			// Under an update storm, at most one woken pass per half
-			// period (and the ticks): a volume then takes at most thirty
-			// remounts a second, and the changes in between coalesce.
-			if wait := m.opts.LoopPeriod/2 - m.clock.Since(lastWoken); wait > 0 {
-				if deferredWake == nil {
-					deferredWake = m.clock.After(wait)
-				}
-				continue
-			}
-			woken()
+		case <-m.clock.After(period / 2):
 		}
-	}
+		wait.BackoffUntilWithContext(ctx, reconcile, every{m.clock, period}, false)
+	})
+	loops.Go(func() {
+		// A pass as soon as RemountConfigMap asks, then half a period
+		// before the next woken one: under an update storm a volume takes
+		// at most thirty remounts a second (twenty woken, ten ticked), and
+		// the changes in between coalesce in changeSeen.
+		woken := func(ctx context.Context) {
+			select {
+			case <-ctx.Done():
+			case <-m.changeSeen:
+				reconcile(ctx)
+			}
+		}
+		wait.BackoffUntilWithContext(ctx, woken, every{m.clock, period / 2}, true)
+	})
+	loops.Wait()
+	m.running.Wait()
 }
+
+// every is a fixed period on the manager's clock, for wait's loops.
+type every struct {
+	clock  clock.Clock
+	period time.Duration
+}
+
+func (e every) Backoff() clock.Timer { return e.clock.NewTimer(e.period) }
 
 // WaitForAttachAndMount adds or updates pod in the desired state, marks it
 // for reprocessing (so its mounted volumes are remounted), and waits until
@@ -281,7 +243,7 @@ func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) er
 				continue
 			}
 			missing = append(missing, name)
-			if f, ok := m.failing[key]; !ok || f.at.Before(start) {
+			if o, ok := m.ops[key]; !ok || o.err == "" || o.failedAt.Before(start) {
 				allFailed = false
 			}
 		}
@@ -333,14 +295,17 @@ func (m *Manager) RemountConfigMap(namespace, name string) {
 				continue
 			}
 			key := volumeKey{uid, volume}
-			if m.pending.Has(key) {
-				m.changedDuringOp.Insert(key)
+			o, recorded := m.ops[key]
+			if recorded && o.inFlight {
+				o.changedMeanwhile = true
 				continue
 			}
 			if v, ok := m.actual[key]; ok {
 				v.remountRequired = true
 			}
-			m.backoff.Reset(key.String())
+			if recorded {
+				o.retryDelay = 0
+			}
 			m.wakeReconciler()
 		}
 	}
@@ -359,7 +324,7 @@ func (m *Manager) wakeReconciler() {
 // on each change on purpose: pods whose syncs started together finish their
 // waits together, at the same poll, and so stay on the same pod-worker
 // ticks from then on and share their ConfigMaps' GETs, as the kubelet's
-// pods do (docs/kubelet-behaviour.md, "Pod workers"). The files are on disk
+// pods do (docs/kubelet-behaviour.md, "Pod syncs"). The files are on disk
 // as soon as the reconciler writes them either way.
 const waitPollInterval = 300 * time.Millisecond
 
@@ -399,8 +364,8 @@ func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done fun
 func (m *Manager) describeMissing(uid types.UID, missing []string) string {
 	parts := make([]string, 0, len(missing))
 	for _, name := range missing {
-		if f, ok := m.failing[volumeKey{uid, name}]; ok {
-			parts = append(parts, fmt.Sprintf("%s (%s)", name, f.err))
+		if o, ok := m.ops[volumeKey{uid, name}]; ok && o.err != "" {
+			parts = append(parts, fmt.Sprintf("%s (%s)", name, o.err))
 		} else {
 			parts = append(parts, name)
 		}
@@ -423,7 +388,10 @@ func (m *Manager) Volumes() []VolumeStatus {
 	for _, v := range m.actual {
 		s := VolumeStatus{
 			PodUID: string(v.key.podUID), Volume: v.key.volume, Plugin: v.spec.Plugin, Path: v.dir, State: StateMounted,
-			ResourceVersion: v.resourceVersion, ContentHash: v.contentHash, LastError: v.lastError,
+			ResourceVersion: v.resourceVersion, ContentHash: v.contentHash,
+		}
+		if o, ok := m.ops[v.key]; ok {
+			s.LastError = o.err
 		}
 		if v.remountRequired {
 			s.State = StateRemountPending
@@ -434,11 +402,11 @@ func (m *Manager) Volumes() []VolumeStatus {
 		}
 		out = append(out, s)
 	}
-	for key, f := range m.failing {
-		if _, mounted := m.actual[key]; mounted {
+	for key, o := range m.ops {
+		if _, mounted := m.actual[key]; mounted || o.err == "" {
 			continue
 		}
-		s := VolumeStatus{PodUID: string(key.podUID), Volume: key.volume, State: StateMountFailing, LastError: f.err}
+		s := VolumeStatus{PodUID: string(key.podUID), Volume: key.volume, State: StateMountFailing, LastError: o.err}
 		if dp, ok := m.desired[key.podUID]; ok {
 			s.Pod = dp.pod.Namespace + "/" + dp.pod.Name
 			if spec, ok := dp.volumes[key.volume]; ok {

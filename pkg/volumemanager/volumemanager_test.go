@@ -118,7 +118,7 @@ func (h *harness) step() {
 	active, synced := h.m.opts.ActivePods()
 	h.m.populate(active, synced)
 	h.m.reconcile(context.Background(), active, synced)
-	h.m.ops.Wait()
+	h.m.running.Wait()
 }
 
 // stepAndPoll is step, then the time of one poll of the waits.
