@@ -83,7 +83,8 @@ else
 fi
 
 # kind from the module pinned in hack/kind, so every machine runs the same.
-(cd hack/kind && go build -trimpath -o "../../$bin/kind" sigs.k8s.io/kind)
+source hack/lib/build.sh
+build::kind "$(pwd)/$bin"
 kind_version=$(cd hack/kind && go list -m -f '{{.Version}}' sigs.k8s.io/kind)
 default_image=$(grep -o 'kindest/node:[^"]*' "$(cd hack/kind && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/pkg/apis/config/defaults/image.go")
 

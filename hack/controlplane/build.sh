@@ -9,28 +9,23 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../lib/build.sh"
 out=${1:-"$here/../../_output/bin"}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 stamp="$out/.controlplane.stamp"
 
-want=$(cat "$here/go.mod" "$here/go.sum" "$here/build.sh" <(go version) | sha256sum | cut -d' ' -f1)
-if [[ -x "$out/etcd" && -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+want=$(build::hash "$here/go.mod" "$here/go.sum" "$here/build.sh")
+if build::current "$stamp" "$want" "$out/etcd" "$out/kube-apiserver" "$out/kube-controller-manager"; then
   exit 0
 fi
 
 # The versions come from go.mod, so that pinning a new release is one edit.
 kube_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd_version=$(cd "$here" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-IFS=. read -r kube_major kube_minor _ <<<"${kube_version#v}"
-build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-
-# component-base/version is what /version, `kubectl version` and the
-# apiserver's own compatibility checks read; without these the server would
-# call itself v0.0.0-master.
-pkg=k8s.io/component-base/version
-ldflags="-s -w -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$kube_major -X $pkg.gitMinor=$kube_minor"
-ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+# What /version, `kubectl version` and the apiserver's own compatibility
+# checks read.
+ldflags=$(build::kube_ldflags "$kube_version")
 
 echo "Building etcd $etcd_version, kube-apiserver and kube-controller-manager $kube_version into $out (a few minutes the first time)..."
 cd "$here"

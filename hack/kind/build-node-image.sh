@@ -33,6 +33,7 @@ exec 3>&1 1>&2
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+source "$root/hack/lib/build.sh"
 out=${1:-"$root/_output/kind"}
 mkdir -p "$out/bin" "$out/images"
 out=$(cd "$out" && pwd)
@@ -57,7 +58,7 @@ elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
 inputs() {
   cat "$here/build-node-image.sh" "$here/go.mod" "$here/go.sum" "$here/coredns/go.mod" "$here/coredns/go.sum" \
     "$here/crictl/go.mod" "$here/crictl/go.sum" \
-    "$root/hack/controlplane/go.mod" "$root/hack/controlplane/go.sum"
+    "$root/hack/controlplane/go.mod" "$root/hack/controlplane/go.sum" "$root/hack/lib/build.sh"
   find "$here/node" "$here/images" "$here/pause" "$here/capdrop-runc" -type f | sort | xargs cat
   echo "$debian_packages $debian_suite"
   go version
@@ -75,10 +76,7 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -f "$out/node-rootfs.tar" ]
 fi
 
 total=$(date +%s)
-pkg=k8s.io/component-base/version
-IFS=. read -r kube_major kube_minor _ <<<"${kube_version#v}"
-ldflags="-s -w -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$kube_major -X $pkg.gitMinor=$kube_minor"
-ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+ldflags=$(build::kube_ldflags "$kube_version")
 
 start=$(date +%s)
 stage "building etcd, kube-apiserver and kube-controller-manager (make controlplane)"
@@ -89,11 +87,11 @@ stage "building kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy $kube_vers
   for cmd in kubelet kubeadm kubectl kube-scheduler kube-proxy; do
     CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/bin/$cmd" "k8s.io/kubernetes/cmd/$cmd"
   done
-  go build -trimpath -o "$root/_output/bin/kind" sigs.k8s.io/kind
   CGO_ENABLED=0 go build -trimpath -o "$out/bin/pause" ./pause
   CGO_ENABLED=0 go build -trimpath -o "$out/bin/capdrop-runc" ./capdrop-runc
   go build -trimpath -o "$out/bin/images" ./images
 )
+build::kind "$root/_output/bin"
 stage "building CoreDNS and crictl"
 (cd "$here/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" github.com/coredns/coredns)
 crictl_version=$(cd "$here/crictl" && go list -m -f '{{.Version}}' sigs.k8s.io/cri-tools)

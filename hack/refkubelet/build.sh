@@ -11,6 +11,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../lib/build.sh"
 out=${1:-"$here/../../_output/bin"}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -22,18 +23,14 @@ build() {
   local sumfile=${modfile%.mod}.sum
   local stamp="$out/.$name.stamp"
   local want
-  want=$(cat "$modfile" "$sumfile" ./*.go build.sh <(go version) | sha256sum | cut -d' ' -f1)
-  if [[ -x "$out/$name" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+  want=$(build::hash "$modfile" "$sumfile" ./*.go build.sh)
+  if build::current "$stamp" "$want" "$out/$name"; then
     return
   fi
-  local kube_version kube_major kube_minor
+  local kube_version ldflags
   kube_version=$(go list -modfile="$modfile" -m -f '{{.Version}}' k8s.io/kubernetes)
-  IFS=. read -r kube_major kube_minor _ <<<"${kube_version#v}"
-  # component-base/version is what the kubelet reports as its Node's
-  # kubeletVersion; without it the Node would say v0.0.0-master.
-  local pkg=k8s.io/component-base/version
-  local ldflags="-s -w -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$kube_major -X $pkg.gitMinor=$kube_minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  # The version the kubelet reports as its Node's kubeletVersion.
+  ldflags=$(build::kube_ldflags "$kube_version")
   echo "Building $name (the kubelet of k8s.io/kubernetes $kube_version) into $out..."
   local start
   start=$(date +%s)

@@ -65,22 +65,6 @@ func (p *process) start() error {
 	return nil
 }
 
-// running reports whether the process was started and has not exited.
-func (p *process) running() bool {
-	p.mu.Lock()
-	exited := p.exited
-	p.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // exitError returns why the process exited, or nil while it runs.
 func (p *process) exitError() error {
 	p.mu.Lock()

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // killRounds is how many times TestSIGKILLDuringUpdateStorm kills the agent.
@@ -34,12 +32,10 @@ func TestSIGKILLDuringUpdateStorm(t *testing.T) {
 		createConfigMap(t, ns, name, generationData(1, keys, size))
 	}
 	a := startAgent(t, node, "--configmap-strategy=watch", "--sync-frequency=2s")
-	var pods []*corev1.Pod
 	dirs := map[string][]string{}
 	volumeOf := map[string]string{} // volume directory: its ConfigMap
 	for i := range 8 {
 		p := createPod(t, ns, fmt.Sprintf("app-%d", i), node, volume{name: "cfg", configMap: names[i%len(names)]})
-		pods = append(pods, p)
 		dir := a.volumePath(p, "cfg", "")
 		dirs[dir], volumeOf[dir] = keyNames(keys), names[i%len(names)]
 	}
