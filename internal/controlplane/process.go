@@ -19,6 +19,7 @@ type process struct {
 	path    string
 	args    []string
 	logPath string
+	env     []string // added to this process's environment
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -38,6 +39,9 @@ func (p *process) start() error {
 	}
 	fmt.Fprintf(logFile, "=== %s starting at %s: %s %s\n", p.name, time.Now().Format(time.RFC3339), p.path, strings.Join(p.args, " "))
 	cmd := exec.Command(p.path, p.args...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -122,15 +126,25 @@ func lastLines(data []byte, n int) string {
 
 // Process is a child process run the way the control plane runs its own:
 // output appended to a log file, its own process group, and killed by the
-// kernel if this process dies first. Reference kubelets run this way.
+// kernel if this process dies first. Reference kubelets, the agents of
+// compare --agent-processes and the e2e tests' agents run this way.
 type Process struct{ p process }
 
-// StartProcess starts path with args, its output appended to logPath.
-func StartProcess(name, path string, args []string, logPath string) (*Process, error) {
+// StartProcess starts path (a file, or a command looked up in $PATH) with
+// args, its output appended to logPath; env, KEY=VALUE, is added to its
+// environment.
+func StartProcess(name, path string, args []string, logPath string, env ...string) (*Process, error) {
+	if !strings.Contains(path, "/") {
+		found, err := exec.LookPath(path)
+		if err != nil {
+			return nil, err
+		}
+		path = found
+	}
 	if err := checkExecutable(path); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	proc := &Process{p: process{name: name, path: path, args: args, logPath: logPath}}
+	proc := &Process{p: process{name: name, path: path, args: args, logPath: logPath, env: env}}
 	if err := proc.p.start(); err != nil {
 		return nil, err
 	}
@@ -152,6 +166,33 @@ func (p *Process) Err() error { return p.p.exitError() }
 
 // Stop sends SIGTERM, and SIGKILL to its process group after grace.
 func (p *Process) Stop(grace time.Duration) { p.p.stop(grace) }
+
+// Signal sends sig to the process, if it was not stopped.
+func (p *Process) Signal(sig syscall.Signal) error {
+	p.p.mu.Lock()
+	defer p.p.mu.Unlock()
+	if p.p.cmd == nil {
+		return fmt.Errorf("%s was stopped", p.p.name)
+	}
+	return p.p.cmd.Process.Signal(sig)
+}
+
+// WaitExit waits up to timeout for the process to exit, and says whether it
+// did. A stopped process has exited.
+func (p *Process) WaitExit(timeout time.Duration) bool {
+	p.p.mu.Lock()
+	exited := p.p.exited
+	p.p.mu.Unlock()
+	if exited == nil {
+		return true
+	}
+	select {
+	case <-exited:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
 
 // Tail is the last n lines of its log.
 func (p *Process) Tail(n int) string { return p.p.tail(n) }

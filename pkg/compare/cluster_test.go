@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"sync"
+	"sync/atomic"
 )
 
 func podWithConfigMaps(namespace, name, node string, phase corev1.PodPhase, mounted, unmounted []string) *corev1.Pod {
@@ -143,5 +146,28 @@ func TestPrepareDaemonSetRun(t *testing.T) {
 	_, _, _, err = prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, prog)
 	if err == nil || !strings.Contains(err.Error(), "deploy/overlays/watch") {
 		t.Errorf("watch without RBAC: got %v, want a refusal naming deploy/overlays/watch", err)
+	}
+}
+
+// runParallel runs every job and returns nil, or the first error.
+func TestRunParallel(t *testing.T) {
+	var ran atomic.Int64
+	jobs := make([]func() error, 120)
+	for i := range jobs {
+		jobs[i] = func() error { ran.Add(1); return nil }
+	}
+	var mu sync.Mutex
+	reported := 0
+	err := runParallel(context.Background(), jobs, 4, func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = max(reported, done)
+	}, 10, 130)
+	if err != nil || ran.Load() != 120 || reported != 130 {
+		t.Errorf("got %v after %d jobs, last report %d; want nil after 120, report 130", err, ran.Load(), reported)
+	}
+	jobs[7] = func() error { return errors.New("boom") }
+	if err := runParallel(context.Background(), jobs, 4, nil, 0, 0); err == nil || err.Error() != "boom" {
+		t.Errorf("with a failing job: %v, want boom", err)
 	}
 }

@@ -152,7 +152,7 @@ func newLatencyProbe(ctx context.Context, client kubernetes.Interface, namespace
 // volumeDirOf is where a ConfigMap volume lives under a root directory, for
 // nodeagent and the kubelet alike.
 func volumeDirOf(root string, uid types.UID, volume string) string {
-	return filepath.Join(root, "pods", string(uid), "volumes", string(volumemanager.PluginConfigMap), volume)
+	return volumemanager.VolumeDir(root, string(uid), volumemanager.PluginConfigMap, volume)
 }
 
 // observe records the generations that reach disk until ctx ends.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // processFleet runs one process per simulated node, each with that node's
@@ -181,8 +182,8 @@ func (f *processFleet) volumesMounted(context.Context) (int, error) {
 		return 0, err
 	}
 	matches := 0
-	for _, plugin := range []string{"kubernetes.io~configmap", "kubernetes.io~projected"} {
-		found, err := filepath.Glob(filepath.Join(f.phaseDir, "*", "pods", "*", "volumes", plugin, "*", "..data"))
+	for _, plugin := range volumemanager.Plugins {
+		found, err := filepath.Glob(filepath.Join(volumemanager.VolumeDir(filepath.Join(f.phaseDir, "*"), "*", plugin, "*"), "..data"))
 		if err != nil {
 			return 0, err
 		}

@@ -256,12 +256,12 @@ func observedLayout(ctx context.Context, client kubernetes.Interface, namespace 
 // runParallel runs jobs on workers goroutines, stopping at the first
 // error, and reports every fiftieth job done as offset+done of total.
 func runParallel(ctx context.Context, jobs []func() error, workers int, report func(done, total int), offset, total int) error {
-	g, ctx := errgroup.WithContext(ctx)
+	g, groupCtx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	var done atomic.Int64
 	for _, job := range jobs {
-		if ctx.Err() != nil {
-			break
+		if groupCtx.Err() != nil {
+			break // a job failed, or ctx ended
 		}
 		g.Go(func() error {
 			if err := job(); err != nil {

@@ -104,7 +104,7 @@ func TestErrorTable(t *testing.T) {
 
 func checkVisible(t *testing.T, h *harness, pod *corev1.Pod, want []string) {
 	t.Helper()
-	_, err := os.Stat(volumeDir(h.root, string(pod.UID), PluginConfigMap, "v"))
+	_, err := os.Stat(VolumeDir(h.root, string(pod.UID), PluginConfigMap, "v"))
 	if want == nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("volume directory exists (%v), want no volume", err)
@@ -202,7 +202,7 @@ func TestReconstructAfterRestart(t *testing.T) {
 	h.sync(kept)
 	h.sync(gone)
 	// A crash leftover inside the kept volume.
-	stale := filepath.Join(volumeDir(h.root, "kept", PluginConfigMap, "v"), "..data_tmp")
+	stale := filepath.Join(VolumeDir(h.root, "kept", PluginConfigMap, "v"), "..data_tmp")
 	os.Symlink("..nowhere", stale)
 
 	// Restart: a new manager on the same root; gone was deleted meanwhile.
@@ -217,7 +217,7 @@ func TestReconstructAfterRestart(t *testing.T) {
 	// Before kept's first sync, its volume stays; gone's goes.
 	h.step()
 	h.mustRead(kept, "v", "a", "1")
-	if _, err := os.Stat(volumeDir(h.root, "gone", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(VolumeDir(h.root, "gone", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("the volume of a pod deleted while the agent was down is still there")
 	}
 	// kept's first sync adopts its volume and remounts it with new data.

@@ -44,7 +44,7 @@ func serviceAccountPod(uid string) *corev1.Pod {
 }
 
 func projectedDir(h *harness, pod *corev1.Pod, volume string) string {
-	return volumeDir(h.root, string(pod.UID), PluginProjected, volume)
+	return VolumeDir(h.root, string(pod.UID), PluginProjected, volume)
 }
 
 func TestServiceAccountVolume(t *testing.T) {
@@ -221,7 +221,7 @@ func TestFSGroupOwnership(t *testing.T) {
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg", items: []corev1.KeyToPath{{Key: "a", Path: "sub/a", Mode: ptr.To[int32](0o600)}}})
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](4321)}
 	h.sync(pod)
-	dir := volumeDir(h.root, "p", PluginConfigMap, "v")
+	dir := VolumeDir(h.root, "p", PluginConfigMap, "v")
 	check := func(path string, wantMode os.FileMode) {
 		t.Helper()
 		info, err := os.Stat(filepath.Join(dir, path))
@@ -261,7 +261,7 @@ func TestNestedMountPointsSurviveWrites(t *testing.T) {
 	if got := h.visible(pod, "v"); !reflect.DeepEqual(got, []string{"b", "cache"}) {
 		t.Errorf("visible entries %v, want [b cache]", got)
 	}
-	if info, err := os.Lstat(filepath.Join(volumeDir(h.root, "p", PluginConfigMap, "v"), "cache")); err != nil || !info.IsDir() {
+	if info, err := os.Lstat(filepath.Join(VolumeDir(h.root, "p", PluginConfigMap, "v"), "cache")); err != nil || !info.IsDir() {
 		t.Errorf("cache: %v, %v; want a real directory", info, err)
 	}
 }

@@ -77,7 +77,7 @@ func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], syn
 			v, mounted := m.actual[key]
 			switch {
 			case !mounted:
-				dir := volumeDir(m.opts.RootDir, string(uid), spec.Plugin, name)
+				dir := VolumeDir(m.opts.RootDir, string(uid), spec.Plugin, name)
 				m.start(ctx, operation{kind: OpMount, key: key, pod: dp.pod, spec: spec, dir: dir})
 			case v.remountRequired:
 				// Cleared now, so that a reprocess during the remount

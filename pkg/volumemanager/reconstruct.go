@@ -19,7 +19,7 @@ import (
 func (m *Manager) reconstruct() (int, error) {
 	var dirs []string
 	for _, plugin := range Plugins {
-		found, err := filepath.Glob(filepath.Join(m.opts.RootDir, "pods", "*", "volumes", string(plugin), "*"))
+		found, err := filepath.Glob(VolumeDir(m.opts.RootDir, "*", plugin, "*"))
 		if err != nil {
 			return 0, err
 		}

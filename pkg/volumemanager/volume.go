@@ -29,9 +29,15 @@ type Volume struct {
 	Projected *corev1.ProjectedVolumeSource
 }
 
-// volumeDir is where a pod's volume lives under the root dir.
-func volumeDir(rootDir string, podUID string, plugin Plugin, volumeName string) string {
-	return filepath.Join(rootDir, "pods", podUID, "volumes", string(plugin), volumeName)
+// VolumeDir is where a pod's volume lives under the root dir, as the
+// kubelet lays it out: <root>/pods/<uid>/volumes/<plugin>/<volume>.
+func VolumeDir(rootDir string, podUID string, plugin Plugin, volumeName string) string {
+	return filepath.Join(PodDir(rootDir, podUID), "volumes", string(plugin), volumeName)
+}
+
+// PodDir is where a pod's volumes live under rootDir: <root>/pods/<uid>.
+func PodDir(rootDir, podUID string) string {
+	return filepath.Join(rootDir, "pods", podUID)
 }
 
 // ConfigMapNames returns the ConfigMaps the volume reads, sorted.

@@ -411,7 +411,7 @@ func (m *Manager) Volumes() []VolumeStatus {
 			s.Pod = dp.pod.Namespace + "/" + dp.pod.Name
 			if spec, ok := dp.volumes[key.volume]; ok {
 				s.Plugin, s.ConfigMaps, s.NotServed = spec.Plugin, spec.ConfigMapNames(), spec.NotServed()
-				s.Path = volumeDir(m.opts.RootDir, string(key.podUID), spec.Plugin, key.volume)
+				s.Path = VolumeDir(m.opts.RootDir, string(key.podUID), spec.Plugin, key.volume)
 			}
 		}
 		out = append(out, s)

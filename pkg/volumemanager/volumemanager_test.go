@@ -138,7 +138,7 @@ func (h *harness) sync(pod *corev1.Pod) {
 }
 
 func (h *harness) read(pod *corev1.Pod, volume, path string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(volumeDir(h.root, string(pod.UID), PluginConfigMap, volume), path))
+	data, err := os.ReadFile(filepath.Join(VolumeDir(h.root, string(pod.UID), PluginConfigMap, volume), path))
 	return string(data), err
 }
 
@@ -151,7 +151,7 @@ func (h *harness) mustRead(pod *corev1.Pod, volume, path, want string) {
 }
 
 func (h *harness) visible(pod *corev1.Pod, volume string) []string {
-	entries, err := os.ReadDir(volumeDir(h.root, string(pod.UID), PluginConfigMap, volume))
+	entries, err := os.ReadDir(VolumeDir(h.root, string(pod.UID), PluginConfigMap, volume))
 	if err != nil {
 		return nil
 	}
@@ -204,7 +204,7 @@ func TestMountRemountUnmount(t *testing.T) {
 	h.sync(pod)
 	h.mustRead(pod, "v", "a", "1")
 	h.mustRead(pod, "v", "b", "2")
-	if _, err := os.Stat(volumeDir(h.root, "p1", PluginConfigMap, "idle")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(VolumeDir(h.root, "p1", PluginConfigMap, "idle")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("a volume that no container mounts was set up")
 	}
 
@@ -238,7 +238,7 @@ func TestMountRemountUnmount(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(volumeDir(h.root, "p1", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(VolumeDir(h.root, "p1", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("volume directory still exists after unmount")
 	}
 	if n, err := h.m.RemoveOrphanedPodDirs(); err != nil || n != 1 {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // agentProcess is the real nodeagent binary running `run` for one node.
@@ -31,8 +31,7 @@ type agentProcess struct {
 	args     []string
 	wrapper  []string
 	logPath  string
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	proc     *controlplane.Process
 }
 
 // nodeagentBinary is the binary under test: $NODEAGENT_BIN (make e2e sets
@@ -122,19 +121,12 @@ func startAgentOpts(t *testing.T, o agentOptions) *agentProcess {
 
 func (a *agentProcess) start() {
 	a.t.Helper()
-	logFile, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	argv := append(append(append([]string{}, a.wrapper...), nodeagentBinary(a.t)), a.args...)
+	proc, err := controlplane.StartProcess("nodeagent", argv[0], argv[1:], a.logPath)
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	argv := append(append(append([]string{}, a.wrapper...), nodeagentBinary(a.t)), a.args...)
-	a.cmd = exec.Command(argv[0], argv[1:]...)
-	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
-		a.t.Fatal(err)
-	}
-	a.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); logFile.Close(); close(exited) }(a.cmd, a.exited)
+	a.proc = proc
 	waitUntil(a.t, 30*time.Second, func() error {
 		resp, err := http.Get("http://" + a.httpAddr + "/readyz")
 		if err != nil {
@@ -150,18 +142,15 @@ func (a *agentProcess) start() {
 
 // stop sends sig and waits for the process to exit.
 func (a *agentProcess) stop(sig syscall.Signal) {
-	if a.cmd == nil {
+	if a.proc == nil {
 		return
 	}
-	_ = a.cmd.Process.Signal(sig)
-	select {
-	case <-a.exited:
-	case <-time.After(20 * time.Second):
+	_ = a.proc.Signal(sig)
+	if !a.proc.WaitExit(20 * time.Second) {
 		a.t.Errorf("agent for %s did not exit 20 s after %s", a.node, sig)
-		_ = a.cmd.Process.Kill()
-		<-a.exited
 	}
-	a.cmd = nil
+	a.proc.Stop(0)
+	a.proc = nil
 }
 
 func (a *agentProcess) metrics() *apimetrics.Snapshot {
@@ -174,7 +163,7 @@ func (a *agentProcess) metrics() *apimetrics.Snapshot {
 }
 
 func (a *agentProcess) volumePath(pod *corev1.Pod, volume, file string) string {
-	return filepath.Join(a.rootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~configmap", volume, file)
+	return filepath.Join(volumemanager.VolumeDir(a.rootDir, string(pod.UID), volumemanager.PluginConfigMap, volume), file)
 }
 
 // waitForFile waits until path holds want.

@@ -73,9 +73,9 @@ func TestAgentIdleCostWith110Pods(t *testing.T) {
 	t.Logf("%d volumes mounted %s after the last pod was created", pods, time.Since(start).Round(100*time.Millisecond))
 
 	const window = 30 * time.Second
-	cpu0, _, _ := procStats(t, a.cmd.Process.Pid)
+	cpu0, _, _ := procStats(t, a.proc.Pid())
 	time.Sleep(window)
-	cpu1, rss, peak := procStats(t, a.cmd.Process.Pid)
+	cpu1, rss, peak := procStats(t, a.proc.Pid())
 	cores := (cpu1 - cpu0).Seconds() / window.Seconds()
 	t.Logf("idle agent with %d pods: CPU %.4f cores (%s over %s), RSS %.1f MiB, peak RSS %.1f MiB",
 		pods, cores, cpu1-cpu0, window, float64(rss)/(1<<20), float64(peak)/(1<<20))

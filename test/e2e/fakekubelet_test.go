@@ -7,16 +7,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,8 +49,7 @@ type podAgent struct {
 	node     string
 	args     []string
 	httpAddr string
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	proc     *controlplane.Process
 	ready    bool
 	logPath  string
 }
@@ -184,22 +182,13 @@ func (k *fakeKubelet) startAgent(pod *corev1.Pod) (*podAgent, error) {
 	}
 	a := &podAgent{node: pod.Spec.NodeName, httpAddr: k.podIP + ":" + strconv.Itoa(port), logPath: filepath.Join(dir, "agent.log")}
 	a.args = agentArgs(c.Args)
-	logFile, err := os.Create(a.logPath)
+	args := append([]string{"run", "--kubeconfig=" + k.kubeconfig, "--root-dir=" + filepath.Join(dir, "root"), "--http-address=" + a.httpAddr}, a.args...)
+	// NODE_NAME as the downward API sets it.
+	proc, err := controlplane.StartProcess("nodeagent", nodeagentBinary(k.t), args, a.logPath, "NODE_NAME="+pod.Spec.NodeName)
 	if err != nil {
 		return nil, err
 	}
-	a.cmd = exec.Command(nodeagentBinary(k.t), append([]string{"run", "--kubeconfig=" + k.kubeconfig,
-		"--root-dir=" + filepath.Join(dir, "root"), "--http-address=" + a.httpAddr}, a.args...)...)
-	// NODE_NAME as the downward API sets it.
-	a.cmd.Env = append(os.Environ(), "NODE_NAME="+pod.Spec.NodeName)
-	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	a.exited = make(chan struct{})
-	go func() { a.cmd.Wait(); logFile.Close(); close(a.exited) }()
+	a.proc = proc
 	return a, nil
 }
 
@@ -214,13 +203,7 @@ func (a *podAgent) isReady() bool {
 }
 
 func (a *podAgent) stop() {
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.exited:
-	case <-time.After(20 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-a.exited
-	}
+	a.proc.Stop(20 * time.Second)
 }
 
 // markReady reports the pod Running and Ready, as the kubelet's status

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -95,7 +96,7 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 	}
 
 	volumeDir := func(root string, pod *corev1.Pod) string {
-		return filepath.Join(root, "pods", string(pod.UID), "volumes", "kubernetes.io~configmap", "cfg")
+		return volumemanager.VolumeDir(root, string(pod.UID), volumemanager.PluginConfigMap, "cfg")
 	}
 	mounted := func(root string, pod *corev1.Pod) bool {
 		_, err := os.Lstat(filepath.Join(volumeDir(root, pod), "..data"))

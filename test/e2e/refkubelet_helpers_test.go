@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // nodeKubeconfig writes a kubeconfig with node's own client identity, so
@@ -89,14 +90,14 @@ func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency
 // service-account volume's name dropped so that two pods' keys match.
 func volumeDirs(rootDir string, pod *corev1.Pod) map[string]string {
 	dirs := map[string]string{}
-	for _, plugin := range []string{"kubernetes.io~configmap", "kubernetes.io~projected"} {
-		entries, _ := os.ReadDir(filepath.Join(rootDir, "pods", string(pod.UID), "volumes", plugin))
+	for _, plugin := range volumemanager.Plugins {
+		entries, _ := os.ReadDir(volumemanager.VolumeDir(rootDir, string(pod.UID), plugin, ""))
 		for _, e := range entries {
 			name := e.Name()
 			if strings.HasPrefix(name, "kube-api-access-") {
 				name = "kube-api-access"
 			}
-			dirs[plugin+"/"+name] = filepath.Join(rootDir, "pods", string(pod.UID), "volumes", plugin, e.Name())
+			dirs[string(plugin)+"/"+name] = volumemanager.VolumeDir(rootDir, string(pod.UID), plugin, e.Name())
 		}
 	}
 	return dirs

@@ -36,7 +36,7 @@ func serviceAccountVolume(t *testing.T, pod *corev1.Pod) string {
 }
 
 func projectedPath(a *agentProcess, pod *corev1.Pod, volume, file string) string {
-	return filepath.Join(a.rootDir, "pods", string(pod.UID), "volumes", string(volumemanager.PluginProjected), volume, file)
+	return filepath.Join(volumemanager.VolumeDir(a.rootDir, string(pod.UID), volumemanager.PluginProjected, volume), file)
 }
 
 // The pod's kube-api-access volume, as the real admission plugin made it, is

@@ -51,7 +51,7 @@ func TestSoak(t *testing.T) {
 	}
 	watchesBefore := configMapWatches(t)
 	a := startAgentOpts(t, agentOptions{node: node, kubeconfig: kubeconfig, args: []string{"--configmap-strategy=watch", "--sync-frequency=5s"}})
-	pid := a.cmd.Process.Pid
+	pid := a.proc.Pid()
 	pods := map[string]*corev1.Pod{}
 	podSeq := 0
 	newPod := func() {
@@ -84,7 +84,7 @@ func TestSoak(t *testing.T) {
 		case n < 76:
 			a.stop(syscall.SIGKILL)
 			a.start()
-			pid = a.cmd.Process.Pid
+			pid = a.proc.Pid()
 			actions["agent SIGKILLed"]++
 		case n < 78:
 			mustStart(t, cp.RestartAPIServer)
