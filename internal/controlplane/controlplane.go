@@ -40,6 +40,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 )
 
@@ -280,27 +281,20 @@ func (cp *ControlPlane) waitAPIServerReady(ctx context.Context) error {
 // waitFor polls check until it succeeds, the process exits, the timeout
 // passes or ctx ends. It returns the last check error on timeout.
 func waitFor(ctx context.Context, timeout time.Duration, p *process, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
 	var last error
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := p.exitError(); err != nil {
-			return err
+			return false, err
 		}
-		checkCtx, checkCancel := context.WithTimeout(ctx, 5*time.Second)
+		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		last = check(checkCtx)
-		checkCancel()
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w after %s (last check: %v)", ctx.Err(), timeout, last)
-		case <-ticker.C:
-		}
+		return last == nil, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("%w after %s (last check: %v)", err, timeout, last)
 	}
+	return err
 }
 
 func checkExecutable(path string) error {

@@ -1,23 +1,23 @@
 package compare
 
 import (
-	"github.com/nodeagent-io/nodeagent/pkg/model"
-
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	"sync"
-	"sync/atomic"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 func podWithConfigMaps(namespace, name, node string, phase corev1.PodPhase, mounted, unmounted []string) *corev1.Pod {

@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // Options configure Run.

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -204,30 +205,25 @@ func (f *daemonSetFleet) start(ctx context.Context, mode Mode, _ time.Duration) 
 // waitForRollout returns once every scheduled pod runs the current
 // template and is available, as `kubectl rollout status` decides.
 func (f *daemonSetFleet) waitForRollout(ctx context.Context, what string) error {
-	start := time.Now()
-	ticker := time.NewTicker(time.Second)
-	defer ticker.Stop()
-	for {
+	start, state := time.Now(), ""
+	err := wait.PollUntilContextTimeout(ctx, time.Second, f.rolloutTimeout, true, func(ctx context.Context) (bool, error) {
 		ds, err := f.client.AppsV1().DaemonSets(f.namespace).Get(ctx, f.name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("reading DaemonSet %s/%s: %w", f.namespace, f.name, err)
+			return false, fmt.Errorf("reading DaemonSet %s/%s: %w", f.namespace, f.name, err)
 		}
-		done, state := rolloutState(ds)
-		if done {
+		var done bool
+		if done, state = rolloutState(ds); done {
 			f.progress.done("%-19s rollout done in %.1fs: %s", what, time.Since(start).Seconds(), state)
-			return nil
+			return true, nil
 		}
 		f.progress.status("%-19s rollout  %5.0fs  %s", what, time.Since(start).Seconds(), state)
-		if time.Since(start) > f.rolloutTimeout {
-			return fmt.Errorf("DaemonSet %s/%s did not roll out within --rollout-timeout %s (%s): check `kubectl -n %s get pods` and the agents' logs",
-				f.namespace, f.name, f.rolloutTimeout, state, f.namespace)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
+		return false, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("DaemonSet %s/%s did not roll out within --rollout-timeout %s (%s): check `kubectl -n %s get pods` and the agents' logs",
+			f.namespace, f.name, f.rolloutTimeout, state, f.namespace)
 	}
+	return err
 }
 
 // rolloutState says whether a DaemonSet's rollout is complete, and where

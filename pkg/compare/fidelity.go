@@ -1,10 +1,10 @@
 package compare
 
 import (
-	"github.com/nodeagent-io/nodeagent/pkg/report"
-
 	"fmt"
 	"strings"
+
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // cpuPerNode is the cores one node's agent used over the window.

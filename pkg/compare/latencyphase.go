@@ -1,14 +1,14 @@
 package compare
 
 import (
-	"github.com/nodeagent-io/nodeagent/pkg/report"
-
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"sync"
 	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // measureWithUpdates is measure with the ConfigMaps updated at the

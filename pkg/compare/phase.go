@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -194,36 +195,33 @@ func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want in
 	// Creating and mounting thousands of volumes takes a while on two
 	// cores; a stagger adds one refresh cycle.
 	timeout := 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + model.RefreshCycle(s.SyncFrequency, s.TTL) + extra
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	for {
-		mounted, err := f.volumesMounted(ctx)
+	mounted := 0
+	err := wait.PollUntilContextTimeout(ctx, poll, max(timeout-time.Since(start), poll), true, func(ctx context.Context) (bool, error) {
+		var err error
+		mounted, err = f.volumesMounted(ctx)
 		switch {
 		case errors.Is(err, errNoAgentMetrics):
 			left := time.Until(running.Add(cycle))
 			r.progress.status("%-19s warm-up  %5.0fs  agents' metrics unreachable: waiting one cycle, %.0fs left", mode, time.Since(start).Seconds(), left.Seconds())
 			if left <= 0 {
 				r.progress.done("%-19s warm-up done in %.1fs (one cycle; the agents' metrics are unreachable)", mode, time.Since(start).Seconds())
-				return nil
+				return true, nil
 			}
+			return false, nil
 		case err != nil:
-			return err
-		default:
-			r.progress.status("%-19s warm-up  %5.0fs  volumes on disk %d/%d", mode, time.Since(start).Seconds(), mounted, want)
-			if mounted >= want {
-				r.progress.done("%-19s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
-				return nil
-			}
+			return false, err
 		}
-		if time.Since(start) > timeout {
-			return fmt.Errorf("%s: only %d of %d volumes on disk after %s; see the agents' logs", mode, mounted, want, timeout.Round(time.Second))
+		r.progress.status("%-19s warm-up  %5.0fs  volumes on disk %d/%d", mode, time.Since(start).Seconds(), mounted, want)
+		if mounted >= want {
+			r.progress.done("%-19s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
+			return true, nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
+		return false, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("%s: only %d of %d volumes on disk after %s; see the agents' logs", mode, mounted, want, timeout.Round(time.Second))
 	}
+	return err
 }
 
 // measure samples the apiserver every sample interval for the phase

@@ -1,15 +1,15 @@
 package compare
 
 import (
-	"github.com/nodeagent-io/nodeagent/pkg/report"
-
 	"fmt"
-	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // ScenarioReport is the scenario as report.json records it.

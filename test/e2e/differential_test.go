@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 )
 
@@ -108,7 +111,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 				if key == "kubernetes.io~projected/kube-api-access" {
 					dropServiceAccountToken(t, p.name+", pod "+base, want, fileTree(t, agentDirs[key]))
 				}
-				for _, d := range treeDiff(fileTree(t, agentDirs[key]), want) {
+				for _, d := range volumetree.Diff(want, fileTree(t, agentDirs[key]), "kubelet", "nodeagent") {
 					t.Errorf("%s, pod %s, volume %s: %s", p.name, base, key, d)
 				}
 				compared++
@@ -120,7 +123,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			t.Errorf("%s: compared %d volumes, want %d", p.name, compared, want)
 		}
 	}
-	waitForTrees := func(t *testing.T, what string, ready func(tree map[string]string, key string) bool) {
+	waitForTrees := func(t *testing.T, what string, ready func(dir string, tree volumetree.Tree, key string) bool) {
 		t.Helper()
 		waitUntil(t, 90*time.Second, func() error {
 			for node, s := range nodes {
@@ -131,11 +134,11 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 					}
 					for key, dir := range dirs {
 						// A writer may be switching generations under the walk.
-						tree, err := readFileTree(dir)
+						tree, err := volumetree.Read(dir)
 						if err != nil {
 							return err
 						}
-						if !ready(tree, key) {
+						if !ready(dir, tree, key) {
 							return fmt.Errorf("%s: pod %s, volume %s: %s not yet", node, base, key, what)
 						}
 					}
@@ -144,7 +147,10 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			return nil
 		})
 	}
-	waitForTrees(t, "mounted", func(tree map[string]string, _ string) bool { return tree["..data"] != "" })
+	waitForTrees(t, "mounted", func(_ string, tree volumetree.Tree, _ string) bool {
+		_, mounted := tree["..data"]
+		return mounted
+	})
 	t.Run("files after mount", func(t *testing.T) {
 		for _, p := range pairs {
 			compareTrees(t, p)
@@ -231,8 +237,9 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 
 	// An update, then a key removed: both reach the same files.
 	updateConfigMap(t, ns, "diff-shared", "greeting", "updated")
-	waitForTrees(t, "the update", func(tree map[string]string, key string) bool {
-		return !strings.Contains(key, "shared") || strings.Contains(tree["..GEN/greeting"], "updated")
+	waitForTrees(t, "the update", func(dir string, _ volumetree.Tree, key string) bool {
+		data, _ := os.ReadFile(filepath.Join(dir, "greeting"))
+		return !strings.Contains(key, "shared") || strings.Contains(string(data), "updated")
 	})
 	t.Run("files after an update", func(t *testing.T) {
 		for _, p := range pairs {
@@ -240,7 +247,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 		}
 	})
 	removeConfigMapKey(t, ns, "diff-shared", "farewell")
-	waitForTrees(t, "the key's removal", func(tree map[string]string, key string) bool {
+	waitForTrees(t, "the key's removal", func(_ string, tree volumetree.Tree, key string) bool {
 		_, still := tree["farewell"]
 		return !strings.Contains(key, "shared") || !still
 	})
@@ -271,12 +278,12 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 // sources (docs/kubelet-behaviour.md, "The volume on disk"). The kubelet
 // writes the token; nodeagent must not. The token's entries are then left
 // out of the comparison.
-func dropServiceAccountToken(t *testing.T, where string, kubelet, agent map[string]string) {
+func dropServiceAccountToken(t *testing.T, where string, kubelet, agent volumetree.Tree) {
 	t.Helper()
-	if _, ok := kubelet["..GEN/token"]; !ok {
+	if _, ok := kubelet[volumetree.Generation+"/token"]; !ok {
 		t.Errorf("%s: the kubelet wrote no service-account token; the comparison would not test the difference", where)
 	}
-	for _, path := range []string{"token", "..GEN/token"} {
+	for _, path := range []string{"token", volumetree.Generation + "/token"} {
 		if _, ok := agent[path]; ok {
 			t.Errorf("%s: nodeagent wrote %s, a serviceAccountToken source it does not serve", where, path)
 		}

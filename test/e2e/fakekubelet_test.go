@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 )
 
 // fakeKubelet plays the scheduler and the kubelet of some nodes, for the

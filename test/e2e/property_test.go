@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/internal/volumetree"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // propertyVolumes is how many random volumes one run of the property test
@@ -123,7 +125,7 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 		agentMounted, kubeletMounted := mounted(a.rootDir, p.agent), mounted(kubelet.rootDir, p.kubelet)
 		switch {
 		case agentMounted && kubeletMounted:
-			for _, d := range treeDiff(fileTree(t, volumeDir(a.rootDir, p.agent)), fileTree(t, volumeDir(kubelet.rootDir, p.kubelet))) {
+			for _, d := range volumetree.Diff(fileTree(t, volumeDir(kubelet.rootDir, p.kubelet)), fileTree(t, volumeDir(a.rootDir, p.agent)), "kubelet", "nodeagent") {
 				t.Errorf("%s: %s", p.name, d)
 			}
 			same++

@@ -3,12 +3,8 @@
 package e2e
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
@@ -103,83 +100,13 @@ func volumeDirs(rootDir string, pod *corev1.Pod) map[string]string {
 	return dirs
 }
 
-// generationName matches the atomic writer's timestamped directories.
-var generationName = regexp.MustCompile(`^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+$`)
-
-// fileTree describes a volume directory: one line per entry with its type,
-// permissions, and its bytes or link target, generation names replaced by
-// "..GEN".
-func fileTree(t *testing.T, dir string) map[string]string {
+// fileTree reads a volume directory (internal/volumetree), failing the
+// test if it cannot.
+func fileTree(t *testing.T, dir string) volumetree.Tree {
 	t.Helper()
-	tree, err := readFileTree(dir)
+	tree, err := volumetree.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tree
-}
-
-// readFileTree is fileTree's walk; it fails if dir changes under it.
-func readFileTree(dir string) (map[string]string, error) {
-	tree := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		rel = normaliseGeneration(rel)
-		info, err := os.Lstat(path)
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			tree[rel] = "link -> " + normaliseGeneration(target)
-		case info.IsDir():
-			tree[rel] = fmt.Sprintf("dir %v", info.Mode().Perm()|info.Mode()&(fs.ModeSetgid|fs.ModeSticky))
-		default:
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			tree[rel] = fmt.Sprintf("file %v %q", info.Mode().Perm(), data)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", dir, err)
-	}
-	return tree, nil
-}
-
-func normaliseGeneration(path string) string {
-	parts := strings.Split(path, "/")
-	for i, p := range parts {
-		if generationName.MatchString(p) {
-			parts[i] = "..GEN"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
-// treeDiff lists the entries where two trees differ, sorted.
-func treeDiff(agent, kubelet map[string]string) []string {
-	var diffs []string
-	for path, want := range kubelet {
-		if got, ok := agent[path]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: nodeagent has none, kubelet has %s", path, want))
-		} else if got != want {
-			diffs = append(diffs, fmt.Sprintf("%s: nodeagent has %s, kubelet has %s", path, got, want))
-		}
-	}
-	for path, got := range agent {
-		if _, ok := kubelet[path]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: nodeagent has %s, kubelet has none", path, got))
-		}
-	}
-	sort.Strings(diffs)
-	return diffs
 }

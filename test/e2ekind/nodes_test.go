@@ -3,17 +3,10 @@
 package e2ekind
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os/exec"
-	"path"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -22,6 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent-io/nodeagent/internal/volumetree"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // The two writers of a pod's volumes on a node.
@@ -43,80 +39,20 @@ func nodeExec(node string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// volumeDir is where root's writer keeps a pod's volume.
+// volumeDir is where root's writer keeps a pod's volume; plugin is
+// configmap or projected.
 func volumeDir(root string, uid types.UID, plugin, volume string) string {
-	return path.Join(root, "pods", string(uid), "volumes", "kubernetes.io~"+plugin, volume)
+	return volumemanager.VolumeDir(root, string(uid), volumemanager.Plugin("kubernetes.io~"+plugin), volume)
 }
 
-// entry is one file of a volume as a reader of the node's disk sees it.
-type entry struct {
-	kind   byte // tar's type flag: file, directory or symlink
-	mode   int64
-	target string // a symlink's target
-	sum    string // a file's SHA-256
-}
-
-func (e entry) String() string {
-	return fmt.Sprintf("type %c mode %o target %q sum %.12s", e.kind, e.mode, e.target, e.sum)
-}
-
-// timestamped matches the atomic writer's generation directories, whose
-// names hold the time of the write and so differ between two writers.
-var timestamped = regexp.MustCompile(`\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+`)
-
-// readTree reads a directory on a node: every path below it (generation
-// directories named ..<generation>), with type, mode, link target and
-// content hash. A missing directory is an error.
-func readTree(node, dir string) (map[string]entry, error) {
+// readTree reads a volume directory on a node (internal/volumetree). A
+// missing directory is an error.
+func readTree(node, dir string) (volumetree.Tree, error) {
 	out, err := nodeExec(node, "tar", "-C", dir, "-cf", "-", ".")
 	if err != nil {
 		return nil, err
 	}
-	tree := map[string]entry{}
-	tr := tar.NewReader(bytes.NewReader(out))
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return tree, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
-		if name == "." || name == "" {
-			continue
-		}
-		e := entry{kind: hdr.Typeflag, mode: hdr.Mode & 0o7777, target: timestamped.ReplaceAllString(hdr.Linkname, "..<generation>")}
-		if hdr.Typeflag == tar.TypeReg {
-			h := sha256.New()
-			if _, err := io.Copy(h, tr); err != nil {
-				return nil, err
-			}
-			e.sum = hex.EncodeToString(h.Sum(nil))
-		}
-		tree[timestamped.ReplaceAllString(name, "..<generation>")] = e
-	}
-}
-
-// diffTrees says how two trees differ, or returns "" when they are equal.
-func diffTrees(want, got map[string]entry) string {
-	var lines []string
-	for p, w := range want {
-		g, ok := got[p]
-		switch {
-		case !ok:
-			lines = append(lines, "missing "+p)
-		case g != w:
-			lines = append(lines, fmt.Sprintf("%s: kubelet %v, nodeagent %v", p, w, g))
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			lines = append(lines, "extra "+p)
-		}
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return volumetree.FromTar(bytes.NewReader(out))
 }
 
 // readFile reads one file on a node.

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 )
 
 // TestAgentsOnEveryNode: the DaemonSet's agent runs and is ready on each of
@@ -106,7 +108,7 @@ func sameAsKubelet(v podVolume) string {
 			}
 		}
 	}
-	return diffTrees(want, got)
+	return strings.Join(volumetree.Diff(want, got, "kubelet", "nodeagent"), "\n")
 }
 
 // TestRealPodVolumes runs a real pod on every node and holds the agent's
