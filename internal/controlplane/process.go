@@ -20,6 +20,8 @@ type process struct {
 	args    []string
 	logPath string
 	env     []string // added to this process's environment
+	// bare leaves the log to the process's own output.
+	bare bool
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -37,7 +39,9 @@ func (p *process) start() error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(logFile, "=== %s starting at %s: %s %s\n", p.name, time.Now().Format(time.RFC3339), p.path, strings.Join(p.args, " "))
+	if !p.bare {
+		fmt.Fprintf(logFile, "=== %s starting at %s: %s %s\n", p.name, time.Now().Format(time.RFC3339), p.path, strings.Join(p.args, " "))
+	}
 	cmd := exec.Command(p.path, p.args...)
 	if len(p.env) > 0 {
 		cmd.Env = append(os.Environ(), p.env...)
@@ -130,10 +134,18 @@ func lastLines(data []byte, n int) string {
 // compare --agent-processes and the e2e tests' agents run this way.
 type Process struct{ p process }
 
+// ProcessOptions are StartProcess's optional settings.
+type ProcessOptions struct {
+	// Env, KEY=VALUE, is added to the process's environment.
+	Env []string
+	// Bare leaves the log to the process's own output (a JSON log stays
+	// JSON), without the line that says how and when it was started.
+	Bare bool
+}
+
 // StartProcess starts path (a file, or a command looked up in $PATH) with
-// args, its output appended to logPath; env, KEY=VALUE, is added to its
-// environment.
-func StartProcess(name, path string, args []string, logPath string, env ...string) (*Process, error) {
+// args, its output appended to logPath.
+func StartProcess(name, path string, args []string, logPath string, opts ProcessOptions) (*Process, error) {
 	if !strings.Contains(path, "/") {
 		found, err := exec.LookPath(path)
 		if err != nil {
@@ -144,7 +156,7 @@ func StartProcess(name, path string, args []string, logPath string, env ...strin
 	if err := checkExecutable(path); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	proc := &Process{p: process{name: name, path: path, args: args, logPath: logPath, env: env}}
+	proc := &Process{p: process{name: name, path: path, args: args, logPath: logPath, env: opts.Env, bare: opts.Bare}}
 	if err := proc.p.start(); err != nil {
 		return nil, err
 	}

@@ -148,7 +148,7 @@ func (f *processFleet) start(_ context.Context, mode Mode, stagger time.Duration
 	f.cancel, f.marked, f.procs, f.mode = cancel, false, nil, mode
 	staggered(ctx, &f.wg, len(f.nodes), stagger, func(i int) {
 		name, path, args := f.command(mode, i, kubeconfigs[i], f.rootDir(i))
-		p, err := controlplane.StartProcess(name, path, args, filepath.Join(logDir, f.nodes[i].Name+".log"))
+		p, err := controlplane.StartProcess(name, path, args, filepath.Join(logDir, f.nodes[i].Name+".log"), controlplane.ProcessOptions{})
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if err != nil || ctx.Err() != nil {

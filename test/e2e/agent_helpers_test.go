@@ -122,7 +122,7 @@ func startAgentOpts(t *testing.T, o agentOptions) *agentProcess {
 func (a *agentProcess) start() {
 	a.t.Helper()
 	argv := append(append(append([]string{}, a.wrapper...), nodeagentBinary(a.t)), a.args...)
-	proc, err := controlplane.StartProcess("nodeagent", argv[0], argv[1:], a.logPath)
+	proc, err := controlplane.StartProcess("nodeagent", argv[0], argv[1:], a.logPath, controlplane.ProcessOptions{Bare: true})
 	if err != nil {
 		a.t.Fatal(err)
 	}

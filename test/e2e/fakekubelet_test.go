@@ -185,7 +185,7 @@ func (k *fakeKubelet) startAgent(pod *corev1.Pod) (*podAgent, error) {
 	a.args = agentArgs(c.Args)
 	args := append([]string{"run", "--kubeconfig=" + k.kubeconfig, "--root-dir=" + filepath.Join(dir, "root"), "--http-address=" + a.httpAddr}, a.args...)
 	// NODE_NAME as the downward API sets it.
-	proc, err := controlplane.StartProcess("nodeagent", nodeagentBinary(k.t), args, a.logPath, "NODE_NAME="+pod.Spec.NodeName)
+	proc, err := controlplane.StartProcess("nodeagent", nodeagentBinary(k.t), args, a.logPath, controlplane.ProcessOptions{Env: []string{"NODE_NAME=" + pod.Spec.NodeName}, Bare: true})
 	if err != nil {
 		return nil, err
 	}

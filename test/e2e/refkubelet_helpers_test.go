@@ -69,7 +69,7 @@ func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency
 		"--root-dir=" + k.rootDir,
 		"--sync-frequency=" + syncFrequency.String(),
 		"--configmap-change-detection-strategy=" + strategy,
-	}, k.logPath)
+	}, k.logPath, controlplane.ProcessOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
