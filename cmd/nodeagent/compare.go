@@ -87,39 +87,11 @@ func runCompare(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts.Scenario, opts.OutputDir, opts.Keep, opts.Namespace = s, outputDir, keep, namespace
-	if kubeconfig != "" {
-		if agentProcesses {
-			opts.AgentBinary, _ = os.Executable()
-		}
-		// Before connecting: some modes need what only a local control
-		// plane gives (node identities).
-		if err := opts.Validate(); err != nil {
-			return err
-		}
-		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-			return fmt.Errorf("loading --kubeconfig: %w", err)
-		}
-		opts.APIServer = opts.RESTConfig.Host
-	} else {
-		fmt.Fprintln(os.Stderr, "Starting a local etcd and kube-apiserver...")
-		cp, err := controlplane.Start(ctx, controlplane.Options{})
-		if err != nil {
-			return err
-		}
-		defer cp.Stop()
-		fmt.Fprintf(os.Stderr, "Local control plane ready in %.1fs at %s.\n", cp.StartupDuration.Seconds(), cp.APIServerURL)
-		opts.RESTConfig = cp.RESTConfig()
-		opts.NodeIdentity, opts.AuditLog = cp.NodeRESTConfig, cp.AuditLogPath()
-		if opts.RefKubeletDir, err = controlplane.FindBinDir(); err != nil {
-			return err
-		}
-		opts.APIServer = "local control plane (etcd " + controlplane.EtcdVersion + ", kube-apiserver " + controlplane.KubernetesVersion + ")"
-		if agentProcesses {
-			if opts.AgentBinary, err = os.Executable(); err != nil {
-				return fmt.Errorf("--agent-processes: finding this binary: %w", err)
-			}
-		}
+	stopControlPlane, err := connect(ctx, &opts, kubeconfig, agentProcesses)
+	if err != nil {
+		return err
 	}
+	defer stopControlPlane()
 
 	start := time.Now()
 	report, runErr := compare.Run(ctx, opts)
@@ -194,4 +166,45 @@ func daemonSetDefaults(fs *pflag.FlagSet, s *compare.Scenario, modes *string, op
 	}
 	opts.SetSyncFrequency = fs.Changed("sync-frequency")
 	return nil
+}
+
+// connect points opts at the --kubeconfig cluster, or at a local control
+// plane that it starts (stop stops it), which also issues node identities
+// for agent processes and reference kubelets.
+func connect(ctx context.Context, opts *compare.Options, kubeconfig string, agentProcesses bool) (stop func(), err error) {
+	stop = func() {}
+	if kubeconfig != "" {
+		if agentProcesses {
+			opts.AgentBinary, _ = os.Executable()
+		}
+		// Before connecting: some modes need what only a local control
+		// plane gives (node identities).
+		if err := opts.Validate(); err != nil {
+			return stop, err
+		}
+		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			return stop, fmt.Errorf("loading --kubeconfig: %w", err)
+		}
+		opts.APIServer = opts.RESTConfig.Host
+		return stop, nil
+	}
+	fmt.Fprintln(os.Stderr, "Starting a local etcd and kube-apiserver...")
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		return stop, err
+	}
+	fmt.Fprintf(os.Stderr, "Local control plane ready in %.1fs at %s.\n", cp.StartupDuration.Seconds(), cp.APIServerURL)
+	opts.RESTConfig = cp.RESTConfig()
+	opts.NodeIdentity, opts.AuditLog = cp.NodeRESTConfig, cp.AuditLogPath()
+	opts.APIServer = "local control plane (etcd " + controlplane.EtcdVersion + ", kube-apiserver " + controlplane.KubernetesVersion + ")"
+	if opts.RefKubeletDir, err = controlplane.FindBinDir(); err == nil && agentProcesses {
+		if opts.AgentBinary, err = os.Executable(); err != nil {
+			err = fmt.Errorf("--agent-processes: finding this binary: %w", err)
+		}
+	}
+	if err != nil {
+		cp.Stop()
+		return stop, err
+	}
+	return cp.Stop, nil
 }
