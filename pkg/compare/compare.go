@@ -257,7 +257,7 @@ func (r *runner) setUpFleets(ctx context.Context, opts *Options) (closeLog func(
 	}
 	if opts.kind() == agentProcesses {
 		r.agents = &processFleet{
-			scenario: r.scenario, nodes: r.nodes, agentBinary: opts.AgentBinary, identity: opts.NodeIdentity,
+			scenario: r.scenario, nodes: r.nodes, command: agentCommand(r.scenario, opts.AgentBinary), identity: opts.NodeIdentity,
 			logDir: filepath.Join(opts.OutputDir, "agents"), progress: r.progress,
 		}
 	} else {
@@ -269,7 +269,7 @@ func (r *runner) setUpFleets(ctx context.Context, opts *Options) (closeLog func(
 	}
 	if slices.ContainsFunc(r.scenario.Modes, Mode.IsReferenceKubelet) {
 		r.kubelets = &processFleet{
-			scenario: r.scenario, nodes: r.nodes, binDir: opts.RefKubeletDir, identity: opts.NodeIdentity,
+			scenario: r.scenario, nodes: r.nodes, command: kubeletCommand(r.scenario, opts.RefKubeletDir), identity: opts.NodeIdentity,
 			logDir: filepath.Join(opts.OutputDir, "kubelets"), progress: r.progress,
 		}
 	}

@@ -19,17 +19,16 @@ import (
 )
 
 // processFleet runs one process per simulated node, each with that node's
-// own identity: the real kubelet (refkubelet) for the reference modes, and
-// for the others, when agentBinary is set, nodeagent's own `run`, so that
-// each agent's CPU time and memory are its own. The processes' metrics are
-// not read here; the apiserver's audit log counts their requests, and
-// /proc their CPU time and memory.
+// own identity: the real kubelet (refkubelet) for the reference modes
+// (kubeletCommand), or nodeagent's own `run` (agentCommand), so that each
+// agent's CPU time and memory are its own. The processes' metrics are not
+// read here; the apiserver's audit log counts their requests, and /proc
+// their CPU time and memory.
 type processFleet struct {
 	scenario Scenario
 	nodes    []model.Node
-	// binDir holds the reference kubelets; agentBinary is nodeagent's.
-	binDir, agentBinary string
-	identity            func(node string) (*rest.Config, error)
+	command  commandFunc
+	identity func(node string) (*rest.Config, error)
 	// workDir, a temporary directory made at the first start and removed
 	// at cleanup, holds each phase's root directories (removed at stop);
 	// logDir keeps the kubelets' logs.
@@ -94,24 +93,35 @@ func checkMemory(nodes int, kubelets bool) error {
 	return nil
 }
 
-// command is the binary and arguments of node i's process in mode.
-func (f *processFleet) command(mode Mode, i int, kubeconfig, rootDir string) (name, path string, args []string) {
-	node := f.nodes[i]
-	cfg := f.scenario.agentConfig(mode, node.Name, rootDir)
-	kubelet := mode.spec().kubelet
-	if kubelet == nil {
-		return "nodeagent", f.agentBinary, append([]string{"run", "--kubeconfig=" + kubeconfig}, cfg.Args()...)
+// commandFunc is the process of node in mode: its name, binary and
+// arguments.
+type commandFunc func(mode Mode, node model.Node, kubeconfig, rootDir string) (name, path string, args []string)
+
+// agentCommand runs nodeagent's binary, configured as the scenario's
+// in-process agents are.
+func agentCommand(s Scenario, binary string) commandFunc {
+	return func(mode Mode, node model.Node, kubeconfig, rootDir string) (string, string, []string) {
+		cfg := s.agentConfig(mode, node.Name, rootDir)
+		return "nodeagent", binary, append([]string{"run", "--kubeconfig=" + kubeconfig}, cfg.Args()...)
 	}
-	// The reference kubelet takes the kubelet's own flags (hack/refkubelet).
-	return kubelet.binary, filepath.Join(f.binDir, kubelet.binary), []string{
-		"--node-name=" + node.Name,
-		"--kubeconfig=" + kubeconfig,
-		"--root-dir=" + rootDir,
-		"--sync-frequency=" + f.scenario.SyncFrequency.String(),
-		"--configmap-change-detection-strategy=" + kubelet.strategy,
-		"--kube-api-qps=" + strconv.FormatFloat(float64(cfg.KubeAPIQPS), 'f', -1, 32),
-		"--kube-api-burst=" + strconv.Itoa(cfg.KubeAPIBurst),
-		"--max-pods=" + strconv.Itoa(max(110, 2*len(node.Pods))),
+}
+
+// kubeletCommand runs the reference kubelet of mode from binDir, with the
+// kubelet's own flags (hack/refkubelet) and the agents' rate limits.
+func kubeletCommand(s Scenario, binDir string) commandFunc {
+	return func(mode Mode, node model.Node, kubeconfig, rootDir string) (string, string, []string) {
+		kubelet := mode.spec().kubelet
+		cfg := s.agentConfig(mode, node.Name, rootDir)
+		return kubelet.binary, filepath.Join(binDir, kubelet.binary), []string{
+			"--node-name=" + node.Name,
+			"--kubeconfig=" + kubeconfig,
+			"--root-dir=" + rootDir,
+			"--sync-frequency=" + s.SyncFrequency.String(),
+			"--configmap-change-detection-strategy=" + kubelet.strategy,
+			"--kube-api-qps=" + strconv.FormatFloat(float64(cfg.KubeAPIQPS), 'f', -1, 32),
+			"--kube-api-burst=" + strconv.Itoa(cfg.KubeAPIBurst),
+			"--max-pods=" + strconv.Itoa(max(110, 2*len(node.Pods))),
+		}
 	}
 }
 
@@ -147,7 +157,7 @@ func (f *processFleet) start(_ context.Context, mode Mode, stagger time.Duration
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.marked, f.procs, f.mode = cancel, false, nil, mode
 	staggered(ctx, &f.wg, len(f.nodes), stagger, func(i int) {
-		name, path, args := f.command(mode, i, kubeconfigs[i], f.rootDir(i))
+		name, path, args := f.command(mode, f.nodes[i], kubeconfigs[i], f.rootDir(i))
 		p, err := controlplane.StartProcess(name, path, args, filepath.Join(logDir, f.nodes[i].Name+".log"), controlplane.ProcessOptions{})
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -192,13 +202,13 @@ func (f *processFleet) volumesMounted(context.Context) (int, error) {
 	return matches, nil
 }
 
-// exited reports a kubelet that died, with the end of its log.
+// exited reports a process that died, with the end of its log.
 func (f *processFleet) exited() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range f.procs {
 		if err := p.Err(); err != nil {
-			return fmt.Errorf("a reference kubelet died: %w\n%s", err, p.Tail(20))
+			return fmt.Errorf("a process of the fleet died: %w\n%s", err, p.Tail(20))
 		}
 	}
 	return nil
