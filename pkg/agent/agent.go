@@ -322,9 +322,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 
-	done := make(chan struct{}, 2)
-	go func() { a.volumes.Run(ctx); done <- struct{}{} }()
-	go func() { a.workers.Run(ctx); done <- struct{}{} }()
+	// The volume manager and the pod workers run until ctx ends.
+	var components sync.WaitGroup
+	components.Go(func() { a.volumes.Run(ctx) })
+	components.Go(func() { a.workers.Run(ctx) })
 	a.factory.Start(ctx.Done())
 	a.nodeFactory.Start(ctx.Done())
 	logger.Info("Agent started", "strategy", a.cfg.Strategy, "invalidation", a.cfg.Invalidation,
@@ -334,8 +335,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	logger.Info("Agent stopping; volumes stay on disk")
 	a.factory.Shutdown()
 	a.nodeFactory.Shutdown()
-	<-done
-	<-done
+	components.Wait()
 	a.configMaps.Stop()
 	if server != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
