@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
@@ -71,16 +72,13 @@ func exists(node, p string) bool {
 // passes, then fails the test with cond's last answer.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		reason := cond()
-		if reason == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s: %s", what, timeout, reason)
-		}
-		time.Sleep(time.Second)
+	reason := ""
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) {
+		reason = cond()
+		return reason == "", nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not after %s: %s", what, timeout, reason)
 	}
 }
 
