@@ -40,6 +40,15 @@ const (
 	MetricPodUpdates     = "nodeagent_pod_updates_total"
 )
 
+// Labels and values of the metrics that tools read.
+const (
+	LabelResourceVersion = "resource_version"
+	LabelKind            = "kind"
+	// ResourceVersionUnset marks a GET without resourceVersion: a quorum
+	// read that reaches etcd.
+	ResourceVersionUnset = "unset"
+)
+
 // NewMetrics registers the agent's metrics on a new registry.
 func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.Invalidation, version string) *Metrics {
 	m := &Metrics{
@@ -47,7 +56,7 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 		configMapGets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricConfigMapGets,
 			Help: `ConfigMap GET requests sent to the apiserver, by strategy and resourceVersion ("0": served from the watch cache; "unset": a quorum read that reaches etcd).`,
-		}, []string{"strategy", "resource_version"}),
+		}, []string{"strategy", LabelResourceVersion}),
 		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricCacheLookups,
 			Help: "ConfigMap reads of the cache strategy, by outcome: fresh (no GET), expired (GET at resourceVersion 0), invalidated or miss (quorum GET).",
@@ -55,7 +64,7 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 		podWork: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricPodWork,
 			Help: "Pod syncs and teardowns run by the pod workers, by kind and result.",
-		}, []string{"kind", "result"}),
+		}, []string{LabelKind, "result"}),
 		podWorkDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "nodeagent_pod_work_duration_seconds",
 			Help:    "Duration of pod syncs and teardowns.",
@@ -93,7 +102,7 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 		m.volumeOps, m.volumeOpDuration, m.volumesMounted, m.volumeWrites, m.podUpdates, info)
 	// Pre-create the series tools compare, so that a zero is a zero and
 	// not a missing series.
-	for _, rv := range []string{"0", "unset"} {
+	for _, rv := range []string{"0", ResourceVersionUnset} {
 		m.configMapGets.WithLabelValues(string(strategy), rv)
 	}
 	return m
@@ -114,7 +123,7 @@ func result(err error) string {
 // GetSent implements configmapcache.Recorder.
 func (m *Metrics) GetSent(strategy configmapcache.Strategy, resourceVersion string) {
 	if resourceVersion == "" {
-		resourceVersion = "unset"
+		resourceVersion = ResourceVersionUnset
 	}
 	m.configMapGets.WithLabelValues(string(strategy), resourceVersion).Inc()
 }

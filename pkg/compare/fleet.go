@@ -16,6 +16,8 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // fleet is the set of agents a phase measures: agents in this process,
@@ -73,8 +75,8 @@ type agentCounters struct {
 func (c *agentCounters) addFrom(s *apimetrics.Snapshot) {
 	c.requests = true
 	c.gets += s.Sum(agent.MetricConfigMapGets, nil)
-	c.quorumGets += s.Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"})
-	c.syncs += s.Sum(agent.MetricPodWork, map[string]string{"kind": "sync"})
+	c.quorumGets += s.Sum(agent.MetricConfigMapGets, map[string]string{agent.LabelResourceVersion: agent.ResourceVersionUnset})
+	c.syncs += s.Sum(agent.MetricPodWork, map[string]string{agent.LabelKind: string(podworkers.KindSync)})
 }
 
 // inProcessFleet runs one agent per simulated node in this process, so the
@@ -168,7 +170,7 @@ func (f *inProcessFleet) volumesMounted(context.Context) (int, error) {
 	mounted := 0
 	for _, a := range f.agents {
 		for _, v := range a.Volumes() {
-			if v.State != "mount-failing" {
+			if v.State != volumemanager.StateMountFailing {
 				mounted++
 			}
 		}
