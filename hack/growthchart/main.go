@@ -12,7 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"image/color"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +23,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
 )
 
 // report is the part of report.json this reads.
@@ -42,12 +44,6 @@ type report struct {
 	} `json:"phases"`
 }
 
-var colours = map[string]color.RGBA{
-	"every-sync":      {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	"first-reference": {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	"watch":           {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-}
-
 func main() {
 	out := flag.String("o", "growth.svg", "chart to write (.svg or .png)")
 	flag.Parse()
@@ -61,94 +57,121 @@ func main() {
 	}
 }
 
+// metrics are the chart's panels, left to right.
+var metrics = []struct{ title, unit string }{
+	{"apiserver ConfigMap GET/s", "GET/s"},
+	{"agents' CPU per node", "millicores"},
+	{"agents' peak memory per node", "MiB"},
+}
+
+// growth is what the runs measured, as (nodes, value) points.
+type growth struct {
+	// series[metric][mode]; model[mode] is the model's GET/s.
+	series     []map[string]plotter.XYs
+	model      map[string]plotter.XYs
+	syncLabels plotter.XYLabels
+}
+
 func run(out string, dirs []string) error {
-	// series[metric][mode] are (nodes, value) points.
-	metrics := []struct{ title, unit string }{
-		{"apiserver ConfigMap GET/s", "GET/s"},
-		{"agents' CPU per node", "millicores"},
-		{"agents' peak memory per node", "MiB"},
+	g, err := readRuns(dirs)
+	if err != nil {
+		return err
 	}
-	series := make([]map[string]plotter.XYs, len(metrics))
-	for i := range series {
-		series[i] = map[string]plotter.XYs{}
-	}
-	model := map[string]plotter.XYs{}
-	var syncLabels plotter.XYLabels
-	for _, dir := range dirs {
-		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	panels := make([][]*plot.Plot, 1)
+	for i := range metrics {
+		p, err := g.panel(i)
 		if err != nil {
 			return err
 		}
+		panels[0] = append(panels[0], p)
+	}
+	return save(out, panels)
+}
+
+// readRuns reads each run's report.json.
+func readRuns(dirs []string) (*growth, error) {
+	g := &growth{model: map[string]plotter.XYs{}}
+	for range metrics {
+		g.series = append(g.series, map[string]plotter.XYs{})
+	}
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			return nil, err
+		}
 		var r report
 		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
+			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 		n := float64(r.Scenario.Nodes)
 		top := 0.0
 		for _, p := range r.Phases {
 			top = max(top, p.APIServerGetQPS, p.ModelGetQPS)
 		}
-		syncLabels.XYs = append(syncLabels.XYs, plotter.XY{X: n, Y: top})
-		syncLabels.Labels = append(syncLabels.Labels, fmt.Sprintf("S=%gm", r.Scenario.SyncFrequencySeconds/60))
+		g.syncLabels.XYs = append(g.syncLabels.XYs, plotter.XY{X: n, Y: top})
+		g.syncLabels.Labels = append(g.syncLabels.Labels, fmt.Sprintf("S=%gm", r.Scenario.SyncFrequencySeconds/60))
 		for _, p := range r.Phases {
 			if p.MeasuredSeconds <= 0 || n == 0 {
 				continue
 			}
-			series[0][p.Mode] = append(series[0][p.Mode], plotter.XY{X: n, Y: p.APIServerGetQPS})
-			model[p.Mode] = append(model[p.Mode], plotter.XY{X: n, Y: p.ModelGetQPS})
-			series[1][p.Mode] = append(series[1][p.Mode], plotter.XY{X: n, Y: 1000 * p.CPUSeconds / p.MeasuredSeconds / n})
-			series[2][p.Mode] = append(series[2][p.Mode], plotter.XY{X: n, Y: p.PeakRSSBytes / n / (1 << 20)})
+			g.series[0][p.Mode] = append(g.series[0][p.Mode], plotter.XY{X: n, Y: p.APIServerGetQPS})
+			g.model[p.Mode] = append(g.model[p.Mode], plotter.XY{X: n, Y: p.ModelGetQPS})
+			g.series[1][p.Mode] = append(g.series[1][p.Mode], plotter.XY{X: n, Y: 1000 * p.CPUSeconds / p.MeasuredSeconds / n})
+			g.series[2][p.Mode] = append(g.series[2][p.Mode], plotter.XY{X: n, Y: p.PeakRSSBytes / n / (1 << 20)})
 		}
 	}
-	plots := make([][]*plot.Plot, 1)
-	for i, m := range metrics {
-		p := plot.New()
-		p.Title.Text = m.title
-		p.X.Label.Text = "simulated nodes (30 pods each)"
-		p.Y.Label.Text = m.unit
-		p.Y.Min = 0
-		// Bottom right is where the lines are not: costs per node fall
-		// with nodes, and watch's GET/s lie on the axis, below its legend.
-		p.Legend.Top, p.Legend.Left = false, false
-		if i == 0 {
-			p.Legend.YOffs = vg.Points(24)
-		}
-		p.Add(plotter.NewGrid())
-		modes := make([]string, 0, len(series[i]))
-		for mode := range series[i] {
-			modes = append(modes, mode)
-		}
-		slices.Sort(modes)
-		for _, mode := range modes {
-			line, points, err := plotter.NewLinePoints(sortedByX(series[i][mode]))
-			if err != nil {
-				return err
-			}
-			c := colours[mode]
-			line.Color, line.Width, points.Color, points.Shape = c, vg.Points(1.5), c, draw.CircleGlyph{}
-			p.Add(line, points)
-			p.Legend.Add(mode, line)
-			if i == 0 && mode != "watch" {
-				modelLine, err := plotter.NewLine(sortedByX(model[mode]))
-				if err != nil {
-					return err
-				}
-				modelLine.Color, modelLine.Width, modelLine.Dashes = c, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
-				p.Add(modelLine)
-				p.Legend.Add(mode+" (model)", modelLine)
-			}
-		}
-		if i == 0 {
-			labels, err := plotter.NewLabels(syncLabels)
-			if err != nil {
-				return err
-			}
-			labels.Offset = vg.Point{X: -vg.Points(14), Y: vg.Points(6)}
-			p.Add(labels)
-			p.Y.Max *= 1.15 // room for the labels above the highest point
-		}
-		plots[0] = append(plots[0], p)
+	return g, nil
+}
+
+// panel draws metric i, one line per mode; the GET/s panel adds the
+// model's lines (dashed) and each run's S.
+func (g *growth) panel(i int) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = metrics[i].title
+	p.X.Label.Text = "simulated nodes (30 pods each)"
+	p.Y.Label.Text = metrics[i].unit
+	p.Y.Min = 0
+	// Bottom right is where the lines are not: costs per node fall
+	// with nodes, and watch's GET/s lie on the axis, below its legend.
+	p.Legend.Top, p.Legend.Left = false, false
+	if i == 0 {
+		p.Legend.YOffs = vg.Points(24)
 	}
+	p.Add(plotter.NewGrid())
+	modes := slices.Sorted(maps.Keys(g.series[i]))
+	for _, mode := range modes {
+		line, points, err := plotter.NewLinePoints(sortedByX(g.series[i][mode]))
+		if err != nil {
+			return nil, err
+		}
+		c := compare.Mode(mode).Colour()
+		line.Color, line.Width, points.Color, points.Shape = c, vg.Points(1.5), c, draw.CircleGlyph{}
+		p.Add(line, points)
+		p.Legend.Add(mode, line)
+		if i == 0 && mode != string(compare.ModeWatch) {
+			modelLine, err := plotter.NewLine(sortedByX(g.model[mode]))
+			if err != nil {
+				return nil, err
+			}
+			modelLine.Color, modelLine.Width, modelLine.Dashes = c, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(modelLine)
+			p.Legend.Add(mode+" (model)", modelLine)
+		}
+	}
+	if i == 0 {
+		labels, err := plotter.NewLabels(g.syncLabels)
+		if err != nil {
+			return nil, err
+		}
+		labels.Offset = vg.Point{X: -vg.Points(14), Y: vg.Points(6)}
+		p.Add(labels)
+		p.Y.Max *= 1.15 // room for the labels above the highest point
+	}
+	return p, nil
+}
+
+// save draws the panels side by side into out, SVG or PNG by its extension.
+func save(out string, panels [][]*plot.Plot) error {
 	width, height := 12*vg.Inch, 4*vg.Inch
 	var canvas vg.CanvasWriterTo
 	switch filepath.Ext(out) {
@@ -157,10 +180,9 @@ func run(out string, dirs []string) error {
 	default:
 		canvas = vgsvg.New(width, height)
 	}
-	tiles := draw.Tiles{Rows: 1, Cols: len(metrics), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2}
-	dc := draw.New(canvas)
-	canvases := plot.Align(plots, tiles, dc)
-	for j, p := range plots[0] {
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels[0]), PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2}
+	canvases := plot.Align(panels, tiles, draw.New(canvas))
+	for j, p := range panels[0] {
 		p.Draw(canvases[0][j])
 	}
 	f, err := os.Create(out)

@@ -150,6 +150,17 @@ func (m Mode) Counterpart() Mode {
 	return ""
 }
 
+// Colour is the mode's colour in every chart; black for an unknown mode
+// (a report from another version).
+func (m Mode) Colour() color.RGBA {
+	for _, s := range modeSpecs {
+		if s.mode == m {
+			return s.colour
+		}
+	}
+	return color.RGBA{A: 0xff}
+}
+
 // Describe says in a few words what a mode is.
 func (m Mode) Describe() string { return m.spec().description }
 
