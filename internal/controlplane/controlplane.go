@@ -105,53 +105,74 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
-	etcdBin, apiserverBin := filepath.Join(binDir, "etcd"), filepath.Join(binDir, "kube-apiserver")
-	controllerManagerBin := filepath.Join(binDir, "kube-controller-manager")
-	for _, bin := range []string{etcdBin, apiserverBin, controllerManagerBin} {
-		if err := checkExecutable(bin); err != nil {
-			return nil, fmt.Errorf("control plane binary %s: %w; run `make controlplane` to build the control plane into %s", bin, err, binDir)
+	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if err := checkExecutable(filepath.Join(binDir, bin)); err != nil {
+			return nil, fmt.Errorf("control plane binary %s: %w; run `make controlplane` to build the control plane into %s", filepath.Join(binDir, bin), err, binDir)
 		}
 	}
-
 	cp := &ControlPlane{Dir: opts.Dir, timeout: opts.StartTimeout}
 	if cp.timeout <= 0 {
 		cp.timeout = 90 * time.Second
 	}
-	if cp.Dir == "" {
-		removeAbandonedDirs()
-		dir, err := os.MkdirTemp("", tempDirPrefix)
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-			return nil, err
-		}
-		cp.Dir, cp.removeDir = dir, true
-	} else if err := os.MkdirAll(cp.Dir, 0o700); err != nil {
+	if err := cp.makeDir(); err != nil {
+		cp.Stop()
 		return nil, err
 	}
+	if err := cp.configure(binDir, opts); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	begin := time.Now()
+	for _, step := range []func(context.Context) error{
+		cp.startEtcd, cp.startAPIServer, cp.startControllerManager, cp.waitForDefaultServiceAccount,
+	} {
+		if err := step(ctx); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
+	cp.StartupDuration = time.Since(begin)
+	return cp, nil
+}
+
+// makeDir makes cp.Dir, a temporary directory owned by this process when
+// none was given (Stop removes it, and a later Start removes those whose
+// owner died).
+func (cp *ControlPlane) makeDir() error {
+	if cp.Dir != "" {
+		return os.MkdirAll(cp.Dir, 0o700)
+	}
+	removeAbandonedDirs()
+	dir, err := os.MkdirTemp("", tempDirPrefix)
+	if err != nil {
+		return err
+	}
+	cp.Dir, cp.removeDir = dir, true
+	return os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
+}
+
+// configure picks free ports, writes the credentials and the admin
+// kubeconfig, and sets up the three processes, which it does not start.
+func (cp *ControlPlane) configure(binDir string, opts Options) error {
 	ports, err := freePorts(4)
 	if err != nil {
-		cp.Stop()
-		return nil, err
+		return err
 	}
 	if cp.creds, err = writeCredentials(cp.Dir); err != nil {
-		cp.Stop()
-		return nil, fmt.Errorf("writing control plane credentials: %w", err)
+		return fmt.Errorf("writing control plane credentials: %w", err)
 	}
-
-	etcdClientPort, etcdPeerPort, apiserverPort := ports[0], ports[1], ports[2]
+	etcdClientPort, etcdPeerPort, apiserverPort, controllerManagerPort := ports[0], ports[1], ports[2], ports[3]
 	cp.EtcdURL = "http://127.0.0.1:" + strconv.Itoa(etcdClientPort)
 	cp.APIServerURL = "https://127.0.0.1:" + strconv.Itoa(apiserverPort)
 	cp.etcd = &process{
 		name:    "etcd",
-		path:    etcdBin,
+		path:    filepath.Join(binDir, "etcd"),
 		args:    etcdArgs(cp.Dir, cp.EtcdURL, "http://127.0.0.1:"+strconv.Itoa(etcdPeerPort)),
 		logPath: filepath.Join(cp.Dir, "etcd.log"),
 	}
 	cp.apiserver = &process{
 		name:    "kube-apiserver",
-		path:    apiserverBin,
+		path:    filepath.Join(binDir, "kube-apiserver"),
 		args:    append(apiserverArgs(cp.creds, cp.EtcdURL, apiserverPort), opts.ExtraAPIServerArgs...),
 		logPath: filepath.Join(cp.Dir, "kube-apiserver.log"),
 	}
@@ -165,28 +186,17 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		},
 	}
 	if err := WriteKubeconfig(cp.KubeconfigPath, cp.restConfig); err != nil {
-		cp.Stop()
-		return nil, err
+		return err
 	}
-	cp.controllerManagerURL = "https://127.0.0.1:" + strconv.Itoa(ports[3])
+	cp.controllerManagerURL = "https://127.0.0.1:" + strconv.Itoa(controllerManagerPort)
+	controllers := append(append([]string(nil), ServiceAccountControllers...), opts.Controllers...)
 	cp.controllerManager = &process{
 		name:    "kube-controller-manager",
-		path:    controllerManagerBin,
-		args:    controllerManagerArgs(cp.Dir, cp.KubeconfigPath, cp.creds.servingCertFile, ports[3], append(append([]string(nil), ServiceAccountControllers...), opts.Controllers...)),
+		path:    filepath.Join(binDir, "kube-controller-manager"),
+		args:    controllerManagerArgs(cp.Dir, cp.KubeconfigPath, cp.creds.servingCertFile, controllerManagerPort, controllers),
 		logPath: filepath.Join(cp.Dir, "kube-controller-manager.log"),
 	}
-
-	begin := time.Now()
-	for _, step := range []func(context.Context) error{
-		cp.startEtcd, cp.startAPIServer, cp.startControllerManager, cp.waitForDefaultServiceAccount,
-	} {
-		if err := step(ctx); err != nil {
-			cp.Stop()
-			return nil, err
-		}
-	}
-	cp.StartupDuration = time.Since(begin)
-	return cp, nil
+	return nil
 }
 
 // RESTConfig returns a new admin client configuration for the apiserver.
