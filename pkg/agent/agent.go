@@ -171,14 +171,12 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	a.events = record.NewBroadcaster()
 	a.recorder = a.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeagent", Host: cfg.NodeName})
 
-	// The volume manager reads ConfigMaps through the manager, and the
-	// manager's change notification remounts through the volume manager:
-	// the notification is attached once both exist.
-	var remountOnChange func(namespace, name string)
-	onChange := func(namespace, name string) {
-		if remountOnChange != nil {
-			remountOnChange(namespace, name)
-		}
+	var onChange func(namespace, name string)
+	if cfg.RemountOnChange {
+		// The volume manager reads ConfigMaps through the manager, and a
+		// change the manager's watch sees remounts through the volume
+		// manager, which exists by the time Run starts the watches.
+		onChange = func(namespace, name string) { a.volumes.RemountConfigMap(namespace, name) }
 	}
 	a.configMaps, err = configmapcache.New(configmapcache.Options{
 		Strategy: cfg.Strategy, Invalidation: cfg.Invalidation, Client: client,
@@ -194,9 +192,6 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	})
 	if err != nil {
 		return nil, err
-	}
-	if cfg.RemountOnChange {
-		remountOnChange = a.volumes.RemountConfigMap
 	}
 	a.workers = podworkers.New(podworkers.Options{
 		Sync:          a.syncPod,
