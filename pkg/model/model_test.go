@@ -130,10 +130,10 @@ func TestPredictBreakdown(t *testing.T) {
 	p := Predict(demoNodes(EverySync, 25*time.Second, true))
 	var nodes, objects Load
 	for _, n := range p.Nodes {
-		nodes.add(n.Load)
+		nodes.Add(n.Load)
 	}
 	for _, o := range p.Objects {
-		objects.add(o.Load)
+		objects.Add(o.Load)
 	}
 	within(t, "nodes' sum", nodes.APIServerGetQPS, p.Total.APIServerGetQPS, 1e-9)
 	within(t, "objects' sum", objects.APIServerGetQPS, p.Total.APIServerGetQPS, 1e-9)

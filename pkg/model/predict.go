@@ -1,0 +1,217 @@
+package model
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Load is a rate of requests: GETs per second at the apiserver, the
+// reads per second among them that reach etcd (the quorum GETs), the
+// watches kept open and how often they are opened again.
+type Load struct {
+	APIServerGetQPS float64
+	EtcdGetQPS      float64
+	Watches         int
+	// WatchRequestQPS is watches opened again per second, where the
+	// node's WatchLifetime is known.
+	WatchRequestQPS float64
+}
+
+// Add adds o to l.
+func (l *Load) Add(o Load) {
+	l.APIServerGetQPS += o.APIServerGetQPS
+	l.EtcdGetQPS += o.EtcdGetQPS
+	l.Watches += o.Watches
+	l.WatchRequestQPS += o.WatchRequestQPS
+}
+
+// ByKind is a load split by the kind of object read.
+type ByKind map[Kind]Load
+
+func (b ByKind) add(k Kind, l Load) {
+	sum := b[k]
+	sum.Add(l)
+	b[k] = sum
+}
+
+// NodeLoad is one node's load, in all and by kind.
+type NodeLoad struct {
+	Node string
+	Load
+	ByKind ByKind
+}
+
+// ObjectLoad is one object's load, summed over the nodes that read it.
+type ObjectLoad struct {
+	Object Object
+	// Nodes is how many nodes read it.
+	Nodes int
+	Load
+}
+
+// Prediction is the model's answer for a set of nodes.
+type Prediction struct {
+	Total  Load
+	ByKind ByKind
+	// Nodes follows the order of the input; Objects is sorted by
+	// apiserver GET/s, highest first, then by watches, then by name.
+	Nodes   []NodeLoad
+	Objects []ObjectLoad
+}
+
+// Predict returns the steady-state load of nodes.
+func Predict(nodes []Node) Prediction {
+	p := Prediction{ByKind: ByKind{}, Nodes: make([]NodeLoad, 0, len(nodes))}
+	byObject := map[Object]*ObjectLoad{}
+	for _, n := range nodes {
+		nl := NodeLoad{Node: n.Name, ByKind: ByKind{}}
+		for o, l := range nodeObjectLoads(n) {
+			nl.Add(l)
+			nl.ByKind.add(o.Kind, l)
+			ol := byObject[key(o)]
+			if ol == nil {
+				ol = &ObjectLoad{Object: o}
+				byObject[key(o)] = ol
+			}
+			ol.Object.Immutable = ol.Object.Immutable || o.Immutable
+			ol.Object.Missing = ol.Object.Missing || o.Missing
+			ol.Nodes++
+			ol.Add(l)
+		}
+		p.Nodes = append(p.Nodes, nl)
+		p.Total.Add(nl.Load)
+		for k, l := range nl.ByKind {
+			p.ByKind.add(k, l)
+		}
+	}
+	p.Objects = make([]ObjectLoad, 0, len(byObject))
+	for _, ol := range byObject {
+		p.Objects = append(p.Objects, *ol)
+	}
+	sort.Slice(p.Objects, func(i, j int) bool {
+		a, b := p.Objects[i], p.Objects[j]
+		if a.APIServerGetQPS != b.APIServerGetQPS {
+			return a.APIServerGetQPS > b.APIServerGetQPS
+		}
+		if a.Watches != b.Watches {
+			return a.Watches > b.Watches
+		}
+		return a.Object.String() < b.Object.String()
+	})
+	return p
+}
+
+// readers is what a node's pods do with one object: how many pod reads
+// remount it on each sync, and how many failing mounts retry it.
+type readers struct {
+	object           Object
+	remounts, mounts int
+}
+
+// nodeObjectLoads is the load of every object node n reads, keyed by the
+// object with what the node knows of it (immutable, missing).
+func nodeObjectLoads(n Node) map[Object]Load {
+	byKey := map[Object]*readers{}
+	note := func(o Object, retry bool) {
+		r := byKey[key(o)]
+		if r == nil {
+			r = &readers{object: key(o)}
+			byKey[key(o)] = r
+		}
+		r.object.Immutable = r.object.Immutable || o.Immutable
+		r.object.Missing = r.object.Missing || o.Missing
+		if retry {
+			r.mounts++
+		} else {
+			r.remounts++
+		}
+	}
+	for _, pod := range n.Pods {
+		for _, o := range pod.Reads {
+			note(o, false)
+		}
+		for _, o := range pod.Retries {
+			note(o, true)
+		}
+	}
+	loads := make(map[Object]Load, len(byKey))
+	for _, r := range byKey {
+		loads[r.object] = objectLoad(n, *r)
+	}
+	return loads
+}
+
+// objectLoad is the load of one object on node n.
+func objectLoad(n Node, r readers) Load {
+	mean, _ := SyncIntervalMoments(n.SyncFrequency)
+	k := float64(r.remounts)
+	// Failing mounts fetch the object at every attempt, in every
+	// behaviour that reads through the API: nothing good is cached.
+	retries := float64(r.mounts) / MountRetryInterval.Seconds()
+	switch {
+	case n.Behaviour == Watch:
+		if r.object.Immutable {
+			return Load{}
+		}
+		l := Load{Watches: 1}
+		if n.WatchLifetime > 0 {
+			l.WatchRequestQPS = 1 / n.WatchLifetime.Seconds()
+		}
+		return l
+	case n.Behaviour == Get || r.object.Missing:
+		// A missing object is cached as an error, which is never
+		// fresh: every remount fetches it with a quorum GET.
+		return Load{APIServerGetQPS: k/mean + retries, EtcdGetQPS: k/mean + retries}
+	case n.Behaviour == EverySync:
+		ticks := 0.0
+		if r.remounts > 0 {
+			ticks = memoSyncTickRate(n.SyncFrequency, r.remounts)
+		}
+		if n.TTL <= 0 {
+			// Nothing is ever fresh: every remount fetches, the tick's
+			// first with a quorum GET, the others at resourceVersion "0".
+			return Load{APIServerGetQPS: k/mean + retries, EtcdGetQPS: ticks + retries}
+		}
+		return Load{APIServerGetQPS: ticks + retries, EtcdGetQPS: ticks + retries}
+	default: // FirstReference
+		if r.remounts == 0 {
+			return Load{APIServerGetQPS: retries, EtcdGetQPS: retries}
+		}
+		return Load{APIServerGetQPS: memoRefreshRate(n.SyncFrequency, n.TTL, r.remounts) + retries, EtcdGetQPS: retries}
+	}
+}
+
+// The simulated rates are remembered by their parameters: a cluster has
+// many nodes with the same S, T and k, and what-ifs ask again.
+var rates = struct {
+	sync.Mutex
+	tick, refresh map[rateKey]float64
+}{tick: map[rateKey]float64{}, refresh: map[rateKey]float64{}}
+
+type rateKey struct {
+	s, t time.Duration
+	k    int
+}
+
+func memoSyncTickRate(s time.Duration, k int) float64 {
+	return memo(rates.tick, rateKey{s: s, k: k}, func() float64 { return SyncTickRate(s, k) })
+}
+
+func memoRefreshRate(s, t time.Duration, k int) float64 {
+	return memo(rates.refresh, rateKey{s: s, t: t, k: k}, func() float64 { return RefreshRate(s, t, k) })
+}
+
+func memo(m map[rateKey]float64, k rateKey, compute func() float64) float64 {
+	rates.Lock()
+	v, ok := m[k]
+	rates.Unlock()
+	if ok {
+		return v
+	}
+	v = compute()
+	rates.Lock()
+	m[k] = v
+	rates.Unlock()
+	return v
+}
