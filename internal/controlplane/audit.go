@@ -1,9 +1,9 @@
 package controlplane
 
 // auditPolicy records, at Metadata level (who, what, which URI; no
-// bodies), every get, list and watch of a ConfigMap, and nothing else: it
-// is what attributes the ConfigMap load to the node that sent it
-// (pkg/auditlog). RequestReceived is left out, so a get or list is one
+// bodies, so never a Secret's data), every get, list and watch of a
+// ConfigMap or a Secret, and nothing else: it is what attributes their
+// load to the node that sent it (pkg/auditlog). RequestReceived is left out, so a get or list is one
 // ResponseComplete event, and a watch is one ResponseStarted event when it
 // opens and one ResponseComplete when it ends.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -14,6 +14,6 @@ rules:
   verbs: ["get", "list", "watch"]
   resources:
   - group: ""
-    resources: ["configmaps"]
+    resources: ["configmaps", "secrets"]
 - level: None
 `

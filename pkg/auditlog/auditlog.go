@@ -1,6 +1,7 @@
-// Package auditlog reads a kube-apiserver audit log of ConfigMap reads and
-// counts them per client, so that every request can be attributed to the
-// node that sent it and classed as the read it is for etcd.
+// Package auditlog reads a kube-apiserver audit log of ConfigMap (and,
+// with TallyResources, Secret) reads and counts them per client, so that
+// every request can be attributed to the node that sent it and classed as
+// the read it is for etcd.
 //
 // Contract:
 //   - The log is the apiserver's JSON format, one event per line, written
@@ -37,6 +38,9 @@ type Counts struct {
 	QuorumLists, CacheLists int
 	// Watches counts watches opened.
 	Watches int
+	// OpenWatches is the watches opened less those that ended: the
+	// watches open at the end, where the log holds their opening.
+	OpenWatches int
 	// Errors counts requests the apiserver answered with a status of 400
 	// or more (404 for a missing ConfigMap included).
 	Errors int
@@ -52,6 +56,7 @@ func (c *Counts) Add(o Counts) {
 	c.QuorumLists += o.QuorumLists
 	c.CacheLists += o.CacheLists
 	c.Watches += o.Watches
+	c.OpenWatches += o.OpenWatches
 	c.Errors += o.Errors
 }
 
@@ -132,6 +137,12 @@ func CountWindows(path string, windows ...Window) ([]map[string]Counts, error) {
 // eachConfigMapEvent calls f with every ConfigMap event of the audit log
 // at path, in the log's order.
 func eachConfigMapEvent(path string, f func(event)) error {
+	return eachEvent(path, map[string]bool{"configmaps": true}, f)
+}
+
+// eachEvent calls f with every event of the audit log at path about one
+// of resources, in the log's order.
+func eachEvent(path string, resources map[string]bool, f func(event)) error {
 	file, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("reading the apiserver's audit log: %w", err)
@@ -144,7 +155,7 @@ func eachConfigMapEvent(path string, f func(event)) error {
 		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
 			continue // the apiserver may be writing the last line right now
 		}
-		if e.ObjectRef != nil && e.ObjectRef.Resource == "configmaps" {
+		if e.ObjectRef != nil && resources[e.ObjectRef.Resource] {
 			f(e)
 		}
 	}
@@ -152,6 +163,46 @@ func eachConfigMapEvent(path string, f func(event)) error {
 		return fmt.Errorf("reading the apiserver's audit log %s: %w", path, err)
 	}
 	return nil
+}
+
+// Tally is an audit log's requests for some resources, per resource and
+// user, and the span of time they were received in.
+type Tally struct {
+	// From and To are the first and the last request received.
+	From, To time.Time
+	// Counts maps a resource ("configmaps", "secrets") to its counts per
+	// user.
+	Counts map[string]map[string]Counts
+}
+
+// Seconds is the span of the tally, in seconds.
+func (t Tally) Seconds() float64 { return t.To.Sub(t.From).Seconds() }
+
+// TallyResources reads the whole audit log at path and counts the
+// requests for each of resources, per user, by the rules of Count.
+func TallyResources(path string, resources ...string) (Tally, error) {
+	t := Tally{Counts: map[string]map[string]Counts{}}
+	want := map[string]bool{}
+	for _, r := range resources {
+		want[r] = true
+		t.Counts[r] = map[string]Counts{}
+	}
+	err := eachEvent(path, want, func(e event) {
+		byUser := t.Counts[e.ObjectRef.Resource]
+		c := byUser[e.user()]
+		if !c.add(e) {
+			return
+		}
+		byUser[e.user()] = c
+		at := e.RequestReceivedTimestamp
+		if t.From.IsZero() || at.Before(t.From) {
+			t.From = at
+		}
+		if at.After(t.To) {
+			t.To = at
+		}
+	})
+	return t, err
 }
 
 // Get is one ConfigMap GET the apiserver answered.
@@ -196,8 +247,15 @@ func (c *Counts) add(e event) bool {
 	}
 	failed := code >= 400
 	switch {
-	case e.Verb == "watch" && (e.Stage == "ResponseStarted" || (e.Stage == "ResponseComplete" && failed)):
+	case e.Verb == "watch" && e.Stage == "ResponseStarted":
 		c.Watches++
+		c.OpenWatches++
+	case e.Verb == "watch" && e.Stage == "ResponseComplete" && failed:
+		c.Watches++
+	case e.Verb == "watch" && e.Stage == "ResponseComplete":
+		// A watch that opened has ended: counted when it opened.
+		c.OpenWatches--
+		return true
 	case e.Stage != "ResponseComplete":
 		return false
 	case e.Verb == "get" && quorum(e.RequestURI):

@@ -1,0 +1,150 @@
+package analyze
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+// Inventory is what analyze keeps of a cluster: each node's version and
+// TTL, each scheduled pod's references, and which objects exist and are
+// immutable. No object's data is kept.
+type Inventory struct {
+	Nodes []NodeInfo
+	Pods  []PodInfo
+	// objects maps each listed ConfigMap and Secret to whether it is
+	// immutable.
+	objects map[objectKey]bool
+	// SecretsListed is false where the caller may not list Secrets:
+	// every Secret is then taken to exist and to be mutable.
+	SecretsListed bool
+	// SecretsUnlisted says why Secrets were not listed.
+	SecretsUnlisted string
+}
+
+// NodeInfo is the part of a Node that decides its kubelet's settings.
+type NodeInfo struct {
+	Name           string
+	KubeletVersion string
+	// TTL is the node's TTL annotation, if it has one.
+	TTL    string
+	HasTTL bool
+}
+
+// PodInfo is one pod that runs on a node, and what it references.
+type PodInfo struct {
+	Namespace, Name, Node string
+	Refs                  podrefs.Refs
+}
+
+type objectKey struct {
+	kind            model.Kind
+	namespace, name string
+}
+
+// Exists is the podrefs.Existence of the inventory's objects.
+func (inv *Inventory) Exists(kind model.Kind, namespace, name string) (exists, immutable, known bool) {
+	if kind == model.Secret && !inv.SecretsListed {
+		return true, false, false
+	}
+	immutable, exists = inv.objects[objectKey{kind, namespace, name}]
+	return exists, immutable, true
+}
+
+// AddObject records a listed ConfigMap or Secret.
+func (inv *Inventory) AddObject(kind model.Kind, namespace, name string, immutable bool) {
+	if inv.objects == nil {
+		inv.objects = map[objectKey]bool{}
+	}
+	inv.objects[objectKey{kind, namespace, name}] = immutable
+}
+
+// Progress is told how many objects of a kind have been listed so far,
+// after each page, and once more with done set.
+type Progress func(resource string, listed int, done bool)
+
+// List reads the inventory from the cluster, in pages of pageSize.
+// Secrets that the caller may not list are recorded as such, not failed.
+func List(ctx context.Context, client kubernetes.Interface, pageSize int64, progress Progress) (*Inventory, error) {
+	if progress == nil {
+		progress = func(string, int, bool) {}
+	}
+	inv := &Inventory{objects: map[objectKey]bool{}, SecretsListed: true}
+	core := client.CoreV1()
+	err := each(ctx, "nodes", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return core.Nodes().List(ctx, o)
+	}, func(obj runtime.Object) {
+		n := obj.(*corev1.Node)
+		ttl, has := n.Annotations[TTLAnnotation]
+		inv.Nodes = append(inv.Nodes, NodeInfo{Name: n.Name, KubeletVersion: n.Status.NodeInfo.KubeletVersion, TTL: ttl, HasTTL: has})
+	}, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	// Pods that have finished hold no volumes; pods not yet scheduled
+	// belong to no kubelet.
+	running := metav1.ListOptions{FieldSelector: "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"}
+	err = each(ctx, "pods", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return core.Pods("").List(ctx, o)
+	}, func(obj runtime.Object) {
+		p := obj.(*corev1.Pod)
+		inv.Pods = append(inv.Pods, PodInfo{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Refs: podrefs.Of(p)})
+	}, running)
+	if err != nil {
+		return nil, err
+	}
+	err = each(ctx, "configmaps", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return core.ConfigMaps("").List(ctx, o)
+	}, func(obj runtime.Object) {
+		c := obj.(*corev1.ConfigMap)
+		inv.AddObject(model.ConfigMap, c.Namespace, c.Name, c.Immutable != nil && *c.Immutable)
+	}, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	err = each(ctx, "secrets", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return core.Secrets("").List(ctx, o)
+	}, func(obj runtime.Object) {
+		s := obj.(*corev1.Secret)
+		inv.AddObject(model.Secret, s.Namespace, s.Name, s.Immutable != nil && *s.Immutable)
+	}, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		inv.SecretsListed = false
+		inv.SecretsUnlisted = "this user may not list Secrets: every Secret is taken to exist and to be mutable"
+		return inv, nil
+	}
+	return inv, err
+}
+
+// each lists one resource in pages and hands each item to keep.
+func each(ctx context.Context, resource string, pageSize int64, progress Progress,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	keep func(runtime.Object), opts metav1.ListOptions) error {
+	p := pager.New(pager.SimplePageFunc(func(o metav1.ListOptions) (runtime.Object, error) {
+		return list(ctx, o)
+	}))
+	p.PageSize = pageSize
+	listed := 0
+	err := p.EachListItem(ctx, opts, func(obj runtime.Object) error {
+		keep(obj)
+		listed++
+		if listed%int(pageSize) == 0 {
+			progress(resource, listed, false)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", resource, err)
+	}
+	progress(resource, listed, true)
+	return nil
+}

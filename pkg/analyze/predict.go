@@ -1,0 +1,134 @@
+package analyze
+
+import (
+	"sort"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+// Cluster is an inventory with every node's settings: what the model
+// needs, and what what-ifs change.
+type Cluster struct {
+	Inventory *Inventory
+	Settings  map[string]Settings
+}
+
+// modelNodes describes the cluster's nodes to the load model, each with
+// settings from settingsOf (the cluster's own, or a what-if's), in the
+// inventory's order. Pods on nodes the inventory does not hold are left
+// out.
+func (c Cluster) modelNodes(settingsOf func(name string) Settings, pods map[string][]model.Pod) []model.Node {
+	nodes := make([]model.Node, 0, len(c.Inventory.Nodes))
+	for _, n := range c.Inventory.Nodes {
+		s := settingsOf(n.Name)
+		nodes = append(nodes, model.Node{
+			Name: n.Name, Pods: pods[n.Name],
+			SyncFrequency: s.SyncFrequency, TTL: s.TTL, Behaviour: s.Behaviour(),
+			WatchLifetime: s.WatchLifetime(),
+		})
+	}
+	return nodes
+}
+
+// podsByNode is every pod as the model sees it, by node.
+func (c Cluster) podsByNode() map[string][]model.Pod {
+	pods := map[string][]model.Pod{}
+	for _, p := range c.Inventory.Pods {
+		pods[p.Node] = append(pods[p.Node], podrefs.ModelPod(p.Namespace, p.Name, p.Refs, c.Inventory.Exists))
+	}
+	return pods
+}
+
+// Predict predicts the cluster's load now and under each what-if, and
+// lists the top busiest namespaces and objects.
+func Predict(c Cluster, top int) Result {
+	pods := c.podsByNode()
+	now := c.modelNodes(func(name string) Settings { return c.Settings[name] }, pods)
+	p := model.Predict(now)
+	r := Result{
+		Cluster: c.summary(),
+		Total:   Total{Predicted: kindsOf(p.ByKind)},
+	}
+	r.Nodes = c.nodeResults(now, p)
+	r.Namespaces = namespaces(p.Objects, top)
+	for _, o := range p.Objects[:min(top, len(p.Objects))] {
+		r.Objects = append(r.Objects, ObjectResult{Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
+			Immutable: o.Object.Immutable, Missing: o.Object.Missing, Nodes: o.Nodes, Predicted: ratesOf(o.Load)})
+	}
+	r.WhatIfs = whatIfs(c, pods, p, top)
+	r.RootCARotation = rootCARotation(now)
+	if !c.Inventory.SecretsListed {
+		r.Warnings = append(r.Warnings, c.Inventory.SecretsUnlisted)
+	}
+	return r
+}
+
+func (c Cluster) summary() Summary {
+	s := Summary{Nodes: len(c.Inventory.Nodes), Pods: len(c.Inventory.Pods),
+		SecretsListed: c.Inventory.SecretsListed, Behaviours: map[model.Behaviour]int{}}
+	namespaces := map[string]bool{}
+	for _, p := range c.Inventory.Pods {
+		namespaces[p.Namespace] = true
+	}
+	s.Namespaces = len(namespaces)
+	for _, n := range c.Inventory.Nodes {
+		settings := c.Settings[n.Name]
+		if settings.Source == FromConfigz {
+			s.NodesFromConfigz++
+		}
+		s.Behaviours[settings.Behaviour()]++
+	}
+	return s
+}
+
+// nodeResults is every node's settings and load, the busiest first.
+func (c Cluster) nodeResults(nodes []model.Node, p model.Prediction) []NodeResult {
+	out := make([]NodeResult, len(nodes))
+	for i, n := range nodes {
+		s := c.Settings[n.Name]
+		out[i] = NodeResult{
+			Name: n.Name, KubeletVersion: s.KubeletVersion, Strategy: s.Strategy,
+			SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(),
+			SettingsSource: s.Source, Behaviour: n.Behaviour, Pods: len(n.Pods),
+			Predicted: kindsOf(p.Nodes[i].ByKind), Notes: s.Notes,
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return busier(out[i].Predicted.Sum(), out[j].Predicted.Sum()) })
+	return out
+}
+
+// busier orders loads by apiserver GETs, then by watches.
+func busier(a, b Rates) bool {
+	if a.APIServerGets != b.APIServerGets {
+		return a.APIServerGets > b.APIServerGets
+	}
+	return a.Watches > b.Watches
+}
+
+// namespaces sums the objects' load by namespace and keeps the top.
+func namespaces(objects []model.ObjectLoad, top int) []NamespaceResult {
+	byNamespace := map[string]model.ByKind{}
+	for _, o := range objects {
+		b := byNamespace[o.Object.Namespace]
+		if b == nil {
+			b = model.ByKind{}
+			byNamespace[o.Object.Namespace] = b
+		}
+		l := b[o.Object.Kind]
+		l.Add(o.Load)
+		b[o.Object.Kind] = l
+	}
+	out := make([]NamespaceResult, 0, len(byNamespace))
+	for ns, b := range byNamespace {
+		out = append(out, NamespaceResult{Namespace: ns, Predicted: kindsOf(b)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Predicted.Sum(), out[j].Predicted.Sum()
+		if a.APIServerGets != b.APIServerGets || a.Watches != b.Watches {
+			return busier(a, b)
+		}
+		return out[i].Namespace < out[j].Namespace
+	})
+	return out[:min(top, len(out))]
+}

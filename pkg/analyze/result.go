@@ -1,0 +1,133 @@
+package analyze
+
+import (
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+)
+
+// The Result's JSON keys are read by tools: add keys freely, never rename
+// one.
+
+// Rates is one kind's load.
+type Rates struct {
+	// APIServerGets is every GET the apiserver answers, per second.
+	APIServerGets float64 `json:"apiserverGetsPerSecond"`
+	// QuorumGets are the GETs without a resourceVersion among them, which
+	// the apiserver reads from etcd.
+	QuorumGets float64 `json:"quorumGetsPerSecond"`
+	// EtcdReads is the reads that reach etcd, per second.
+	EtcdReads float64 `json:"etcdReadsPerSecond"`
+	// Watches is the watches kept open.
+	Watches int `json:"watches"`
+	// WatchRequests is watches opened again per second, after the
+	// apiserver ends them at their timeout.
+	WatchRequests float64 `json:"watchRequestsPerSecond"`
+}
+
+func ratesOf(l model.Load) Rates {
+	return Rates{APIServerGets: l.APIServerGetQPS, QuorumGets: l.EtcdGetQPS, EtcdReads: l.EtcdGetQPS,
+		Watches: l.Watches, WatchRequests: l.WatchRequestQPS}
+}
+
+// Kinds is a load split into ConfigMaps and Secrets.
+type Kinds struct {
+	ConfigMaps Rates `json:"configmaps"`
+	Secrets    Rates `json:"secrets"`
+}
+
+func kindsOf(b model.ByKind) Kinds {
+	return Kinds{ConfigMaps: ratesOf(b[model.ConfigMap]), Secrets: ratesOf(b[model.Secret])}
+}
+
+// Sum is both kinds together.
+func (k Kinds) Sum() Rates { return k.ConfigMaps.plus(k.Secrets) }
+
+func (a Rates) plus(b Rates) Rates {
+	return Rates{APIServerGets: a.APIServerGets + b.APIServerGets, QuorumGets: a.QuorumGets + b.QuorumGets,
+		EtcdReads: a.EtcdReads + b.EtcdReads, Watches: a.Watches + b.Watches, WatchRequests: a.WatchRequests + b.WatchRequests}
+}
+
+func (k Kinds) plus(o Kinds) Kinds {
+	return Kinds{ConfigMaps: k.ConfigMaps.plus(o.ConfigMaps), Secrets: k.Secrets.plus(o.Secrets)}
+}
+
+// Result is what analyze found.
+type Result struct {
+	Cluster Summary `json:"cluster"`
+	Total   Total   `json:"total"`
+	WhatIfs []WhatIf `json:"whatIfs"`
+	// Nodes are every node, the busiest first.
+	Nodes []NodeResult `json:"nodes"`
+	// Namespaces and Objects are the top ones by apiserver GET/s, then by
+	// watches.
+	Namespaces     []NamespaceResult `json:"namespaces"`
+	Objects        []ObjectResult    `json:"objects"`
+	RootCARotation Rotation          `json:"rootCARotation"`
+	// Warnings say what applies to the whole result: assumptions, lists
+	// that were not allowed.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Summary counts what was read.
+type Summary struct {
+	Nodes      int `json:"nodes"`
+	Pods       int `json:"pods"`
+	Namespaces int `json:"namespaces"`
+	// NodesFromConfigz is how many nodes' settings came from /configz.
+	NodesFromConfigz int  `json:"nodesFromConfigz"`
+	SecretsListed    bool `json:"secretsListed"`
+	// Behaviours counts the nodes of each model behaviour.
+	Behaviours map[model.Behaviour]int `json:"behaviours"`
+}
+
+// Total is the whole cluster's load, predicted and, with --measure,
+// measured.
+type Total struct {
+	Predicted Kinds     `json:"predicted"`
+	Measured  *Measured `json:"measured,omitempty"`
+	// Audited is what an audit log (--audit-log) attributes to the
+	// kubelets, summed over the nodes.
+	Audited *Audited `json:"audited,omitempty"`
+}
+
+// NodeResult is one node.
+type NodeResult struct {
+	Name                 string          `json:"name"`
+	KubeletVersion       string          `json:"kubeletVersion"`
+	Strategy             Strategy        `json:"strategy"`
+	SyncFrequencySeconds float64         `json:"syncFrequencySeconds"`
+	TTLSeconds           float64         `json:"ttlSeconds"`
+	SettingsSource       Source          `json:"settingsSource"`
+	Behaviour            model.Behaviour `json:"behaviour"`
+	Pods                 int             `json:"pods"`
+	Predicted            Kinds           `json:"predicted"`
+	// Measured is what the audit log attributes to the node's kubelet.
+	Measured *Kinds   `json:"measured,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+}
+
+// NamespaceResult is the load of the objects of one namespace.
+type NamespaceResult struct {
+	Namespace string `json:"namespace"`
+	Predicted Kinds  `json:"predicted"`
+}
+
+// ObjectResult is the load of one object, over the nodes that read it.
+type ObjectResult struct {
+	Kind      model.Kind `json:"kind"`
+	Namespace string     `json:"namespace"`
+	Name      string     `json:"name"`
+	Immutable bool       `json:"immutable"`
+	Missing   bool       `json:"missing"`
+	Nodes     int        `json:"nodes"`
+	Predicted Rates      `json:"predicted"`
+}
+
+// WhatIf is the cluster's predicted load after one change.
+type WhatIf struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Nodes is how many nodes the change touches.
+	Nodes     int    `json:"nodes"`
+	Predicted Kinds  `json:"predicted"`
+	Caveat    string `json:"caveat,omitempty"`
+}

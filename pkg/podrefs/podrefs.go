@@ -1,0 +1,146 @@
+// Package podrefs says which ConfigMaps and Secrets a pod makes its node's
+// kubelet read, and when: on every sync of the pod (the objects behind the
+// volumes its containers mount, which the kubelet remounts), or only when a
+// container starts (environment variables, image pull secrets).
+//
+// Contract: Of is a pure function of the pod spec. A volume counts only if
+// some container (init, regular or ephemeral) mounts it, as in the
+// kubelet's volume manager. ConfigMap, Secret and projected volumes read
+// objects; a projected volume reads its ConfigMap and Secret sources in
+// order (its service-account token, downward API, cluster trust bundle and
+// pod certificate sources read none). Mirror pods read nothing: the API
+// forbids their static pods to reference API objects.
+package podrefs
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+)
+
+// Ref is one read of one object.
+type Ref struct {
+	Kind model.Kind
+	Name string
+	// Optional objects may be missing: the volume or variable is then
+	// left empty instead of failing.
+	Optional bool
+}
+
+// Volume is one mounted volume and the objects it reads, in the order it
+// reads them, on every remount.
+type Volume struct {
+	Name  string
+	Reads []Ref
+}
+
+// Refs is everything a pod references, in its namespace.
+type Refs struct {
+	// Volumes are remounted on every sync of the pod.
+	Volumes []Volume
+	// AtStart are read only when a container starts: env and envFrom
+	// sources and image pull secrets.
+	AtStart []Ref
+}
+
+// Of returns what pod references.
+func Of(pod *corev1.Pod) Refs {
+	var refs Refs
+	if volumemanager.IsMirrorPod(pod) {
+		return refs
+	}
+	mounted := map[string]bool{}
+	volumemanager.VisitContainers(pod, func(c *corev1.Container) {
+		for _, m := range c.VolumeMounts {
+			mounted[m.Name] = true
+		}
+		for _, e := range c.EnvFrom {
+			if e.ConfigMapRef != nil {
+				refs.AtStart = append(refs.AtStart, Ref{Kind: model.ConfigMap, Name: e.ConfigMapRef.Name, Optional: isTrue(e.ConfigMapRef.Optional)})
+			}
+			if e.SecretRef != nil {
+				refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: e.SecretRef.Name, Optional: isTrue(e.SecretRef.Optional)})
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+				refs.AtStart = append(refs.AtStart, Ref{Kind: model.ConfigMap, Name: r.Name, Optional: isTrue(r.Optional)})
+			}
+			if r := e.ValueFrom.SecretKeyRef; r != nil {
+				refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: r.Name, Optional: isTrue(r.Optional)})
+			}
+		}
+	})
+	for _, s := range pod.Spec.ImagePullSecrets {
+		refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: s.Name, Optional: true})
+	}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if !mounted[v.Name] {
+			continue
+		}
+		if reads := volumeReads(v); len(reads) > 0 {
+			refs.Volumes = append(refs.Volumes, Volume{Name: v.Name, Reads: reads})
+		}
+	}
+	return refs
+}
+
+// volumeReads is what one volume reads on a remount.
+func volumeReads(v *corev1.Volume) []Ref {
+	switch {
+	case v.ConfigMap != nil:
+		return []Ref{{Kind: model.ConfigMap, Name: v.ConfigMap.Name, Optional: isTrue(v.ConfigMap.Optional)}}
+	case v.Secret != nil:
+		return []Ref{{Kind: model.Secret, Name: v.Secret.SecretName, Optional: isTrue(v.Secret.Optional)}}
+	case v.Projected != nil:
+		var reads []Ref
+		for _, s := range v.Projected.Sources {
+			if s.ConfigMap != nil {
+				reads = append(reads, Ref{Kind: model.ConfigMap, Name: s.ConfigMap.Name, Optional: isTrue(s.ConfigMap.Optional)})
+			}
+			if s.Secret != nil {
+				reads = append(reads, Ref{Kind: model.Secret, Name: s.Secret.Name, Optional: isTrue(s.Secret.Optional)})
+			}
+		}
+		return reads
+	}
+	return nil
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// Existence answers what is known of an object: whether it exists, and
+// whether it is immutable. known is false where the caller could not list
+// that kind (Secrets, often): the object is then taken to exist, mutable.
+type Existence func(kind model.Kind, namespace, name string) (exists, immutable, known bool)
+
+// ModelPod is the pod as the load model sees it: its volumes' reads on
+// every remount, and, for a volume that cannot mount because an object it
+// requires is missing, the reads of each mount attempt (up to and
+// including the missing object, where the kubelet stops).
+func ModelPod(namespace, name string, refs Refs, exists Existence) model.Pod {
+	p := model.Pod{Name: namespace + "/" + name, Volumes: len(refs.Volumes)}
+	for _, v := range refs.Volumes {
+		var reads []model.Object
+		failing := false
+		for _, r := range v.Reads {
+			found, immutable, _ := exists(r.Kind, namespace, r.Name)
+			reads = append(reads, model.Object{Kind: r.Kind, Namespace: namespace, Name: r.Name, Immutable: immutable, Missing: !found})
+			if !found && !r.Optional {
+				failing = true
+				break
+			}
+		}
+		if failing {
+			p.Retries = append(p.Retries, reads...)
+		} else {
+			p.Reads = append(p.Reads, reads...)
+		}
+	}
+	return p
+}
