@@ -27,6 +27,7 @@ type command struct {
 }
 
 var commands = map[string]command{
+	"analyze": {summary: "Predict, read-only, a live cluster's kubelet ConfigMap and Secret load, and what each fix saves", run: runAnalyze},
 	"compare": {summary: "Measure ConfigMap GET load before and after kubernetes#120255", run: runCompare},
 	"run":     {summary: "Run the node agent for one node", run: runAgent},
 	"version": {summary: "Print the version of this binary", run: runVersion},

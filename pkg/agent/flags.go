@@ -1,11 +1,11 @@
 package agent
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodeagent-io/nodeagent/internal/cliflag"
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 )
 
@@ -44,14 +44,14 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.NodeName, FlagNodeName, c.NodeName, "The node whose pods this agent serves. Default: $NODE_NAME, else the hostname.")
 	fs.StringVar(&c.RootDir, FlagRootDir, c.RootDir, "Directory for pod volumes: <root-dir>/pods/<uid>/volumes/kubernetes.io~configmap/<volume>.")
 	fs.DurationVar(&c.SyncFrequency, FlagSyncFrequency, c.SyncFrequency, "Period S of the periodic pod sync; each pod is resynced after S plus up to S/2 of jitter.")
-	fs.Var(newChoice(&c.Strategy, configmapcache.Strategies), FlagConfigMapStrategy,
+	fs.Var(cliflag.NewChoice(&c.Strategy, configmapcache.Strategies), FlagConfigMapStrategy,
 		"How ConfigMap changes are detected: get (a quorum GET per remount), cache (TTL cache) or watch (one watch per ConfigMap).")
-	fs.Var(newChoice(&c.Invalidation, configmapcache.Invalidations), FlagCacheInvalidation,
+	fs.Var(cliflag.NewChoice(&c.Invalidation, configmapcache.Invalidations), FlagCacheInvalidation,
 		"When the cache strategy drops a cached ConfigMap: every-sync (the kubelet before kubernetes#120255: a quorum GET per pod sync) or first-reference (after it).")
 	fs.BoolVar(&c.RemountOnChange, FlagRemountOnChange, c.RemountOnChange, "With --configmap-strategy=watch, remount the pods that use a ConfigMap as soon as the watch sees it change, instead of at their next sync.")
 	fs.Float32Var(&c.KubeAPIQPS, FlagKubeAPIQPS, c.KubeAPIQPS, "Queries per second to the apiserver, as in the kubelet.")
 	fs.IntVar(&c.KubeAPIBurst, FlagKubeAPIBurst, c.KubeAPIBurst, "Burst of queries to the apiserver, as in the kubelet.")
-	fs.Var(newChoice(&c.ContentType, ContentTypes), FlagKubeAPIContentType, "Wire format of API requests: protobuf or json.")
+	fs.Var(cliflag.NewChoice(&c.ContentType, ContentTypes), FlagKubeAPIContentType, "Wire format of API requests: protobuf or json.")
 	fs.StringVar(&c.HTTPAddress, FlagHTTPAddress, c.HTTPAddress, "Address serving /metrics, /healthz, /readyz and /debug/volumes. Empty: none.")
 }
 
@@ -86,27 +86,4 @@ func (c Config) Args() []string {
 		args = append(args, f.Arg())
 	}
 	return args
-}
-
-// choice is a pflag.Value for a typed string that takes one of choices.
-type choice[T ~string] struct {
-	value   *T
-	choices []T
-}
-
-func newChoice[T ~string](value *T, choices []T) *choice[T] {
-	return &choice[T]{value: value, choices: choices}
-}
-
-func (c *choice[T]) String() string { return string(*c.value) }
-func (c *choice[T]) Type() string   { return "string" }
-
-func (c *choice[T]) Set(s string) error {
-	for _, v := range c.choices {
-		if string(v) == s {
-			*c.value = v
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown value %q; choose one of %v", s, c.choices)
 }

@@ -97,6 +97,9 @@ func List(ctx context.Context, client kubernetes.Interface, pageSize int64, prog
 		return core.Pods("").List(ctx, o)
 	}, func(obj runtime.Object) {
 		p := obj.(*corev1.Pod)
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return // the field selector's work, where a server ignores it
+		}
 		inv.Pods = append(inv.Pods, PodInfo{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Refs: podrefs.Of(p)})
 	}, running)
 	if err != nil {

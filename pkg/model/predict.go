@@ -97,9 +97,23 @@ func Predict(nodes []Node) Prediction {
 		if a.Watches != b.Watches {
 			return a.Watches > b.Watches
 		}
-		return a.Object.String() < b.Object.String()
+		return a.Object.less(b.Object)
 	})
 	return p
+}
+
+// Totals is Predict's Total and ByKind alone: what a what-if needs, at a
+// fraction of the cost, since it keeps nothing per object.
+func Totals(nodes []Node) (Load, ByKind) {
+	var total Load
+	byKind := ByKind{}
+	for _, n := range nodes {
+		for o, l := range nodeObjectLoads(n) {
+			total.Add(l)
+			byKind.add(o.Kind, l)
+		}
+	}
+	return total, byKind
 }
 
 // readers is what a node's pods do with one object: how many pod reads
@@ -214,4 +228,16 @@ func memo(m map[rateKey]float64, k rateKey, compute func() float64) float64 {
 	m[k] = v
 	rates.Unlock()
 	return v
+}
+
+// less orders objects by kind, namespace and name, as String would,
+// without building the strings: a large cluster sorts many.
+func (o Object) less(p Object) bool {
+	if o.Kind != p.Kind {
+		return o.Kind < p.Kind
+	}
+	if o.Namespace != p.Namespace {
+		return o.Namespace < p.Namespace
+	}
+	return o.Name < p.Name
 }

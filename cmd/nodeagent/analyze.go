@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodeagent-io/nodeagent/internal/cliflag"
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+)
+
+// outputFormat is how analyze prints its result on stdout.
+type outputFormat string
+
+const (
+	outputTable    outputFormat = "table"
+	outputJSON     outputFormat = "json"
+	outputMarkdown outputFormat = "markdown"
+)
+
+var outputFormats = []outputFormat{outputTable, outputJSON, outputMarkdown}
+
+func runAnalyze(args []string, stdout io.Writer) error {
+	fs := newFlagSet("analyze", "Predict, read-only, the ConfigMap and Secret GETs and watches that a live cluster's kubelets send to the apiserver and etcd, per node, namespace and object, and what each fix would save.", stdout)
+	o := analyze.DefaultOptions()
+	o.Progress = os.Stderr
+	var kubeconfig, kubeContext, outputDir string
+	output := outputTable
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: in a pod, its service account; elsewhere $KUBECONFIG or ~/.kube/config, as kubectl does.")
+	fs.StringVar(&kubeContext, "context", "", "The kubeconfig context to use. Empty: its current context.")
+	fs.Var(cliflag.NewChoice(&o.Assume.Strategy, []analyze.Strategy{analyze.StrategyWatch, analyze.StrategyCache, analyze.StrategyGet}), "assume-strategy",
+		"The kubelets' configMapAndSecretChangeDetectionStrategy where their /configz cannot be read: Watch (the kubelet's default), Cache or Get.")
+	fs.DurationVar(&o.Assume.SyncFrequency, "assume-sync-frequency", o.Assume.SyncFrequency, "The kubelets' syncFrequency where their /configz cannot be read (the kubelet's default is 1m).")
+	fs.BoolVar(&o.ReadConfigz, "read-configz", o.ReadConfigz, "Read each kubelet's /configz through the apiserver's node proxy where this user may get nodes/proxy (never required: that permission is close to exec on the node). false: assume for every node.")
+	fs.IntVar(&o.ConfigzWorkers, "configz-workers", o.ConfigzWorkers, "How many /configz reads run at once.")
+	fs.Int64Var(&o.PageSize, "page-size", o.PageSize, "Objects per list request: lists go in pages so as not to load the apiserver being studied.")
+	fs.IntVar(&o.Top, "top", o.Top, "How many nodes, namespaces and objects the tables show, and how many objects the immutable what-if marks.")
+	fs.DurationVar(&o.Measure, "measure", 0, "After predicting, read the apiserver's own ConfigMap and Secret counters over this window (e.g. 5m) and show them beside the prediction. Needs get on /metrics. 0: do not measure.")
+	fs.StringVar(&o.AuditLog, "audit-log", "", "An apiserver audit log (JSON lines, configmaps and secrets get/list/watch at Metadata level) to attribute per node (user system:node:NAME) beside each node's prediction.")
+	fs.VarP(cliflag.NewChoice(&output, outputFormats), "output", "o", "Output on stdout: table, json or markdown.")
+	fs.StringVar(&outputDir, "output-dir", "", "Also write report.json, report.md and chart.svg/png (now, each what-if, measured) into this directory.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	config, err := clusterConfig(kubeconfig, kubeContext)
+	if err != nil {
+		return err
+	}
+	config.UserAgent = "nodeagent-analyze"
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		return fmt.Errorf("cannot reach the cluster at %s: %w", config.Host, err)
+	}
+	result, err := analyze.Run(ctx, client, o)
+	if err != nil {
+		return err
+	}
+	if outputDir != "" {
+		if err := result.WriteDir(outputDir, o.Top); err != nil {
+			return fmt.Errorf("writing %s: %w", outputDir, err)
+		}
+		fmt.Fprintf(os.Stderr, "wrote report.json, report.md and chart.svg/png to %s\n", outputDir)
+	}
+	switch output {
+	case outputJSON:
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(result)
+	case outputMarkdown:
+		_, err := io.WriteString(stdout, result.Markdown(o.Top))
+		return err
+	default:
+		return result.WriteText(stdout, o.Top)
+	}
+}
+
+// clusterConfig finds the cluster as kubectl does: --kubeconfig, else the
+// pod's service account, else $KUBECONFIG or ~/.kube/config.
+func clusterConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
+	if kubeconfig == "" && kubeContext == "" {
+		if config, err := rest.InClusterConfig(); err == nil {
+			return config, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): %w", err)
+	}
+	return config, nil
+}
