@@ -24,8 +24,9 @@ all: build
 help: ## Show the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
-build: ## Build nodeagent into _output/bin.
+build: ## Build nodeagent into _output/bin, and kubectl-nodeagent beside it (kubectl nodeagent ... with _output/bin on PATH).
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
+	ln -sf nodeagent $(BIN)/kubectl-nodeagent
 
 controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; about 11 minutes the first time).
 	hack/controlplane/build.sh $(BIN)

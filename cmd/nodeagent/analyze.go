@@ -35,6 +35,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	var kubeconfig, kubeContext, outputDir string
 	output := outputTable
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: in a pod, its service account; elsewhere $KUBECONFIG or ~/.kube/config, as kubectl does.")
+	fs.StringVarP(&o.NodeSelector, "node-selector", "l", "", "A label selector (e.g. node.kubernetes.io/instance-type=m5.large): analyze only the nodes it selects and their pods. Empty: every node.")
 	fs.StringVar(&kubeContext, "context", "", "The kubeconfig context to use. Empty: its current context.")
 	fs.Var(cliflag.NewChoice(&o.Assume.Strategy, []analyze.Strategy{analyze.StrategyWatch, analyze.StrategyCache, analyze.StrategyGet}), "assume-strategy",
 		"The kubelets' configMapAndSecretChangeDetectionStrategy where their /configz cannot be read: Watch (the kubelet's default), Cache or Get.")
@@ -44,7 +45,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	fs.Int64Var(&o.PageSize, "page-size", o.PageSize, "Objects per list request: lists go in pages so as not to load the apiserver being studied.")
 	fs.IntVar(&o.Top, "top", o.Top, "How many nodes, namespaces and objects the tables show, and how many objects the immutable what-if marks.")
 	fs.DurationVar(&o.Measure, "measure", 0, "After predicting, read the apiserver's own ConfigMap and Secret counters over this window (e.g. 5m) and show them beside the prediction. Needs get on /metrics. 0: do not measure.")
-	fs.StringVar(&o.AuditLog, "audit-log", "", "An apiserver audit log (JSON lines, configmaps and secrets get/list/watch at Metadata level) to attribute per node (user system:node:NAME) beside each node's prediction.")
+	fs.StringVar(&o.AuditLog, "audit-log", "", "An apiserver audit log (JSON lines, configmaps and secrets get/list/watch at Metadata level) to attribute per node (user system:node:NAME) beside each node's prediction: over the --measure window where one is given (the log of this cluster's apiserver, read as it is written), otherwise over the whole log.")
 	fs.VarP(cliflag.NewChoice(&output, outputFormats), "output", "o", "Output on stdout: table, json or markdown.")
 	fs.StringVar(&outputDir, "output-dir", "", "Also write report.json, report.md and chart.svg/png (now, each what-if, measured) into this directory.")
 	if err := fs.Parse(args); err != nil {

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -34,7 +36,21 @@ var commands = map[string]command{
 }
 
 func main() {
+	invokedAs = programName(os.Args[0])
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// invokedAs is how help and errors name the program: "kubectl nodeagent"
+// when kubectl runs it as its plugin kubectl-nodeagent.
+var invokedAs = "nodeagent"
+
+// programName is the name a user typed to run argv0: kubectl finds a
+// plugin named kubectl-<name> on PATH and runs it for `kubectl <name>`.
+func programName(argv0 string) string {
+	if name, ok := strings.CutPrefix(filepath.Base(argv0), "kubectl-"); ok {
+		return "kubectl " + name
+	}
+	return "nodeagent"
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
@@ -44,7 +60,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "nodeagent: unknown command %q\n\n", args[0])
+		fmt.Fprintf(stderr, "%s: unknown command %q\n\n", invokedAs, args[0])
 		usage(stderr)
 		return 2
 	}
@@ -52,7 +68,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "nodeagent %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "%s %s: %v\n", invokedAs, args[0], err)
 		return 1
 	}
 	return 0
@@ -62,7 +78,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "nodeagent keeps pods' ConfigMap volumes on a node's disk the way the kubelet does,")
 	fmt.Fprintln(w, "and measures the ConfigMap GET load such agents put on the apiserver and etcd.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage:\n  nodeagent <command> [flags]\n\nCommands:")
+	fmt.Fprintf(w, "Usage:\n  %s <command> [flags]\n\nCommands:\n", invokedAs)
 	names := make([]string, 0, len(commands))
 	for name := range commands {
 		names = append(names, name)
@@ -71,7 +87,7 @@ func usage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", name, commands[name].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'nodeagent <command> --help' for the flags of a command.")
+	fmt.Fprintf(w, "\nRun '%s <command> --help' for the flags of a command.\n", invokedAs)
 }
 
 // newFlagSet returns a flag set that prints a usage line naming the command
@@ -80,7 +96,7 @@ func newFlagSet(name, synopsis string, out io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "%s\n\nUsage:\n  nodeagent %s [flags]\n\nFlags:\n%s", synopsis, name, fs.FlagUsages())
+		fmt.Fprintf(out, "%s\n\nUsage:\n  %s %s [flags]\n\nFlags:\n%s", synopsis, invokedAs, name, fs.FlagUsages())
 	}
 	return fs
 }

@@ -36,6 +36,11 @@ func TestDispatch(t *testing.T) {
 		{"compare: 1,000 nodes at S = 5 s do not", []string{"compare", "--nodes=1000", "--pods-per-node=30", "--sync-frequency=5s", "--kubeconfig=/nonexistent"}, 1, "", "in total"},
 		{"compare: update rate not with a daemonset", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--update-rate=5"}, 1, "", "--update-rate cannot be used with --daemonset"},
 		{"compare: agent processes need the local control plane", []string{"compare", "--kubeconfig=/nonexistent", "--agent-processes"}, 1, "", "leave out --kubeconfig, or --agent-processes"},
+		{"analyze: help", []string{"analyze", "--help"}, 0, "--assume-strategy", ""},
+		{"analyze: unknown assumed strategy", []string{"analyze", "--assume-strategy=Poll"}, 1, "", "choose one of [Watch Cache Get]"},
+		{"analyze: bad top", []string{"analyze", "--top=0", "--assume-sync-frequency=0s"}, 1, "", "--assume-sync-frequency must be positive"},
+		{"analyze: unknown output", []string{"analyze", "-o", "yaml"}, 1, "", "choose one of [table json markdown]"},
+		{"analyze: no kubeconfig", []string{"analyze", "--kubeconfig=/nonexistent"}, 1, "", "loading the kubeconfig"},
 		{"compare: daemonset, bad scenario", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--pods-per-node=0"}, 1, "", "--pods-per-node must be at least 1"},
 	}
 	for _, tt := range tests {
@@ -61,6 +66,20 @@ func TestVersionJSON(t *testing.T) {
 	for _, key := range []string{"version", "gitCommit", "goVersion", "platform"} {
 		if v[key] == "" {
 			t.Errorf("version JSON lacks %q: %v", key, v)
+		}
+	}
+}
+
+// As kubectl's plugin kubectl-nodeagent, help and errors name the command
+// the way the user typed it.
+func TestProgramName(t *testing.T) {
+	for argv0, want := range map[string]string{
+		"/usr/local/bin/kubectl-nodeagent": "kubectl nodeagent",
+		"_output/bin/nodeagent":            "nodeagent",
+		"nodeagent.test":                   "nodeagent",
+	} {
+		if got := programName(argv0); got != want {
+			t.Errorf("programName(%q) = %q, want %q", argv0, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	"k8s.io/kubernetes/pkg/kubelet/cri/remote"
 	fakeremote "k8s.io/kubernetes/pkg/kubelet/cri/remote/fake"
+	kubeletserver "k8s.io/kubernetes/pkg/kubelet/server"
 )
 
 // startKubelet serves a fake CRI runtime in this process and starts the
@@ -36,10 +37,20 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		return nil, fmt.Errorf("connecting to the fake runtime: %w", err)
 	}
 	deps := dependencies(server.HostnameOverride, client, heartbeatClient, runtimeService, fakeRuntime.ImageService)
+	if err := secureServer(ctx, server, client, deps); err != nil {
+		fakeRuntime.Stop()
+		return nil, err
+	}
 	deps.TracerProvider = tracing
 	if err := kubeletapp.RunKubelet(server, deps, false); err != nil {
 		fakeRuntime.Stop()
 		return nil, err
 	}
 	return fakeRuntime.Stop, nil
+}
+
+// initializeTLS is the kubelet's TLS set-up, whose signature differs
+// between the releases.
+func initializeTLS(ctx context.Context, s *options.KubeletServer) (*kubeletserver.TLSOptions, error) {
+	return kubeletapp.InitializeTLS(&s.KubeletFlags, &s.KubeletConfiguration)
 }

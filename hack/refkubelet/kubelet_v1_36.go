@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
+	kubeletserver "k8s.io/kubernetes/pkg/kubelet/server"
 	kubeletutil "k8s.io/kubernetes/pkg/kubelet/util"
 )
 
@@ -35,6 +36,10 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		return nil, fmt.Errorf("connecting to the fake runtime: %w", err)
 	}
 	deps := dependencies(server.HostnameOverride, client, heartbeatClient, runtimeService, fakeRuntime.ImageService)
+	if err := secureServer(ctx, server, client, deps); err != nil {
+		fakeRuntime.Stop()
+		return nil, err
+	}
 	deps.NodeStartupLatencyTracker = kubeletutil.NewNodeStartupLatencyTracker()
 	deps.TracerProvider = noop.NewTracerProvider()
 	if err := kubeletapp.RunKubelet(klog.NewContext(ctx, klog.Background()), server, deps); err != nil {
@@ -42,4 +47,10 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		return nil, err
 	}
 	return fakeRuntime.Stop, nil
+}
+
+// initializeTLS is the kubelet's TLS set-up, whose signature differs
+// between the releases.
+func initializeTLS(ctx context.Context, s *options.KubeletServer) (*kubeletserver.TLSOptions, error) {
+	return kubeletapp.InitializeTLS(ctx, &s.KubeletFlags, &s.KubeletConfiguration)
 }

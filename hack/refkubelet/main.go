@@ -48,6 +48,11 @@ type settings struct {
 	qps           float32
 	burst         int
 	maxPods       int
+	// port and clientCAFile, when set, serve the kubelet's API (its
+	// /configz among it) on that port, authenticating the apiserver's
+	// client certificate against the CA, as a kubelet does.
+	port         int
+	clientCAFile string
 }
 
 func main() {
@@ -61,6 +66,8 @@ func main() {
 	fs.Float32Var(&s.qps, "kube-api-qps", 50, "The kubelet's kubeAPIQPS.")
 	fs.IntVar(&s.burst, "kube-api-burst", 100, "The kubelet's kubeAPIBurst.")
 	fs.IntVar(&s.maxPods, "max-pods", 110, "The kubelet's maxPods.")
+	fs.IntVar(&s.port, "port", 0, "Serve the kubelet's API (/configz, /pods, ...) on this port of every address, announced in the Node's daemonEndpoints, so that the apiserver's node proxy reaches it. 0: no server.")
+	fs.StringVar(&s.clientCAFile, "client-ca-file", "", "With --port: the CA of the client certificates the kubelet's API accepts (the apiserver's --kubelet-client-certificate); requests are then authorized by the apiserver (webhook), as a kubelet's are.")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -104,6 +111,12 @@ func (s settings) validate() error {
 	}
 	if s.rootDir == "" {
 		errs = append(errs, errors.New("--root-dir is required"))
+	}
+	if s.port < 0 || s.port > 65535 {
+		errs = append(errs, fmt.Errorf("--port must be a port number, got %d", s.port))
+	}
+	if s.port > 0 && s.clientCAFile == "" {
+		errs = append(errs, errors.New("--port needs --client-ca-file: the kubelet's API authenticates the apiserver by its client certificate"))
 	}
 	if s.syncFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("--sync-frequency must be positive, got %s", s.syncFrequency))
@@ -150,7 +163,7 @@ func run(ctx context.Context, s settings) (stop func(), err error) {
 
 // kubeletServer is the kubelet's flags and configuration: its defaults,
 // with what refkubelet's flags set, and what a kubelet without a host
-// needs (no server ports, no cgroups, no static pods).
+// needs (no cgroups, no static pods, and no server unless --port).
 func kubeletServer(s settings) (*options.KubeletServer, error) {
 	flags := options.NewKubeletFlags()
 	flags.RootDirectory = s.rootDir
@@ -169,7 +182,19 @@ func kubeletServer(s settings) (*options.KubeletServer, error) {
 	config.MaxPods = int32(s.maxPods)
 	config.ProviderID = "refkubelet://" + s.nodeName
 	config.RegisterNode = true
-	config.EnableServer = false
+	config.EnableServer = s.port > 0
+	if config.EnableServer {
+		// As kubeadm configures a kubelet: no anonymous requests,
+		// client certificates and bearer tokens authenticated, and every
+		// request authorized by the apiserver (webhook); the serving
+		// certificate is self-signed under CertDirectory, which the
+		// apiserver accepts without --kubelet-certificate-authority.
+		config.Port = int32(s.port)
+		config.Authentication.X509.ClientCAFile = s.clientCAFile
+		config.Authentication.Anonymous.Enabled = false
+		config.Authentication.Webhook.Enabled = true
+		config.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeWebhook
+	}
 	config.ReadOnlyPort = 0
 	config.HealthzPort = 0
 	config.StaticPodPath, config.StaticPodURL = "", ""

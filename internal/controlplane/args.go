@@ -36,6 +36,12 @@ func apiserverArgs(c *credentials, etcdURL string, port int) []string {
 		// serving certificate here at its first start and reuses it after.
 		"--cert-dir=" + c.servingCertDir,
 		"--client-ca-file=" + c.clientCAFile,
+		// The node proxy (/api/v1/nodes/NAME/proxy/...) reaches a
+		// kubelet at its InternalIP, authenticated by the admin
+		// certificate, which the kubelets' --client-ca-file trusts.
+		"--kubelet-client-certificate=" + c.adminCertFile,
+		"--kubelet-client-key=" + c.adminKeyFile,
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		// As on a real cluster: a node's identity may read only its own
 		// Node, its pods, and the ConfigMaps they reference.
 		"--authorization-mode=Node,RBAC",

@@ -24,9 +24,16 @@ const NodesGroup = "system:nodes"
 // the pods bound to it, and the ConfigMaps those pods reference), and the
 // audit log attributes its requests to node.
 func (cp *ControlPlane) NodeRESTConfig(node string) (*rest.Config, error) {
-	certDER, keyDER, err := cp.creds.issueClientCertificate(NodeUser(node), NodesGroup)
+	return cp.UserRESTConfig(NodeUser(node), NodesGroup)
+}
+
+// UserRESTConfig returns a client configuration that authenticates as
+// user in group, by a new client certificate signed by the control
+// plane's client CA: what RBAC grants them, and nothing else.
+func (cp *ControlPlane) UserRESTConfig(user, group string) (*rest.Config, error) {
+	certDER, keyDER, err := cp.creds.issueClientCertificate(user, group)
 	if err != nil {
-		return nil, fmt.Errorf("issuing the client certificate of node %s: %w", node, err)
+		return nil, fmt.Errorf("issuing the client certificate of %s: %w", user, err)
 	}
 	return &rest.Config{
 		Host: cp.APIServerURL,
@@ -62,3 +69,8 @@ func WriteKubeconfig(path string, cfg *rest.Config) error {
 	kc.CurrentContext = "nodeagent-local"
 	return clientcmd.WriteToFile(*kc, path)
 }
+
+// ClientCAFile is the CA of every client certificate the control plane
+// issues, the apiserver's own client certificate to kubelets among them:
+// a kubelet that serves its API trusts it (--client-ca-file).
+func (cp *ControlPlane) ClientCAFile() string { return cp.creds.clientCAFile }

@@ -72,9 +72,11 @@ func (inv *Inventory) AddObject(kind model.Kind, namespace, name string, immutab
 // after each page, and once more with done set.
 type Progress func(resource string, listed int, done bool)
 
-// List reads the inventory from the cluster, in pages of pageSize.
-// Secrets that the caller may not list are recorded as such, not failed.
-func List(ctx context.Context, client kubernetes.Interface, pageSize int64, progress Progress) (*Inventory, error) {
+// List reads the inventory from the cluster, in pages of pageSize: the
+// nodes nodeSelector selects (every node where it is empty) and the pods
+// on them. Secrets that the caller may not list are recorded as such, not
+// failed.
+func List(ctx context.Context, client kubernetes.Interface, nodeSelector string, pageSize int64, progress Progress) (*Inventory, error) {
 	if progress == nil {
 		progress = func(string, int, bool) {}
 	}
@@ -86,9 +88,13 @@ func List(ctx context.Context, client kubernetes.Interface, pageSize int64, prog
 		n := obj.(*corev1.Node)
 		ttl, has := n.Annotations[TTLAnnotation]
 		inv.Nodes = append(inv.Nodes, NodeInfo{Name: n.Name, KubeletVersion: n.Status.NodeInfo.KubeletVersion, TTL: ttl, HasTTL: has})
-	}, metav1.ListOptions{})
+	}, metav1.ListOptions{LabelSelector: nodeSelector})
 	if err != nil {
 		return nil, err
+	}
+	selected := make(map[string]bool, len(inv.Nodes))
+	for _, n := range inv.Nodes {
+		selected[n.Name] = true
 	}
 	// Pods that have finished hold no volumes; pods not yet scheduled
 	// belong to no kubelet.
@@ -99,6 +105,9 @@ func List(ctx context.Context, client kubernetes.Interface, pageSize int64, prog
 		p := obj.(*corev1.Pod)
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			return // the field selector's work, where a server ignores it
+		}
+		if nodeSelector != "" && !selected[p.Spec.NodeName] {
+			return
 		}
 		inv.Pods = append(inv.Pods, PodInfo{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Refs: podrefs.Of(p)})
 	}, running)

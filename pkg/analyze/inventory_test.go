@@ -45,7 +45,7 @@ func fakeCluster() *fake.Clientset {
 // object, and takes a refused Secret list as "unknown", not as a failure.
 func TestList(t *testing.T) {
 	client := fakeCluster()
-	inv, err := List(context.Background(), client, 500, nil)
+	inv, err := List(context.Background(), client, "", 500, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestList(t *testing.T) {
 	client.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", nil)
 	})
-	inv, err = List(context.Background(), client, 500, nil)
+	inv, err = List(context.Background(), client, "", 500, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,10 @@ import (
 // Measured is what the apiserver counted over a window, by kind.
 type Measured struct {
 	Kinds
-	// WindowSeconds is the window's length.
-	WindowSeconds float64 `json:"windowSeconds"`
+	// WindowSeconds is the window's length, From and To its ends.
+	WindowSeconds float64   `json:"windowSeconds"`
+	From          time.Time `json:"from"`
+	To            time.Time `json:"to"`
 	// Caveat says what the figures include beyond the kubelets.
 	Caveat string `json:"caveat"`
 }
@@ -72,7 +74,7 @@ func measured(before, after *apimetrics.Snapshot) *Measured {
 		}
 	}
 	return &Measured{Kinds: Kinds{ConfigMaps: rates(resources[0]), Secrets: rates(resources[1])},
-		WindowSeconds: secs, Caveat: measuredCaveat}
+		WindowSeconds: secs, From: before.Time, To: after.Time, Caveat: measuredCaveat}
 }
 
 // nodeUserPrefix is how a kubelet's requests are named in the audit log:
@@ -80,10 +82,12 @@ func measured(before, after *apimetrics.Snapshot) *Measured {
 const nodeUserPrefix = "system:node:"
 
 // AttributeAuditLog reads the audit log at path and sets on each node of
-// r what the log attributes to its kubelet, as rates over the log's span.
-// Open watches are those the log saw open and not end.
-func AttributeAuditLog(r *Result, path string) error {
-	tally, err := auditlog.TallyResources(path, resources[:]...)
+// r what the log attributes to its kubelet, as rates over window (the
+// measured window, where analyze measured; otherwise open: the span of
+// the log's requests). Open watches are those the log saw open and not
+// end by the window's end.
+func AttributeAuditLog(r *Result, path string, window auditlog.Window) error {
+	tally, err := auditlog.TallyResources(path, window, resources[:]...)
 	if err != nil {
 		return err
 	}

@@ -52,8 +52,8 @@ func (k Kinds) plus(o Kinds) Kinds {
 
 // Result is what analyze found.
 type Result struct {
-	Cluster Summary `json:"cluster"`
-	Total   Total   `json:"total"`
+	Cluster Summary  `json:"cluster"`
+	Total   Total    `json:"total"`
 	WhatIfs []WhatIf `json:"whatIfs"`
 	// Nodes are every node, the busiest first.
 	Nodes []NodeResult `json:"nodes"`

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 )
 
 // Options are a run's settings, with defaults from DefaultOptions.
@@ -24,8 +26,13 @@ type Options struct {
 	// Measure, if positive, is the window over which the apiserver's
 	// counters are read after the prediction.
 	Measure time.Duration
-	// AuditLog, if set, is an apiserver audit log to attribute per node.
+	// AuditLog, if set, is an apiserver audit log to attribute per node:
+	// over the measured window where Measure is set, over the whole log
+	// otherwise.
 	AuditLog string
+	// NodeSelector, a label selector, limits the analysis to the nodes it
+	// selects and their pods.
+	NodeSelector string
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -70,7 +77,7 @@ func (o Options) Validate() error {
 func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, error) {
 	progress := o.progress()
 	start := time.Now()
-	inv, err := List(ctx, client, o.PageSize, progress)
+	inv, err := List(ctx, client, o.NodeSelector, o.PageSize, progress)
 	if err != nil {
 		return Result{}, err
 	}
@@ -98,7 +105,11 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, e
 		r.Total.Measured = m
 	}
 	if o.AuditLog != "" {
-		if err := AttributeAuditLog(&r, o.AuditLog); err != nil {
+		var window auditlog.Window
+		if m := r.Total.Measured; m != nil {
+			window = auditlog.Window{From: m.From, To: m.To}
+		}
+		if err := AttributeAuditLog(&r, o.AuditLog, window); err != nil {
 			return Result{}, err
 		}
 	}

@@ -79,6 +79,9 @@ type event struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	// StageTimestamp is when the event's stage was reached: when a
+	// watch ended, for its ResponseComplete.
+	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
 type auditUser struct {
@@ -166,7 +169,8 @@ func eachEvent(path string, resources map[string]bool, f func(event)) error {
 }
 
 // Tally is an audit log's requests for some resources, per resource and
-// user, and the span of time they were received in.
+// user, and the span of time they were received in: the window asked for,
+// or where it is open, the first and last request in it.
 type Tally struct {
 	// From and To are the first and the last request received.
 	From, To time.Time
@@ -178,9 +182,11 @@ type Tally struct {
 // Seconds is the span of the tally, in seconds.
 func (t Tally) Seconds() float64 { return t.To.Sub(t.From).Seconds() }
 
-// TallyResources reads the whole audit log at path and counts the
-// requests for each of resources, per user, by the rules of Count.
-func TallyResources(path string, resources ...string) (Tally, error) {
+// TallyResources reads the audit log at path and counts the requests for
+// each of resources received in window, per user, by the rules of Count.
+// OpenWatches alone looks at the whole log up to the window's end: the
+// watches open at its end, wherever in the log they opened.
+func TallyResources(path string, window Window, resources ...string) (Tally, error) {
 	t := Tally{Counts: map[string]map[string]Counts{}}
 	want := map[string]bool{}
 	for _, r := range resources {
@@ -188,13 +194,27 @@ func TallyResources(path string, resources ...string) (Tally, error) {
 		t.Counts[r] = map[string]Counts{}
 	}
 	err := eachEvent(path, want, func(e event) {
-		byUser := t.Counts[e.ObjectRef.Resource]
-		c := byUser[e.user()]
-		if !c.add(e) {
+		at, happened := e.RequestReceivedTimestamp, e.RequestReceivedTimestamp
+		if e.Verb == "watch" && e.Stage == "ResponseComplete" && !e.StageTimestamp.IsZero() {
+			happened = e.StageTimestamp // a watch ends long after it was received
+		}
+		if !window.To.IsZero() && !happened.Before(window.To) {
 			return
 		}
+		byUser := t.Counts[e.ObjectRef.Resource]
+		c := byUser[e.user()]
+		var seen Counts
+		if !seen.add(e) {
+			return
+		}
+		if !window.holds(at) {
+			// Before the window: only whether a watch opened or ended.
+			c.OpenWatches += seen.OpenWatches
+			byUser[e.user()] = c
+			return
+		}
+		c.Add(seen)
 		byUser[e.user()] = c
-		at := e.RequestReceivedTimestamp
 		if t.From.IsZero() || at.Before(t.From) {
 			t.From = at
 		}
@@ -202,6 +222,9 @@ func TallyResources(path string, resources ...string) (Tally, error) {
 			t.To = at
 		}
 	})
+	if !window.From.IsZero() && !window.To.IsZero() {
+		t.From, t.To = window.From, window.To
+	}
 	return t, err
 }
 

@@ -17,7 +17,7 @@ func testPod() *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
 		Spec: corev1.PodSpec{
 			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
-			InitContainers: []corev1.Container{{Name: "init", VolumeMounts: []corev1.VolumeMount{{Name: "tls"}}}},
+			InitContainers:   []corev1.Container{{Name: "init", VolumeMounts: []corev1.VolumeMount{{Name: "tls"}}}},
 			Containers: []corev1.Container{{
 				Name:         "app",
 				VolumeMounts: []corev1.VolumeMount{{Name: "config"}, {Name: "kube-api-access"}},

@@ -51,8 +51,9 @@ func (k *refKubelet) failedSyncs(t *testing.T) int {
 }
 
 // startRefKubelet runs refkubelet-<version> for node with the given
-// change-detection strategy and sync frequency, and stops it at the end.
-func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency time.Duration) *refKubelet {
+// change-detection strategy, sync frequency and extra flags, and stops it
+// at the end.
+func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency time.Duration, extraArgs ...string) *refKubelet {
 	t.Helper()
 	dir, err := controlplane.FindBinDir()
 	if err != nil {
@@ -63,13 +64,13 @@ func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency
 		t.Fatalf("%s: %v; run `make refkubelet`", binary, err)
 	}
 	k := &refKubelet{node: node, rootDir: t.TempDir(), logPath: filepath.Join(t.TempDir(), "refkubelet.log")}
-	k.proc, err = controlplane.StartProcess("refkubelet-"+version, binary, []string{
+	k.proc, err = controlplane.StartProcess("refkubelet-"+version, binary, append([]string{
 		"--node-name=" + node,
 		"--kubeconfig=" + nodeKubeconfig(t, node),
 		"--root-dir=" + k.rootDir,
 		"--sync-frequency=" + syncFrequency.String(),
 		"--configmap-change-detection-strategy=" + strategy,
-	}, k.logPath, controlplane.ProcessOptions{})
+	}, extraArgs...), k.logPath, controlplane.ProcessOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

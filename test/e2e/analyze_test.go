@@ -1,0 +1,196 @@
+//go:build analyze_e2e
+
+// Not yet in `make e2e`: run with -tags analyze_e2e,e2e. The reference
+// kubelets' secured API (hack/refkubelet/server.go) is new and this test
+// has not passed yet; see the session note.
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+)
+
+// analyzeNode is one reference kubelet of the mixed fleet.
+type analyzeNode struct {
+	name, build string
+	strategy    analyze.Strategy
+	ttlSeconds  int
+}
+
+const (
+	analyzeSync = 2 * time.Second
+	// analyzeWindow gives each pod about 30 syncs and each cached object
+	// about 8 refreshes: enough for 10 % per node.
+	analyzeWindow = 90 * time.Second
+)
+
+// TestAnalyzeAgainstRealKubelets runs `nodeagent analyze --measure` on a
+// mixed fleet of reference kubelets (v1.28 and v1.36 on Cache, with TTLs
+// above the sync frequency and of 0, v1.36 on Watch and on Get) serving
+// pods with their own and shared ConfigMaps and Secrets, projected
+// volumes, environment references, an immutable ConfigMap and a missing
+// optional one. analyze must read every kubelet's settings from its
+// /configz through the apiserver's node proxy, predict each node's GETs
+// within 10 % of what the audit log attributes to it and its watches
+// exactly, and the totals within 10 % of the apiserver's own counters.
+func TestAnalyzeAgainstRealKubelets(t *testing.T) {
+	fleet := []analyzeNode{
+		{"analyze-v128-cache", "v1.28", analyze.StrategyCache, 10},
+		{"analyze-v136-cache", "v1.36", analyze.StrategyCache, 10},
+		{"analyze-v136-cache-ttl0", "v1.36", analyze.StrategyCache, 0},
+		{"analyze-v136-watch", "v1.36", analyze.StrategyWatch, 10},
+		{"analyze-v136-get", "v1.36", analyze.StrategyGet, 10},
+	}
+	ctx := context.Background()
+	ns := createNamespace(t, "analyze")
+	createAnalyzeObjects(t, ns, fleet)
+	started := time.Now()
+	var kubelets []*refKubelet
+	var pods []string
+	for _, n := range fleet {
+		createNode(t, n.name, n.ttlSeconds)
+		label := fmt.Sprintf(`{"metadata":{"labels":{"nodeagent.io/analyze-e2e":%q}}}`, ns)
+		if _, err := clientset.CoreV1().Nodes().Patch(ctx, n.name, "application/strategic-merge-patch+json", []byte(label), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range analyzePods(ns, n.name) {
+			if _, err := clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, pod.Name)
+		}
+		kubelets = append(kubelets, startRefKubelet(t, n.build, n.name, string(n.strategy), analyzeSync,
+			fmt.Sprintf("--port=%d", freePort(t)), "--client-ca-file="+cp.ClientCAFile()))
+	}
+	waitUntil(t, 2*time.Minute, func() error {
+		for _, name := range pods {
+			pod, err := clientset.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if pod.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s is %s", name, pod.Status.Phase)
+			}
+		}
+		return nil
+	})
+	time.Sleep(2 * analyzeSync) // every pod past its first sync
+
+	dir := t.TempDir()
+	out, err := exec.Command(nodeagentBinary(t), "analyze", "--kubeconfig="+cp.KubeconfigPath,
+		"--node-selector=nodeagent.io/analyze-e2e="+ns, "--measure="+analyzeWindow.String(),
+		"--audit-log="+cp.AuditLogPath(), "-o", "json", "--output-dir="+dir).Output()
+	if err != nil {
+		t.Fatalf("nodeagent analyze: %v\n%s", err, stderrOf(err))
+	}
+	var r analyze.Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("analyze -o json: %v\n%s", err, out)
+	}
+	for _, k := range kubelets {
+		if n := k.failedSyncs(t); n > 0 {
+			t.Errorf("reference kubelet %s logged %d failed pod syncs: its requests are not its steady state", k.node, n)
+		}
+	}
+	if r.Cluster.Nodes != len(fleet) || r.Cluster.Pods != len(pods) || r.Cluster.NodesFromConfigz != len(fleet) {
+		t.Errorf("analyze saw %d nodes, %d pods, %d settings from /configz; want %d, %d, %d", r.Cluster.Nodes, r.Cluster.Pods, r.Cluster.NodesFromConfigz, len(fleet), len(pods), len(fleet))
+	}
+	if len(r.Warnings) > 0 {
+		t.Logf("analyze's warnings: %q", r.Warnings)
+	}
+	byName := map[string]analyze.NodeResult{}
+	for _, n := range r.Nodes {
+		byName[n.Name] = n
+	}
+	window := r.Total.Measured.WindowSeconds
+	for _, want := range fleet {
+		n := byName[want.name]
+		if n.SettingsSource != analyze.FromConfigz || n.Strategy != want.strategy || n.SyncFrequencySeconds != analyzeSync.Seconds() ||
+			n.TTLSeconds != float64(want.ttlSeconds) || !strings.HasPrefix(n.KubeletVersion, want.build+".") {
+			t.Errorf("%s: settings %s %s S=%gs T=%gs from %s; want %s %s S=%s T=%ds from configz", want.name,
+				n.KubeletVersion, n.Strategy, n.SyncFrequencySeconds, n.TTLSeconds, n.SettingsSource, want.build, want.strategy, analyzeSync, want.ttlSeconds)
+		}
+		if len(n.Notes) > 0 {
+			t.Logf("%s: %q", want.name, n.Notes)
+		}
+		predicted, audited := n.Predicted.Sum(), n.Measured.Sum()
+		t.Logf("%s (%s): predicted %.3f GET/s (quorum %.3f), %d watches; audited %.3f GET/s (quorum %.3f)",
+			want.name, n.Behaviour, predicted.APIServerGets, predicted.QuorumGets, predicted.Watches, audited.APIServerGets, audited.QuorumGets)
+		withinTenPercent(t, want.name+" GET/s", audited.APIServerGets, predicted.APIServerGets, window)
+		withinTenPercent(t, want.name+" quorum GET/s", audited.QuorumGets, predicted.QuorumGets, window)
+	}
+
+	// Watches: exactly, once the watches of objects that only containers'
+	// environments read have been closed as idle (after a minute unread,
+	// checked every minute).
+	watchNode := byName["analyze-v136-watch"]
+	if watchNode.Predicted.Sum().Watches == 0 {
+		t.Fatal("the Watch node is predicted no watches")
+	}
+	waitUntil(t, 3*time.Minute-time.Since(started), func() error {
+		tally, err := auditlog.TallyResources(cp.AuditLogPath(), auditlog.Window{From: started, To: time.Now()}, "configmaps", "secrets")
+		if err != nil {
+			return err
+		}
+		user := controlplane.NodeUser(watchNode.Name)
+		for kind, rates := range map[string]analyze.Rates{"configmaps": watchNode.Predicted.ConfigMaps, "secrets": watchNode.Predicted.Secrets} {
+			if open := tally.Counts[kind][user].OpenWatches; open != rates.Watches {
+				return fmt.Errorf("%s: %d %s watches open, predicted %d", watchNode.Name, open, kind, rates.Watches)
+			}
+		}
+		return nil
+	})
+
+	// Totals: the apiserver's counters over the same window.
+	predicted, measured := r.Total.Predicted.Sum(), r.Total.Measured.Sum()
+	t.Logf("total: predicted %.3f GET/s, %.3f etcd reads/s; measured %.3f GET/s, %.3f etcd reads/s over %.0f s",
+		predicted.APIServerGets, predicted.EtcdReads, measured.APIServerGets, measured.EtcdReads, window)
+	withinTenPercent(t, "total GET/s", measured.APIServerGets, predicted.APIServerGets, window)
+	withinTenPercent(t, "total etcd reads/s", measured.EtcdReads, predicted.EtcdReads, window)
+	t.Run("least privilege", func(t *testing.T) {
+		r := analyzeAsLeastPrivileged(t, "nodeagent.io/analyze-e2e="+ns)
+		warnings := strings.Join(r.Warnings, "\n")
+		if r.Cluster.Pods != len(pods) || r.Cluster.SecretsListed || r.Cluster.NodesFromConfigz != 0 ||
+			!strings.Contains(warnings, "nodes/proxy") || !strings.Contains(warnings, "Secrets") {
+			t.Errorf("as the nodeagent-analyze role alone: %d pods, Secrets listed %v, %d nodes from /configz, warnings %q; want %d pods, every setting assumed, both said",
+				r.Cluster.Pods, r.Cluster.SecretsListed, r.Cluster.NodesFromConfigz, r.Warnings, len(pods))
+		}
+	})
+	for _, f := range []string{"report.json", "report.md", "chart.svg", "chart.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// withinTenPercent holds a measured rate to 10 % of the prediction, give or take two
+// requests over the window (a count of a handful of quorum GETs).
+func withinTenPercent(t *testing.T, what string, measured, predicted, windowSeconds float64) {
+	t.Helper()
+	if math.Abs(measured-predicted) > 0.1*predicted+2/windowSeconds {
+		t.Errorf("%s: measured %.3f, predicted %.3f: more than 10 %% apart", what, measured, predicted)
+	}
+}
+
+func stderrOf(err error) string {
+	if exit, ok := err.(*exec.ExitError); ok {
+		return string(exit.Stderr)
+	}
+	return ""
+}
