@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/configz"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	"k8s.io/kubernetes/pkg/kubelet/cri/remote"
@@ -53,4 +55,11 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 // between the releases.
 func initializeTLS(ctx context.Context, s *options.KubeletServer) (*kubeletserver.TLSOptions, error) {
 	return kubeletapp.InitializeTLS(&s.KubeletFlags, &s.KubeletConfiguration)
+}
+
+// setConfigz sets the /configz entry, which v1.28 takes as any value
+// and serves without apiVersion or kind.
+func setConfigz(entry *configz.Config, versioned *kubeletconfigv1beta1.KubeletConfiguration) error {
+	entry.Set(*versioned)
+	return nil
 }

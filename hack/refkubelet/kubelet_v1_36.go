@@ -9,9 +9,11 @@ import (
 
 	"go.opentelemetry.io/otel/trace/noop"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/configz"
 	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	kubeletserver "k8s.io/kubernetes/pkg/kubelet/server"
@@ -53,4 +55,11 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 // between the releases.
 func initializeTLS(ctx context.Context, s *options.KubeletServer) (*kubeletserver.TLSOptions, error) {
 	return kubeletapp.InitializeTLS(ctx, &s.KubeletFlags, &s.KubeletConfiguration)
+}
+
+// setConfigz sets the /configz entry; from v1.33 the entry is a typed
+// object that carries its apiVersion and kind, as the kubelet's does.
+func setConfigz(entry *configz.Config, versioned *kubeletconfigv1beta1.KubeletConfiguration) error {
+	versioned.GetObjectKind().SetGroupVersionKind(kubeletconfigv1beta1.SchemeGroupVersion.WithKind("KubeletConfiguration"))
+	return entry.Set(versioned)
 }

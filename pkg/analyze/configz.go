@@ -34,6 +34,10 @@ func parseConfigz(body []byte) (kubeletConfig, error) {
 		if err := json.Unmarshal(raw, &config); err != nil {
 			return kubeletConfig{}, fmt.Errorf("/configz's kubeletconfig is not a JSON object: %w", err)
 		}
+	} else if !holdsKubeletConfig(top) {
+		// A process that serves /configz without registering its
+		// configuration answers {}: nothing to read, not the defaults.
+		return kubeletConfig{}, errors.New("/configz holds no kubelet configuration (no kubeletconfig key)")
 	}
 	c := kubeletConfig{Strategy: StrategyWatch, SyncFrequency: time.Minute}
 	if raw, ok := lookup(config, "configMapAndSecretChangeDetectionStrategy"); ok {
@@ -59,6 +63,17 @@ func parseConfigz(body []byte) (kubeletConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// holdsKubeletConfig reports whether m, a /configz body without the
+// kubeletconfig envelope, has a field only a kubelet configuration has.
+func holdsKubeletConfig(m map[string]json.RawMessage) bool {
+	for _, key := range []string{"configMapAndSecretChangeDetectionStrategy", "syncFrequency", "kind"} {
+		if _, ok := lookup(m, key); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // lookup finds key in m whatever its case.

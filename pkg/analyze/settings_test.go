@@ -78,7 +78,7 @@ func TestParseConfigz(t *testing.T) {
 			t.Errorf("%s: got %+v, %v; want %+v", tt.name, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{`not json`, `{"kubeletconfig":{"configMapAndSecretChangeDetectionStrategy":"Sometimes"}}`, `{"kubeletconfig":{"syncFrequency":"often"}}`} {
+	for _, bad := range []string{`not json`, `{}`, `{"other":{"syncFrequency":"10s"}}`, `{"kubeletconfig":{"configMapAndSecretChangeDetectionStrategy":"Sometimes"}}`, `{"kubeletconfig":{"syncFrequency":"often"}}`} {
 		if _, err := parseConfigz([]byte(bad)); err == nil {
 			t.Errorf("%s: parsed, want an error", bad)
 		}

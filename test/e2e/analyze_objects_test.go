@@ -1,4 +1,4 @@
-//go:build analyze_e2e
+//go:build e2e
 
 package e2e
 
