@@ -105,7 +105,8 @@ func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 	})
 	time.Sleep(2 * mixingSync) // every pod past its first sync
 
-	dir := t.TempDir()
+	// The report stays in _output/analyze-e2e: docs/analyze.md quotes it.
+	dir := filepath.Join(repoRoot(t), "_output", "analyze-e2e")
 	out, err := exec.Command(nodeagentBinary(t), "analyze", "--kubeconfig="+cp.KubeconfigPath,
 		"--node-selector=nodeagent.io/analyze-e2e="+ns, "--measure="+analyzeWindow.String(),
 		"--audit-log="+cp.AuditLogPath(), "-o", "json", "--output-dir="+dir).Output()
