@@ -102,7 +102,8 @@ func TestRunAndRender(t *testing.T) {
 	if err := r.WriteText(&text, 10); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Predicted load", "What if", "upgrade-to-v1.29", "Busiest nodes (1 of 1)", "ConfigMap ns/frozen", "root CA", "assumed"} {
+	for _, want := range []string{"Predicted load", "What if", "upgrade-to-v1.29", "Busiest nodes (1 of 1)", "ConfigMap ns/frozen", "root CA", "assumed",
+		"1 node, ", " in 1 namespace;"} {
 		if !strings.Contains(text.String(), want) || !strings.Contains(r.Markdown(10)+text.String(), want) {
 			t.Errorf("the text report lacks %q:\n%s", want, text.String())
 		}

@@ -188,3 +188,18 @@ func TestImmutableWhatIf(t *testing.T) {
 		t.Errorf("rotation: %d watch events, want 1", r.RootCARotation.WatchEvents)
 	}
 }
+
+// A saving is shown in whole percent, and one that rounds to nothing as 0,
+// not as "+0%".
+func TestSaving(t *testing.T) {
+	for _, tt := range []struct {
+		now, then float64
+		want      string
+	}{
+		{10, 5, "-50%"}, {10, 15, "+50%"}, {10, 10, "0"}, {7.59, 7.5900001, "0"}, {0, 2, "+2.00"}, {0, 0, "0"},
+	} {
+		if got := saving(tt.now, tt.then); got != tt.want {
+			t.Errorf("saving(%v, %v) = %q, want %q", tt.now, tt.then, got, tt.want)
+		}
+	}
+}

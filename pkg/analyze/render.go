@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -77,7 +78,11 @@ func saving(now, then float64) string {
 	case now == 0:
 		return fmt.Sprintf("+%.2f", then)
 	}
-	return fmt.Sprintf("%+.0f%%", 100*(now-then)/now*-1)
+	change := 100 * (then - now) / now
+	if math.Abs(change) < 0.5 {
+		return "0"
+	}
+	return fmt.Sprintf("%+.0f%%", change)
 }
 
 func nodeTable(nodes []NodeResult) report.Table {
@@ -143,17 +148,29 @@ func (r Result) summaryLines() []string {
 		}
 	}
 	return []string{
-		fmt.Sprintf("%d nodes, %d running pods in %d namespaces; settings from /configz on %d nodes, assumed on %d; %s.",
-			c.Nodes, c.Pods, c.Namespaces, c.NodesFromConfigz, c.Nodes-c.NodesFromConfigz, secrets),
+		fmt.Sprintf("%s, %s in %s; settings from /configz on %d, assumed on %d; %s.",
+			count(c.Nodes, "node"), count(c.Pods, "running pod"), count(c.Namespaces, "namespace"), c.NodesFromConfigz, c.Nodes-c.NodesFromConfigz, secrets),
 		"Kubelet behaviours: " + strings.Join(behaviours, ", ") + ".",
 	}
 }
 
 func (r Result) rotationLine() string {
 	rot := r.RootCARotation
-	return fmt.Sprintf("A rotation of the root CA updates %s in %d namespaces: %d watch events at once, %d volumes rewritten, "+
-		"%d Cache refreshes within one TTL; the last volume has it within %.0f s.",
-		rootCA, rot.Namespaces, rot.WatchEvents, rot.Volumes, rot.CacheRefreshes, rot.SpreadSeconds)
+	return fmt.Sprintf("A rotation of the root CA updates %s in %s: %s at once, %s rewritten, "+
+		"%s within one TTL; the last volume has it within %.0f s.",
+		rootCA, count(rot.Namespaces, "namespace"), count(rot.WatchEvents, "watch event"), count(rot.Volumes, "volume"),
+		count(rot.CacheRefreshes, "Cache refresh"), rot.SpreadSeconds)
+}
+
+// count is n things, in the plural where n is not one.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	if strings.HasSuffix(thing, "sh") {
+		return fmt.Sprintf("%d %ses", n, thing)
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // notes are the per-node notes, grouped so that 5,000 nodes with the same
