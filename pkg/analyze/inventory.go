@@ -96,8 +96,9 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	for _, n := range inv.Nodes {
 		selected[n.Name] = true
 	}
-	// Pods that have finished hold no volumes; pods not yet scheduled
-	// belong to no kubelet.
+	// Pods that have finished hold no volumes, and terminating pods are
+	// only torn down, never remounted; pods not yet scheduled belong to no
+	// kubelet.
 	running := metav1.ListOptions{FieldSelector: "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"}
 	err = each(ctx, "pods", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.Pods("").List(ctx, o)
@@ -105,6 +106,9 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		p := obj.(*corev1.Pod)
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			return // the field selector's work, where a server ignores it
+		}
+		if p.DeletionTimestamp != nil {
+			return
 		}
 		if nodeSelector != "" && !selected[p.Spec.NodeName] {
 			return

@@ -36,12 +36,18 @@ func fakeCluster() *fake.Clientset {
 		pod("running", "node", corev1.PodRunning),
 		pod("done", "node", corev1.PodSucceeded),
 		pod("unscheduled", "", corev1.PodPending),
+		terminating(pod("terminating", "node", corev1.PodRunning)),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "frozen"}, Immutable: &immutable, Data: map[string]string{"k": "v"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"password": []byte("hunter2")}},
 	)
 }
 
-// List keeps the running, scheduled pods and what analyze needs of each
+func terminating(p *corev1.Pod) *corev1.Pod {
+	p.DeletionTimestamp = &metav1.Time{}
+	return p
+}
+
+// List keeps the running, scheduled pods that are not terminating, and what analyze needs of each
 // object, and takes a refused Secret list as "unknown", not as a failure.
 func TestList(t *testing.T) {
 	client := fakeCluster()
