@@ -166,7 +166,8 @@ func cachePods(t *testing.T, ns string, nodes []string, n int) {
 // configMapAndSecretChangeDetectionStrategy: Cache, both sides sync every
 // 10 s, and the apiserver's audit log says which ConfigMap GETs came from
 // the kubelets (system:node:<name>) and which from the agents (their
-// ServiceAccount). They are within 10 % of each other.
+// ServiceAccount). They are within 10 % of each other, and `nodeagent
+// analyze` predicts each kubelet's GETs within 10 % (checkAnalyzeCache).
 func TestBesideKubeletCache(t *testing.T) {
 	ctx := context.Background()
 	nodes := clusterNodes(t)
@@ -244,6 +245,7 @@ func TestBesideKubeletCache(t *testing.T) {
 		t.Errorf("%d of the agents' requests failed", agents.Errors)
 	}
 	writeBesideReport(t, kubelets, agents, seconds)
+	checkAnalyzeCache(t, cacheSyncPeriod, auditlog.Window{From: from, To: to})
 }
 
 // writeBesideReport keeps the figures next to the compare reports.
