@@ -158,6 +158,9 @@ func each(ctx context.Context, resource string, pageSize int64, progress Progres
 		}
 		return nil
 	})
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("listing %s: %w (bind the nodeagent-analyze ClusterRole of deploy/analyze to this user: docs/analyze.md)", resource, err)
+	}
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", resource, err)
 	}

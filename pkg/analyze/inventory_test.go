@@ -75,6 +75,16 @@ func TestList(t *testing.T) {
 	if exists, immutable, known := inv.Exists(model.Secret, "ns", "anything"); inv.SecretsListed || !exists || immutable || known {
 		t.Errorf("Secrets forbidden: listed %v; Secret taken as exists %v, immutable %v, known %v; want not listed, exists, mutable, unknown", inv.SecretsListed, exists, immutable, known)
 	}
+
+	// A forbidden list analyze cannot do without fails the run, saying
+	// which role to bind.
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil)
+	})
+	if _, err := List(context.Background(), client, "", 500, nil); err == nil || !strings.Contains(err.Error(), "listing pods") ||
+		!strings.Contains(err.Error(), "nodeagent-analyze ClusterRole") {
+		t.Errorf("pods forbidden: %v; want an error that names the list and the role to bind", err)
+	}
 }
 
 // Run reads the fake cluster end to end; the JSON has the keys tools read
