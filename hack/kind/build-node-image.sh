@@ -180,6 +180,13 @@ tar -C "$work/debian" -xf "$debian"
 proxy_tree="$work/tree-kube-proxy"
 mkdir -p "$proxy_tree/usr/lib/x86_64-linux-gnu"
 cp -a "$work/debian/usr/lib/x86_64-linux-gnu/xtables" "$proxy_tree/usr/lib/x86_64-linux-gnu/"
+# The modules are loaded at run time, so the tools' ldd does not list what
+# they link: libxt_statistic needs libm, and without it every iptables-restore
+# of kube-proxy fails once a Service has two endpoints (kube-dns has), leaving
+# the node with no Service rules at all.
+for module in "$work/debian"/usr/lib/x86_64-linux-gnu/xtables/*.so; do
+  library_tree "$work/debian" "/usr/lib/x86_64-linux-gnu/xtables/${module##*/}" "$proxy_tree"
+done
 for tool in xtables-nft-multi conntrack; do
   cp "$work/debian/usr/sbin/$tool" "$proxy_tree/usr/sbin/"
   library_tree "$work/debian" "/usr/sbin/$tool" "$proxy_tree"
