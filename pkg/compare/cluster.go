@@ -22,9 +22,10 @@ import (
 // What a DaemonSet run must know of the cluster beyond its own objects.
 
 // servedPods lists the pods, outside the run's namespace, that the
-// deployed agents serve: bound to one of nodes, not finished, with at
-// least one ConfigMap volume that a container mounts (the agents, like
-// the kubelet, set up no other).
+// deployed agents serve: bound to one of nodes, neither finished nor
+// terminating (the agents are taking a terminating pod's volumes down),
+// with at least one ConfigMap volume that a container mounts (the agents,
+// like the kubelet, set up no other).
 func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string, runNamespace string) (map[string][]model.Pod, error) {
 	onNode := map[string]bool{}
 	for _, n := range nodes {
@@ -39,7 +40,7 @@ func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string
 	served := map[string][]model.Pod{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !onNode[pod.Spec.NodeName] || pod.Namespace == runNamespace ||
+		if !onNode[pod.Spec.NodeName] || pod.Namespace == runNamespace || pod.DeletionTimestamp != nil ||
 			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}

@@ -39,9 +39,13 @@ func podWithConfigMaps(namespace, name, node string, phase corev1.PodPhase, moun
 
 // The model counts exactly the volumes the deployed agents keep besides
 // the run's own: mounted ConfigMap volumes of unfinished pods on the
-// agents' nodes, outside the run's namespace.
+// agents' nodes, outside the run's namespace; not those of terminating
+// pods, which the agents are taking down.
 func TestServedPods(t *testing.T) {
+	terminating := podWithConfigMaps("c", "leaving", "n1", corev1.PodRunning, []string{"cfg"}, nil)
+	terminating.DeletionTimestamp = &metav1.Time{}
 	client := fake.NewSimpleClientset(
+		terminating,
 		podWithConfigMaps("a", "web", "n1", corev1.PodRunning, []string{"cfg", "extra"}, []string{"unused"}),
 		podWithConfigMaps("b", "web", "n1", corev1.PodPending, []string{"cfg"}, nil),
 		podWithConfigMaps("a", "done", "n1", corev1.PodSucceeded, []string{"cfg"}, nil),

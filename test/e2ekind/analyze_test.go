@@ -131,6 +131,25 @@ func analyzePods(t *testing.T, ns string, nodes []string) {
 	})
 }
 
+// deletePods deletes the pods of ns and waits until they are gone.
+func deletePods(t *testing.T, ns string) {
+	ctx := context.Background()
+	if err := clientset.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Error(err)
+		return
+	}
+	eventually(t, 2*time.Minute, "the pods of "+ns+" gone", func() string {
+		pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Sprintf("%d pods left", len(pods.Items))
+		}
+		return ""
+	})
+}
+
 // TestAnalyzeKindKubeletsWatch runs `nodeagent analyze` on the kind
 // cluster's real kubelets with their default Watch strategy: it reads every
 // kubelet's settings from /configz, and predicts each node's open ConfigMap
@@ -140,6 +159,9 @@ func analyzePods(t *testing.T, ns string, nodes []string) {
 func TestAnalyzeKindKubeletsWatch(t *testing.T) {
 	nodes := clusterNodes(t)
 	ns := testNamespace(t, "e2e-kind-analyze")
+	// Gone before the next test counts the pods its agents serve (this
+	// runs before the namespace's own clean-up).
+	t.Cleanup(func() { deletePods(t, ns) })
 	analyzePods(t, ns, nodes)
 	var r analyze.Result
 	eventually(t, 3*time.Minute, "every node's watches as predicted", func() string {
