@@ -269,14 +269,20 @@ func (a *Agent) listPods() []*corev1.Pod {
 // handlers run, so a pass may see the set as it was before a change until
 // the handler has counted it (milliseconds, more on a starved process);
 // the pass after that sees the new one. A pod that has just left the
-// store therefore keeps its volumes a little longer, never less.
-func (a *Agent) activePods() (sets.Set[types.UID], bool) {
+// store therefore keeps its volumes a little longer, never less. The
+// version is the event count and the informer's sync, so it changes
+// whenever either does.
+func (a *Agent) activePods() volumemanager.ActivePodSet {
 	synced := a.podInformer.HasSynced()
 	events := a.podEvents.Load()
+	version := events << 1
+	if synced {
+		version |= 1
+	}
 	a.active.mu.Lock()
 	defer a.active.mu.Unlock()
 	if a.active.set != nil && a.active.builtAt == events {
-		return a.active.set, synced
+		return volumemanager.ActivePodSet{UIDs: a.active.set, Synced: synced, Version: version}
 	}
 	pods, _ := a.podLister.List(labels.Everything())
 	active := make(sets.Set[types.UID], len(pods))
@@ -286,7 +292,7 @@ func (a *Agent) activePods() (sets.Set[types.UID], bool) {
 		}
 	}
 	a.active.set, a.active.builtAt = active, events
-	return active, synced
+	return volumemanager.ActivePodSet{UIDs: active, Synced: synced, Version: version}
 }
 
 // Run starts everything and blocks until ctx ends. Files on disk stay.

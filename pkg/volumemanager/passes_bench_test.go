@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // The volume manager's two 100 ms passes on a node with 1,000 pods, for
@@ -18,7 +16,7 @@ const benchPods = 1000
 
 // mountedNode returns a harness whose 1,000 pods each mount one of 50
 // shared ConfigMaps, all on disk, and the pass's arguments.
-func mountedNode(b *testing.B) (*harness, sets.Set[types.UID]) {
+func mountedNode(b *testing.B) (*harness, ActivePodSet) {
 	h := newHarness(b)
 	for i := range 50 {
 		h.cms.set(fmt.Sprintf("cm-%02d", i), map[string]string{"config.yaml": "a: 1\n"})
@@ -34,14 +32,14 @@ func mountedNode(b *testing.B) (*harness, sets.Set[types.UID]) {
 	if n := len(h.m.Volumes()); n != benchPods {
 		b.Fatalf("%d volumes mounted, want %d", n, benchPods)
 	}
-	return h, h.active.Clone()
+	return h, h.activePods()
 }
 
 func BenchmarkPopulatorPass(b *testing.B) {
 	b.Run("1000-pods-steady", func(b *testing.B) {
 		h, active := mountedNode(b)
 		for b.Loop() {
-			h.m.populate(active, true)
+			h.m.populate(active)
 		}
 	})
 	b.Run("1000-pods-all-marked", func(b *testing.B) {
@@ -49,10 +47,10 @@ func BenchmarkPopulatorPass(b *testing.B) {
 		for b.Loop() {
 			h.m.mu.Lock()
 			for _, dp := range h.m.desired {
-				dp.processed = false
+				h.m.markPod(dp)
 			}
 			h.m.mu.Unlock()
-			h.m.populate(active, true)
+			h.m.populate(active)
 		}
 	})
 }
@@ -62,7 +60,7 @@ func BenchmarkReconcilerPass(b *testing.B) {
 		h, active := mountedNode(b)
 		ctx := context.Background()
 		for b.Loop() {
-			h.m.reconcile(ctx, active, true)
+			h.m.reconcile(ctx, active)
 		}
 		h.m.running.Wait()
 		if n := len(h.m.ops); n != 0 {

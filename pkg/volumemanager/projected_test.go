@@ -305,9 +305,9 @@ func TestChangeDuringFirstMountIsNotLost(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = h.m.WaitForAttachAndMount(ctx, pod)
-	active, synced := h.m.opts.ActivePods()
-	h.m.populate(active, synced)
-	h.m.reconcile(context.Background(), active, synced)
+	active := h.m.opts.ActivePods()
+	h.m.populate(active)
+	h.m.reconcile(context.Background(), active)
 	<-blocking.reading // the first mount has read "old"
 	h.cms.set("cfg", map[string]string{"a": "new"})
 	h.m.RemountConfigMap("ns", "cfg")

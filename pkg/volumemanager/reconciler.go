@@ -3,97 +3,90 @@ package volumemanager
 import (
 	"context"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 )
 
-// populate is one pass of the desired-state populator: drop pods that are
-// no longer active, and re-read pods marked for reprocessing, flagging
-// their mounted volumes for a remount. active and synced are this tick's
-// ActivePods.
-func (m *Manager) populate(active sets.Set[types.UID], synced bool) {
+// reconcile is one pass of the reconciler: it starts the operations that
+// bring the actual state towards the desired state, and never waits for
+// one. It looks only at the pending volumes: those the populator,
+// RemountConfigMap or a finished operation handed over since its last
+// pass, and those still waiting (for a retry after a failure, or for the
+// first sync of a reconstructed volume's pod). In steady state there are
+// none, and a pass costs a lock and a clock read.
+func (m *Manager) reconcile(ctx context.Context, active ActivePodSet) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for uid, dp := range m.desired {
-		if synced && !active.Has(uid) {
-			delete(m.desired, uid)
-			continue
-		}
-		if dp.processed {
-			continue
-		}
-		dp.volumes = PodVolumes(dp.pod)
-		dp.processed = true
-		for name, spec := range dp.volumes {
-			if v, ok := m.actual[volumeKey{uid, name}]; ok {
-				// Also adopts volumes reconstructed from disk.
-				v.pod, v.spec = dp.pod, spec
-				v.remountRequired = true
-			}
+	now := m.clock.Now()
+	for key := range m.pending {
+		if m.reconcileVolume(ctx, key, now, active) {
+			delete(m.pending, key)
 		}
 	}
 }
 
-// reconcile is one pass of the reconciler: it starts the operations that
-// bring the actual state towards the desired state. It never waits for one.
-func (m *Manager) reconcile(ctx context.Context, active sets.Set[types.UID], synced bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.clock.Now()
-
-	// (1) Unmount what no pod wants. A volume whose pod is not desired is
-	// kept while the pod source has not synced, or while its pod is still
-	// active (a volume reconstructed from disk, waiting for its pod's first
-	// sync after a restart).
-	for key, v := range m.actual {
-		if m.inFlight(key) {
-			continue
-		}
-		if dp, ok := m.desired[key.podUID]; ok {
-			if _, wanted := dp.volumes[key.volume]; wanted || !dp.processed {
-				continue
-			}
-		} else if !synced || active.Has(key.podUID) {
-			continue
-		}
+// reconcileVolume starts what one volume needs, if anything, and says
+// whether it is settled: false keeps it pending for the next pass. Called
+// with m.mu held.
+func (m *Manager) reconcileVolume(ctx context.Context, key volumeKey, now time.Time, active ActivePodSet) (settled bool) {
+	o, recorded := m.ops[key]
+	if recorded && o.inFlight {
+		return true // finish hands it back
+	}
+	dp, desired := m.desired[key.podUID]
+	if desired && !dp.processed {
+		return false // the populator reads the pod first
+	}
+	var spec Volume
+	var wanted bool
+	if desired {
+		spec, wanted = dp.volumes[key.volume]
+	}
+	v, mounted := m.actual[key]
+	switch {
+	case !wanted && !mounted:
+		// Gone, or never mounted: a failure is no longer news.
+		delete(m.ops, key)
+		return true
+	case !wanted && !desired && (!active.Synced || active.UIDs.Has(key.podUID)):
+		// A volume reconstructed from disk whose pod has not synced yet,
+		// or whose pod source has not listed every pod: kept.
+		return false
+	case recorded && o.waiting(now):
+		return false // retried once its backoff has passed
+	case !wanted:
 		m.start(ctx, operation{kind: OpUnmount, key: key, pod: v.pod, spec: v.spec, dir: v.dir})
+	case !mounted:
+		dir := VolumeDir(m.opts.RootDir, string(key.podUID), spec.Plugin, key.volume)
+		m.start(ctx, operation{kind: OpMount, key: key, pod: dp.pod, spec: spec, dir: dir})
+	case v.remountRequired:
+		// Cleared now, so that a reprocess during the remount flags it
+		// again instead of being lost.
+		v.remountRequired = false
+		m.start(ctx, operation{kind: OpRemount, key: key, pod: dp.pod, spec: spec, dir: v.dir})
 	}
+	return true
+}
 
-	// (2) Mount what is missing and remount what is flagged, unless the
-	// volume waits to retry after a failure. Only volumes with a record
-	// (in flight or failed) cost more than the two map lookups.
-	for uid, dp := range m.desired {
+// settled says whether a volume with no operation in flight needs nothing
+// from the reconciler: on disk, wanted by its pod and not flagged for a
+// remount, or neither on disk nor wanted, and not failing. Called with m.mu
+// held.
+func (m *Manager) settled(key volumeKey) bool {
+	if o, ok := m.ops[key]; ok && (o.inFlight || o.err != "") {
+		return false
+	}
+	var wanted bool
+	if dp, desired := m.desired[key.podUID]; desired {
 		if !dp.processed {
-			continue
+			return false
 		}
-		for name, spec := range dp.volumes {
-			key := volumeKey{uid, name}
-			if o, ok := m.ops[key]; ok && (o.inFlight || o.waiting(now)) {
-				continue
-			}
-			v, mounted := m.actual[key]
-			switch {
-			case !mounted:
-				dir := VolumeDir(m.opts.RootDir, string(uid), spec.Plugin, name)
-				m.start(ctx, operation{kind: OpMount, key: key, pod: dp.pod, spec: spec, dir: dir})
-			case v.remountRequired:
-				// Cleared now, so that a reprocess during the remount
-				// flags it again instead of being lost.
-				v.remountRequired = false
-				m.start(ctx, operation{kind: OpRemount, key: key, pod: dp.pod, spec: spec, dir: v.dir})
-			}
-		}
+		_, wanted = dp.volumes[key.volume]
 	}
-
-	// Failures of volumes no pod wants any more are no longer news.
-	for key, o := range m.ops {
-		if _, ok := m.desired[key.podUID]; !ok && !o.inFlight {
-			delete(m.ops, key)
-		}
-	}
+	v, mounted := m.actual[key]
+	return mounted == wanted && !(mounted && v.remountRequired)
 }
 
 // start runs one operation in its own goroutine. Called with m.mu held.
@@ -150,6 +143,10 @@ func (m *Manager) finish(logger klog.Logger, op operation, res setUpResult, err 
 		v.pod, v.spec, v.resourceVersion, v.contentHash = op.pod, op.spec, res.resourceVersion, res.contentHash
 		v.remountRequired = v.remountRequired || changed
 		delete(m.ops, op.key)
+	}
+	// What changed while it ran, or its failure, is for the next pass.
+	if !m.settled(op.key) {
+		m.pending.Insert(op.key)
 	}
 	if changed {
 		m.wakeReconciler()

@@ -47,6 +47,7 @@ func (m *Manager) reconstruct() (int, error) {
 		}
 		spec := Volume{Name: key.volume, Plugin: Plugin(filepath.Base(filepath.Dir(dir)))}
 		m.actual[key] = &mountedVolume{key: key, spec: spec, dir: dir, contentHash: contentHash(files)}
+		m.pending.Insert(key) // kept, adopted or unmounted once its pod is known
 	}
 	m.notifyChanged()
 	return len(dirs), errors.Join(errs...)
@@ -56,8 +57,8 @@ func (m *Manager) reconstruct() (int, error) {
 // active, not desired and has no volume on disk: what is left of a pod
 // after its teardown, or of a pod deleted while the agent was down.
 func (m *Manager) RemoveOrphanedPodDirs() (removed int, err error) {
-	active, synced := m.opts.ActivePods()
-	if !synced {
+	active := m.opts.ActivePods()
+	if !active.Synced {
 		return 0, nil
 	}
 	entries, err := os.ReadDir(filepath.Join(m.opts.RootDir, "pods"))
@@ -81,7 +82,7 @@ func (m *Manager) RemoveOrphanedPodDirs() (removed int, err error) {
 	var errs []error
 	for _, e := range entries {
 		uid := types.UID(e.Name())
-		if _, desired := m.desired[uid]; desired || active.Has(uid) || inUse.Has(uid) {
+		if _, desired := m.desired[uid]; desired || active.UIDs.Has(uid) || inUse.Has(uid) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", e.Name())); err != nil {

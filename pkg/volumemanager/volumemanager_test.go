@@ -83,7 +83,11 @@ type harness struct {
 	events *fakeEvents
 	writes *countingRecorder
 	root   string
-	active sets.Set[types.UID]
+	// active is the test's set of active pods; ActivePods gives it a new
+	// version whenever it changed since the last call.
+	active     sets.Set[types.UID]
+	activeMu   sync.Mutex
+	lastActive ActivePodSet
 }
 
 func newHarness(t testing.TB) *harness {
@@ -104,7 +108,7 @@ func newHarness(t testing.TB) *harness {
 func (h *harness) newManager() *Manager {
 	m, err := New(Options{
 		RootDir: h.root, ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes,
-		ActivePods: func() (sets.Set[types.UID], bool) { return h.active.Clone(), true },
+		ActivePods: h.activePods,
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -112,12 +116,21 @@ func (h *harness) newManager() *Manager {
 	return m
 }
 
+func (h *harness) activePods() ActivePodSet {
+	h.activeMu.Lock()
+	defer h.activeMu.Unlock()
+	if h.lastActive.UIDs == nil || !h.lastActive.UIDs.Equal(h.active) {
+		h.lastActive = ActivePodSet{UIDs: h.active.Clone(), Synced: true, Version: h.lastActive.Version + 1}
+	}
+	return h.lastActive
+}
+
 // step runs one populator and one reconciler pass and waits for the
 // operations they started.
 func (h *harness) step() {
-	active, synced := h.m.opts.ActivePods()
-	h.m.populate(active, synced)
-	h.m.reconcile(context.Background(), active, synced)
+	active := h.m.opts.ActivePods()
+	h.m.populate(active)
+	h.m.reconcile(context.Background(), active)
 	h.m.running.Wait()
 }
 

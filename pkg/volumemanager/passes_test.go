@@ -1,0 +1,115 @@
+package volumemanager
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// pendingWork is what the next passes will look at.
+func (h *harness) pendingWork() (unprocessed, pending int) {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	return len(h.m.unprocessed), len(h.m.pending)
+}
+
+// The passes look only at what changed: nothing once every volume is
+// mounted, a marked pod's volumes after its sync, and a volume whose
+// ConfigMap changed under watch.
+func TestPassesLookOnlyAtWhatChanged(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("a", map[string]string{"k": "1"})
+	h.cms.set("b", map[string]string{"k": "1"})
+	one := newPod("one", volumeSpec{name: "x", configMap: "a"}, volumeSpec{name: "y", configMap: "b"})
+	two := newPod("two", volumeSpec{name: "x", configMap: "a"})
+	h.sync(one)
+	h.sync(two)
+	if u, p := h.pendingWork(); u != 0 || p != 0 {
+		t.Fatalf("after the mounts: %d pods unprocessed, %d volumes pending; want none", u, p)
+	}
+
+	// A sync marks its pod; the populator hands over that pod's volumes
+	// and no other.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.m.WaitForAttachAndMount(ctx, one)
+	if u, _ := h.pendingWork(); u != 1 {
+		t.Fatalf("after one sync: %d pods unprocessed, want 1", u)
+	}
+	h.m.populate(h.m.opts.ActivePods())
+	if u, p := h.pendingWork(); u != 0 || p != 2 {
+		t.Fatalf("after the populator: %d pods unprocessed, %d volumes pending; want 0 and 2", u, p)
+	}
+	h.cms.set("a", map[string]string{"k": "2"})
+	h.m.reconcile(context.Background(), h.m.opts.ActivePods())
+	h.m.running.Wait()
+	h.mustRead(one, "x", "k", "2")
+	h.mustRead(two, "x", "k", "1") // not synced, not watched: not remounted
+
+	// A change seen by a watch hands over the volumes that read it.
+	h.m.RemountConfigMap("ns", "a")
+	if _, p := h.pendingWork(); p != 2 {
+		t.Fatalf("after RemountConfigMap: %d volumes pending, want 2 (one's x, two's x)", p)
+	}
+	h.step()
+	h.mustRead(two, "x", "k", "2")
+	if u, p := h.pendingWork(); u != 0 || p != 0 {
+		t.Fatalf("in steady state: %d pods unprocessed, %d volumes pending; want none", u, p)
+	}
+}
+
+// The populator compares the active pods with the desired ones only when
+// the set's version changes; when it does, a pod that left it loses its
+// volumes.
+func TestActivePodsVersion(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"k": "1"})
+	kept := newPod("kept", volumeSpec{name: "v", configMap: "cfg"})
+	gone := newPod("gone", volumeSpec{name: "v", configMap: "cfg"})
+	h.sync(kept)
+	h.sync(gone)
+	last := h.m.opts.ActivePods()
+
+	without := last
+	without.UIDs = last.UIDs.Clone().Delete(types.UID("gone"))
+	h.m.populate(without) // same version: not looked at
+	h.m.reconcile(context.Background(), without)
+	h.m.running.Wait()
+	if _, err := h.read(gone, "v", "k"); err != nil {
+		t.Fatalf("a pass with an unchanged version unmounted a volume: %v", err)
+	}
+
+	without.Version++
+	h.m.populate(without)
+	h.m.reconcile(context.Background(), without)
+	h.m.running.Wait()
+	if _, err := os.Stat(VolumeDir(h.root, "gone", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the volume of a pod that left the active set is still there: %v", err)
+	}
+	h.mustRead(kept, "v", "k", "1")
+	if u, p := h.pendingWork(); u != 0 || p != 0 {
+		t.Errorf("after the unmount: %d pods unprocessed, %d volumes pending; want none", u, p)
+	}
+}
+
+// A sync that races with its pod's deletion (the set already without the
+// pod, at a version the populator has seen) mounts nothing.
+func TestSyncOfAnInactivePodMountsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"k": "1"})
+	h.step() // the populator has seen the (empty) active set
+	pod := newPod("late", volumeSpec{name: "v", configMap: "cfg"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.m.WaitForAttachAndMount(ctx, pod)
+	h.step()
+	if _, err := os.Stat(VolumeDir(h.root, "late", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a pod not in the active set got its volume: %v", err)
+	}
+	if len(h.m.Volumes()) != 0 {
+		t.Errorf("Volumes() = %+v, want none", h.m.Volumes())
+	}
+}

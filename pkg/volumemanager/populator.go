@@ -1,0 +1,95 @@
+package volumemanager
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// ActivePodSet is what Options.ActivePods returns: the pods that should
+// keep their volumes.
+type ActivePodSet struct {
+	UIDs sets.Set[types.UID]
+	// Synced: the pod source has listed every pod. Until it has, no volume
+	// is unmounted and no pod is dropped.
+	Synced bool
+	// Version changes whenever UIDs or Synced does. The populator compares
+	// UIDs with the desired state only when it has changed, so a pass over
+	// an unchanged node does not look at every pod.
+	Version uint64
+}
+
+// populate is one pass of the desired-state populator: drop pods that are
+// no longer active, and re-read the pods marked for reprocessing, flagging
+// their mounted volumes for a remount. Its work is in proportion to what
+// changed since the last pass: the pods marked meanwhile, and the desired
+// pods only when the active set has a new version.
+func (m *Manager) populate(active ActivePodSet) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if active.Synced && (!m.activeSeen || active.Version != m.activeVersion) {
+		for uid := range m.desired {
+			if !active.UIDs.Has(uid) {
+				m.dropDesired(uid)
+			}
+		}
+		m.activeSeen, m.activeVersion = true, active.Version
+	}
+	for uid := range m.unprocessed {
+		dp, ok := m.desired[uid]
+		switch {
+		case !ok:
+			// Removed since it was marked.
+		case active.Synced && !active.UIDs.Has(uid):
+			// Marked by a sync that raced with the pod's deletion.
+			m.dropDesired(uid)
+		default:
+			m.process(uid, dp)
+		}
+	}
+	clear(m.unprocessed)
+}
+
+// process re-reads one marked pod's volumes, flags those on disk for a
+// remount (which also adopts volumes reconstructed from disk), and hands
+// every volume it had or has to the reconciler. Called with m.mu held.
+func (m *Manager) process(uid types.UID, dp *desiredPod) {
+	for name := range dp.volumes {
+		m.pending.Insert(volumeKey{uid, name}) // in case one is gone
+	}
+	dp.volumes = PodVolumes(dp.pod)
+	dp.processed = true
+	for name, spec := range dp.volumes {
+		key := volumeKey{uid, name}
+		if v, ok := m.actual[key]; ok {
+			v.pod, v.spec = dp.pod, spec
+			v.remountRequired = true
+		}
+		m.pending.Insert(key)
+	}
+}
+
+// markPod adds or updates pod in the desired state and marks it for the
+// populator's next pass (the kubelet's ReprocessPod). Called with m.mu held.
+func (m *Manager) markPod(dp *desiredPod) {
+	uid := dp.pod.UID
+	if known, ok := m.desired[uid]; ok {
+		known.pod, known.processed = dp.pod, false
+	} else {
+		m.desired[uid] = dp
+	}
+	m.unprocessed.Insert(uid)
+}
+
+// dropDesired removes a pod from the desired state and hands its volumes
+// to the reconciler, which unmounts them. Called with m.mu held.
+func (m *Manager) dropDesired(uid types.UID) {
+	dp, ok := m.desired[uid]
+	if !ok {
+		return
+	}
+	for name := range dp.volumes {
+		m.pending.Insert(volumeKey{uid, name})
+	}
+	delete(m.desired, uid)
+	delete(m.unprocessed, uid)
+}
