@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-
 )
 
 // The volume manager's two 100 ms passes on a node with 1,000 pods, for

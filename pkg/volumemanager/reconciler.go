@@ -65,7 +65,7 @@ func (m *Manager) reconcileVolume(ctx context.Context, key volumeKey, now time.T
 		// Cleared now, so that a reprocess during the remount flags it
 		// again instead of being lost.
 		v.remountRequired = false
-		m.start(ctx, operation{kind: OpRemount, key: key, pod: dp.pod, spec: spec, dir: v.dir})
+		m.start(ctx, operation{kind: OpRemount, key: key, pod: dp.pod, spec: spec, dir: v.dir, lastHash: v.contentHash, lastStamp: v.stamp})
 	}
 	return true
 }
@@ -105,7 +105,7 @@ func (m *Manager) start(ctx context.Context, op operation) {
 		if op.kind == OpUnmount {
 			err = os.RemoveAll(op.dir)
 		} else {
-			res, err = m.setUp(logger, op.pod, op.spec, op.dir)
+			res, err = m.setUp(logger, op)
 		}
 		m.opts.Recorder.OperationDone(op.kind, err, m.clock.Since(begin))
 		if res.wrote {
@@ -140,7 +140,7 @@ func (m *Manager) finish(logger klog.Logger, op operation, res setUpResult, err 
 			v = &mountedVolume{key: op.key, dir: op.dir}
 			m.actual[op.key] = v
 		}
-		v.pod, v.spec, v.resourceVersion, v.contentHash = op.pod, op.spec, res.resourceVersion, res.contentHash
+		v.pod, v.spec, v.resourceVersion, v.contentHash, v.stamp = op.pod, op.spec, res.resourceVersion, res.contentHash, res.stamp
 		v.remountRequired = v.remountRequired || changed
 		delete(m.ops, op.key)
 	}

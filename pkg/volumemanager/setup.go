@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,15 +21,20 @@ import (
 // directory is world-writable.
 const volumeDirMode os.FileMode = 0o777
 
+// writeVolume is the atomic writer; tests count its calls.
+var writeVolume = atomicwriter.Write
+
 // setUpResult describes what a successful set-up left on disk.
 type setUpResult struct {
 	resourceVersion string
 	contentHash     string
+	stamp           atomicwriter.Stamp
 	// wrote: a new generation was written, not just found in place.
 	wrote bool
 }
 
-// setUp writes volume v of pod into dir, in the kubelet's order:
+// setUp writes the volume of op (a mount or a remount) in the kubelet's
+// order:
 //
 //	(1) compute the payload, reading the ConfigMaps: an error here leaves
 //	    the disk untouched;
@@ -35,17 +42,28 @@ type setUpResult struct {
 //	(3) make the mount points of other volumes that a container mounts
 //	    inside this one, so the container runtime finds them;
 //	(4) write the payload atomically, applying the pod's fsGroup to the
-//	    new generation before it becomes visible.
+//	    new generation before it becomes visible, and stamp the result.
+//
+// A remount whose payload has the content hash of what the volume holds,
+// and whose stamp shows nothing on disk changed since (a few lstat calls),
+// stops after (1): the kubelet's writer would read every file back to find
+// them equal. Anything else, damage included, takes the full path, which
+// compares the files and repairs what differs (docs/reliability.md).
 //
 // An error in a first mount removes the directory it made, so there is no
 // volume, as in the kubelet. An error in a remount leaves the previous
 // content readable (the kubelet deletes the volume after a failed write;
 // nodeagent keeps it).
-func (m *Manager) setUp(logger klog.Logger, pod *corev1.Pod, v Volume, dir string) (res setUpResult, err error) {
+func (m *Manager) setUp(logger klog.Logger, op operation) (res setUpResult, err error) {
+	pod, v, dir := op.pod, op.spec, op.dir
 	// (1)
 	payload, rv, err := v.payload(pod, payloadSources{configMaps: m.opts.ConfigMaps, nodeAllocatable: m.opts.NodeAllocatable})
 	if err != nil {
 		return setUpResult{}, err
+	}
+	hash := contentHash(payloadBytes(payload))
+	if op.kind == OpRemount && hash == op.lastHash && op.lastStamp.Intact(dir) {
+		return setUpResult{resourceVersion: rv, contentHash: hash, stamp: op.lastStamp}, nil
 	}
 	// (2)
 	if _, statErr := os.Lstat(dir); errors.Is(statErr, fs.ErrNotExist) {
@@ -67,11 +85,16 @@ func (m *Manager) setUp(logger klog.Logger, pod *corev1.Pod, v Volume, dir strin
 	if fsGroup := podFSGroup(pod); fsGroup != nil {
 		setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
 	}
-	wrote, err := atomicwriter.Write(dir, payload, setPerms)
+	wrote, err := writeVolume(dir, payload, setPerms)
 	if err != nil {
 		return setUpResult{}, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
 	}
-	return setUpResult{resourceVersion: rv, contentHash: contentHash(payloadBytes(payload)), wrote: wrote}, nil
+	stamp, err := atomicwriter.StampOf(dir, slices.Collect(maps.Keys(payload)), m.clock.Now())
+	if err != nil {
+		// Written, but not stamped: the next remount compares in full.
+		logger.V(2).Info("Stamping the volume failed", "err", err)
+	}
+	return setUpResult{resourceVersion: rv, contentHash: hash, stamp: stamp, wrote: wrote}, nil
 }
 
 // ensureVolumeDir makes dir with permissions 0777, as the kubelet's emptyDir

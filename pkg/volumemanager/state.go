@@ -3,6 +3,8 @@ package volumemanager
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
 
 // volumeKey names a volume on the node. Volume names are unique within a
@@ -42,6 +44,9 @@ type mountedVolume struct {
 	// missing). A projected volume lists name=version per ConfigMap.
 	resourceVersion string
 	contentHash     string
+	// stamp, if not zero, lets a remount that computes the same payload
+	// (same contentHash) skip the disk when nothing there changed either.
+	stamp atomicwriter.Stamp
 }
 
 // State is what /debug/volumes says of a volume.
@@ -87,4 +92,8 @@ type operation struct {
 	pod  *corev1.Pod // nil when unmounting a volume reconstructed from disk
 	spec Volume
 	dir  string
+	// lastHash and lastStamp are the contentHash and stamp of what a
+	// remounted volume holds (copied: the operation runs without the lock).
+	lastHash  string
+	lastStamp atomicwriter.Stamp
 }

@@ -165,10 +165,10 @@ func New(opts Options) (*Manager, error) {
 		opts.Recorder = nopRecorder{}
 	}
 	return &Manager{
-		opts:       opts,
-		clock:      opts.Clock,
-		desired:    map[types.UID]*desiredPod{},
-		actual:     map[volumeKey]*mountedVolume{},
+		opts:        opts,
+		clock:       opts.Clock,
+		desired:     map[types.UID]*desiredPod{},
+		actual:      map[volumeKey]*mountedVolume{},
 		ops:         map[volumeKey]*volumeOp{},
 		unprocessed: sets.New[types.UID](),
 		pending:     sets.New[volumeKey](),
