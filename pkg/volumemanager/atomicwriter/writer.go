@@ -196,8 +196,12 @@ func generationEquals(genDir string, files map[string]FileProjection) (bool, err
 	return same && seen == len(files), nil
 }
 
-// writeGeneration writes files into a new timestamped directory and syncs
-// them to disk, so that the switch never exposes unwritten data.
+// writeGeneration writes files into a new timestamped directory. It does not
+// fsync them, as the kubelet's writer does not: after a machine crash the
+// agent compares every volume it finds with its ConfigMaps at its pod's
+// first sync and rewrites what a lost write left wrong, and in an update
+// storm the fsyncs were most of a write's cost (docs/reliability.md,
+// "Durability").
 func writeGeneration(dir string, files map[string]FileProjection) (string, error) {
 	genDir, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
 	if err != nil {
@@ -224,17 +228,14 @@ func writeGeneration(dir string, files map[string]FileProjection) (string, error
 
 // writeFileHook is replaced in tests to fail a write midway, as a full disk
 // would.
-var writeFileHook = writeFileSynced
+var writeFileHook = writeFile
 
-func writeFileSynced(path string, data []byte, mode os.FileMode) error {
+func writeFile(path string, data []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
 	}
