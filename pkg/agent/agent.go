@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -41,6 +42,15 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
+
+// processDiskWork bounds the volume operations working on the disk at once
+// in this process, across all its agents: one in `nodeagent run`, up to a
+// thousand in `nodeagent compare`, where without a bound the goroutines
+// blocked in writes, each holding an OS thread, once passed Go's limit of
+// 10,000 threads (docs/performance.md). Thirty-two is far more than one
+// node's volumes need at once: an update remounts the twenty pods of a
+// ConfigMap together.
+var processDiskWork = semaphore.NewWeighted(32)
 
 // Config is what `nodeagent run` is told; the flags map onto it one to one.
 type Config struct {
@@ -188,7 +198,7 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	a.env = newEnvReader(a.configMaps.GetConfigMap)
 	a.volumes, err = volumemanager.New(volumemanager.Options{
 		RootDir: cfg.RootDir, ConfigMaps: a.configMaps, ActivePods: a.activePods,
-		NodeAllocatable: a.nodeAllocatable, Events: a.recorder, Recorder: a.Metrics,
+		NodeAllocatable: a.nodeAllocatable, Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork,
 	})
 	if err != nil {
 		return nil, err

@@ -281,15 +281,20 @@ func TestFailedRemountEmitsFailedMount(t *testing.T) {
 	}
 }
 
-// blockingConfigMaps holds every read until release is closed.
+// blockingConfigMaps holds every read (of ConfigMap only, if set) until
+// release is closed.
 type blockingConfigMaps struct {
 	*fakeConfigMaps
 	reading chan struct{}
 	release chan struct{}
+	only    string
 }
 
 func (b *blockingConfigMaps) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
 	cm, err := b.fakeConfigMaps.GetConfigMap(namespace, name)
+	if b.only != "" && name != b.only {
+		return cm, err
+	}
 	b.reading <- struct{}{}
 	<-b.release
 	return cm, err

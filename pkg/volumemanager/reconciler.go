@@ -2,6 +2,7 @@ package volumemanager
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -70,6 +71,19 @@ func (m *Manager) reconcileVolume(ctx context.Context, key volumeKey, now time.T
 	return true
 }
 
+// onDisk runs work, which touches the disk, holding a slot of the
+// DiskLimiter if there is one.
+func (m *Manager) onDisk(ctx context.Context, work func() error) error {
+	if m.opts.DiskLimiter == nil {
+		return work()
+	}
+	if err := m.opts.DiskLimiter.Acquire(ctx, 1); err != nil {
+		return fmt.Errorf("waiting for the disk: %w", err)
+	}
+	defer m.opts.DiskLimiter.Release(1)
+	return work()
+}
+
 // settled says whether a volume with no operation in flight needs nothing
 // from the reconciler: on disk, wanted by its pod and not flagged for a
 // remount, or neither on disk nor wanted, and not failing. Called with m.mu
@@ -103,9 +117,9 @@ func (m *Manager) start(ctx context.Context, op operation) {
 		var res setUpResult
 		var err error
 		if op.kind == OpUnmount {
-			err = os.RemoveAll(op.dir)
+			err = m.onDisk(ctx, func() error { return os.RemoveAll(op.dir) })
 		} else {
-			res, err = m.setUp(logger, op)
+			res, err = m.setUp(ctx, logger, op)
 		}
 		m.opts.Recorder.OperationDone(op.kind, err, m.clock.Since(begin))
 		if res.wrote {

@@ -1,6 +1,7 @@
 package volumemanager
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func BenchmarkRemountUnchanged(b *testing.B) {
 				}
 				b.SetBytes(int64(size.keys * size.bytes))
 				for b.Loop() {
-					if res, err := h.m.setUp(klog.Background(), op); err != nil || res.wrote {
+					if res, err := h.m.setUp(context.Background(), klog.Background(), op); err != nil || res.wrote {
 						b.Fatalf("wrote %v, %v", res.wrote, err)
 					}
 				}

@@ -1,10 +1,15 @@
 package volumemanager
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
@@ -60,4 +65,82 @@ func TestUnchangedRemountSkipsTheDisk(t *testing.T) {
 	}
 	step("remount after the volume was removed", 4, "2")
 	step("unchanged remount", 4, "2")
+}
+
+// countingLimiter is a DiskLimiter of n slots that records how many were
+// ever held at once.
+type countingLimiter struct {
+	slots          chan struct{}
+	mu             sync.Mutex
+	held, mostHeld int
+}
+
+func (l *countingLimiter) Acquire(ctx context.Context, _ int64) error {
+	select {
+	case l.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held++
+	l.mostHeld = max(l.mostHeld, l.held)
+	return nil
+}
+
+func (l *countingLimiter) Release(int64) {
+	l.mu.Lock()
+	l.held--
+	l.mu.Unlock()
+	<-l.slots
+}
+
+// The disk limiter bounds the operations on disk at once, and only their
+// disk work: a ConfigMap read that hangs holds no slot.
+func TestDiskLimiter(t *testing.T) {
+	h := newHarness(t)
+	limiter := &countingLimiter{slots: make(chan struct{}, 2)}
+	h.m.opts.DiskLimiter = limiter
+	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 100), release: make(chan struct{}), only: "slow"}
+	h.m.opts.ConfigMaps = blocking
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	h.cms.set("slow", map[string]string{"a": "1"})
+	var pods []*corev1.Pod
+	for i := range 20 {
+		pod := newPod(fmt.Sprintf("p%02d", i), volumeSpec{name: "v", configMap: "cfg"})
+		pods = append(pods, pod)
+		h.active.Insert(pod.UID)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = h.m.WaitForAttachAndMount(ctx, pod)
+	}
+	// Two volumes whose ConfigMap read hangs until released.
+	for _, uid := range []string{"hang1", "hang2"} {
+		pod := newPod(uid, volumeSpec{name: "v", configMap: "slow"})
+		h.active.Insert(pod.UID)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = h.m.WaitForAttachAndMount(ctx, pod)
+	}
+	active := h.m.opts.ActivePods()
+	h.m.populate(active)
+	h.m.reconcile(context.Background(), active)
+	<-blocking.reading
+	<-blocking.reading
+	// With both hanging reads in flight, the other twenty mount.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.m.Volumes()) < len(pods) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, pod := range pods {
+		h.mustRead(pod, "v", "a", "1")
+	}
+	close(blocking.release)
+	h.m.running.Wait()
+	if limiter.mostHeld > 2 {
+		t.Errorf("%d operations held the disk at once, want at most 2", limiter.mostHeld)
+	}
+	if n := len(h.m.Volumes()); n != len(pods)+2 {
+		t.Errorf("%d volumes mounted, want %d", n, len(pods)+2)
+	}
 }

@@ -1,6 +1,7 @@
 package volumemanager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,17 +55,30 @@ type setUpResult struct {
 // volume, as in the kubelet. An error in a remount leaves the previous
 // content readable (the kubelet deletes the volume after a failed write;
 // nodeagent keeps it).
-func (m *Manager) setUp(logger klog.Logger, op operation) (res setUpResult, err error) {
-	pod, v, dir := op.pod, op.spec, op.dir
+func (m *Manager) setUp(ctx context.Context, logger klog.Logger, op operation) (res setUpResult, err error) {
 	// (1)
-	payload, rv, err := v.payload(pod, payloadSources{configMaps: m.opts.ConfigMaps, nodeAllocatable: m.opts.NodeAllocatable})
+	payload, rv, err := op.spec.payload(op.pod, payloadSources{configMaps: m.opts.ConfigMaps, nodeAllocatable: m.opts.NodeAllocatable})
 	if err != nil {
 		return setUpResult{}, err
 	}
-	hash := contentHash(payloadBytes(payload))
-	if op.kind == OpRemount && hash == op.lastHash && op.lastStamp.Intact(dir) {
-		return setUpResult{resourceVersion: rv, contentHash: hash, stamp: op.lastStamp}, nil
+	res = setUpResult{resourceVersion: rv, contentHash: contentHash(payloadBytes(payload))}
+	err = m.onDisk(ctx, func() error {
+		if op.kind == OpRemount && res.contentHash == op.lastHash && op.lastStamp.Intact(op.dir) {
+			res.stamp = op.lastStamp
+			return nil
+		}
+		res.wrote, res.stamp, err = m.writeVolume(logger, op, payload)
+		return err
+	})
+	if err != nil {
+		return setUpResult{}, err
 	}
+	return res, nil
+}
+
+// writeVolume does steps (2) to (4) of setUp.
+func (m *Manager) writeVolume(logger klog.Logger, op operation, payload map[string]atomicwriter.FileProjection) (wrote bool, stamp atomicwriter.Stamp, err error) {
+	pod, v, dir := op.pod, op.spec, op.dir
 	// (2)
 	if _, statErr := os.Lstat(dir); errors.Is(statErr, fs.ErrNotExist) {
 		defer func() {
@@ -74,27 +88,27 @@ func (m *Manager) setUp(logger klog.Logger, op operation) (res setUpResult, err 
 		}()
 	}
 	if err := ensureVolumeDir(dir); err != nil {
-		return setUpResult{}, err
+		return false, stamp, err
 	}
 	// (3)
 	if err := makeNestedMountpoints(pod, v.Name, dir); err != nil {
-		return setUpResult{}, err
+		return false, stamp, err
 	}
 	// (4)
 	var setPerms func() error
 	if fsGroup := podFSGroup(pod); fsGroup != nil {
 		setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
 	}
-	wrote, err := writeVolume(dir, payload, setPerms)
+	wrote, err = writeVolume(dir, payload, setPerms)
 	if err != nil {
-		return setUpResult{}, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
+		return false, stamp, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
 	}
-	stamp, err := atomicwriter.StampOf(dir, slices.Collect(maps.Keys(payload)), m.clock.Now())
-	if err != nil {
+	stamp, stampErr := atomicwriter.StampOf(dir, slices.Collect(maps.Keys(payload)), m.clock.Now())
+	if stampErr != nil {
 		// Written, but not stamped: the next remount compares in full.
-		logger.V(2).Info("Stamping the volume failed", "err", err)
+		logger.V(2).Info("Stamping the volume failed", "err", stampErr)
 	}
-	return setUpResult{resourceVersion: rv, contentHash: hash, stamp: stamp, wrote: wrote}, nil
+	return wrote, stamp, nil
 }
 
 // ensureVolumeDir makes dir with permissions 0777, as the kubelet's emptyDir

@@ -84,6 +84,13 @@ type EventRecorder interface {
 	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
 }
 
+// DiskLimiter bounds the volume operations that work on the disk at once
+// (golang.org/x/sync/semaphore.Weighted).
+type DiskLimiter interface {
+	Acquire(ctx context.Context, n int64) error
+	Release(n int64)
+}
+
 // Recorder receives the volume manager's measurements.
 type Recorder interface {
 	// OperationDone records one mount, remount or unmount.
@@ -110,6 +117,12 @@ type Options struct {
 	// Events and Recorder are optional.
 	Events   EventRecorder
 	Recorder Recorder
+	// DiskLimiter, optional, is taken around each operation's disk work
+	// (not its ConfigMap reads). Go gives an OS thread to every goroutine
+	// blocked in a system call, so many managers in one process, each
+	// writing volumes at once, can exhaust the process's threads; they
+	// share one limiter, as the pods of one node share its disk.
+	DiskLimiter DiskLimiter
 	// Clock drives backoff and timestamps; nil means the real clock.
 	Clock clock.WithTicker
 	// LoopPeriod is the populator's and reconciler's period; default 100 ms.
