@@ -208,29 +208,39 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		report.Interrupted = ctx.Err() != nil
 		return report, errors.Join(err, report.WriteFiles(opts.OutputDir))
 	}
+	report.NotMeasured = s.Modes
 	own, err := observedLayout(ctx, admin, opts.Namespace, r.nodes)
 	if err != nil {
-		return report, err
+		return report, errors.Join(err, report.WriteFiles(opts.OutputDir))
 	}
 	report.Scenario.describeVolumes(own)
 	r.served = map[fleet][]model.Node{}
 	for _, f := range r.fleets() {
 		if r.served[f], err = f.prepare(ctx, own); err != nil {
-			return report, err
+			return report, errors.Join(err, report.WriteFiles(opts.OutputDir))
 		}
 		defer func() { f.cleanup(ctx.Err() != nil) }()
 	}
 
 	var runErr error
-	for _, mode := range s.Modes {
+	for i, mode := range s.Modes {
 		res, err := r.runPhase(ctx, mode)
 		if res.MeasuredSeconds > 0 || err == nil {
 			report.Phases = append(report.Phases, res)
+			report.NotMeasured = s.Modes[i+1:]
+		} else {
+			report.NotMeasured = s.Modes[i:]
 		}
 		if err != nil {
 			report.Interrupted = ctx.Err() != nil
 			runErr = fmt.Errorf("phase %s: %w", mode, err)
 			break
+		}
+		if len(report.NotMeasured) > 0 {
+			// What is measured so far, in case the process dies later.
+			if err := report.WriteFiles(opts.OutputDir); err != nil {
+				r.progress.done("Writing the report so far failed: %v", err)
+			}
 		}
 	}
 	if err := report.WriteFiles(opts.OutputDir); err != nil {

@@ -71,6 +71,11 @@ type Report struct {
 	Phases      []PhaseResult  `json:"phases"`
 	StartedAt   time.Time      `json:"started_at"`
 	Interrupted bool           `json:"interrupted,omitempty"`
+	// NotMeasured are the modes without a phase: the run had not reached
+	// them when the report was written (Run writes it after every phase,
+	// so that a run that dies still leaves what it measured), or it ended
+	// before them.
+	NotMeasured []Mode `json:"not_measured,omitempty"`
 }
 
 func newScenarioReport(s Scenario) ScenarioReport {
@@ -173,6 +178,9 @@ func (r *Report) Markdown() string {
 			"The agents also keep %d ConfigMap volumes of %d other pods on those nodes, which the model includes.\n\n",
 			s.DaemonSet, s.AgentNodes, s.Nodes, s.ServedVolumes, s.ServedPods)
 	}
+	if len(r.NotMeasured) > 0 {
+		fmt.Fprintf(&b, "Not measured: %s (the run had not reached them when this report was written, or ended before them).\n\n", joinModes(r.NotMeasured))
+	}
 	b.WriteString(r.table().Markdown())
 	if lines := r.fidelity(); len(lines) > 0 {
 		fmt.Fprintf(&b, "\nFidelity, nodeagent against the real kubelet of the same behaviour (nodeagent / kubelet):\n\n")
@@ -231,4 +239,12 @@ func (r *Report) WriteFiles(dir string) error {
 		return writeLatencyChart(r, dir)
 	}
 	return nil
+}
+
+func joinModes(modes []Mode) string {
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = "`" + string(m) + "`"
+	}
+	return strings.Join(names, ", ")
 }

@@ -68,3 +68,18 @@ func TestReportFilesAndKeys(t *testing.T) {
 		t.Errorf("table has %d lines, want %d:\n%s", lines, 1+len(r.Phases), table.String())
 	}
 }
+
+// A report written before every mode was measured says which were not.
+func TestReportSaysWhatWasNotMeasured(t *testing.T) {
+	r := sampleReport()
+	r.NotMeasured = []Mode{r.Phases[len(r.Phases)-1].Mode}
+	r.Phases = r.Phases[:len(r.Phases)-1]
+	md := r.Markdown()
+	want := "Not measured: `" + string(r.NotMeasured[0]) + "`"
+	if !strings.Contains(md, want) {
+		t.Errorf("report.md lacks %q:\n%s", want, md)
+	}
+	if strings.Contains(sampleReport().Markdown(), "Not measured") {
+		t.Error("a complete report says something was not measured")
+	}
+}
