@@ -65,7 +65,12 @@ type Config struct {
 	RemountOnChange bool
 	KubeAPIQPS      float32
 	KubeAPIBurst    int
-	ContentType     ContentType
+	// EventQPS and EventBurst limit the events posted, on a client of
+	// their own as in the kubelet, so that a FailedMount never waits
+	// behind the ConfigMap reads of a busy node. EventQPS 0 is no limit.
+	EventQPS    float32
+	EventBurst  int
+	ContentType ContentType
 	// HTTPAddress serves /metrics, /healthz, /readyz and /debug/volumes;
 	// empty serves nothing.
 	HTTPAddress string
@@ -81,6 +86,8 @@ func DefaultConfig() Config {
 		RemountOnChange: true,
 		KubeAPIQPS:      50,
 		KubeAPIBurst:    100,
+		EventQPS:        50,
+		EventBurst:      100,
 		ContentType:     ContentTypeProtobuf,
 		HTTPAddress:     "127.0.0.1:10356",
 	}
@@ -101,6 +108,9 @@ func (c Config) Validate() error {
 	if c.KubeAPIQPS <= 0 || c.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst))
 	}
+	if c.EventQPS < 0 || c.EventBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--event-qps must be 0 (no limit) or more and --event-burst positive, got %v and %d", c.EventQPS, c.EventBurst))
+	}
 	switch c.ContentType {
 	case ContentTypeProtobuf, ContentTypeJSON:
 	default:
@@ -114,6 +124,8 @@ type Agent struct {
 	cfg     Config
 	client  kubernetes.Interface
 	Metrics *Metrics
+	// eventClient posts the events, rate-limited apart from client.
+	eventClient kubernetes.Interface
 
 	factory      informers.SharedInformerFactory
 	nodeFactory  informers.SharedInformerFactory
@@ -162,8 +174,18 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the API client: %w", err)
 	}
+	// Events have their own client and rate limit, as in the kubelet.
+	ec := rest.CopyConfig(rc)
+	ec.QPS, ec.Burst = cfg.EventQPS, cfg.EventBurst
+	if cfg.EventQPS == 0 {
+		ec.QPS = -1 // client-go: no rate limiter
+	}
+	eventClient, err := kubernetes.NewForConfig(ec)
+	if err != nil {
+		return nil, fmt.Errorf("creating the events client: %w", err)
+	}
 
-	a := &Agent{cfg: cfg, client: client, Metrics: NewMetrics(cfg.Strategy, cfg.Invalidation, version.Get().Version)}
+	a := &Agent{cfg: cfg, client: client, eventClient: eventClient, Metrics: NewMetrics(cfg.Strategy, cfg.Invalidation, version.Get().Version)}
 	a.factory = informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
@@ -311,7 +333,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	a.startTime = time.Now()
 
-	a.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: a.client.CoreV1().Events("")})
+	a.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: a.eventClient.CoreV1().Events("")})
 	defer a.events.Shutdown()
 
 	var server *http.Server

@@ -23,6 +23,8 @@ const (
 	FlagKubeAPIQPS         = "kube-api-qps"
 	FlagKubeAPIBurst       = "kube-api-burst"
 	FlagKubeAPIContentType = "kube-api-content-type"
+	FlagEventQPS           = "event-qps"
+	FlagEventBurst         = "event-burst"
 	FlagHTTPAddress        = "http-address"
 )
 
@@ -51,6 +53,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.RemountOnChange, FlagRemountOnChange, c.RemountOnChange, "With --configmap-strategy=watch, remount the pods that use a ConfigMap as soon as the watch sees it change, instead of at their next sync.")
 	fs.Float32Var(&c.KubeAPIQPS, FlagKubeAPIQPS, c.KubeAPIQPS, "Queries per second to the apiserver, as in the kubelet.")
 	fs.IntVar(&c.KubeAPIBurst, FlagKubeAPIBurst, c.KubeAPIBurst, "Burst of queries to the apiserver, as in the kubelet.")
+	fs.Float32Var(&c.EventQPS, FlagEventQPS, c.EventQPS, "Events posted per second, on a client of their own, as the kubelet's --event-qps; 0 is no limit.")
+	fs.IntVar(&c.EventBurst, FlagEventBurst, c.EventBurst, "Burst of events posted, as the kubelet's --event-burst.")
 	fs.Var(cliflag.NewChoice(&c.ContentType, ContentTypes), FlagKubeAPIContentType, "Wire format of API requests: protobuf or json.")
 	fs.StringVar(&c.HTTPAddress, FlagHTTPAddress, c.HTTPAddress, "Address serving /metrics, /healthz, /readyz and /debug/volumes. Empty: none.")
 }
@@ -73,6 +77,8 @@ func (c Config) Flags() []Flag {
 		{FlagSyncFrequency, c.SyncFrequency.String()},
 		{FlagKubeAPIQPS, strconv.FormatFloat(float64(c.KubeAPIQPS), 'f', -1, 32)},
 		{FlagKubeAPIBurst, strconv.Itoa(c.KubeAPIBurst)},
+		{FlagEventQPS, strconv.FormatFloat(float64(c.EventQPS), 'f', -1, 32)},
+		{FlagEventBurst, strconv.Itoa(c.EventBurst)},
 		{FlagKubeAPIContentType, string(c.ContentType)},
 		{FlagHTTPAddress, c.HTTPAddress},
 	}

@@ -15,6 +15,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	want.NodeName, want.RootDir, want.HTTPAddress = "node-1", "/tmp/x", ""
 	want.Strategy, want.Invalidation, want.RemountOnChange = configmapcache.StrategyWatch, configmapcache.InvalidateEverySync, false
 	want.KubeAPIQPS, want.KubeAPIBurst, want.ContentType = 12.5, 25, ContentTypeJSON
+	want.EventQPS, want.EventBurst = 7.5, 15
 
 	var got Config
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
