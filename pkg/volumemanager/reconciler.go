@@ -125,14 +125,14 @@ func (m *Manager) start(ctx context.Context, op operation) {
 		if res.wrote {
 			m.opts.Recorder.VolumeWritten()
 		}
-		m.finish(logger, op, res, err)
+		m.finish(ctx, logger, op, res, err)
 	}()
 }
 
 // finish records an operation's result in the actual state, and reports a
 // failure as a FailedMount event on the pod, for a remount as for a first
 // mount.
-func (m *Manager) finish(logger klog.Logger, op operation, res setUpResult, err error) {
+func (m *Manager) finish(ctx context.Context, logger klog.Logger, op operation, res setUpResult, err error) {
 	m.mu.Lock()
 	o := m.op(op.key)
 	// A ConfigMap change seen while the operation ran may have come after
@@ -170,6 +170,11 @@ func (m *Manager) finish(logger klog.Logger, op operation, res setUpResult, err 
 
 	if err == nil {
 		logger.V(4).Info("Volume operation succeeded", "resourceVersion", res.resourceVersion)
+		return
+	}
+	if ctx.Err() != nil {
+		// The manager is stopping: the operation was cut short, not failed.
+		logger.V(2).Info("Volume operation abandoned at shutdown", "err", err)
 		return
 	}
 	logger.Error(err, "Volume operation failed; will retry with backoff")
