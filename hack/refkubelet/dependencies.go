@@ -1,9 +1,12 @@
 package main
 
 import (
+	v1 "k8s.io/api/core/v1"
 	clientset "k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	internalapi "k8s.io/cri-api/pkg/apis"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/kubelet"
 	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
@@ -19,11 +22,18 @@ import (
 // dependencies are what the kubelet runs on instead of a host, the same in
 // every release: the fake runtime, stub cgroups and cAdvisor, a fake
 // mounter (volumes are plain directories), no probes, and no OOM watcher.
-// The release's own file adds what differs.
-func dependencies(node string, client, heartbeatClient *clientset.Clientset, runtime internalapi.RuntimeService, images internalapi.ImageManagerService) *kubelet.Dependencies {
+// Events are the kubelet's own: a recorder whose broadcaster posts them
+// through eventClient, which has its own rate limit (--event-qps,
+// --event-burst), as the kubelet's server sets them up. The release's own
+// file adds what differs.
+func dependencies(node string, client, heartbeatClient, eventClient *clientset.Clientset, runtime internalapi.RuntimeService, images internalapi.ImageManagerService) *kubelet.Dependencies {
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 	return &kubelet.Dependencies{
 		KubeClient:               client,
 		HeartbeatClient:          heartbeatClient,
+		EventClient:              eventClient.CoreV1(),
 		ProbeManager:             probetest.FakeManager{},
 		RemoteRuntimeService:     runtime,
 		RemoteImageService:       images,
@@ -36,7 +46,6 @@ func dependencies(node string, client, heartbeatClient *clientset.Clientset, run
 		Subpather:                &subpath.FakeSubpath{},
 		HostUtil:                 hostutil.NewFakeHostUtil(nil),
 		PodStartupLatencyTracker: kubeletutil.NewPodStartupLatencyTracker(),
-		// The real recorder reads /dev/kmsg for OOM events.
-		Recorder: &record.FakeRecorder{},
+		Recorder:                 broadcaster.NewRecorder(legacyscheme.Scheme, v1.EventSource{Component: "kubelet", Host: node}),
 	}
 }

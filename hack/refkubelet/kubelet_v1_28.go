@@ -23,7 +23,7 @@ import (
 // differs from v1.36 in where the fake runtime lives, in the runtime
 // client's and RunKubelet's signatures, and in having no node startup
 // tracker and no pod logs directory setting.
-func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient *clientset.Clientset) (stop func(), err error) {
+func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient, eventClient *clientset.Clientset) (stop func(), err error) {
 	endpoint, err := fakeremote.GenerateEndpoint()
 	if err != nil {
 		return nil, fmt.Errorf("choosing the fake runtime's endpoint: %w", err)
@@ -38,7 +38,7 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		fakeRuntime.Stop()
 		return nil, fmt.Errorf("connecting to the fake runtime: %w", err)
 	}
-	deps := dependencies(server.HostnameOverride, client, heartbeatClient, runtimeService, fakeRuntime.ImageService)
+	deps := dependencies(server.HostnameOverride, client, heartbeatClient, eventClient, runtimeService, fakeRuntime.ImageService)
 	if err := secureServer(ctx, server, client, deps); err != nil {
 		fakeRuntime.Stop()
 		return nil, err

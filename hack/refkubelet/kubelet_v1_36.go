@@ -22,7 +22,7 @@ import (
 
 // startKubelet serves a fake CRI runtime in this process and starts the
 // kubelet on it. stop ends the fake runtime, removing its socket.
-func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient *clientset.Clientset) (stop func(), err error) {
+func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient, eventClient *clientset.Clientset) (stop func(), err error) {
 	server.PodLogsDir = server.RootDirectory + "/pod-logs"
 	endpoint, err := fakeremote.GenerateEndpoint()
 	if err != nil {
@@ -37,7 +37,7 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		fakeRuntime.Stop()
 		return nil, fmt.Errorf("connecting to the fake runtime: %w", err)
 	}
-	deps := dependencies(server.HostnameOverride, client, heartbeatClient, runtimeService, fakeRuntime.ImageService)
+	deps := dependencies(server.HostnameOverride, client, heartbeatClient, eventClient, runtimeService, fakeRuntime.ImageService)
 	if err := secureServer(ctx, server, client, deps); err != nil {
 		fakeRuntime.Stop()
 		return nil, err

@@ -158,7 +158,18 @@ func run(ctx context.Context, s settings) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	return startKubelet(ctx, server, client, heartbeatClient)
+	// Events go through a client of their own, with the kubelet's event
+	// rate limit (eventRecordQPS, eventBurst: 50 and 100 by default).
+	eventConfig := rest.CopyConfig(restConfig)
+	eventConfig.QPS, eventConfig.Burst = float32(server.EventRecordQPS), int(server.EventBurst)
+	if server.EventRecordQPS == 0 {
+		eventConfig.QPS = -1 // the kubelet's 0: no limit
+	}
+	eventClient, err := clientset.NewForConfig(eventConfig)
+	if err != nil {
+		return nil, err
+	}
+	return startKubelet(ctx, server, client, heartbeatClient, eventClient)
 }
 
 // kubeletServer is the kubelet's flags and configuration: its defaults,
@@ -200,7 +211,12 @@ func kubeletServer(s settings) (*options.KubeletServer, error) {
 	config.StaticPodPath, config.StaticPodURL = "", ""
 	config.CgroupsPerQOS, config.CgroupRoot = false, ""
 	config.EnforceNodeAllocatable = nil
-	config.ClusterDNS = nil
+	// A cluster's DNS, as kubeadm configures it (nothing answers there;
+	// the fake runtime never resolves). Without one the kubelet posts a
+	// MissingClusterDNS warning at every sync of every pod, which uses up
+	// the pod's event budget (25, then one per 5 minutes) and drops its
+	// later FailedMount events.
+	config.ClusterDNS, config.ClusterDomain = []string{"10.96.0.10"}, "cluster.local"
 	config.EnableControllerAttachDetach = false
 	config.ProtectKernelDefaults = false
 	config.MaxOpenFiles = 1024
