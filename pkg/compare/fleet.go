@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
@@ -92,6 +95,7 @@ type inProcessFleet struct {
 	log        logr.Logger
 
 	agents     []*agent.Agent
+	events     record.EventBroadcaster
 	mode       Mode
 	stopAgents context.CancelFunc
 	wg         sync.WaitGroup
@@ -111,6 +115,14 @@ func (f *inProcessFleet) warmup() (extra, poll time.Duration) { return 0, 250 * 
 
 func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Duration) error {
 	f.mode, f.agents = mode, make([]*agent.Agent, len(f.nodes))
+	// One event broadcaster for all the agents (agent.SharedEvents),
+	// posting as restConfig's user with the agents' event rate limit.
+	events, err := eventClient(f.restConfig)
+	if err != nil {
+		return err
+	}
+	f.events = record.NewBroadcaster()
+	f.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
 	for i, node := range f.nodes {
 		restConfig := f.restConfig
 		if f.actAsNodes {
@@ -118,7 +130,7 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 		}
 		cfg := f.scenario.agentConfig(mode, node.Name, filepath.Join(f.workDir, string(mode), node.Name))
 		var err error
-		if f.agents[i], err = agent.New(restConfig, cfg); err != nil {
+		if f.agents[i], err = agent.New(restConfig, cfg, agent.SharedEvents(f.events)); err != nil {
 			return err
 		}
 	}
@@ -212,5 +224,17 @@ func (f *inProcessFleet) stop() {
 		f.stopAgents()
 	}
 	f.wg.Wait()
+	if f.events != nil {
+		f.events.Shutdown()
+	}
 	_ = os.RemoveAll(filepath.Join(f.workDir, string(f.mode)))
+}
+
+// eventClient is a client for the shared events of in-process agents,
+// with one agent's event rate limit.
+func eventClient(restConfig *rest.Config) (*kubernetes.Clientset, error) {
+	c := rest.CopyConfig(restConfig)
+	defaults := agent.DefaultConfig()
+	c.QPS, c.Burst = defaults.EventQPS, defaults.EventBurst
+	return kubernetes.NewForConfig(c)
 }
