@@ -22,10 +22,7 @@ func mountedNode(b *testing.B) (*harness, ActivePodSet) {
 	}
 	for i := range benchPods {
 		pod := newPod(fmt.Sprintf("uid-%04d", i), volumeSpec{name: "config", configMap: fmt.Sprintf("cm-%02d", i%50)})
-		h.active.Insert(pod.UID)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel() // mark only
-		_ = h.m.WaitForAttachAndMount(ctx, pod)
+		h.mark(pod)
 	}
 	h.step()
 	if n := len(h.m.Volumes()); n != benchPods {

@@ -306,10 +306,7 @@ func TestChangeDuringFirstMountIsNotLost(t *testing.T) {
 	h.m.opts.ConfigMaps = blocking
 	h.cms.set("cfg", map[string]string{"a": "old"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
-	h.active.Insert(pod.UID)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_ = h.m.WaitForAttachAndMount(ctx, pod)
+	h.mark(pod)
 	active := h.m.opts.ActivePods()
 	h.m.populate(active)
 	h.m.reconcile(context.Background(), active)

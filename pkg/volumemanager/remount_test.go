@@ -109,18 +109,12 @@ func TestDiskLimiter(t *testing.T) {
 	for i := range 20 {
 		pod := newPod(fmt.Sprintf("p%02d", i), volumeSpec{name: "v", configMap: "cfg"})
 		pods = append(pods, pod)
-		h.active.Insert(pod.UID)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = h.m.WaitForAttachAndMount(ctx, pod)
+		h.mark(pod)
 	}
 	// Two volumes whose ConfigMap read hangs until released.
 	for _, uid := range []string{"hang1", "hang2"} {
 		pod := newPod(uid, volumeSpec{name: "v", configMap: "slow"})
-		h.active.Insert(pod.UID)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = h.m.WaitForAttachAndMount(ctx, pod)
+		h.mark(pod)
 	}
 	active := h.m.opts.ActivePods()
 	h.m.populate(active)

@@ -140,14 +140,21 @@ func (h *harness) stepAndPoll() {
 	h.clock.Step(waitPollInterval)
 }
 
-// sync does what a pod sync does to the volume manager: mark the pod for
-// reprocessing; then one loop pass.
+// sync does what a pod sync does to the volume manager (mark); then one
+// loop pass.
 func (h *harness) sync(pod *corev1.Pod) {
+	h.mark(pod)
+	h.step()
+}
+
+// mark makes pod active and marks it for reprocessing, as a sync's
+// WaitForAttachAndMount does, without waiting (the wait is tested
+// separately).
+func (h *harness) mark(pod *corev1.Pod) {
 	h.active.Insert(pod.UID)
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // mark only; the wait is tested separately
+	cancel()
 	_ = h.m.WaitForAttachAndMount(ctx, pod)
-	h.step()
 }
 
 func (h *harness) read(pod *corev1.Pod, volume, path string) (string, error) {
