@@ -41,13 +41,6 @@ func (m *Manager) op(key volumeKey) *volumeOp {
 	return o
 }
 
-// inFlight says whether key has an operation running. Called with m.mu
-// held.
-func (m *Manager) inFlight(key volumeKey) bool {
-	o, ok := m.ops[key]
-	return ok && o.inFlight
-}
-
 // failed records a failed operation ending at now. The retry delay doubles
 // from the last one, or starts again at initialRetryDelay when there was
 // none or the last failure is long past (twice the longest delay).
