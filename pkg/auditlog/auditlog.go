@@ -270,6 +270,11 @@ func (c *Counts) add(e event) bool {
 	}
 	failed := code >= 400
 	switch {
+	case e.Verb == "watch" && e.Stage == "ResponseStarted" && failed:
+		// A watch refused (the node authorizer has not yet seen the pod
+		// that references the object) is logged with a ResponseStarted
+		// stage too; it never opened, and its ResponseComplete counts it.
+		return false
 	case e.Verb == "watch" && e.Stage == "ResponseStarted":
 		c.Watches++
 		c.OpenWatches++

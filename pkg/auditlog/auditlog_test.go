@@ -24,8 +24,11 @@ func TestCount(t *testing.T) {
 		// A watch: counted when it opens, not again when it ends.
 		line("ResponseStarted", "watch", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&watch=true", b, 200, "2026-01-01T00:00:04.000000Z"),
 		line("ResponseComplete", "watch", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&watch=true", b, 200, "2026-01-01T00:00:04.000000Z"),
-		// A watch refused before it opened.
+		// A watch refused before it opened, logged with one stage or two
+		// (a watch-list request refused by the node authorizer).
 		line("ResponseComplete", "watch", "/api/v1/namespaces/ns/configmaps?watch=true", b, 403, "2026-01-01T00:00:05.000000Z"),
+		line("ResponseStarted", "watch", "/api/v1/namespaces/ns/configmaps?sendInitialEvents=true&watch=true", b, 403, "2026-01-01T00:00:05.000000Z"),
+		line("ResponseComplete", "watch", "/api/v1/namespaces/ns/configmaps?sendInitialEvents=true&watch=true", b, 403, "2026-01-01T00:00:05.000000Z"),
 		line("ResponseComplete", "list", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&limit=500&resourceVersion=0", b, 200, "2026-01-01T00:00:06.000000Z"),
 		line("ResponseComplete", "list", "/api/v1/namespaces/ns/configmaps", b, 200, "2026-01-01T00:00:07.000000Z"),
 		// Outside the window.
@@ -46,7 +49,7 @@ func TestCount(t *testing.T) {
 	if want := (Counts{QuorumGets: 2, CacheGets: 1, Errors: 1}); got[a] != want {
 		t.Errorf("node a: got %+v, want %+v", got[a], want)
 	}
-	if want := (Counts{Watches: 2, QuorumLists: 1, CacheLists: 1, Errors: 1}); got[b] != want {
+	if want := (Counts{Watches: 3, QuorumLists: 1, CacheLists: 1, Errors: 2}); got[b] != want {
 		t.Errorf("node b: got %+v, want %+v", got[b], want)
 	}
 	if len(got) != 2 {
