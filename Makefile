@@ -13,11 +13,15 @@ LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VER
 E2E_TIMEOUT ?= 30m
 
 KUSTOMIZE_VERSION := v5.8.2
+HELM_VERSION := v4.3.1
+# Prometheus 3.16's module; its service discoveries other than static and
+# file are left out of the build (remove_all_sd).
+PROMETHEUS_VERSION := v0.316.0
 STATICCHECK_VERSION := v0.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize staticcheck image test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize helm promtool prometheus deploy-check dashboard staticcheck image test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -39,6 +43,30 @@ kustomize: $(BIN)/kustomize ## Build the pinned kustomize CLI into _output/bin (
 $(BIN)/kustomize:
 	GOBIN=$(abspath $(BIN)) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
+helm: $(BIN)/helm ## Build the pinned helm CLI into _output/bin (lints and renders deploy/helm/nodeagent).
+
+$(BIN)/helm:
+	GOBIN=$(abspath $(BIN)) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+
+promtool: $(BIN)/promtool ## Build the pinned promtool into _output/bin (checks and unit-tests deploy/prometheus).
+
+$(BIN)/promtool:
+	GOBIN=$(abspath $(BIN)) $(GO) install -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+
+prometheus: $(BIN)/prometheus ## Build the pinned Prometheus server into _output/bin (the e2e test of the rules and the dashboard).
+
+$(BIN)/prometheus:
+	GOBIN=$(abspath $(BIN)) $(GO) install -tags remove_all_sd github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
+# What deploy/ ships, checked without a cluster: the chart linted in every
+# mode and rendered equal to the kustomize overlays, the Prometheus rules
+# checked and unit-tested on synthetic series.
+deploy-check: kustomize helm promtool ## helm lint, the chart against the overlays, promtool check and test of deploy/prometheus.
+	for mode in before after watch; do $(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=$$mode || exit 1; done
+	$(BIN)/promtool check rules deploy/prometheus/nodeagent-rules.yaml
+	$(BIN)/promtool test rules deploy/prometheus/tests/rules_test.yaml
+	HELM_BIN=$(abspath $(BIN))/helm KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize $(GO) test -tags e2e -count=1 ./test/deploy/
+
 staticcheck: $(BIN)/staticcheck ## Build the pinned staticcheck into _output/bin.
 
 $(BIN)/staticcheck:
@@ -52,16 +80,21 @@ image: ## Write the container image as a tarball, without Docker: _output/nodeag
 
 vet: ## Run go vet.
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/e2e/... ./test/e2ekind/...
+	$(GO) vet -tags e2e ./test/e2e/... ./test/e2ekind/... ./test/deploy/...
 	cd hack/kind && $(GO) vet ./capdrop-runc ./images ./pause
 
 # verify is what a change must pass before review: formatting, go vet and
 # staticcheck over every package, the e2e tests' included.
-verify: vet staticcheck ## Check formatting (gofmt), go vet and staticcheck.
+verify: vet staticcheck ## Check formatting (gofmt), go vet, staticcheck, and that the dashboard is what hack/dashboard writes.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 	$(BIN)/staticcheck ./...
 	$(BIN)/staticcheck -tags e2e ./test/...
+	@cd hack/dashboard && $(GO) vet . && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \
+		{ echo "deploy/grafana/nodeagent.json is not what hack/dashboard writes: run make dashboard"; exit 1; }
+
+dashboard: ## Write deploy/grafana/nodeagent.json, the Grafana dashboard, from its code in hack/dashboard.
+	cd hack/dashboard && $(GO) run . -o $(abspath deploy/grafana/nodeagent.json)
 
 unit: ## Run the unit tests.
 	$(GO) test -race ./...
@@ -78,8 +111,8 @@ fuzz: ## Fuzz path validation and payload building, FUZZTIME executions each (de
 	$(GO) test -run '^$$' -fuzz '^FuzzWrite$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager/atomicwriter
 	$(GO) test -run '^$$' -fuzz '^FuzzConfigMapVolume$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager
 
-e2e: controlplane refkubelet build kustomize image ## Run the end-to-end tests on a local control plane and beside the reference kubelets.
-	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
+e2e: controlplane refkubelet build kustomize prometheus image ## Run the end-to-end tests on a local control plane and beside the reference kubelets.
+	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize PROMETHEUS_BIN=$(abspath $(BIN))/prometheus NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
 
 # Six samples of each benchmark, in the format benchstat compares:
@@ -131,7 +164,7 @@ soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default
 		$(GO) test -tags e2e -count=1 -timeout 0 -v -run '^TestSoak$$' ./test/e2e/...
 
 # Each stage prints its time, and make test the table of them at the end.
-TEST_STAGES := controlplane refkubelet build kustomize image verify unit fuzz e2e e2e-kind-if-possible
+TEST_STAGES := controlplane refkubelet build kustomize helm promtool prometheus image verify unit fuzz deploy-check e2e e2e-kind-if-possible
 test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and, where the machine can, the kind e2e; prints each stage's time.
 	@hack/stages.sh "$(MAKE)" $(TEST_STAGES)
 
@@ -142,13 +175,13 @@ DEMO_ARGS ?=
 demo: controlplane build ## Compare ConfigMap GET load before and after kubernetes#120255 (about 4 minutes).
 	$(BIN)/nodeagent compare --output-dir $(OUTPUT)/compare $(DEMO_ARGS)
 
-e2e-kind: build kustomize image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 10 minutes; 14 more the first time).
+e2e-kind: build kustomize helm image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 10 minutes; 14 more the first time).
 	hack/e2e-kind.sh
 
 # make test runs the kind e2e where this machine can have a Docker engine and
 # says in one line why not where it cannot; with E2E_KIND_REQUIRED=1 (CI) a
 # machine that cannot is a failure.
-e2e-kind-if-possible: build kustomize image
+e2e-kind-if-possible: build kustomize helm image
 	@if [ -n "$$E2E_KIND_REQUIRED" ]; then hack/e2e-kind.sh; else E2E_KIND_OPTIONAL=1 hack/e2e-kind.sh; fi
 
 clean: ## Remove build output (the control plane is rebuilt on the next run).

@@ -15,7 +15,9 @@
 #   5. tests     go test ./test/e2ekind: files of real pods on every node,
 #                equal to the kubelet's; updates; deletion; RBAC refusals with
 #                the agent's real ServiceAccount; compare --daemonset before
-#                and after; nodeagent beside the kind kubelets' Cache strategy.
+#                and after; nodeagent beside the kind kubelets' Cache strategy;
+#                the Helm chart installed in the before mode and upgraded to
+#                after, beside the kustomize DaemonSet.
 #
 # The cluster, and dockerd if this script started it, are removed on success,
 # failure and Ctrl-C (KEEP_CLUSTER=1 keeps the cluster). Exit code 3 means
@@ -137,5 +139,5 @@ stage tests
 pod_image=$(docker exec "$cluster-control-plane" sh -c "sed -n 's/.*sandbox_image = \"\(.*\)\"/\1/p' /etc/containerd/config.toml")
 pod_image=${pod_image:-registry.k8s.io/pause:3.10}
 NODEAGENT_KIND_CLUSTER=$cluster NODEAGENT_KIND_KUBECONFIG=$(pwd)/$kubeconfig NODEAGENT_KIND_POD_IMAGE=$pod_image \
-  NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_KIND_OUTPUT=$(pwd)/$out \
+  NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_HELM_BIN=$(pwd)/$bin/helm NODEAGENT_KIND_OUTPUT=$(pwd)/$out \
   go test -tags e2e -count=1 -timeout 40m -v ${E2E_KIND_RUN:+-run "$E2E_KIND_RUN"} ./test/e2ekind/

@@ -45,6 +45,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs.StringVar(&outputDir, "output-dir", "_output/compare", "Where report.json, report.md, chart.svg, chart.png and agents.log are written.")
 	fs.StringVar(&namespace, "namespace", compare.DefaultNamespace, "Namespace for the run's pods and ConfigMaps; its simulated Nodes are named <namespace>-node-NNN.")
 	fs.BoolVar(&keep, "keep", false, "Leave the created nodes, pods and ConfigMaps in place.")
+	fs.StringVar(&opts.MetricsAddress, "metrics-address", "", "Serve the metrics of the agents this process runs at http://<address>/metrics, each series labelled with its node (node=\"<name>\"), for a Prometheus to scrape with deploy/prometheus's rules (docs/monitoring.md). Not with --daemonset or --agent-processes. Empty: not served.")
 	fs.StringVar(&opts.ProfileDir, "profile-dir", "", "Write a CPU profile of each measured window (cpu-<mode>.pprof) and a heap profile at its end (heap-<mode>.pprof) of this process, whose agents they show, into this directory; read them with 'go tool pprof'.")
 	fs.BoolVar(&agentProcesses, "agent-processes", false, "Run each simulated node's agent as its own 'nodeagent run' process, as on a real node, so that the CPU time and memory reported are the agents' alone (read from /proc), not shared with this process's own work. Local control plane only.")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)

@@ -105,6 +105,11 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 	for _, rv := range []string{"0", ResourceVersionUnset} {
 		m.configMapGets.WithLabelValues(string(strategy), rv)
 	}
+	for _, op := range []volumemanager.Operation{volumemanager.OpMount, volumemanager.OpRemount, volumemanager.OpUnmount} {
+		for _, r := range []string{"success", "error"} {
+			m.volumeOps.WithLabelValues(string(op), r)
+		}
+	}
 	return m
 }
 

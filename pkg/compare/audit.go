@@ -31,7 +31,7 @@ type AuditResult struct {
 // for watches the whole phase from start.
 func (r *runner) attribute(res *PhaseResult, nodes []model.Node, start time.Time) error {
 	byUser, err := auditlog.CountWindows(r.auditLog,
-		auditlog.Window{From: res.windowStart, To: res.windowEnd}, auditlog.Window{From: start, To: res.windowEnd})
+		auditlog.Window{From: res.WindowStart, To: res.WindowEnd}, auditlog.Window{From: start, To: res.WindowEnd})
 	if err != nil {
 		return err
 	}

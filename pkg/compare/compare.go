@@ -83,6 +83,12 @@ type Options struct {
 	// read from /proc, where agents in this process share them with the
 	// run's own work. Needs NodeIdentity.
 	AgentBinary string
+	// MetricsAddress, when set, is where this process serves the metrics
+	// of the agents it runs (in-process agents only), at /metrics, each
+	// series labelled with its node as the chart's PodMonitor labels a
+	// DaemonSet's: point a Prometheus at it to watch a run with
+	// deploy/prometheus's rules and dashboard.
+	MetricsAddress string
 }
 
 // DefaultPodImage is the run's pods' image: tiny, and already on every
@@ -255,6 +261,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 // agents.log (closeLog closes it), and add the reference kubelets when a
 // mode asks for them.
 func (r *runner) setUpFleets(ctx context.Context, opts *Options) (closeLog func(), err error) {
+	if opts.MetricsAddress != "" && opts.kind() != inProcessAgents {
+		return nil, errors.New("--metrics-address serves the metrics of agents in this process: not with --daemonset " +
+			"(scrape the DaemonSet's pods; the chart's PodMonitor does) or --agent-processes")
+	}
 	if opts.kind() == daemonSetAgents {
 		r.agents, r.scenario, r.nodes, err = prepareDaemonSetRun(ctx, r.admin, opts, r.progress)
 		return func() {}, err
@@ -271,11 +281,19 @@ func (r *runner) setUpFleets(ctx context.Context, opts *Options) (closeLog func(
 			logDir: filepath.Join(opts.OutputDir, "agents"), progress: r.progress,
 		}
 	} else {
-		r.agents = &inProcessFleet{
+		f := &inProcessFleet{
 			scenario: r.scenario, restConfig: opts.RESTConfig, actAsNodes: opts.NodeIdentity != nil, nodes: r.nodes,
 			workDir: filepath.Join(opts.OutputDir, "nodes"),
 			log:     logr.FromSlogHandler(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		}
+		if opts.MetricsAddress != "" {
+			f.registries = &agentRegistries{}
+			if err := serveMetrics(ctx, opts.MetricsAddress, f.registries); err != nil {
+				_ = logFile.Close()
+				return nil, err
+			}
+		}
+		r.agents = f
 	}
 	if slices.ContainsFunc(r.scenario.Modes, Mode.IsReferenceKubelet) {
 		r.kubelets = &processFleet{

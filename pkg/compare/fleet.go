@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -94,6 +95,10 @@ type inProcessFleet struct {
 	workDir    string
 	log        logr.Logger
 
+	// registries, when set, receives each phase's agents' registries for
+	// the metrics server (Options.MetricsAddress).
+	registries *agentRegistries
+
 	agents     []*agent.Agent
 	events     record.EventBroadcaster
 	mode       Mode
@@ -133,6 +138,13 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 		if f.agents[i], err = agent.New(restConfig, cfg, agent.SharedEvents(f.events)); err != nil {
 			return err
 		}
+	}
+	if f.registries != nil {
+		gatherers := make(prometheus.Gatherers, len(f.agents))
+		for i, a := range f.agents {
+			gatherers[i] = nodeGatherer{node: f.nodes[i].Name, from: a.Metrics.Registry}
+		}
+		f.registries.set(gatherers)
 	}
 	// The agents outlive start's ctx: stop ends them.
 	agentCtx, cancel := context.WithCancel(klog.NewContext(context.Background(), f.log.WithValues("mode", mode)))
@@ -224,6 +236,9 @@ func (f *inProcessFleet) stop() {
 		f.stopAgents()
 	}
 	f.wg.Wait()
+	if f.registries != nil {
+		f.registries.set(nil)
+	}
 	if f.events != nil {
 		f.events.Shutdown()
 	}

@@ -60,8 +60,10 @@ type PhaseResult struct {
 	Latency     *LatencyResult `json:"latency,omitempty"`
 	Interrupted bool           `json:"interrupted,omitempty"`
 
-	// windowStart and windowEnd bound the measured window.
-	windowStart, windowEnd time.Time
+	// WindowStart and WindowEnd bound the measured window, for reading
+	// the same window from elsewhere (a Prometheus that scraped the run).
+	WindowStart time.Time `json:"window_start"`
+	WindowEnd   time.Time `json:"window_end"`
 }
 
 // runner holds what every phase of one comparison shares.
@@ -290,7 +292,7 @@ func (r *runner) measure(ctx context.Context, f fleet, res *PhaseResult) error {
 		res.AgentCPUSeconds = agentEnd.cpuSeconds - agentStart.cpuSeconds
 		res.AgentPeakRSSBytes, res.AgentRSSBytes = agentEnd.peakRSSBytes, agentEnd.rssBytes
 	}
-	res.windowStart, res.windowEnd = first.Time, last.Time
+	res.WindowStart, res.WindowEnd = first.Time, last.Time
 	r.progress.done("%-19s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
 		res.Mode, res.MeasuredSeconds, res.APIServerGetQPS, res.EtcdGetQPS, res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS)
 	if res.Interrupted {

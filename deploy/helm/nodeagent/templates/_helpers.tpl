@@ -1,0 +1,53 @@
+{{/* The name of every object: the release's name where it already says nodeagent, else <release>-nodeagent. */}}
+{{- define "nodeagent.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What the DaemonSet selects its pods by; never changed by an upgrade. */}}
+{{- define "nodeagent.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The labels of every object: kustomize's (deploy/base) and Helm's. */}}
+{{- define "nodeagent.labels" -}}
+{{ include "nodeagent.selectorLabels" . }}
+app.kubernetes.io/part-of: nodeagent
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The port of httpAddress, which the pod exposes as "http". */}}
+{{- define "nodeagent.port" -}}
+{{- .Values.httpAddress | splitList ":" | last -}}
+{{- end -}}
+
+{{/* The agent's arguments for the mode; the same, in the same order, as deploy/overlays/<mode>/args.yaml. */}}
+{{- define "nodeagent.args" -}}
+- run
+- --root-dir={{ .Values.rootDir }}
+- --http-address={{ .Values.httpAddress }}
+{{- if eq .Values.mode "before" }}
+- --configmap-strategy=cache
+- --cache-invalidation=every-sync
+{{- else if eq .Values.mode "after" }}
+- --configmap-strategy=cache
+- --cache-invalidation=first-reference
+{{- else if eq .Values.mode "watch" }}
+- --configmap-strategy=watch
+{{- else }}
+{{- fail (printf "mode %q: want before, after or watch" .Values.mode) }}
+{{- end }}
+- --logging-format={{ .Values.loggingFormat }}
+{{- with .Values.syncFrequency }}
+- --sync-frequency={{ . }}
+{{- end }}
+{{- range .Values.extraArgs }}
+- {{ . }}
+{{- end }}
+{{- end -}}

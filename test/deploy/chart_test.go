@@ -1,0 +1,247 @@
+//go:build e2e
+
+// Package deploy tests what deploy/ ships without a cluster: the Helm chart
+// (deploy/helm/nodeagent) renders, in each mode, the objects the kustomize
+// overlay of that mode renders, and its values land where they say. `make
+// deploy-check` runs it with the pinned helm and kustomize, after helm lint
+// and promtool's checks of deploy/prometheus.
+package deploy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// object is one rendered manifest document.
+type object = map[string]interface{}
+
+// tool is the path of a pinned CLI from the environment (make sets it), or
+// _output/bin's.
+func tool(t *testing.T, env, name string) string {
+	t.Helper()
+	bin := os.Getenv(env)
+	if bin == "" {
+		bin = filepath.Join(repoRoot(), "_output", "bin", name)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s: %v; run `make deploy-check`, which builds it", name, err)
+	}
+	return bin
+}
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..")
+}
+
+// render runs a CLI and parses the manifests it prints.
+func render(t *testing.T, bin string, args ...string) []object {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = repoRoot()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, stderr.String())
+	}
+	return parse(t, out)
+}
+
+func parse(t *testing.T, manifest []byte) []object {
+	t.Helper()
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
+	var objects []object
+	for {
+		var o object
+		if err := decoder.Decode(&o); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objects
+			}
+			t.Fatal(err)
+		}
+		if len(o) > 0 {
+			objects = append(objects, o)
+		}
+	}
+}
+
+func helmTemplate(t *testing.T, args ...string) []object {
+	t.Helper()
+	return render(t, tool(t, "HELM_BIN", "helm"), append([]string{"template", "nodeagent", "deploy/helm/nodeagent",
+		"--namespace", "nodeagent"}, args...)...)
+}
+
+// helmOnlyLabels are the labels a chart adds by convention and kustomize's
+// overlays do not have: the release's, the chart's and the version's.
+var helmOnlyLabels = []string{"app.kubernetes.io/instance", "app.kubernetes.io/managed-by",
+	"app.kubernetes.io/version", "helm.sh/chart"}
+
+// normalize removes from o what only Helm adds, so that a chart's object and
+// an overlay's compare equal when they mean the same.
+func normalize(o object) object {
+	for _, path := range [][]string{{"metadata", "labels"}, {"spec", "selector", "matchLabels"},
+		{"spec", "template", "metadata", "labels"}} {
+		if labels, ok := lookup(o, path...).(map[string]interface{}); ok {
+			for _, l := range helmOnlyLabels {
+				delete(labels, l)
+			}
+		}
+	}
+	return o
+}
+
+func lookup(o interface{}, path ...string) interface{} {
+	for _, p := range path {
+		m, ok := o.(map[string]interface{})
+		if !ok {
+			return nil
+		}
+		o = m[p]
+	}
+	return o
+}
+
+func key(o object) string {
+	return fmt.Sprintf("%v/%v", o["kind"], lookup(o, "metadata", "name"))
+}
+
+// diff lists the paths at which a and b differ.
+func diff(path string, a, b interface{}) []string {
+	am, aok := a.(map[string]interface{})
+	bm, bok := b.(map[string]interface{})
+	if aok && bok {
+		var out []string
+		keys := map[string]bool{}
+		for k := range am {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		for k := range keys {
+			out = append(out, diff(path+"."+k, am[k], bm[k])...)
+		}
+		sort.Strings(out)
+		return out
+	}
+	al, aok := a.([]interface{})
+	bl, bok := b.([]interface{})
+	if aok && bok && len(al) == len(bl) {
+		var out []string
+		for i := range al {
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), al[i], bl[i])...)
+		}
+		return out
+	}
+	if !reflect.DeepEqual(a, b) {
+		return []string{fmt.Sprintf("%s: chart %v, overlay %v", path, a, b)}
+	}
+	return nil
+}
+
+// TestChartEqualsOverlays renders the chart in each mode and the overlay of
+// that mode, and requires the same objects: the overlays' Namespace aside
+// (`helm install --create-namespace` makes it), and Helm's own labels.
+func TestChartEqualsOverlays(t *testing.T) {
+	kustomize := tool(t, "KUSTOMIZE_BIN", "kustomize")
+	for _, mode := range []string{"before", "after", "watch"} {
+		t.Run(mode, func(t *testing.T) {
+			chart := map[string]object{}
+			for _, o := range helmTemplate(t, "--set", "mode="+mode) {
+				chart[key(o)] = normalize(o)
+			}
+			overlay := map[string]object{}
+			for _, o := range render(t, kustomize, "build", "deploy/overlays/"+mode) {
+				if o["kind"] != "Namespace" {
+					overlay[key(o)] = o
+				}
+			}
+			for k, want := range overlay {
+				got, ok := chart[k]
+				if !ok {
+					t.Errorf("%s: in the overlay, not in the chart", k)
+					continue
+				}
+				for _, d := range diff(k, got, want) {
+					t.Error(d)
+				}
+			}
+			for k := range chart {
+				if _, ok := overlay[k]; !ok {
+					t.Errorf("%s: in the chart, not in the overlay", k)
+				}
+			}
+		})
+	}
+}
+
+// TestChartValues sets every value the chart documents and finds each where
+// it belongs.
+func TestChartValues(t *testing.T) {
+	objects := helmTemplate(t, "--set", "mode=before", "--set", "syncFrequency=30s",
+		"--set", "image.repository=registry.example/nodeagent", "--set", "image.tag=v1.2.3",
+		"--set", "image.pullPolicy=Always", "--set", "httpAddress=0.0.0.0:9100", "--set", "rootDir=/var/lib/na",
+		"--set", "nodeSelector.pool=general", "--set", "tolerations=null", "--set", "extraArgs={--kube-api-qps=20}",
+		"--set", "resources.requests.cpu=50m", "--set", "podMonitor.enabled=true", "--set", "podMonitor.labels.release=prom")
+	byKey := map[string]object{}
+	for _, o := range objects {
+		byKey[key(o)] = o
+	}
+	ds := byKey["DaemonSet/nodeagent"]
+	if ds == nil {
+		t.Fatalf("no DaemonSet/nodeagent among %d objects", len(objects))
+	}
+	container := lookup(ds, "spec", "template", "spec", "containers").([]interface{})[0].(map[string]interface{})
+	args := fmt.Sprint(container["args"])
+	if want := "[run --root-dir=/var/lib/na --http-address=0.0.0.0:9100 --configmap-strategy=cache " +
+		"--cache-invalidation=every-sync --logging-format=json --sync-frequency=30s --kube-api-qps=20]"; args != want {
+		t.Errorf("args %s, want %s", args, want)
+	}
+	for what, pair := range map[string][2]interface{}{
+		"image":             {container["image"], "registry.example/nodeagent:v1.2.3"},
+		"pull policy":       {container["imagePullPolicy"], "Always"},
+		"port":              {lookup(container["ports"].([]interface{})[0], "containerPort"), float64(9100)},
+		"scrape port":       {lookup(ds, "spec", "template", "metadata", "annotations", "prometheus.io/port"), "9100"},
+		"cpu request":       {lookup(container, "resources", "requests", "cpu"), "50m"},
+		"node selector":     {fmt.Sprint(lookup(ds, "spec", "template", "spec", "nodeSelector")), "map[pool:general]"},
+		"tolerations":       {lookup(ds, "spec", "template", "spec", "tolerations"), nil},
+		"host path":         {lookup(lookup(ds, "spec", "template", "spec", "volumes").([]interface{})[0], "hostPath", "path"), "/var/lib/na"},
+		"podmonitor label":  {lookup(byKey["PodMonitor/nodeagent"], "metadata", "labels", "release"), "prom"},
+		"podmonitor target": {fmt.Sprint(lookup(byKey["PodMonitor/nodeagent"], "spec", "podMetricsEndpoints")), "[map[interval:30s path:/metrics port:http relabelings:[map[sourceLabels:[__meta_kubernetes_pod_node_name] targetLabel:node]]]]"},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("%s: %v, want %v", what, pair[0], pair[1])
+		}
+	}
+	// The release's name names every object; another release does not
+	// collide with the first one's ClusterRole.
+	other := render(t, tool(t, "HELM_BIN", "helm"), "template", "canary", "deploy/helm/nodeagent", "--namespace", "canary")
+	for _, o := range other {
+		if name := lookup(o, "metadata", "name"); name != "canary-nodeagent" {
+			t.Errorf("release canary: %s named %v, want canary-nodeagent", o["kind"], name)
+		}
+	}
+}
+
+// TestChartRefusesUnknownMode: a mistyped mode fails the install with the
+// modes it could be, instead of deploying agents in some default.
+func TestChartRefusesUnknownMode(t *testing.T) {
+	cmd := exec.Command(tool(t, "HELM_BIN", "helm"), "template", "nodeagent", "deploy/helm/nodeagent", "--set", "mode=afterr")
+	cmd.Dir = repoRoot()
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "before") || !strings.Contains(string(out), "watch") {
+		t.Errorf("mode=afterr: err %v, output %s; want a failure that names the modes", err, out)
+	}
+}

@@ -1,0 +1,284 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
+)
+
+// Scaled for a run of minutes: the shipped rules' 5 m rates become 20 s and
+// the alert's 15 m becomes 10 s; promtool's unit tests
+// (deploy/prometheus/tests) hold the shipped windows.
+const (
+	promRateWindow = "20s"
+	promAlertFor   = "10s"
+)
+
+// promRules is deploy/prometheus's rule file with its windows scaled to a
+// short run.
+func promRules(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "prometheus", "nodeagent-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := strings.ReplaceAll(string(raw), "[5m]", "["+promRateWindow+"]")
+	rules = strings.ReplaceAll(rules, "for: 15m", "for: "+promAlertFor)
+	if rules == string(raw) || !strings.Contains(rules, "for: "+promAlertFor) {
+		t.Fatal("the rule file's windows were not found to scale: update promRules")
+	}
+	return rules
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startPrometheus runs the pinned Prometheus (make prometheus) on loopback,
+// scraping the test control plane's apiserver as its admin and the agents
+// that compare serves at agentsAddr, every 2 s, with deploy/prometheus's
+// rules; it returns a client of its API once it is ready.
+func startPrometheus(t *testing.T, agentsAddr string) promv1.API {
+	t.Helper()
+	bin := os.Getenv("PROMETHEUS_BIN")
+	if bin == "" {
+		bin = filepath.Join(repoRoot(t), "_output", "bin", "prometheus")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("prometheus: %v; run `make prometheus` (make e2e builds it)", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(promRules(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	admin := cp.RESTConfig()
+	apiserver, err := url.Parse(admin.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`global:
+  scrape_interval: 2s
+  evaluation_interval: 2s
+rule_files: [rules.yaml]
+scrape_configs:
+- job_name: apiserver
+  scheme: https
+  tls_config: {ca_file: %q, cert_file: %q, key_file: %q}
+  static_configs: [{targets: [%q]}]
+- job_name: nodeagent
+  honor_labels: true
+  static_configs: [{targets: [%q]}]
+`, admin.CAFile, admin.CertFile, admin.KeyFile, apiserver.Host, agentsAddr)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listen := freeAddress(t)
+	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+listen, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		log.Close()
+		if t.Failed() {
+			out, _ := os.ReadFile(log.Name())
+			t.Logf("prometheus.log:\n%s", out)
+		}
+	})
+	waitUntil(t, 30*time.Second, func() error {
+		resp, err := http.Get("http://" + listen + "/-/ready")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("prometheus not ready: %s", resp.Status)
+		}
+		return nil
+	})
+	client, err := promapi.NewClient(promapi.Config{Address: "http://" + listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return promv1.NewAPI(client)
+}
+
+// promValue is the value of a query that returns at most one series at
+// at; found is false when it returns none.
+func promValue(t *testing.T, api promv1.API, query string, at time.Time) (value float64, found bool) {
+	t.Helper()
+	result, warnings, err := api.Query(context.Background(), query, at)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	if len(warnings) > 0 {
+		t.Logf("%s: warnings %v", query, warnings)
+	}
+	vector, ok := result.(model.Vector)
+	if !ok {
+		t.Fatalf("%s: a %s, want a vector", query, result.Type())
+	}
+	switch len(vector) {
+	case 0:
+		return 0, false
+	case 1:
+		return float64(vector[0].Value), true
+	}
+	t.Fatalf("%s: %d series, want one: %v", query, len(vector), vector)
+	return 0, false
+}
+
+// TestPrometheusRulesMatchCompare scrapes a compare run with a real
+// Prometheus and deploy/prometheus's rules, and holds each recording rule,
+// averaged over each phase's measured window, to what compare measured
+// there: within 10 %. The quorum-GET alert fires under every-sync and not
+// under first-reference.
+func TestPrometheusRulesMatchCompare(t *testing.T) {
+	agentsAddr := freeAddress(t)
+	prom := startPrometheus(t, agentsAddr)
+	quorumSecretGet(t)
+	out := t.TempDir()
+	runCompare(t, "compare-prometheus", out, "--nodes=4", "--pods-per-node=5", "--sync-frequency=2s", "--ttl=6s",
+		"--phase-duration=45s", "--modes=every-sync,first-reference", "--metrics-address="+agentsAddr)
+	report := readReport(t, out)
+	if len(report.Phases) != 2 {
+		t.Fatalf("%d phases, want 2", len(report.Phases))
+	}
+	// The last scrape and rule evaluation of the run.
+	time.Sleep(5 * time.Second)
+	window, err := time.ParseDuration(promRateWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range report.Phases {
+		// The rates whose windows lie inside the measured window.
+		span := fmt.Sprintf("%ds", int(p.WindowEnd.Sub(p.WindowStart.Add(window)).Seconds()))
+		avg := func(series string) (float64, bool) {
+			return promValue(t, prom, "avg_over_time("+series+"["+span+"])", p.WindowEnd)
+		}
+		within := func(what, series string, want float64) {
+			got, found := avg(series)
+			if !found || math.Abs(got-want) > 0.1*want {
+				t.Errorf("%s: %s: Prometheus %.2f/s (found %v), compare %.2f/s", p.Mode, what, got, found, want)
+				return
+			}
+			t.Logf("%s: %s: Prometheus %.2f/s, compare %.2f/s", p.Mode, what, got, want)
+		}
+		secs := p.MeasuredSeconds
+		within("apiserver GETs", `resource:apiserver_request_gets:rate5m{resource="configmaps"}`, p.APIServerGetQPS)
+		within("agents' GETs", `sum(resource_version:nodeagent_configmap_get_requests:rate5m)`, p.AgentGetTotal/secs)
+		firing, _ := promValue(t, prom, `max_over_time(ALERTS{alertname="ConfigMapQuorumGetRateHigh",alertstate="firing"}[`+span+`])`, p.WindowEnd)
+		switch p.Mode {
+		case compare.ModeEverySync:
+			within("etcd gets", `resource:etcd_request_gets:rate5m{resource="configmaps"}`, p.EtcdGetQPS)
+			within("agents' quorum GETs", `resource_version:nodeagent_configmap_get_requests:rate5m{resource_version="unset"}`, p.AgentQuorumGetTotal/secs)
+			if firing != 1 {
+				t.Errorf("every-sync: ConfigMapQuorumGetRateHigh not firing (%.2f etcd gets/s)", p.EtcdGetQPS)
+			}
+		case compare.ModeFirstReference:
+			if etcd, _ := avg(`resource:etcd_request_gets:rate5m{resource="configmaps"}`); etcd > 0.5 {
+				t.Errorf("first-reference: %.2f etcd gets/s by the rule, want about none", etcd)
+			}
+			if firing != 0 {
+				t.Error("first-reference: ConfigMapQuorumGetRateHigh fired")
+			}
+		}
+		if p.Mode == compare.ModeEverySync {
+			checkDashboard(t, prom, p.WindowEnd)
+		}
+		// Every node's agent is there, by its node label.
+		if nodes, _ := promValue(t, prom, `count(count by (node) (nodeagent_volumes_mounted))`, p.WindowEnd); nodes != 4 {
+			t.Errorf("%s: %v nodes' agents scraped, want 4", p.Mode, nodes)
+		}
+	}
+}
+
+// quorumSecretGet creates a Secret and reads it back without a
+// resourceVersion, so that the apiserver's and etcd's Secret GET series
+// exist for the dashboard's Secret panel whatever ran before.
+func quorumSecretGet(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	ns := createNamespace(t, "prometheus-secret")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, StringData: map[string]string{"k": "v"}}
+	if _, err := clientset.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clientset.CoreV1().Secrets(ns).Get(ctx, "probe", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkDashboard runs every query of deploy/grafana/nodeagent.json's panels
+// against prom at at, Grafana's variables given the values a user's "All"
+// and Grafana's rate interval would: each must parse and return data.
+func checkDashboard(t *testing.T, prom promv1.API, at time.Time) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "grafana", "nodeagent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	queries := 0
+	for _, p := range d.Panels {
+		for _, target := range p.Targets {
+			expr := strings.NewReplacer(`$node`, `.*`, `$__rate_interval`, promRateWindow).Replace(target.Expr)
+			result, _, err := prom.Query(context.Background(), expr, at)
+			if err != nil {
+				t.Errorf("panel %q: %s: %v", p.Title, expr, err)
+				continue
+			}
+			if v, ok := result.(model.Vector); !ok || len(v) == 0 {
+				t.Errorf("panel %q: %s: no data", p.Title, expr)
+			}
+			queries++
+		}
+	}
+	if queries < 8 {
+		t.Errorf("the dashboard has %d panel queries; want its 8 panels' at least", queries)
+	}
+	t.Logf("every one of the dashboard's %d panel queries returned data", queries)
+}
