@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // Scaled for a run of minutes: the shipped rules' 5 m rates become 20 s and
@@ -183,6 +184,7 @@ func TestPrometheusRulesMatchCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	chartPrometheus(t, prom, report)
 	for _, p := range report.Phases {
 		// The rates whose windows lie inside the measured window.
 		span := fmt.Sprintf("%ds", int(p.WindowEnd.Sub(p.WindowStart.Add(window)).Seconds()))
@@ -281,4 +283,53 @@ func checkDashboard(t *testing.T, prom promv1.API, at time.Time) {
 		t.Errorf("the dashboard has %d panel queries; want its 8 panels' at least", queries)
 	}
 	t.Logf("every one of the dashboard's %d panel queries returned data", queries)
+}
+
+// chartPrometheus draws what the dashboard's first panel shows over the
+// run, from Prometheus (the recording rules' ConfigMap GET rates at the
+// apiserver and etcd), with each phase's measured window, into
+// _output/prometheus/ (prometheus.svg and .png; docs/monitoring.md).
+func chartPrometheus(t *testing.T, prom promv1.API, r *compare.Report) {
+	t.Helper()
+	start := r.Phases[0].WindowStart.Add(-30 * time.Second)
+	end := r.Phases[len(r.Phases)-1].WindowEnd
+	rangeOf := func(query string) []report.Point {
+		result, _, err := prom.QueryRange(context.Background(), query, promv1.Range{Start: start, End: end, Step: 2 * time.Second})
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		var points []report.Point
+		if m, ok := result.(model.Matrix); ok && len(m) == 1 {
+			for _, v := range m[0].Values {
+				points = append(points, report.Point{X: v.Timestamp.Time().Sub(start).Seconds(), Y: float64(v.Value)})
+			}
+		}
+		return points
+	}
+	c := report.Chart{
+		Title:  fmt.Sprintf("deploy/prometheus's rules over a compare run: %d nodes × %d pods, S=%gs", r.Scenario.Nodes, r.Scenario.PodsPerNode, r.Scenario.SyncFrequencySeconds),
+		XLabel: "seconds", YLabel: "ConfigMap GETs per second",
+		Series: []report.Series{
+			{Label: "resource:apiserver_request_gets:rate5m", Colour: compare.ModeEverySync.Colour(),
+				Points: rangeOf(`resource:apiserver_request_gets:rate5m{resource="configmaps"}`)},
+			{Label: "resource:etcd_request_gets:rate5m", Colour: compare.ModeEverySync.Colour(), Style: report.Dashed,
+				Points: rangeOf(`resource:etcd_request_gets:rate5m{resource="configmaps"}`)},
+		},
+	}
+	for _, p := range r.Phases {
+		// compare's own measurement: a flat line over the measured window.
+		from, to := p.WindowStart.Sub(start).Seconds(), p.WindowEnd.Sub(start).Seconds()
+		c.Series = append(c.Series,
+			report.Series{Label: string(p.Mode) + ": compare's apiserver GET/s", Colour: p.Mode.Colour(), Style: report.Model,
+				Points: []report.Point{{X: from, Y: p.APIServerGetQPS}, {X: to, Y: p.APIServerGetQPS}}},
+			report.Series{Label: string(p.Mode) + ": compare's etcd get/s", Colour: p.Mode.Colour(), Style: report.Model,
+				Points: []report.Point{{X: from, Y: p.EtcdGetQPS}, {X: to, Y: p.EtcdGetQPS}}})
+	}
+	dir := filepath.Join(repoRoot(t), "_output", "prometheus")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Save(dir, "prometheus"); err != nil {
+		t.Fatal(err)
+	}
 }
