@@ -71,6 +71,17 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 	t.Cleanup(func() {
 		_ = exec.Command(os.Getenv("NODEAGENT_HELM_BIN"), "uninstall", helmRelease, "-n", helmNamespace, "--wait",
 			"--kubeconfig", kubeconfigPath).Run()
+		// Gone before the next test measures the kind nodes' GETs.
+		eventually(t, 2*time.Minute, "the release's agents gone", func() string {
+			pods, err := clientset.CoreV1().Pods(helmNamespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			if n := len(pods.Items); n > 0 {
+				return fmt.Sprintf("%d pods left", n)
+			}
+			return ""
+		})
 		_ = clientset.CoreV1().Namespaces().Delete(ctx, helmNamespace, metav1.DeleteOptions{})
 	})
 	helm(t, "install", helmRelease, "deploy/helm/nodeagent", "-n", helmNamespace, "--create-namespace",
