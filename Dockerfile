@@ -11,8 +11,9 @@ FROM scratch
 COPY --from=build /nodeagent /nodeagent
 LABEL org.opencontainers.image.title="nodeagent" \
       org.opencontainers.image.source="https://github.com/nodeagent-io/nodeagent"
-# uid 0 with every capability dropped (deploy/base/daemonset.yaml): the root
-# dir is a root-owned hostPath.
+# uid 0 with every capability dropped but CHOWN and FSETID, which applying a
+# pod's fsGroup needs (deploy/base/daemonset.yaml): the root dir is a
+# root-owned hostPath.
 USER 0:0
 ENTRYPOINT ["/nodeagent"]
 CMD ["run"]
