@@ -43,16 +43,25 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(wd, "..", "..")
 }
 
+// pinnedTool is the path of a pinned tool that make builds: $env when make
+// sets it, else _output/bin/<name>; a missing one fails the test with the
+// make target that builds it (make e2e builds them all).
+func pinnedTool(t *testing.T, env, name string) string {
+	t.Helper()
+	bin := os.Getenv(env)
+	if bin == "" {
+		bin = filepath.Join(repoRoot(t), "_output", "bin", name)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s: %v; run `make %s` (or `make e2e`)", name, err, name)
+	}
+	return bin
+}
+
 // kustomizeBuild renders deploy/<dir> with the pinned kustomize CLI.
 func kustomizeBuild(t *testing.T, dir string) []byte {
 	t.Helper()
-	bin := os.Getenv("KUSTOMIZE_BIN")
-	if bin == "" {
-		bin = filepath.Join(repoRoot(t), "_output", "bin", "kustomize")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("kustomize: %v; run `make kustomize` (or `make e2e`)", err)
-	}
+	bin := pinnedTool(t, "KUSTOMIZE_BIN", "kustomize")
 	out, err := exec.Command(bin, "build", filepath.Join(repoRoot(t), "deploy", dir)).Output()
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)

@@ -67,13 +67,7 @@ func freeAddress(t *testing.T) string {
 // rules; it returns a client of its API once it is ready.
 func startPrometheus(t *testing.T, agentsAddr string) promv1.API {
 	t.Helper()
-	bin := os.Getenv("PROMETHEUS_BIN")
-	if bin == "" {
-		bin = filepath.Join(repoRoot(t), "_output", "bin", "prometheus")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("prometheus: %v; run `make prometheus` (make e2e builds it)", err)
-	}
+	bin := pinnedTool(t, "PROMETHEUS_BIN", "prometheus")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(promRules(t)), 0o644); err != nil {
 		t.Fatal(err)
