@@ -26,7 +26,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	var kubeconfig, modes, outputDir, namespace string
 	var keep, agentProcesses bool
 	opts := compare.Options{Progress: os.Stderr}
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd and kube-apiserver (built by 'make controlplane').")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd, kube-apiserver and kube-controller-manager (built by 'make controlplane').")
 	fs.StringVar(&opts.DaemonSet, "daemonset", "", "namespace/name of nodeagent deployed as a DaemonSet on the --kubeconfig cluster (e.g. nodeagent/nodeagent): measure its agents on the real nodes, switching it between the modes by rollouts and restoring it at the end. Empty: simulated nodes, agents in this process.")
 	fs.StringVar(&opts.NodeSelector, "node-selector", "", "With --daemonset: a label selector (e.g. pool=general) that limits the run's pods to the matching nodes among the DaemonSet's.")
 	fs.StringVar(&opts.PodImage, "pod-image", compare.DefaultPodImage, "With --daemonset: image of the run's pods, which the nodes' kubelets start; use one the nodes already have.")
@@ -189,7 +189,7 @@ func connect(ctx context.Context, opts *compare.Options, kubeconfig string, agen
 		opts.APIServer = opts.RESTConfig.Host
 		return stop, nil
 	}
-	fmt.Fprintln(os.Stderr, "Starting a local etcd and kube-apiserver...")
+	fmt.Fprintln(os.Stderr, "Starting a local etcd, kube-apiserver and kube-controller-manager...")
 	cp, err := controlplane.Start(ctx, controlplane.Options{})
 	if err != nil {
 		return stop, err
