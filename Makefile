@@ -84,12 +84,14 @@ vet: ## Run go vet.
 	cd hack/kind && $(GO) vet ./capdrop-runc ./images ./pause
 
 # verify is what a change must pass before review: formatting, go vet and
-# staticcheck over every package, the e2e tests' included.
-verify: vet staticcheck ## Check formatting (gofmt), go vet, staticcheck, and that the dashboard is what hack/dashboard writes.
+# staticcheck over every package, the e2e tests' included; the docs' links;
+# the generated dashboard.
+verify: vet staticcheck ## Check formatting (gofmt), go vet, staticcheck, the docs' relative links and anchors, and that the dashboard is what hack/dashboard writes.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 	$(BIN)/staticcheck ./...
 	$(BIN)/staticcheck -tags e2e ./test/...
+	$(GO) run ./hack/doclinks $$(git ls-files '*.md')
 	@cd hack/dashboard && $(GO) vet . && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \
 		{ echo "deploy/grafana/nodeagent.json is not what hack/dashboard writes: run make dashboard"; exit 1; }
 
