@@ -9,11 +9,11 @@ import (
 
 func TestSlug(t *testing.T) {
 	for heading, want := range map[string]string{
-		"Growing to 1,000 nodes":              "growing-to-1000-nodes",
-		"Alert: ConfigMapQuorumGetRateHigh":   "alert-configmapquorumgetratehigh",
+		"Growing to 1,000 nodes":               "growing-to-1000-nodes",
+		"Alert: ConfigMapQuorumGetRateHigh":    "alert-configmapquorumgetratehigh",
 		"The `kubelet-*` modes (v1.28, v1.36)": "the-kubelet--modes-v128-v136",
-		"Is my cluster affected?":             "is-my-cluster-affected",
-		"snake_case and hyphen-ated":          "snake_case-and-hyphen-ated",
+		"Is my cluster affected?":              "is-my-cluster-affected",
+		"snake_case and hyphen-ated":           "snake_case-and-hyphen-ated",
 	} {
 		if got := Slug(heading); got != want {
 			t.Errorf("Slug(%q) = %q, want %q", heading, got, want)
