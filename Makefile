@@ -21,7 +21,7 @@ STATICCHECK_VERSION := v0.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize helm promtool prometheus deploy-check dashboard staticcheck image test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -86,14 +86,18 @@ vet: ## Run go vet.
 # verify is what a change must pass before review: formatting, go vet and
 # staticcheck over every package, the e2e tests' included; the docs' links;
 # the generated dashboard.
-verify: vet staticcheck ## Check formatting (gofmt), go vet, staticcheck, the docs' relative links and anchors, and that the dashboard is what hack/dashboard writes.
+verify: vet staticcheck ## Check formatting (gofmt), go vet, staticcheck, the docs' relative links and anchors, and that docs/reference.md and the dashboard are what the code writes.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 	$(BIN)/staticcheck ./...
 	$(BIN)/staticcheck -tags e2e ./test/...
 	$(GO) run ./hack/doclinks $$(git ls-files '*.md')
+	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent
 	@cd hack/dashboard && $(GO) vet . && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \
 		{ echo "deploy/grafana/nodeagent.json is not what hack/dashboard writes: run make dashboard"; exit 1; }
+
+reference: ## Write docs/reference.md (every command's flags, every metric) from the code.
+	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent -update-reference
 
 dashboard: ## Write deploy/grafana/nodeagent.json, the Grafana dashboard, from its code in hack/dashboard.
 	cd hack/dashboard && $(GO) run . -o $(abspath deploy/grafana/nodeagent.json)
