@@ -32,7 +32,7 @@ build: ## Build nodeagent into _output/bin, and kubectl-nodeagent beside it (kub
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
 	ln -sf nodeagent $(BIN)/kubectl-nodeagent
 
-controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; about 11 minutes the first time).
+controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; six to eleven minutes the first time).
 	hack/controlplane/build.sh $(BIN)
 
 refkubelet: ## Build the reference kubelets v1.28 and v1.36 into _output/bin (once; about seven minutes the first time).
