@@ -21,7 +21,7 @@ STATICCHECK_VERSION := v0.8.2
 IMAGE       ?= nodeagent:dev
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -78,10 +78,20 @@ image: ## Write the container image as a tarball, without Docker: _output/nodeag
 		--tag $(IMAGE) --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(IMAGE_TAR) ($(IMAGE)); load it with: kind load image-archive $(IMAGE_TAR) --name nodeagent"
 
+# make push IMAGE=registry.example/team/nodeagent:v0.1.0: the image of make
+# image, sent to a registry without Docker (credentials from
+# ~/.docker/config.json, as `docker login` or `crane auth login` write them).
+push: ## Build the image and push it to IMAGE=registry/repository:tag, without Docker (then set it in the chart or an overlay).
+	@if [ "$(origin IMAGE)" != "command line" ] && [ "$(origin IMAGE)" != "environment" ]; then \
+		echo "make push: say where, e.g. make push IMAGE=registry.example/team/nodeagent:$(VERSION)"; exit 2; fi
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
+	cd hack/image && $(GO) run . --binary $(abspath $(BIN))/nodeagent-linux-amd64 --push $(IMAGE) --version $(VERSION) --revision $(COMMIT)
+
 vet: ## Run go vet.
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/... ./test/e2ekind/... ./test/deploy/...
 	cd hack/kind && $(GO) vet ./capdrop-runc ./images ./pause
+	cd hack/image && $(GO) vet .
 
 # verify is what a change must pass before review: formatting, go vet and
 # staticcheck over every package, the e2e tests' included; the docs' links;
@@ -105,6 +115,7 @@ dashboard: ## Write deploy/grafana/nodeagent.json, the Grafana dashboard, from i
 unit: ## Run the unit tests.
 	$(GO) test -race ./...
 	cd hack/kind && $(GO) test ./capdrop-runc
+	cd hack/image && $(GO) test .
 
 # Each fuzz target runs FUZZTIME after its committed seed corpus
 # (testdata/fuzz); a failure it finds is written there, to reproduce with

@@ -6,6 +6,11 @@
 // Usage:
 //
 //	go run . --binary PATH --output FILE --tag nodeagent:dev --version v1.2.3 --revision SHA
+//	go run . --binary PATH --push registry.example/nodeagent:v1.2.3 --version v1.2.3 --revision SHA
+//
+// --push sends the image to a registry instead, with the credentials of
+// ~/.docker/config.json (or $DOCKER_CONFIG) where it has some: no Docker
+// engine is needed.
 package main
 
 import (
@@ -17,48 +22,87 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 func main() {
 	binary := flag.String("binary", "", "static linux/amd64 nodeagent binary")
 	output := flag.String("output", "", "image tarball to write")
+	push := flag.String("push", "", "push the image to this reference (registry/repository:tag) instead of writing a tarball")
 	tag := flag.String("tag", "nodeagent:dev", "image reference recorded in the tarball")
 	version := flag.String("version", "dev", "version label")
 	revision := flag.String("revision", "unknown", "git commit label")
 	flag.Parse()
-	if *binary == "" || *output == "" {
-		fmt.Fprintln(os.Stderr, "image: --binary and --output are required")
+	if *binary == "" || (*output == "") == (*push == "") {
+		fmt.Fprintln(os.Stderr, "image: --binary and one of --output and --push are required")
 		os.Exit(2)
 	}
-	if err := build(*binary, *output, *tag, *version, *revision); err != nil {
+	img, err := build(*binary, *version, *revision)
+	if err == nil {
+		if *push != "" {
+			err = pushImage(img, *push)
+		} else {
+			err = writeTarball(img, *output, *tag)
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func build(binaryPath, output, tag, version, revision string) error {
-	data, err := os.ReadFile(binaryPath)
+// writeTarball writes img as a tarball that records it as tag.
+func writeTarball(img v1.Image, output, tag string) error {
+	ref, err := name.NewTag(tag)
 	if err != nil {
 		return err
+	}
+	return tarball.WriteToFile(output, ref, img)
+}
+
+// pushImage sends img to the registry of reference, as that tag.
+func pushImage(img v1.Image, reference string) error {
+	ref, err := name.NewTag(reference)
+	if err != nil {
+		return fmt.Errorf("--push %q: %w (want registry/repository:tag)", reference, err)
+	}
+	if err := remote.Write(ref, img, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return fmt.Errorf("pushing to %s: %w", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Pushed %s@%s\n", ref, digest)
+	return nil
+}
+
+// build is the image: the binary at /nodeagent on an empty base, labelled
+// with version and revision.
+func build(binaryPath, version, revision string) (v1.Image, error) {
+	data, err := os.ReadFile(binaryPath)
+	if err != nil {
+		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar(data))), nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS = "amd64", "linux"
@@ -78,15 +122,7 @@ func build(binaryPath, output, tag, version, revision string) error {
 	}
 	// A fixed creation time keeps the image reproducible.
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
-	img, err = mutate.ConfigFile(img, cfg)
-	if err != nil {
-		return err
-	}
-	ref, err := name.NewTag(tag)
-	if err != nil {
-		return err
-	}
-	return tarball.WriteToFile(output, ref, img)
+	return mutate.ConfigFile(img, cfg)
 }
 
 // layerTar is a tar stream with one executable file, /nodeagent.
