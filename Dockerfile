@@ -5,7 +5,8 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /nodeagent ./cmd/nodeagent
+# The agent-only build: run and version, without analyze and compare.
+RUN CGO_ENABLED=0 go build -tags agentonly -trimpath -ldflags "-s -w" -o /nodeagent ./cmd/nodeagent
 
 FROM scratch
 COPY --from=build /nodeagent /nodeagent

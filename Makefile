@@ -9,6 +9,10 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0
 COMMIT    ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VERSION) \
              -X github.com/nodeagent-io/nodeagent/internal/version.GitCommit=$(COMMIT)
+# The image's binary: the agent-only build (run and version; no analyze or
+# compare, and so no client-go clientset), static, stripped.
+IMAGE_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -tags agentonly -trimpath -ldflags "-s -w $(LDFLAGS)" \
+              -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
 # e2e tests start real processes; give them room on a two-core machine.
 E2E_TIMEOUT ?= 30m
 
@@ -28,8 +32,9 @@ all: build
 help: ## Show the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
-build: ## Build nodeagent into _output/bin, and kubectl-nodeagent beside it (kubectl nodeagent ... with _output/bin on PATH).
+build: ## Build nodeagent into _output/bin, its agent-only build nodeagent-agent (the image's), and kubectl-nodeagent.
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
+	$(GO) build -tags agentonly -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent-agent ./cmd/nodeagent
 	ln -sf nodeagent $(BIN)/kubectl-nodeagent
 
 controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; six to eleven minutes the first time).
@@ -73,7 +78,7 @@ $(BIN)/staticcheck:
 	GOBIN=$(abspath $(BIN)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 image: ## Write the container image as a tarball, without Docker: _output/nodeagent-image.tar.
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
+	$(IMAGE_BUILD)
 	cd hack/image && $(GO) run . --binary $(abspath $(BIN))/nodeagent-linux-amd64 --output $(abspath $(IMAGE_TAR)) \
 		--tag $(IMAGE) --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(IMAGE_TAR) ($(IMAGE)); load it with: kind load image-archive $(IMAGE_TAR) --name nodeagent"
@@ -84,7 +89,7 @@ image: ## Write the container image as a tarball, without Docker: _output/nodeag
 push: ## Build the image and push it to IMAGE=registry/repository:tag, without Docker (then set it in the chart or an overlay).
 	@if [ "$(origin IMAGE)" != "command line" ] && [ "$(origin IMAGE)" != "environment" ]; then \
 		echo "make push: say where, e.g. make push IMAGE=registry.example/team/nodeagent:$(VERSION)"; exit 2; fi
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
+	$(IMAGE_BUILD)
 	cd hack/image && $(GO) run . --binary $(abspath $(BIN))/nodeagent-linux-amd64 --push $(IMAGE) --version $(VERSION) --revision $(COMMIT)
 
 vet: ## Run go vet.
@@ -96,11 +101,14 @@ vet: ## Run go vet.
 # verify is what a change must pass before review: formatting, go vet and
 # staticcheck over every package, the e2e tests' included; the docs' links;
 # the generated dashboard.
-verify: vet staticcheck ## Check formatting (gofmt), go vet, staticcheck, the docs' relative links and anchors, and that docs/reference.md and the dashboard are what the code writes.
+verify: vet staticcheck ## Check formatting (gofmt), go vet, staticcheck, that the agent-only build links the core API group alone, the docs' relative links and anchors, and that docs/reference.md and the dashboard are what the code writes.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 	$(BIN)/staticcheck ./...
 	$(BIN)/staticcheck -tags e2e ./test/...
+	$(BIN)/staticcheck -tags agentonly ./cmd/nodeagent
+	@heavy=$$($(GO) list -tags agentonly -deps ./cmd/nodeagent | grep -xE 'k8s.io/client-go/(kubernetes/scheme|informers)'); \
+	if [ -n "$$heavy" ]; then echo "the agent-only build links $$heavy, every API group's types: keep it on pkg/coreclient (docs/performance.md)"; exit 1; fi
 	$(GO) run ./hack/doclinks $$(git ls-files '*.md')
 	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent
 	@cd hack/dashboard && $(GO) vet . && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \

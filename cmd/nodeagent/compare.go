@@ -1,3 +1,5 @@
+//go:build !agentonly
+
 package main
 
 import (
@@ -25,6 +27,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	s := compare.DefaultScenario()
 	var kubeconfig, modes, outputDir, namespace string
 	var keep, agentProcesses bool
+	var agentBinary string
 	opts := compare.Options{Progress: os.Stderr}
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd, kube-apiserver and kube-controller-manager (built by 'make controlplane').")
 	fs.StringVar(&opts.DaemonSet, "daemonset", "", "namespace/name of nodeagent deployed as a DaemonSet on the --kubeconfig cluster (e.g. nodeagent/nodeagent): measure its agents on the real nodes, switching it between the modes by rollouts and restoring it at the end. Empty: simulated nodes, agents in this process.")
@@ -48,6 +51,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs.StringVar(&opts.MetricsAddress, "metrics-address", "", "Serve the metrics of the agents this process runs at http://<address>/metrics, each series labelled with its node (node=\"<name>\"), for a Prometheus to scrape with deploy/prometheus's rules (docs/monitoring.md). Not with --daemonset or --agent-processes. Empty: not served.")
 	fs.StringVar(&opts.ProfileDir, "profile-dir", "", "Write a CPU profile of each measured window (cpu-<mode>.pprof) and a heap profile at its end (heap-<mode>.pprof) of this process, whose agents they show, into this directory; read them with 'go tool pprof'.")
 	fs.BoolVar(&agentProcesses, "agent-processes", false, "Run each simulated node's agent as its own 'nodeagent run' process, as on a real node, so that the CPU time and memory reported are the agents' alone (read from /proc), not shared with this process's own work. Local control plane only.")
+	fs.StringVar(&agentBinary, "agent-binary", "", "With --agent-processes: the nodeagent binary each node runs. Empty: the agent-only build beside this binary (nodeagent-agent, which make build writes and the image ships), else this binary.")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlag(klogFlags.Lookup("v"))
@@ -67,6 +71,9 @@ func runCompare(args []string, stdout io.Writer) error {
 				return fmt.Errorf("--%s needs --daemonset: it applies to the deployed agents' nodes only", name)
 			}
 		}
+	}
+	if agentBinary != "" && !agentProcesses {
+		return errors.New("--agent-binary needs --agent-processes: in-process agents are this binary's")
 	}
 	var err error
 	if s.Modes, err = compare.ParseModes(modes); err != nil {
@@ -88,7 +95,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts.Scenario, opts.OutputDir, opts.Keep, opts.Namespace = s, outputDir, keep, namespace
-	stopControlPlane, err := connect(ctx, &opts, kubeconfig, agentProcesses)
+	stopControlPlane, err := connect(ctx, &opts, kubeconfig, agentProcesses, agentBinary)
 	if err != nil {
 		return err
 	}
@@ -172,11 +179,13 @@ func daemonSetDefaults(fs *pflag.FlagSet, s *compare.Scenario, modes *string, op
 // connect points opts at the --kubeconfig cluster, or at a local control
 // plane that it starts (stop stops it), which also issues node identities
 // for agent processes and reference kubelets.
-func connect(ctx context.Context, opts *compare.Options, kubeconfig string, agentProcesses bool) (stop func(), err error) {
+func connect(ctx context.Context, opts *compare.Options, kubeconfig string, agentProcesses bool, agentBinary string) (stop func(), err error) {
 	stop = func() {}
 	if kubeconfig != "" {
 		if agentProcesses {
-			opts.AgentBinary, _ = os.Executable()
+			if opts.AgentBinary, err = findAgentBinary(agentBinary); err != nil {
+				return stop, err
+			}
 		}
 		// Before connecting: some modes need what only a local control
 		// plane gives (node identities).
@@ -199,13 +208,36 @@ func connect(ctx context.Context, opts *compare.Options, kubeconfig string, agen
 	opts.NodeIdentity, opts.AuditLog = cp.NodeRESTConfig, cp.AuditLogPath()
 	opts.APIServer = "local control plane (etcd " + controlplane.EtcdVersion + ", kube-apiserver " + controlplane.KubernetesVersion + ")"
 	if opts.RefKubeletDir, err = controlplane.FindBinDir(); err == nil && agentProcesses {
-		if opts.AgentBinary, err = os.Executable(); err != nil {
-			err = fmt.Errorf("--agent-processes: finding this binary: %w", err)
-		}
+		opts.AgentBinary, err = findAgentBinary(agentBinary)
 	}
 	if err != nil {
 		cp.Stop()
 		return stop, err
 	}
 	return cp.Stop, nil
+}
+
+// findAgentBinary is the binary --agent-processes runs: flagValue if set,
+// else the agent-only build beside this binary (what the image ships, so
+// that the memory measured is a deployed agent's), else this binary.
+func findAgentBinary(flagValue string) (string, error) {
+	if flagValue != "" {
+		if _, err := os.Stat(flagValue); err != nil {
+			return "", fmt.Errorf("--agent-binary: %w", err)
+		}
+		return flagValue, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("--agent-processes: finding this binary: %w", err)
+	}
+	if agentOnly := filepath.Join(filepath.Dir(self), "nodeagent-agent"); fileExists(agentOnly) {
+		return agentOnly, nil
+	}
+	return self, nil
+}
+
+func fileExists(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && !info.IsDir()
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,12 +29,15 @@ type command struct {
 	run func(args []string, stdout io.Writer) error
 }
 
+// commands are this build's: every build has run and version, the full
+// build (commands_full.go) adds analyze and compare.
 var commands = map[string]command{
-	"analyze": {summary: "Predict, read-only, a live cluster's kubelet ConfigMap and Secret load, and what each fix saves", run: runAnalyze},
-	"compare": {summary: "Measure ConfigMap GET load before and after kubernetes#120255", run: runCompare},
 	"run":     {summary: "Run the node agent for one node", run: runAgent},
 	"version": {summary: "Print the version of this binary", run: runVersion},
 }
+
+// leftOut names the commands this build leaves out (commands_agentonly.go).
+var leftOut []string
 
 func main() {
 	invokedAs = programName(os.Args[0])
@@ -59,6 +63,10 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	cmd, ok := commands[args[0]]
+	if !ok && slices.Contains(leftOut, args[0]) {
+		fmt.Fprintf(stderr, "%s: %q is not in this agent-only build (the image's); the full binary has it: make build, or go install ./cmd/nodeagent\n", invokedAs, args[0])
+		return 2
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "%s: unknown command %q\n\n", invokedAs, args[0])
 		usage(stderr)
@@ -76,7 +84,11 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "nodeagent keeps pods' ConfigMap volumes on a node's disk the way the kubelet does,")
-	fmt.Fprintln(w, "and measures the ConfigMap GET load such agents put on the apiserver and etcd.")
+	if len(leftOut) == 0 {
+		fmt.Fprintln(w, "and measures the ConfigMap GET load such agents put on the apiserver and etcd.")
+	} else {
+		fmt.Fprintf(w, "This is its agent-only build, without %s.\n", strings.Join(leftOut, " and "))
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Usage:\n  %s <command> [flags]\n\nCommands:\n", invokedAs)
 	names := make([]string, 0, len(commands))

@@ -20,15 +20,9 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -37,6 +31,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/version"
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
 	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
@@ -122,13 +117,11 @@ func (c Config) Validate() error {
 // Agent is one node's agent.
 type Agent struct {
 	cfg     Config
-	client  kubernetes.Interface
 	Metrics *Metrics
-	// eventClient posts the events, rate-limited apart from client.
-	eventClient kubernetes.Interface
+	// eventClient posts the events, rate-limited apart from the client
+	// of everything else; nil with SharedEvents.
+	eventClient *coreclient.Client
 
-	factory      informers.SharedInformerFactory
-	nodeFactory  informers.SharedInformerFactory
 	podInformer  cache.SharedIndexInformer
 	podLister    listerscorev1.PodLister
 	nodeInformer cache.SharedIndexInformer
@@ -185,43 +178,29 @@ func New(restConfig *rest.Config, cfg Config, opts ...Option) (*Agent, error) {
 		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	}
 	rc.UserAgent = fmt.Sprintf("nodeagent/%s (node %s)", version.Get().Version, cfg.NodeName)
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := coreclient.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the API client: %w", err)
 	}
-	a := &Agent{cfg: cfg, client: client, Metrics: NewMetrics(cfg.Strategy, cfg.Invalidation, version.Get().Version)}
+	a := &Agent{cfg: cfg, Metrics: NewMetrics(cfg.Strategy, cfg.Invalidation, version.Get().Version)}
 	for _, opt := range opts {
 		opt(a)
 	}
 	if !a.sharedEvents {
-		// Events have their own client and rate limit, as in the kubelet.
-		ec := rest.CopyConfig(rc)
-		ec.QPS, ec.Burst = cfg.EventQPS, cfg.EventBurst
-		if cfg.EventQPS == 0 {
-			ec.QPS = -1 // client-go: no rate limiter
-		}
-		if a.eventClient, err = kubernetes.NewForConfig(ec); err != nil {
+		if a.eventClient, err = coreclient.NewForConfig(eventsConfig(rc, cfg)); err != nil {
 			return nil, fmt.Errorf("creating the events client: %w", err)
 		}
 	}
-	a.factory = informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
-		}))
-	a.podInformer = a.factory.Core().V1().Pods().Informer()
-	a.podLister = a.factory.Core().V1().Pods().Lister()
-	a.nodeFactory = informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
-		}))
-	a.nodeInformer = a.nodeFactory.Core().V1().Nodes().Informer()
-	a.nodeLister = a.nodeFactory.Core().V1().Nodes().Lister()
+	a.podInformer = newPodInformer(client, cfg.NodeName)
+	a.podLister = listerscorev1.NewPodLister(a.podInformer.GetIndexer())
+	a.nodeInformer = newNodeInformer(client, cfg.NodeName)
+	a.nodeLister = listerscorev1.NewNodeLister(a.nodeInformer.GetIndexer())
 	a.ttl = ttl.Reader(func() (*corev1.Node, error) { return a.nodeLister.Get(cfg.NodeName) })
 
 	if !a.sharedEvents {
 		a.events = record.NewBroadcaster()
 	}
-	a.recorder = a.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeagent", Host: cfg.NodeName})
+	a.recorder = a.events.NewRecorder(coreclient.Scheme, corev1.EventSource{Component: "nodeagent", Host: cfg.NodeName})
 
 	var onChange func(namespace, name string)
 	if cfg.RemountOnChange {
@@ -231,8 +210,9 @@ func New(restConfig *rest.Config, cfg Config, opts ...Option) (*Agent, error) {
 		onChange = func(namespace, name string) { a.volumes.RemountConfigMap(namespace, name) }
 	}
 	a.configMaps, err = configmapcache.New(configmapcache.Options{
-		Strategy: cfg.Strategy, Invalidation: cfg.Invalidation, Client: client,
-		TTL: a.ttl, Recorder: a.Metrics, OnChange: onChange, SyncFrequency: cfg.SyncFrequency,
+		Strategy: cfg.Strategy, Invalidation: cfg.Invalidation,
+		ConfigMaps: func(namespace string) configmapcache.ConfigMapClient { return client.ConfigMaps(namespace) },
+		TTL:        a.ttl, Recorder: a.Metrics, OnChange: onChange, SyncFrequency: cfg.SyncFrequency,
 	})
 	if err != nil {
 		return nil, err
@@ -354,7 +334,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.startTime = time.Now()
 
 	if !a.sharedEvents {
-		a.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: a.eventClient.CoreV1().Events("")})
+		a.events.StartRecordingToSink(a.eventClient.EventSink())
 		defer a.events.Shutdown()
 	}
 
@@ -381,15 +361,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	var components sync.WaitGroup
 	components.Go(func() { a.volumes.Run(ctx) })
 	components.Go(func() { a.workers.Run(ctx) })
-	a.factory.Start(ctx.Done())
-	a.nodeFactory.Start(ctx.Done())
+	var informers sync.WaitGroup
+	informers.Go(func() { a.podInformer.RunWithContext(ctx) })
+	informers.Go(func() { a.nodeInformer.RunWithContext(ctx) })
 	logger.Info("Agent started", "strategy", a.cfg.Strategy, "invalidation", a.cfg.Invalidation,
 		"syncFrequency", a.cfg.SyncFrequency, "rootDir", a.cfg.RootDir)
 
 	<-ctx.Done()
 	logger.Info("Agent stopping; volumes stay on disk")
-	a.factory.Shutdown()
-	a.nodeFactory.Shutdown()
+	informers.Wait()
 	components.Wait()
 	a.configMaps.Stop()
 	if server != nil {

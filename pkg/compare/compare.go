@@ -204,6 +204,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	report := &Report{Scenario: newScenarioReport(s), StartedAt: time.Now().UTC()}
 	report.Scenario.APIServer, report.Scenario.APIServerVersion = opts.APIServer, version.GitVersion
 	report.Scenario.AgentProcesses = opts.kind() == agentProcesses
+	if report.Scenario.AgentProcesses {
+		report.Scenario.AgentBinary = opts.AgentBinary
+	}
 	if ds, ok := r.agents.(*daemonSetFleet); ok {
 		report.describeDaemonSetRun(opts.DaemonSet, ds)
 	}

@@ -43,6 +43,9 @@ type ScenarioReport struct {
 	// AgentProcesses says nodeagent's agents ran as processes of their
 	// own (--agent-processes), so their CPU and memory are theirs alone.
 	AgentProcesses bool `json:"agent_processes,omitempty"`
+	// AgentBinary is the binary those processes ran: its build decides
+	// their memory (the agent-only build's is about 12 MiB smaller).
+	AgentBinary string `json:"agent_binary,omitempty"`
 	// UpdateRate is the ConfigMap updates per second during each measured
 	// window (0: none), whose latency the phases report.
 	UpdateRate float64  `json:"update_rate,omitempty"`

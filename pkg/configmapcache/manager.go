@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 )
 
@@ -59,11 +59,23 @@ type Recorder interface {
 	Lookup(outcome Lookup)
 }
 
+// ConfigMapClient is the API the manager uses in one namespace. client-go's
+// typed ConfigMapInterface and the agent's core client both satisfy it.
+type ConfigMapClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
 // Options configure New.
 type Options struct {
 	Strategy     Strategy
 	Invalidation Invalidation
-	Client       kubernetes.Interface
+	// ConfigMaps returns the client of a namespace. The watch strategy's
+	// reflectors stream their initial list when that client can (see
+	// cache.ToListWatcherWithWatchListSemantics), and list then watch when
+	// it says it cannot.
+	ConfigMaps func(namespace string) ConfigMapClient
 	// Clock decides freshness; nil means the real clock.
 	Clock clock.Clock
 	// TTL returns the current cache TTL; nil means one minute. Called on
@@ -97,7 +109,7 @@ type Manager interface {
 
 // New returns a Manager for opts.Strategy.
 func New(opts Options) (Manager, error) {
-	if opts.Client == nil {
+	if opts.ConfigMaps == nil {
 		return nil, fmt.Errorf("configmapcache: a client is required")
 	}
 	if opts.Clock == nil {
@@ -112,7 +124,7 @@ func New(opts Options) (Manager, error) {
 	if opts.SyncFrequency <= 0 {
 		opts.SyncFrequency = time.Minute
 	}
-	get := newGetter(opts.Client, opts.Strategy, opts.Recorder)
+	get := newGetter(opts.ConfigMaps, opts.Strategy, opts.Recorder)
 	switch opts.Strategy {
 	case StrategyGet:
 		return getManager{get: get}, nil
@@ -127,7 +139,7 @@ func New(opts Options) (Manager, error) {
 		// Adding a watch reference never drops data, so the invalidation
 		// mode makes no difference here; first-reference keeps the counts
 		// simple.
-		return newRegistry(newWatchStore(opts.Client, opts.OnChange, opts.Clock, opts.SyncFrequency), InvalidateFirstReference), nil
+		return newRegistry(newWatchStore(opts.ConfigMaps, opts.OnChange, opts.Clock, opts.SyncFrequency), InvalidateFirstReference), nil
 	default:
 		return nil, fmt.Errorf("configmapcache: unknown strategy %q (want one of %v)", opts.Strategy, Strategies)
 	}
@@ -140,12 +152,12 @@ type getFunc func(namespace, name string, opts metav1.GetOptions) (*corev1.Confi
 // of hanging the volume's operation.
 const getTimeout = 30 * time.Second
 
-func newGetter(client kubernetes.Interface, strategy Strategy, rec Recorder) getFunc {
+func newGetter(configMaps func(namespace string) ConfigMapClient, strategy Strategy, rec Recorder) getFunc {
 	return func(namespace, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
 		rec.GetSent(strategy, opts.ResourceVersion)
 		ctx, cancel := context.WithTimeout(context.Background(), getTimeout)
 		defer cancel()
-		return client.CoreV1().ConfigMaps(namespace).Get(ctx, name, opts)
+		return configMaps(namespace).Get(ctx, name, opts)
 	}
 }
 

@@ -48,7 +48,7 @@ func newTestManager(t *testing.T, strategy Strategy, inv Invalidation, ttl time.
 	t.Helper()
 	client := fake.NewClientset(objects...)
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
-	m, err := New(Options{Strategy: strategy, Invalidation: inv, Client: client, Clock: clk, TTL: func() time.Duration { return ttl }})
+	m, err := New(Options{Strategy: strategy, Invalidation: inv, ConfigMaps: fakeConfigMaps(client), Clock: clk, TTL: func() time.Duration { return ttl }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +177,8 @@ func TestRegisterPodFollowsReferenceChanges(t *testing.T) {
 func TestNewRejectsUnknownModes(t *testing.T) {
 	client := fake.NewClientset()
 	for _, opts := range []Options{
-		{Strategy: "poll", Client: client},
-		{Strategy: StrategyCache, Invalidation: "sometimes", Client: client},
+		{Strategy: "poll", ConfigMaps: fakeConfigMaps(client)},
+		{Strategy: StrategyCache, Invalidation: "sometimes", ConfigMaps: fakeConfigMaps(client)},
 		{Strategy: StrategyCache, Invalidation: InvalidateEverySync},
 	} {
 		if _, err := New(opts); err == nil {

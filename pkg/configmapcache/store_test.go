@@ -178,7 +178,7 @@ func (r *countingRecorder) Lookup(outcome Lookup) {
 func TestRecorderSeesEveryGetAndLookup(t *testing.T) {
 	client := fake.NewClientset(configMap("cm"))
 	rec := &countingRecorder{gets: map[string]int{}, lookups: map[Lookup]int{}}
-	m, err := New(Options{Strategy: StrategyCache, Invalidation: InvalidateEverySync, Client: client, Recorder: rec,
+	m, err := New(Options{Strategy: StrategyCache, Invalidation: InvalidateEverySync, ConfigMaps: fakeConfigMaps(client), Recorder: rec,
 		TTL: func() time.Duration { return time.Hour }})
 	if err != nil {
 		t.Fatal(err)

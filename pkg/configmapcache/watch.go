@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
@@ -42,7 +41,7 @@ const (
 // watchStore is the watch strategy's store: one reflector per referenced
 // ConfigMap, so reads never reach the apiserver.
 type watchStore struct {
-	client      kubernetes.Interface
+	configMaps  func(namespace string) ConfigMapClient
 	onChange    func(namespace, name string)
 	clock       clock.Clock
 	maxIdleTime time.Duration
@@ -65,9 +64,9 @@ type watchItem struct {
 	lastAccess time.Time
 }
 
-func newWatchStore(client kubernetes.Interface, onChange func(namespace, name string), clk clock.Clock, syncFrequency time.Duration) *watchStore {
+func newWatchStore(configMaps func(namespace string) ConfigMapClient, onChange func(namespace, name string), clk clock.Clock, syncFrequency time.Duration) *watchStore {
 	s := &watchStore{
-		client: client, onChange: onChange, clock: clk,
+		configMaps: configMaps, onChange: onChange, clock: clk,
 		maxIdleTime: max(5*syncFrequency, minIdleTime),
 		done:        make(chan struct{}),
 		items:       map[objectKey]*watchItem{},
@@ -149,20 +148,21 @@ func (s *watchStore) AddReference(namespace, name string) {
 	item := &watchItem{refCount: 1, store: newNotifyingStore(key, s.onChange), lastAccess: s.clock.Now()}
 	s.items[key] = item
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	client := s.configMaps(namespace)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = selector
-			return s.client.CoreV1().ConfigMaps(namespace).List(ctx, opts)
+			return client.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.FieldSelector = selector
-			return s.client.CoreV1().ConfigMaps(namespace).Watch(ctx, opts)
+			return client.Watch(ctx, opts)
 		},
 	}
 	// The wrapper lets the reflector fall back to LIST+WATCH with clients
-	// that cannot stream a watch-list (the fake clientset in tests).
+	// that cannot stream a watch-list (the fake clients of the tests).
 	item.start = func(ctx context.Context) {
-		reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &corev1.ConfigMap{}, item.store, cache.ReflectorOptions{
+		reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.ConfigMap{}, item.store, cache.ReflectorOptions{
 			Name:            "configmap " + namespace + "/" + name,
 			MinWatchTimeout: minWatchTimeout,
 		})
