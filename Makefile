@@ -22,7 +22,9 @@ HELM_VERSION := v4.3.1
 # file are left out of the build (remove_all_sd).
 PROMETHEUS_VERSION := v0.316.0
 STATICCHECK_VERSION := v0.8.2
-IMAGE       ?= nodeagent:dev
+# Image tags follow the version `nodeagent version` prints. make push takes
+# REGISTRY (the image goes to $(REGISTRY)/nodeagent:$(VERSION)) or IMAGE.
+IMAGE       ?= $(if $(REGISTRY),$(REGISTRY)/nodeagent:$(VERSION),nodeagent:$(VERSION))
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
 .PHONY: all build controlplane refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
@@ -83,14 +85,16 @@ image: ## Write the container image as a tarball, without Docker: _output/nodeag
 		--tag $(IMAGE) --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(IMAGE_TAR) ($(IMAGE)); load it with: kind load image-archive $(IMAGE_TAR) --name nodeagent"
 
-# make push IMAGE=registry.example/team/nodeagent:v0.1.0: the image of make
-# image, sent to a registry without Docker (credentials from
-# ~/.docker/config.json, as `docker login` or `crane auth login` write them).
-push: ## Build the image and push it to IMAGE=registry/repository:tag, without Docker (then set it in the chart or an overlay).
-	@if [ "$(origin IMAGE)" != "command line" ] && [ "$(origin IMAGE)" != "environment" ]; then \
-		echo "make push: say where, e.g. make push IMAGE=registry.example/team/nodeagent:$(VERSION)"; exit 2; fi
+# make push REGISTRY=registry.example/team: the image of make image, sent to
+# a registry without Docker (credentials from ~/.docker/config.json, as
+# `docker login` or `crane auth login` write them), tagged with the version.
+push: ## Build the image and push it to REGISTRY/nodeagent:<version> (or IMAGE=registry/repository:tag), without Docker.
+	@if [ -z "$(REGISTRY)" ] && [ "$(origin IMAGE)" != "command line" ] && [ "$(origin IMAGE)" != "environment" ]; then \
+		echo "make push: say where, e.g. make push REGISTRY=registry.example/team (pushes registry.example/team/nodeagent:$(VERSION))"; exit 2; fi
 	$(IMAGE_BUILD)
 	cd hack/image && $(GO) run . --binary $(abspath $(BIN))/nodeagent-linux-amd64 --push $(IMAGE) --version $(VERSION) --revision $(COMMIT)
+	@echo "Pushed $(IMAGE). Deploy it with kustomize (in an overlay's directory): kustomize edit set image ghcr.io/nodeagent-io/nodeagent=$(IMAGE)"
+	@image="$(IMAGE)"; echo "or with Helm: --set image.repository=$${image%:*} --set image.tag=$${image##*:}"
 
 vet: ## Run go vet.
 	$(GO) vet ./...
@@ -172,8 +176,8 @@ scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30
 	$(GO) run ./hack/growthchart -o $(OUTPUT)/scale/growth.svg $$runs; \
 	if [ -n "$$failed" ]; then echo "make scale: the runs of$$failed nodes did not complete; the chart shows the others"; exit 1; fi
 
-# The idle cost of one node's agent beside the real kubelet's (README,
-# docs/compare.md): 110 pods, each its own ConfigMap, every agent and
+# The idle cost of one node's agent beside the real kubelet's (docs/performance.md,
+# "Idle cost"): 110 pods, each its own ConfigMap, every agent and
 # kubelet its own process; S = 1m over 5 minutes, then S = 10s over 2.
 idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's (about 50 minutes).
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 1m --phase-duration 5m --sample-interval 30s --agent-processes \

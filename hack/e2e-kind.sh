@@ -11,7 +11,9 @@
 #                bridge CNI and routes between the nodes (kindnetd's image
 #                cannot be fetched);
 #   4. deploy    the nodeagent image loaded with `kind load image-archive`,
-#                deploy/overlays/kind applied, the rollout awaited;
+#                deploy/overlays/kind rendered with that image, as a user
+#                deploys what they built (kustomize edit set image), applied,
+#                the rollout awaited;
 #   5. tests     go test ./test/e2ekind: files of real pods on every node,
 #                equal to the kubelet's; updates; deletion; RBAC refusals with
 #                the agent's real ServiceAccount; compare --daemonset before
@@ -131,7 +133,19 @@ kubectl wait --for=condition=Ready nodes --all --timeout=180s
 
 stage deploy
 "$bin/kind" load image-archive _output/nodeagent-image.tar --name "$cluster"
-"$bin/kustomize" build deploy/overlays/kind | kubectl apply --server-side -f -
+# The image as make image tagged it (nodeagent:<version>), read from the
+# tarball itself; the overlay is rendered from a copy with that image set,
+# and the tests check that the agents run exactly it.
+agent_image=$(tar -xOf _output/nodeagent-image.tar manifest.json | sed -n 's/.*"RepoTags":\["\([^"]*\)".*/\1/p')
+if [[ -z "$agent_image" ]]; then
+  echo "e2e-kind: _output/nodeagent-image.tar has no tag: run make image" >&2
+  exit 1
+fi
+rendered=$(mktemp -d) repo=$(pwd)
+cp -r deploy "$rendered/"
+(cd "$rendered/deploy/overlays/kind" && "$repo/$bin/kustomize" edit set image "ghcr.io/nodeagent-io/nodeagent=$agent_image")
+"$bin/kustomize" build "$rendered/deploy/overlays/kind" | kubectl apply --server-side -f -
+rm -rf "$rendered"
 kubectl -n nodeagent rollout status daemonset/nodeagent --timeout=180s
 
 stage tests
@@ -139,5 +153,6 @@ stage tests
 pod_image=$(docker exec "$cluster-control-plane" sh -c "sed -n 's/.*sandbox_image = \"\(.*\)\"/\1/p' /etc/containerd/config.toml")
 pod_image=${pod_image:-registry.k8s.io/pause:3.10}
 NODEAGENT_KIND_CLUSTER=$cluster NODEAGENT_KIND_KUBECONFIG=$(pwd)/$kubeconfig NODEAGENT_KIND_POD_IMAGE=$pod_image \
+  NODEAGENT_KIND_AGENT_IMAGE=$agent_image \
   NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_HELM_BIN=$(pwd)/$bin/helm NODEAGENT_KIND_OUTPUT=$(pwd)/$out \
   go test -tags e2e -count=1 -timeout 40m -v ${E2E_KIND_RUN:+-run "$E2E_KIND_RUN"} ./test/e2ekind/

@@ -26,7 +26,7 @@
 # The node image (nodeagent.local/kind-node:<version>) is `docker import`ed
 # from node-rootfs.tar, so a machine whose Docker storage was wiped gets it
 # back in seconds. On a fresh two-core machine it takes the "image" time of
-# the README's kind table; about 8 minutes where `make controlplane` has
+# docs/kind.md's table; about 8 minutes where `make controlplane` has
 # run; seconds once built.
 set -euo pipefail
 # Standard output is for the image's name alone.

@@ -85,7 +85,7 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 		_ = clientset.CoreV1().Namespaces().Delete(ctx, helmNamespace, metav1.DeleteOptions{})
 	})
 	helm(t, "install", helmRelease, "deploy/helm/nodeagent", "-n", helmNamespace, "--create-namespace",
-		"--set", "mode=before", "--set", "image.repository=nodeagent", "--set", "image.tag=dev",
+		"--set", "mode=before", "--set", "image.repository="+agentImage[:strings.LastIndex(agentImage, ":")], "--set", "image.tag="+agentImage[strings.LastIndex(agentImage, ":")+1:],
 		"--set", "image.pullPolicy=Never", "--set", "rootDir="+helmRoot, "--wait", "--timeout", "3m")
 	if args := helmAgents(t); !slices.Contains(args, "--cache-invalidation=every-sync") || !slices.Contains(args, "--root-dir="+helmRoot) {
 		t.Fatalf("mode=before: agents run with %q", args)

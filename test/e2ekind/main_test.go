@@ -15,6 +15,7 @@ package e2ekind
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -28,8 +29,11 @@ var (
 	kubeconfigPath string
 	podImage       string
 	outputDir      string
-	adminConfig    *rest.Config
-	clientset      kubernetes.Interface
+	// agentImage is the image make image built and make e2e-kind deployed
+	// (nodeagent:<version>).
+	agentImage  string
+	adminConfig *rest.Config
+	clientset   kubernetes.Interface
 )
 
 func TestMain(m *testing.M) {
@@ -40,6 +44,11 @@ func TestMain(m *testing.M) {
 	}
 	kubeconfigPath = os.Getenv("NODEAGENT_KIND_KUBECONFIG")
 	podImage = os.Getenv("NODEAGENT_KIND_POD_IMAGE")
+	agentImage = os.Getenv("NODEAGENT_KIND_AGENT_IMAGE")
+	if !strings.Contains(agentImage, ":") {
+		fmt.Fprintf(os.Stderr, "e2ekind: NODEAGENT_KIND_AGENT_IMAGE %q is not an image with a tag; make e2e-kind sets it\n", agentImage)
+		os.Exit(1)
+	}
 	outputDir = os.Getenv("NODEAGENT_KIND_OUTPUT")
 	var err error
 	adminConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfigPath)

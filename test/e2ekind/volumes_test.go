@@ -28,6 +28,7 @@ func TestAgentsOnEveryNode(t *testing.T) {
 	if int(ds.Status.NumberReady) != len(nodes) {
 		t.Fatalf("%d agents ready, want one on each of %d nodes", ds.Status.NumberReady, len(nodes))
 	}
+	checkAgentsRun(t, ds, agentImage)
 }
 
 // probeVolumes are the volumes of the test's pods: a ConfigMap with items,
