@@ -71,8 +71,8 @@ func checkProcesses(nodes int, modes []Mode, binDir, agentBinary string) error {
 }
 
 // Resident memory of one process with a node's pods, rounded up from
-// docs/performance.md's idle figures (110 pods: nodeagent 41 to 46 MiB,
-// the reference kubelets 101 to 113 MiB).
+// docs/performance.md's idle figures with 110 pods (the full nodeagent
+// binary's, which --agent-binary may name, and the reference kubelets').
 const (
 	agentProcessBytes   = 64 << 20
 	kubeletProcessBytes = 128 << 20

@@ -44,7 +44,7 @@ type ScenarioReport struct {
 	// own (--agent-processes), so their CPU and memory are theirs alone.
 	AgentProcesses bool `json:"agent_processes,omitempty"`
 	// AgentBinary is the binary those processes ran: its build decides
-	// their memory (the agent-only build's is about 12 MiB smaller).
+	// their memory (the agent-only build's is the smaller; docs/performance.md).
 	AgentBinary string `json:"agent_binary,omitempty"`
 	// UpdateRate is the ConfigMap updates per second during each measured
 	// window (0: none), whose latency the phases report.
