@@ -106,11 +106,20 @@ func TestRequestsAreClientGosRequests(t *testing.T) {
 						_, err := core.ConfigMaps(ns).Watch(ctx, o)
 						return err
 					},
-					listPods:   func(ctx context.Context, o metav1.ListOptions) error { _, err := core.Pods("").List(ctx, o); return err },
-					watchPods:  func(ctx context.Context, o metav1.ListOptions) error { _, err := core.Pods("").Watch(ctx, o); return err },
-					listNodes:  func(ctx context.Context, o metav1.ListOptions) error { _, err := core.Nodes().List(ctx, o); return err },
-					watchNodes: func(ctx context.Context, o metav1.ListOptions) error { _, err := core.Nodes().Watch(ctx, o); return err },
-					sink:       &typedcorev1.EventSinkImpl{Interface: core.Events("")},
+					listPods: func(ctx context.Context, o metav1.ListOptions) error {
+						_, err := core.Pods("").List(ctx, o)
+						return err
+					},
+					watchPods: func(ctx context.Context, o metav1.ListOptions) error {
+						_, err := core.Pods("").Watch(ctx, o)
+						return err
+					},
+					listNodes: func(ctx context.Context, o metav1.ListOptions) error { _, err := core.Nodes().List(ctx, o); return err },
+					watchNodes: func(ctx context.Context, o metav1.ListOptions) error {
+						_, err := core.Nodes().Watch(ctx, o)
+						return err
+					},
+					sink: &typedcorev1.EventSinkImpl{Interface: core.Events("")},
 				}
 			})
 			got := record(func(config *rest.Config) calls {
@@ -129,11 +138,23 @@ func TestRequestsAreClientGosRequests(t *testing.T) {
 						_, err := client.ConfigMaps(ns).Watch(ctx, o)
 						return err
 					},
-					listPods:   func(ctx context.Context, o metav1.ListOptions) error { _, err := client.Pods("").List(ctx, o); return err },
-					watchPods:  func(ctx context.Context, o metav1.ListOptions) error { _, err := client.Pods("").Watch(ctx, o); return err },
-					listNodes:  func(ctx context.Context, o metav1.ListOptions) error { _, err := client.Nodes().List(ctx, o); return err },
-					watchNodes: func(ctx context.Context, o metav1.ListOptions) error { _, err := client.Nodes().Watch(ctx, o); return err },
-					sink:       client.EventSink(),
+					listPods: func(ctx context.Context, o metav1.ListOptions) error {
+						_, err := client.Pods("").List(ctx, o)
+						return err
+					},
+					watchPods: func(ctx context.Context, o metav1.ListOptions) error {
+						_, err := client.Pods("").Watch(ctx, o)
+						return err
+					},
+					listNodes: func(ctx context.Context, o metav1.ListOptions) error {
+						_, err := client.Nodes().List(ctx, o)
+						return err
+					},
+					watchNodes: func(ctx context.Context, o metav1.ListOptions) error {
+						_, err := client.Nodes().Watch(ctx, o)
+						return err
+					},
+					sink: client.EventSink(),
 				}
 			})
 			if len(want) != 11 {
