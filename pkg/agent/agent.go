@@ -364,6 +364,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	var informers sync.WaitGroup
 	informers.Go(func() { a.podInformer.RunWithContext(ctx) })
 	informers.Go(func() { a.nodeInformer.RunWithContext(ctx) })
+	informers.Go(func() {
+		// The active pods' version changes when the pod source syncs.
+		if cache.WaitForCacheSync(ctx.Done(), a.podInformer.HasSynced) {
+			a.volumes.ActivePodsChanged()
+		}
+	})
 	logger.Info("Agent started", "strategy", a.cfg.Strategy, "invalidation", a.cfg.Invalidation,
 		"syncFrequency", a.cfg.SyncFrequency, "rootDir", a.cfg.RootDir)
 
@@ -388,6 +394,13 @@ func (a *Agent) Ready() bool {
 // Volumes lists the volumes on disk, for /debug/volumes and for tests.
 func (a *Agent) Volumes() []volumemanager.VolumeStatus { return a.volumes.Volumes() }
 
+// podChanged counts a pod event, which changes the active pods' version,
+// and tells the volume manager.
+func (a *Agent) podChanged() {
+	a.podEvents.Add(1)
+	a.volumes.ActivePodsChanged()
+}
+
 // podEventHandler passes the informer's pod events to the pod workers as
 // the kubelet's pod config source does: additions and deletions always,
 // updates only when podconfig says they sync the pod, or when a status
@@ -396,13 +409,13 @@ func (a *Agent) Volumes() []volumemanager.VolumeStatus { return a.volumes.Volume
 func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			a.podEvents.Add(1)
+			a.podChanged()
 			if pod := obj.(*corev1.Pod); !volumemanager.IsMirrorPod(pod) {
 				a.workers.UpdatePod(pod)
 			}
 		},
 		UpdateFunc: func(oldObj, obj any) {
-			a.podEvents.Add(1)
+			a.podChanged()
 			old, pod := oldObj.(*corev1.Pod), obj.(*corev1.Pod)
 			if volumemanager.IsMirrorPod(pod) {
 				return
@@ -414,7 +427,7 @@ func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			a.podEvents.Add(1)
+			a.podChanged()
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
 			}

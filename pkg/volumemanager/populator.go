@@ -33,6 +33,8 @@ func (m *Manager) populate(active ActivePodSet) {
 			}
 		}
 		m.activeSeen, m.activeVersion = true, active.Version
+		// Volumes kept for pods that were active may go now.
+		m.reconcilerLoop.kick()
 	}
 	for uid := range m.unprocessed {
 		dp, ok := m.desired[uid]
@@ -54,7 +56,7 @@ func (m *Manager) populate(active ActivePodSet) {
 // every volume it had or has to the reconciler. Called with m.mu held.
 func (m *Manager) process(uid types.UID, dp *desiredPod) {
 	for name := range dp.volumes {
-		m.pending.Insert(volumeKey{uid, name}) // in case one is gone
+		m.handOver(volumeKey{uid, name}) // in case one is gone
 	}
 	dp.volumes = PodVolumes(dp.pod)
 	dp.processed = true
@@ -64,7 +66,7 @@ func (m *Manager) process(uid types.UID, dp *desiredPod) {
 			v.pod, v.spec = dp.pod, spec
 			v.remountRequired = true
 		}
-		m.pending.Insert(key)
+		m.handOver(key)
 	}
 }
 
@@ -78,6 +80,23 @@ func (m *Manager) markPod(dp *desiredPod) {
 		m.desired[uid] = dp
 	}
 	m.unprocessed.Insert(uid)
+	m.populatorLoop.kick()
+}
+
+// handOver makes key pending: the reconciler looks at it at its next
+// pass. Called with m.mu held.
+func (m *Manager) handOver(key volumeKey) {
+	m.pending.Insert(key)
+	m.reconcilerLoop.kick()
+}
+
+// ActivePodsChanged tells the manager that the set Options.ActivePods
+// returns may have changed (a pod added, updated or deleted; the pod
+// source synced): the populator compares it with the desired state at its
+// next pass. The loops run only when something gives them work, so a
+// change to the set that is not reported waits for the next one that is.
+func (m *Manager) ActivePodsChanged() {
+	m.populatorLoop.kick()
 }
 
 // dropDesired removes a pod from the desired state and hands its volumes
@@ -88,7 +107,7 @@ func (m *Manager) dropDesired(uid types.UID) {
 		return
 	}
 	for name := range dp.volumes {
-		m.pending.Insert(volumeKey{uid, name})
+		m.handOver(volumeKey{uid, name})
 	}
 	delete(m.desired, uid)
 	delete(m.unprocessed, uid)

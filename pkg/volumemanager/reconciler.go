@@ -17,15 +17,27 @@ import (
 // pass, and those still waiting (for a retry after a failure, or for the
 // first sync of a reconstructed volume's pod). In steady state there are
 // none, and a pass costs a lock and a clock read.
-func (m *Manager) reconcile(ctx context.Context, active ActivePodSet) {
+//
+// It returns when the earliest retry among the volumes left waiting comes
+// due, or the zero time if none waits for a time: the others wait for
+// something that hands them over again (their pod's processing, a change
+// of the active pods).
+func (m *Manager) reconcile(ctx context.Context, active ActivePodSet) (retryAt time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now()
 	for key := range m.pending {
 		if m.reconcileVolume(ctx, key, now, active) {
 			delete(m.pending, key)
+			continue
+		}
+		if o, ok := m.ops[key]; ok && o.waiting(now) {
+			if at := o.failedAt.Add(o.retryDelay); retryAt.IsZero() || at.Before(retryAt) {
+				retryAt = at
+			}
 		}
 	}
+	return retryAt
 }
 
 // reconcileVolume starts what one volume needs, if anything, and says
@@ -160,7 +172,7 @@ func (m *Manager) finish(ctx context.Context, logger klog.Logger, op operation, 
 	}
 	// What changed while it ran, or its failure, is for the next pass.
 	if !m.settled(op.key) {
-		m.pending.Insert(op.key)
+		m.handOver(op.key)
 	}
 	if changed {
 		m.wakeReconciler()

@@ -47,7 +47,7 @@ func (m *Manager) reconstruct() (int, error) {
 		}
 		spec := Volume{Name: key.volume, Plugin: Plugin(filepath.Base(filepath.Dir(dir)))}
 		m.actual[key] = &mountedVolume{key: key, spec: spec, dir: dir, contentHash: contentHash(files)}
-		m.pending.Insert(key) // kept, adopted or unmounted once its pod is known
+		m.handOver(key) // kept, adopted or unmounted once its pod is known
 	}
 	m.notifyChanged()
 	return len(dirs), errors.Join(errs...)

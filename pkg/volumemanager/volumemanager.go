@@ -6,35 +6,38 @@
 //     projected volumes their containers (init, regular, ephemeral) mount;
 //   - an actual state of world: the volumes on disk, each with a
 //     remountRequired flag;
-//   - a populator that every 100 ms re-reads pods marked for reprocessing
+//   - a populator that, on a 100 ms grid, re-reads pods marked for reprocessing
 //     (every WaitForAttachAndMount marks its pod) and flags their mounted
 //     volumes for a remount, and drops pods that are no longer active;
-//   - a reconciler that every 100 ms unmounts volumes no pod wants, mounts
+//   - a reconciler that, on the same grid, unmounts volumes no pod wants, mounts
 //     volumes not on disk and remounts flagged ones. Each operation runs in
 //     its own goroutine, one at a time per volume; a failed operation is
 //     retried with per-volume exponential backoff (500 ms doubling to
 //     2 m 2 s), and a success resets it. One record per volume holds that
 //     state (operations.go).
 //
-// Both loops keep the kubelet's 100 ms cadence but do work in proportion
-// to what changed since their last pass, not to the number of pods: the
+// Both loops keep the kubelet's 100 ms grid but do work in proportion to
+// what changed since their last pass, not to the number of pods: the
 // populator reads the pods marked since (and compares the active pods with
 // the desired ones only when that set has a new version), and the
 // reconciler looks only at the volumes handed to it (by the populator,
 // RemountConfigMap or an operation that ended) and at those still waiting
-// for a retry or for their pod. A pass over a node where nothing changed
-// costs tens of nanoseconds at any number of pods (docs/performance.md).
+// for a retry or for their pod. A loop runs a pass only at the grid points
+// where something gave it work since its last (loops.go): a marked pod, a
+// volume handed over, ActivePodsChanged, or a retry's backoff coming due.
+// A node where nothing changes wakes neither loop, and a change is acted on
+// at the same grid point as by a loop that runs every 100 ms.
 //
-// The two loops run half a period apart, as the kubelet's run in two
-// goroutines: a sync's remount comes 50 to 150 ms after the sync marked its
-// pod. The pods that one 1 s sync tick hands over register their ConfigMaps
-// within milliseconds of each other, so all have registered before the
-// first remount reads, and with every-sync invalidation they share one GET
-// per ConfigMap, as the kubelet's pods do (with both passes in one tick, a
-// quarter of the sync bursts of a ConfigMap read by seven pods sent a second
-// GET). Only RemountConfigMap wakes the reconciler between its ticks, at
-// most once per half period, so the modes that reproduce the kubelet keep
-// its timing.
+// The two grids are half a period apart, as the kubelet's two loops run in
+// two goroutines: a sync's remount comes 50 to 150 ms after the sync marked
+// its pod. The pods that one 1 s sync tick hands over register their
+// ConfigMaps within milliseconds of each other, so all have registered
+// before the first remount reads, and with every-sync invalidation they
+// share one GET per ConfigMap, as the kubelet's pods do (with both passes
+// at one point, a quarter of the sync bursts of a ConfigMap read by seven
+// pods sent a second GET). Only RemountConfigMap wakes the reconciler off
+// its grid, at most once per half period, so the modes that reproduce the
+// kubelet keep its timing.
 //
 // A mount reads the ConfigMaps through ConfigMapGetter and writes the
 // volume with the atomic writer (see setUp for the steps). A projected
@@ -69,7 +72,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -112,7 +114,8 @@ type Options struct {
 	NodeAllocatable func() (corev1.ResourceList, error)
 	// ActivePods returns the pods that should keep their volumes. The
 	// manager only reads the set, so one set may be returned to many
-	// calls, and it is looked at only when its Version changes.
+	// calls, and it is looked at only when its Version changes. Tell the
+	// manager when it may have (ActivePodsChanged).
 	ActivePods func() ActivePodSet
 	// Events and Recorder are optional.
 	Events   EventRecorder
@@ -154,9 +157,12 @@ type Manager struct {
 	// a last operation that failed (operations.go).
 	ops     map[volumeKey]*volumeOp
 	running sync.WaitGroup // the operations' goroutines
+	// The populator's and the reconciler's loops (loops.go): kicked by
+	// whatever gives them work, idle otherwise.
+	populatorLoop, reconcilerLoop *pacedLoop
 	// changeSeen wakes the reconciler when a watched ConfigMap changes,
-	// so that the remount need not wait for its next tick. Buffer of one:
-	// changes that come while a pass is due coalesce into it.
+	// so that the remount need not wait for its next grid point. Buffer of
+	// one: changes that come while a pass is due coalesce into it.
 	changeSeen chan struct{}
 }
 
@@ -186,6 +192,9 @@ func New(opts Options) (*Manager, error) {
 		unprocessed: sets.New[types.UID](),
 		pending:     sets.New[volumeKey](),
 		changeSeen:  make(chan struct{}, 1),
+		// The origins are set when Run starts; kicks before then wait.
+		populatorLoop:  newPacedLoop(opts.Clock, time.Time{}, opts.LoopPeriod),
+		reconcilerLoop: newPacedLoop(opts.Clock, time.Time{}, opts.LoopPeriod),
 	}, nil
 }
 
@@ -198,46 +207,12 @@ func (m *Manager) Run(ctx context.Context) {
 	} else {
 		logger.Info("Reconstructed volumes from disk", "volumes", n, "rootDir", m.opts.RootDir)
 	}
-	populate := func(context.Context) { m.populate(m.opts.ActivePods()) }
-	reconcile := func(ctx context.Context) { m.reconcile(ctx, m.opts.ActivePods()) }
-	period := m.opts.LoopPeriod
-	var loops sync.WaitGroup
-	loops.Go(func() { wait.BackoffUntilWithContext(ctx, populate, every{m.clock, period}, false) })
-	loops.Go(func() {
-		// Half a period after the populator, as the kubelet's two loops
-		// run in two goroutines (see the package doc's timing note).
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.clock.After(period / 2):
-		}
-		wait.BackoffUntilWithContext(ctx, reconcile, every{m.clock, period}, false)
-	})
-	loops.Go(func() {
-		// A pass as soon as RemountConfigMap asks, then half a period
-		// before the next woken one: under an update storm a volume takes
-		// at most thirty remounts a second (twenty woken, ten ticked), and
-		// the changes in between coalesce in changeSeen.
-		woken := func(ctx context.Context) {
-			select {
-			case <-ctx.Done():
-			case <-m.changeSeen:
-				reconcile(ctx)
-			}
-		}
-		wait.BackoffUntilWithContext(ctx, woken, every{m.clock, period / 2}, true)
-	})
-	loops.Wait()
+	now := m.clock.Now()
+	m.populatorLoop.origin = now
+	m.reconcilerLoop.origin = now.Add(m.opts.LoopPeriod / 2)
+	m.runLoops(ctx)
 	m.running.Wait()
 }
-
-// every is a fixed period on the manager's clock, for wait's loops.
-type every struct {
-	clock  clock.Clock
-	period time.Duration
-}
-
-func (e every) Backoff() clock.Timer { return e.clock.NewTimer(e.period) }
 
 // WaitForAttachAndMount adds or updates pod in the desired state, marks it
 // for reprocessing (so its mounted volumes are remounted), and waits until
@@ -329,7 +304,7 @@ func (m *Manager) RemountConfigMap(namespace, name string) {
 			if recorded {
 				o.retryDelay = 0
 			}
-			m.pending.Insert(key)
+			m.handOver(key)
 			m.wakeReconciler()
 		}
 	}
