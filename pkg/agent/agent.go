@@ -69,6 +69,10 @@ type Config struct {
 	// HTTPAddress serves /metrics, /healthz, /readyz and /debug/volumes;
 	// empty serves nothing.
 	HTTPAddress string
+	// Profiling adds Go's profiles, /debug/pprof/, to HTTPAddress, as the
+	// kubelet's enableProfilingHandler does on its own port. Off by
+	// default: the address is plain HTTP, with no authentication.
+	Profiling bool
 }
 
 // DefaultConfig returns the kubelet's defaults.

@@ -16,6 +16,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	want.Strategy, want.Invalidation, want.RemountOnChange = configmapcache.StrategyWatch, configmapcache.InvalidateEverySync, false
 	want.KubeAPIQPS, want.KubeAPIBurst, want.ContentType = 12.5, 25, ContentTypeJSON
 	want.EventQPS, want.EventBurst = 7.5, 15
+	want.Profiling = true
 
 	var got Config
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,8 +20,16 @@ const healthyWithin = 30 * time.Second
 //	/healthz        200 while the sync loop runs; 500 when it has not ticked for 30 s
 //	/readyz         200 once the pod and node informers have synced
 //	/debug/volumes  the volumes on disk, as JSON (read-only)
+//	/debug/pprof/   Go's profiles (net/http/pprof), with --profiling only
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
+	if a.cfg.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		last := a.workers.LastTick()

@@ -58,6 +58,24 @@ func TestEndpointsOfAnAgentThatIsNotRunning(t *testing.T) {
 	}
 }
 
+// Go's profiles are served only with --profiling.
+func TestProfilingIsOptIn(t *testing.T) {
+	for _, profiling := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.NodeName, cfg.RootDir, cfg.Profiling = "node-a", t.TempDir(), profiling
+		a, err := New(&rest.Config{Host: "https://127.0.0.1:1"}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/goroutine?debug=1", nil))
+		served := rec.Code == http.StatusOK && strings.Contains(rec.Body.String(), "goroutine profile:")
+		if served != profiling {
+			t.Errorf("--profiling=%v: /debug/pprof/goroutine answered %d %.40q", profiling, rec.Code, rec.Body.String())
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.NodeName = ""
