@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -51,6 +50,7 @@ func runAgent(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer klog.Flush()
+	heapProfiling := setHeapProfiling(cfg.Profiling, os.Getenv)
 
 	restConfig, err := loadRESTConfig(kubeconfig)
 	if err != nil {
@@ -70,29 +70,11 @@ func runAgent(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	logger := klog.Background()
-	logger.Info("Starting nodeagent", "version", version.Get().String(), "gcPercent", gcPercent)
+	logger.Info("Starting nodeagent", "version", version.Get().String(), "gcPercent", gcPercent, "heapProfiling", heapProfiling)
 	fs.VisitAll(func(f *pflag.Flag) {
 		logger.Info("Flag", "name", f.Name, "value", f.Value.String())
 	})
 	return a.Run(klog.NewContext(ctx, logger))
-}
-
-// defaultGCPercent is the agent's GOGC unless the environment sets one.
-// With Go's default of 100 the heap grows to twice what is live before a
-// collection; an agent's live heap is a few MiB and it allocates slowly, so
-// at 50 its resident memory with 110 pods falls by 1.5 to 3.5 MiB at the peak
-// and its CPU does not move measurably (docs/performance.md, "Idle cost").
-const defaultGCPercent = 50
-
-// setGCPercent applies defaultGCPercent unless $GOGC is set, and returns
-// the percentage in effect (-1: collection off, as GOGC=off).
-func setGCPercent(getenv func(string) string) int {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-	percent := debug.SetGCPercent(-1)
-	debug.SetGCPercent(percent)
-	return percent
 }
 
 func defaultNodeName() string {
