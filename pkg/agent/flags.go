@@ -58,7 +58,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.EventBurst, FlagEventBurst, c.EventBurst, "Burst of events posted, as the kubelet's --event-burst.")
 	fs.Var(cliflag.NewChoice(&c.ContentType, ContentTypes), FlagKubeAPIContentType, "Wire format of API requests: protobuf or json.")
 	fs.StringVar(&c.HTTPAddress, FlagHTTPAddress, c.HTTPAddress, "Address serving /metrics, /healthz, /readyz and /debug/volumes. Empty: none.")
-	fs.BoolVar(&c.Profiling, FlagProfiling, c.Profiling, "Also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ on --http-address (plain HTTP, unauthenticated: keep the address local).")
+	fs.BoolVar(&c.Profiling, FlagProfiling, c.Profiling, "Also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ on --http-address (plain HTTP, unauthenticated: keep the address local); without it the agent does not sample its heap.")
 }
 
 // Flag is one flag of `nodeagent run` and its value.
