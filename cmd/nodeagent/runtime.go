@@ -11,11 +11,16 @@ import (
 // gives way to the environment's: $GOGC, and memprofilerate in $GODEBUG.
 
 // defaultGCPercent is the agent's GOGC unless the environment sets one.
-// With Go's default of 100 the heap grows to twice what is live before a
-// collection; an agent's live heap is a few MiB and it allocates slowly, so
-// at 50 its resident memory with 110 pods falls by 1.5 to 3.5 MiB at the peak
-// and its CPU does not move measurably.
-const defaultGCPercent = 50
+// Go lets the heap grow by GOGC percent of what is live plus the goroutine
+// stacks before it collects, and an agent's stacks are as large as its
+// live heap (110 pods with watches: about 3.5 MiB each, four goroutines per
+// watch and one per pod worker). With Go's default of 100 the heap doubled
+// and more between collections; at 25 it grows by about half of what is
+// live. An agent allocates slowly, so collections stay rare: with 110 pods
+// the resident peak falls by about 1 MiB from 50 (and 50 had saved 1.5 to
+// 3.5 MiB from 100) at no CPU that the idle measurement can see
+// (docs/performance.md, "Idle cost").
+const defaultGCPercent = 25
 
 // setGCPercent applies defaultGCPercent unless $GOGC is set, and returns
 // the percentage in effect (-1: collection off, as GOGC=off).
