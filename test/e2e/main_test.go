@@ -56,12 +56,17 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "creating a client: %v\n", err)
 		return 1
 	}
+	failures := captureFailures()
 	code := m.Run()
+	summary := failures()
 	if err := writeReliabilityTable(); err != nil {
 		fmt.Fprintf(os.Stderr, "writing the reliability table: %v\n", err)
 	}
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "control plane logs after failure:\n%s\n", cp.Logs(40))
+		// The failures' own words last, after the control plane's, where
+		// a CI log's tail shows them.
+		fmt.Fprintf(os.Stderr, "control plane logs after failure:\n%s\n", cp.Logs(15))
+		fmt.Print(summary)
 	}
 	return code
 }
