@@ -34,19 +34,21 @@ func mountedNode(b *testing.B) (*harness, ActivePodSet) {
 func BenchmarkPopulatorPass(b *testing.B) {
 	b.Run("1000-pods-steady", func(b *testing.B) {
 		h, active := mountedNode(b)
+		pods := podSet(active)
 		for b.Loop() {
-			h.m.populate(active)
+			h.m.populate(pods)
 		}
 	})
 	b.Run("1000-pods-all-marked", func(b *testing.B) {
 		h, active := mountedNode(b)
+		pods := podSet(active)
 		for b.Loop() {
 			h.m.mu.Lock()
 			for _, dp := range h.m.desired {
 				h.m.markPod(dp)
 			}
 			h.m.mu.Unlock()
-			h.m.populate(active)
+			h.m.populate(pods)
 		}
 	})
 }
@@ -54,9 +56,9 @@ func BenchmarkPopulatorPass(b *testing.B) {
 func BenchmarkReconcilerPass(b *testing.B) {
 	b.Run("1000-pods-steady", func(b *testing.B) {
 		h, active := mountedNode(b)
-		ctx := context.Background()
+		ctx, pods := context.Background(), podSet(active)
 		for b.Loop() {
-			h.m.reconcile(ctx, active)
+			h.m.reconcile(ctx, pods)
 		}
 		h.m.running.Wait()
 		if n := len(h.m.ops); n != 0 {

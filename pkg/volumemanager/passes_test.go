@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -37,12 +38,12 @@ func TestPassesLookOnlyAtWhatChanged(t *testing.T) {
 	if u, _ := h.pendingWork(); u != 1 {
 		t.Fatalf("after one sync: %d pods unprocessed, want 1", u)
 	}
-	h.m.populate(h.m.opts.ActivePods())
+	h.m.populate(h.m.opts.ActivePods)
 	if u, p := h.pendingWork(); u != 0 || p != 2 {
 		t.Fatalf("after the populator: %d pods unprocessed, %d volumes pending; want 0 and 2", u, p)
 	}
 	h.cms.set("a", map[string]string{"k": "2"})
-	h.m.reconcile(context.Background(), h.m.opts.ActivePods())
+	h.m.reconcile(context.Background(), h.m.opts.ActivePods)
 	h.m.running.Wait()
 	h.mustRead(one, "x", "k", "2")
 	h.mustRead(two, "x", "k", "1") // not synced, not watched: not remounted
@@ -73,16 +74,16 @@ func TestActivePodsVersion(t *testing.T) {
 
 	without := last
 	without.UIDs = last.UIDs.Clone().Delete(types.UID("gone"))
-	h.m.populate(without) // same version: not looked at
-	h.m.reconcile(context.Background(), without)
+	h.m.populate(podSet(without)) // same version: not looked at
+	h.m.reconcile(context.Background(), podSet(without))
 	h.m.running.Wait()
 	if _, err := h.read(gone, "v", "k"); err != nil {
 		t.Fatalf("a pass with an unchanged version unmounted a volume: %v", err)
 	}
 
 	without.Version++
-	h.m.populate(without)
-	h.m.reconcile(context.Background(), without)
+	h.m.populate(podSet(without))
+	h.m.reconcile(context.Background(), podSet(without))
 	h.m.running.Wait()
 	if _, err := os.Stat(VolumeDir(h.root, "gone", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the volume of a pod that left the active set is still there: %v", err)
@@ -110,4 +111,40 @@ func TestSyncOfAnInactivePodMountsNothing(t *testing.T) {
 	if len(h.m.Volumes()) != 0 {
 		t.Errorf("Volumes() = %+v, want none", h.m.Volumes())
 	}
+}
+
+// A pod that the pod source adds, and whose first sync marks it, while a
+// populator pass is reading the active pods, is not dropped by that pass
+// as a deleted pod: the pass takes the set under the lock that marking
+// takes, so either the mark waits for the pass or the set holds the pod.
+func TestPodMarkedDuringAPassIsNotDropped(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"k": "1"})
+	h.sync(newPod("before", volumeSpec{name: "v", configMap: "cfg"}))
+	added := newPod("added", volumeSpec{name: "v", configMap: "cfg"})
+
+	marked := make(chan struct{})
+	racing := func() ActivePodSet {
+		set := h.activePods() // without the pod
+		go func() {
+			defer close(marked)
+			h.activeMu.Lock()
+			h.active.Insert(added.UID)
+			h.activeMu.Unlock()
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_ = h.m.WaitForAttachAndMount(ctx, added) // marks it, as its sync does
+		}()
+		// Give the mark the chance to land before the pass goes on, as it
+		// did when the set was taken before the lock.
+		select {
+		case <-marked:
+		case <-time.After(100 * time.Millisecond):
+		}
+		return set
+	}
+	h.m.populate(racing)
+	<-marked
+	h.step()
+	h.mustRead(added, "v", "k", "1")
 }

@@ -23,9 +23,17 @@ type ActivePodSet struct {
 // their mounted volumes for a remount. Its work is in proportion to what
 // changed since the last pass: the pods marked meanwhile, and the desired
 // pods only when the active set has a new version.
-func (m *Manager) populate(active ActivePodSet) {
+//
+// It asks activePods for the set only once it holds the lock. A pod's
+// first sync marks it (under the lock) after the pod source counted it
+// active, so every pod marked before the pass is in the set the pass
+// compares with. A set taken before the lock could predate a pod marked
+// while the pass waited for it, and drop that pod as deleted: its volumes
+// would then never mount.
+func (m *Manager) populate(activePods func() ActivePodSet) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	active := activePods()
 	if active.Synced && (!m.activeSeen || active.Version != m.activeVersion) {
 		for uid := range m.desired {
 			if !active.UIDs.Has(uid) {

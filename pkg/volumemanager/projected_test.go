@@ -307,9 +307,8 @@ func TestChangeDuringFirstMountIsNotLost(t *testing.T) {
 	h.cms.set("cfg", map[string]string{"a": "old"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	h.mark(pod)
-	active := h.m.opts.ActivePods()
-	h.m.populate(active)
-	h.m.reconcile(context.Background(), active)
+	h.m.populate(h.m.opts.ActivePods)
+	h.m.reconcile(context.Background(), h.m.opts.ActivePods)
 	<-blocking.reading // the first mount has read "old"
 	h.cms.set("cfg", map[string]string{"a": "new"})
 	h.m.RemountConfigMap("ns", "cfg")

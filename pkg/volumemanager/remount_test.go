@@ -116,9 +116,8 @@ func TestDiskLimiter(t *testing.T) {
 		pod := newPod(uid, volumeSpec{name: "v", configMap: "slow"})
 		h.mark(pod)
 	}
-	active := h.m.opts.ActivePods()
-	h.m.populate(active)
-	h.m.reconcile(context.Background(), active)
+	h.m.populate(h.m.opts.ActivePods)
+	h.m.reconcile(context.Background(), h.m.opts.ActivePods)
 	<-blocking.reading
 	<-blocking.reading
 	// With both hanging reads in flight, the other twenty mount.

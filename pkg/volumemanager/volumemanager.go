@@ -115,7 +115,9 @@ type Options struct {
 	// ActivePods returns the pods that should keep their volumes. The
 	// manager only reads the set, so one set may be returned to many
 	// calls, and it is looked at only when its Version changes. Tell the
-	// manager when it may have (ActivePodsChanged).
+	// manager when it may have (ActivePodsChanged). It is called with
+	// the manager's lock held, so it must not call the Manager, and a pod
+	// must be in it before the pod's first WaitForAttachAndMount.
 	ActivePods func() ActivePodSet
 	// Events and Recorder are optional.
 	Events   EventRecorder

@@ -128,10 +128,14 @@ func (h *harness) activePods() ActivePodSet {
 // step runs one populator and one reconciler pass and waits for the
 // operations they started.
 func (h *harness) step() {
-	active := h.m.opts.ActivePods()
-	h.m.populate(active)
-	h.m.reconcile(context.Background(), active)
+	h.m.populate(h.m.opts.ActivePods)
+	h.m.reconcile(context.Background(), h.m.opts.ActivePods)
 	h.m.running.Wait()
+}
+
+// podSet is an ActivePods that returns active, for passes run by hand.
+func podSet(active ActivePodSet) func() ActivePodSet {
+	return func() ActivePodSet { return active }
 }
 
 // stepAndPoll is step, then the time of one poll of the waits.
