@@ -305,9 +305,11 @@ func (a *Agent) listPods() []*corev1.Pod {
 // handlers run, so a pass may see the set as it was before a change until
 // the handler has counted it (milliseconds, more on a starved process);
 // the pass after that sees the new one. A pod that has just left the
-// store therefore keeps its volumes a little longer, never less. The
-// version is the event count and the informer's sync, so it changes
-// whenever either does.
+// store therefore keeps its volumes a little longer, never less. A pod
+// that has just been added is counted before the pod workers hear of it,
+// so the volume manager, which asks with its lock held, sees every pod a
+// sync has marked. The version is the event count and the informer's
+// sync, so it changes whenever either does.
 func (a *Agent) activePods() volumemanager.ActivePodSet {
 	synced := a.podInformer.HasSynced()
 	events := a.podEvents.Load()
