@@ -213,7 +213,11 @@ func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want in
 		case err != nil:
 			return false, err
 		}
-		r.progress.status("%-19s warm-up  %5.0fs  volumes on disk %d/%d", mode, time.Since(start).Seconds(), mounted, want)
+		starting := ""
+		if time.Since(start) < cycle {
+			starting = fmt.Sprintf(" (agents starting over %.1fs, one cycle)", cycle.Seconds())
+		}
+		r.progress.status("%-19s warm-up  %5.0fs  volumes on disk %d/%d%s", mode, time.Since(start).Seconds(), mounted, want, starting)
 		if mounted >= want {
 			r.progress.done("%-19s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
 			return true, nil
