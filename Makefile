@@ -30,7 +30,7 @@ STATICCHECK_VERSION := v0.8.2
 IMAGE       ?= $(if $(REGISTRY),$(REGISTRY)/nodeagent:$(VERSION),nodeagent:$(VERSION))
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: all build controlplane kind-prep refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -143,9 +143,12 @@ fuzz: ## Fuzz path validation and payload building, FUZZTIME executions each (de
 	$(GO) test -run '^$$' -fuzz '^FuzzWrite$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager/atomicwriter
 	$(GO) test -run '^$$' -fuzz '^FuzzConfigMapVolume$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager
 
-e2e: controlplane refkubelet build kustomize prometheus image ## Run the end-to-end tests on a local control plane and beside the reference kubelets.
+# The e2e tests run in E2E_SHARDS processes at once, each with its own
+# control plane (hack/e2e.sh); E2E_RUN=<pattern> runs only those, in one.
+E2E_SHARDS ?= 3
+e2e: controlplane refkubelet build kustomize prometheus image ## Run the end-to-end tests on local control planes (E2E_SHARDS at once) and beside the reference kubelets.
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize PROMETHEUS_BIN=$(abspath $(BIN))/prometheus NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
-		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/...
+		E2E_SHARDS=$(E2E_SHARDS) E2E_TIMEOUT=$(E2E_TIMEOUT) hack/e2e.sh
 
 # Six samples of each benchmark, in the format benchstat compares:
 #   benchstat old.txt _output/bench.txt
@@ -196,7 +199,10 @@ soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default
 		$(GO) test -tags e2e -count=1 -timeout 0 -v -run '^TestSoak$$' ./test/e2e/...
 
 # Each stage prints its time, and make test the table of them at the end.
-TEST_STAGES := controlplane refkubelet build kustomize helm promtool prometheus image verify unit fuzz deploy-check e2e e2e-kind-if-possible
+# bg:kind-prep builds the kind node image's root file system in the
+# background, niced, from after the control plane to the wait before the
+# kind stage (hack/stages.sh).
+TEST_STAGES := controlplane bg:kind-prep refkubelet build kustomize helm promtool prometheus image verify unit fuzz deploy-check e2e wait e2e-kind-if-possible
 test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and, where the machine can, the kind e2e; prints each stage's time.
 	@hack/stages.sh "$(MAKE)" $(TEST_STAGES)
 
@@ -206,6 +212,9 @@ test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and,
 DEMO_ARGS ?=
 demo: controlplane build ## Compare ConfigMap GET load before and after kubernetes#120255 (about 4 minutes).
 	$(BIN)/nodeagent compare --output-dir $(OUTPUT)/compare $(DEMO_ARGS)
+
+kind-prep: ## Build kind and the kind node image's root file system, which need no Docker engine (make test does it in the background).
+	hack/kind/prepare.sh
 
 e2e-kind: build kustomize helm image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 10 minutes; 14 more the first time).
 	hack/e2e-kind.sh

@@ -4,7 +4,16 @@
 # and the total at the end (also written to _output/test-timings.txt), so
 # that a change can see what it costs the suite.
 #
-#   hack/stages.sh make controlplane refkubelet verify unit ...
+#   hack/stages.sh make controlplane bg:kind-prep refkubelet verify unit ... wait e2e-kind
+#
+# A stage written bg:NAME starts in the background at the lowest CPU priority
+# (nice 19) and goes on while the next stages run: work that waits on the
+# network, or that can use the cores the foreground leaves idle (the e2e
+# tests mostly wait). Its output goes to _output/stage-NAME.log. The stage
+# `wait` waits for every background stage, prints its output, and fails if
+# one failed; its line in the table is how long the foreground waited, and
+# each background stage's own line says how long it ran. A run that stops
+# early stops its background stages too.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +23,15 @@ timings=_output/test-timings.txt
 mkdir -p _output
 : >"$timings"
 total_start=$(date +%s)
+declare -A bg_pid bg_start
+
+stop_background() {
+  local name
+  for name in "${!bg_pid[@]}"; do
+    kill -- -"${bg_pid[$name]}" 2>/dev/null && echo "=== make test: stopped the background stage $name"
+  done
+}
+trap stop_background EXIT
 
 report() {
   local code=$1
@@ -22,10 +40,37 @@ report() {
   cat "$timings"
 }
 
+# wait_background waits for every background stage; it fails if one did.
+wait_background() {
+  local name code failed=0
+  for name in "${!bg_pid[@]}"; do
+    wait "${bg_pid[$name]}"
+    code=$?
+    printf '%-22s %6ss\n' "$name (background)" "$(($(date +%s) - bg_start[$name]))" >>"$timings"
+    echo "=== make test: the background stage $name (exit $code), _output/stage-$name.log:"
+    cat "_output/stage-$name.log"
+    unset "bg_pid[$name]"
+    [[ $code == 0 ]] || failed=$code
+  done
+  return "$failed"
+}
+
 for stage in "$@"; do
+  if [[ $stage == bg:* ]]; then
+    name=${stage#bg:}
+    echo "=== make test: $name, in the background (_output/stage-$name.log)"
+    bg_start[$name]=$(date +%s)
+    setsid nice -n 19 $make_cmd --no-print-directory "$name" >"_output/stage-$name.log" 2>&1 &
+    bg_pid[$name]=$!
+    continue
+  fi
   echo "=== make test: $stage"
   start=$(date +%s)
-  $make_cmd --no-print-directory "$stage"
+  if [[ $stage == wait ]]; then
+    wait_background
+  else
+    $make_cmd --no-print-directory "$stage"
+  fi
   code=$?
   printf '%-22s %6ss\n' "$stage" "$(($(date +%s) - start))" >>"$timings"
   if [[ $code != 0 ]]; then
@@ -33,4 +78,5 @@ for stage in "$@"; do
     exit "$code"
   fi
 done
+wait_background || { code=$?; report "$code"; exit "$code"; }
 report 0

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/cliflag"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // outputFormat is how analyze prints its result on stdout.
@@ -39,7 +40,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: in a pod, its service account; elsewhere $KUBECONFIG or ~/.kube/config, as kubectl does.")
 	fs.StringVarP(&o.NodeSelector, "node-selector", "l", "", "A label selector (e.g. node.kubernetes.io/instance-type=m5.large): analyze only the nodes it selects and their pods. Empty: every node.")
 	fs.StringVar(&kubeContext, "context", "", "The kubeconfig context to use. Empty: its current context.")
-	fs.Var(cliflag.NewChoice(&o.Assume.Strategy, []analyze.Strategy{analyze.StrategyWatch, analyze.StrategyCache, analyze.StrategyGet}), "assume-strategy",
+	fs.Var(cliflag.NewChoice(&o.Assume.Strategy, []model.Strategy{model.StrategyWatch, model.StrategyCache, model.StrategyGet}), "assume-strategy",
 		"The kubelets' configMapAndSecretChangeDetectionStrategy where their /configz cannot be read: Watch (the kubelet's default), Cache or Get.")
 	fs.DurationVar(&o.Assume.SyncFrequency, "assume-sync-frequency", o.Assume.SyncFrequency, "The kubelets' syncFrequency where their /configz cannot be read (the kubelet's default is 1m).")
 	fs.BoolVar(&o.ReadConfigz, "read-configz", o.ReadConfigz, "Read each kubelet's /configz through the apiserver's node proxy where this user may get nodes/proxy (never required: that permission is close to exec on the node). false: assume for every node.")

@@ -2,7 +2,12 @@
 # Builds a kind node image without any image registry, for machines that
 # reach only the Go module proxy and Debian's packages. Usage:
 #
-#   hack/kind/build-node-image.sh [OUTPUT_DIR]    (default _output/kind)
+#   hack/kind/build-node-image.sh [--no-import] [OUTPUT_DIR]    (default _output/kind)
+#
+# With --no-import it stops at node-rootfs.tar, which needs no Docker engine:
+# make test builds it in the background while the e2e tests run
+# (hack/kind/prepare.sh), and the kind stage only imports it. Two builds at
+# once take turns (a lock in OUTPUT_DIR); the second finds the first's work.
 #
 # It prints the image's name on standard output, everything else (progress,
 # the builds' own output) on standard error. What it builds, once, cached
@@ -35,9 +40,16 @@ exec 3>&1 1>&2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$root/hack/lib/build.sh"
+import=1
+if [[ "${1:-}" == --no-import ]]; then
+  import=""
+  shift
+fi
 out=${1:-"$root/_output/kind"}
 mkdir -p "$out/bin" "$out/images"
 out=$(cd "$out" && pwd)
+exec 9>"$out/.build.lock"
+flock 9
 
 kube_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 kind_version=$(cd "$here" && go list -m -f '{{.Version}}' sigs.k8s.io/kind)
@@ -68,7 +80,7 @@ want=$(inputs | sha256sum | cut -d' ' -f1)
 stamp="$out/.node-image.stamp"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -f "$out/node-rootfs.tar" ]]; then
-  if ! docker image inspect "$node_image" >/dev/null 2>&1; then
+  if [[ -n "$import" ]] && ! docker image inspect "$node_image" >/dev/null 2>&1; then
     stage "importing $node_image from $out/node-rootfs.tar"
     docker import "${import_changes[@]}" "$out/node-rootfs.tar" "$node_image" >/dev/null
   fi
@@ -251,9 +263,11 @@ chroot "$rootfs" systemctl mask systemd-binfmt.service >/dev/null 2>&1
 rm -rf "$rootfs"/dev/* "$rootfs"/proc/* "$rootfs"/sys/* "$rootfs"/run/* "$rootfs"/tmp/*
 tar -C "$rootfs" --numeric-owner -cf "$out/node-rootfs.tar.tmp" .
 mv "$out/node-rootfs.tar.tmp" "$out/node-rootfs.tar"
+echo "$want" >"$stamp"
 stage "root file system laid out in $(elapsed "$start")"
 
-docker import "${import_changes[@]}" "$out/node-rootfs.tar" "$node_image" >/dev/null
-echo "$want" >"$stamp"
+if [[ -n "$import" ]]; then
+  docker import "${import_changes[@]}" "$out/node-rootfs.tar" "$node_image" >/dev/null
+fi
 stage "built $node_image in $(elapsed "$total")"
 echo "$node_image" >&3

@@ -4,6 +4,7 @@
 #
 #   hack/kind/docker.sh up      # exit 0: an engine answers; 3: this machine cannot have one (says why)
 #   hack/kind/docker.sh down    # stops the engine `up` started, if it started one
+#   hack/kind/docker.sh can     # exit 0 if `up` could succeed here, 3 (says why) if not; changes nothing
 #
 # `up` uses a running engine as it is. Where none runs and we are root on a
 # Debian-like system, it installs Debian's docker.io if dockerd is missing and
@@ -35,15 +36,25 @@ missing_capabilities() {
   echo "$missing"
 }
 
-up() {
+# can exits 3, saying why, where up would: no engine answers, and this
+# machine cannot start one.
+can() {
   if docker info >/dev/null 2>&1; then
     return 0
   fi
   if [[ $(id -u) != 0 ]]; then
     cannot "no Docker engine answers (docker info), and starting one needs root: start Docker, or run as root"
   fi
+  command -v dockerd >/dev/null || command -v apt-get >/dev/null ||
+    cannot "no Docker engine, and no apt-get to install Debian's docker.io: install Docker and run again"
+}
+
+up() {
+  can
+  if docker info >/dev/null 2>&1; then
+    return 0
+  fi
   if ! command -v dockerd >/dev/null; then
-    command -v apt-get >/dev/null || cannot "no Docker engine, and no apt-get to install Debian's docker.io: install Docker and run again"
     say "installing Debian's docker.io (dockerd is missing)"
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io >"$root/_output/apt-docker.log" 2>&1 \
       || cannot "apt-get install docker.io failed; see _output/apt-docker.log"
@@ -93,5 +104,6 @@ down() {
 case "${1:-}" in
 up) up ;;
 down) down ;;
-*) echo "usage: $0 up|down" >&2; exit 2 ;;
+can) can ;;
+*) echo "usage: $0 up|down|can" >&2; exit 2 ;;
 esac

@@ -22,13 +22,13 @@ func syntheticCluster(nodes, podsPerNode int) Cluster {
 	settings := make(map[string]Settings, nodes)
 	for n := range nodes {
 		name := fmt.Sprint("node-", n)
-		s := Settings{KubeletVersion: "v1.36.3", Version: version.MustParseGeneric("1.36.3"), Strategy: StrategyWatch,
+		s := Settings{KubeletVersion: "v1.36.3", Version: version.MustParseGeneric("1.36.3"), Strategy: model.StrategyWatch,
 			SyncFrequency: time.Minute, TTL: 300 * time.Second, Source: FromConfigz}
 		switch n % 5 {
 		case 0:
-			s.KubeletVersion, s.Version, s.Strategy = "v1.28.15", version.MustParseGeneric("1.28.15"), StrategyCache
+			s.KubeletVersion, s.Version, s.Strategy = "v1.28.15", version.MustParseGeneric("1.28.15"), model.StrategyCache
 		case 1:
-			s.Strategy = StrategyCache
+			s.Strategy = model.StrategyCache
 		}
 		inv.Nodes = append(inv.Nodes, NodeInfo{Name: name, KubeletVersion: s.KubeletVersion})
 		settings[name] = s

@@ -11,11 +11,13 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // kubeletConfig is what analyze takes from a kubelet's /configz.
 type kubeletConfig struct {
-	Strategy      Strategy
+	Strategy      model.Strategy
 	SyncFrequency time.Duration
 }
 
@@ -39,14 +41,14 @@ func parseConfigz(body []byte) (kubeletConfig, error) {
 		// configuration answers {}: nothing to read, not the defaults.
 		return kubeletConfig{}, errors.New("/configz holds no kubelet configuration (no kubeletconfig key)")
 	}
-	c := kubeletConfig{Strategy: StrategyWatch, SyncFrequency: time.Minute}
+	c := kubeletConfig{Strategy: model.StrategyWatch, SyncFrequency: time.Minute}
 	if raw, ok := lookup(config, "configMapAndSecretChangeDetectionStrategy"); ok {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return c, fmt.Errorf("/configz's configMapAndSecretChangeDetectionStrategy: %w", err)
 		}
 		if s != "" {
-			st, err := ParseStrategy(s)
+			st, err := model.ParseStrategy(s)
 			if err != nil {
 				return c, fmt.Errorf("/configz: %w", err)
 			}

@@ -3,6 +3,7 @@ package analyze
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
 
 // Inventory is what analyze keeps of a cluster: each node's version and
@@ -35,9 +37,22 @@ type Inventory struct {
 type NodeInfo struct {
 	Name           string
 	KubeletVersion string
-	// TTL is the node's TTL annotation, if it has one.
-	TTL    string
-	HasTTL bool
+	// TTL is the TTL the node's kubelet uses, read as pkg/ttl reads it for
+	// the agent: the node's annotation, or the default where TTLMissing
+	// says why there is none.
+	TTL        time.Duration
+	TTLMissing string
+}
+
+// nodeInfo is what analyze keeps of n.
+func nodeInfo(n *corev1.Node) NodeInfo {
+	info := NodeInfo{Name: n.Name, KubeletVersion: n.Status.NodeInfo.KubeletVersion}
+	d, err := ttl.FromAnnotations(n.Annotations)
+	info.TTL = ttl.OrDefault(d, err)
+	if err != nil {
+		info.TTLMissing = err.Error()
+	}
+	return info
 }
 
 // PodInfo is one pod that runs on a node, and what it references.
@@ -85,9 +100,7 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	err := each(ctx, "nodes", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.Nodes().List(ctx, o)
 	}, func(obj runtime.Object) {
-		n := obj.(*corev1.Node)
-		ttl, has := n.Annotations[TTLAnnotation]
-		inv.Nodes = append(inv.Nodes, NodeInfo{Name: n.Name, KubeletVersion: n.Status.NodeInfo.KubeletVersion, TTL: ttl, HasTTL: has})
+		inv.Nodes = append(inv.Nodes, nodeInfo(obj.(*corev1.Node)))
 	}, metav1.ListOptions{LabelSelector: nodeSelector})
 	if err != nil {
 		return nil, err

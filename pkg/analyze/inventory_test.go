@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
 
 func fakeCluster() *fake.Clientset {
@@ -31,7 +32,7 @@ func fakeCluster() *fake.Clientset {
 			Status: corev1.PodStatus{Phase: phase}}
 	}
 	return fake.NewClientset(
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node", Annotations: map[string]string{TTLAnnotation: "0"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node", Annotations: map[string]string{ttl.Annotation: "0"}},
 			Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.28.15"}}},
 		pod("running", "node", corev1.PodRunning),
 		pod("done", "node", corev1.PodSucceeded),
@@ -55,7 +56,7 @@ func TestList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inv.Nodes) != 1 || inv.Nodes[0].TTL != "0" || !inv.Nodes[0].HasTTL || len(inv.Pods) != 1 || inv.Pods[0].Name != "running" {
+	if len(inv.Nodes) != 1 || inv.Nodes[0].TTL != 0 || inv.Nodes[0].TTLMissing != "" || len(inv.Pods) != 1 || inv.Pods[0].Name != "running" {
 		t.Errorf("nodes %+v, pods %+v; want the node with its TTL and only the running pod", inv.Nodes, inv.Pods)
 	}
 	if exists, immutable, known := inv.Exists(model.ConfigMap, "ns", "frozen"); !exists || !immutable || !known {
@@ -92,7 +93,7 @@ func TestList(t *testing.T) {
 func TestRunAndRender(t *testing.T) {
 	o := DefaultOptions()
 	o.ReadConfigz = false
-	o.Assume.Strategy = StrategyCache
+	o.Assume.Strategy = model.StrategyCache
 	r, err := Run(context.Background(), fakeCluster(), o)
 	if err != nil {
 		t.Fatal(err)

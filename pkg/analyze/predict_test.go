@@ -30,7 +30,7 @@ func secret(name string) podrefs.Volume {
 
 // oneNode is a cluster of one node with the given kubelet and pods, every
 // object they name existing in namespace ns.
-func oneNode(v string, strategy Strategy, s, ttl time.Duration, pods ...podrefs.Refs) Cluster {
+func oneNode(v string, strategy model.Strategy, s, ttl time.Duration, pods ...podrefs.Refs) Cluster {
 	inv := &Inventory{SecretsListed: true, Nodes: []NodeInfo{{Name: "node", KubeletVersion: v}}}
 	for i, refs := range pods {
 		inv.Pods = append(inv.Pods, PodInfo{Namespace: "ns", Name: fmt.Sprint("pod-", i), Node: "node", Refs: refs})
@@ -55,20 +55,20 @@ func TestPredictRegimes(t *testing.T) {
 	for _, tt := range []struct {
 		name              string
 		version           string
-		strategy          Strategy
+		strategy          model.Strategy
 		ttl               time.Duration
 		apiserver, quorum float64 // per kind
 		watches           int
 	}{
-		{"v1.28 Cache, T = 0", "1.28.15", StrategyCache, 0, 1 / mean, 1 / mean, 0},
-		{"v1.28 Cache, T = 300 s", "1.28.15", StrategyCache, 300 * time.Second, 1 / mean, 1 / mean, 0},
-		{"v1.36 Cache, T = 0", "1.36.3", StrategyCache, 0, 1 / mean, 0, 0},
-		{"v1.36 Cache, T = 15 s < S", "1.36.3", StrategyCache, 15 * time.Second, 1 / mean, 0, 0},
-		{"v1.36 Cache, T = 300 s", "1.36.3", StrategyCache, 300 * time.Second, long, 0, 0},
-		{"v1.36 Get", "1.36.3", StrategyGet, 300 * time.Second, 1 / mean, 1 / mean, 0},
-		{"v1.28 Get", "1.28.15", StrategyGet, 0, 1 / mean, 1 / mean, 0},
-		{"v1.36 Watch", "1.36.3", StrategyWatch, 300 * time.Second, 0, 0, 1},
-		{"v1.28 Watch", "1.28.15", StrategyWatch, 0, 0, 0, 1},
+		{"v1.28 Cache, T = 0", "1.28.15", model.StrategyCache, 0, 1 / mean, 1 / mean, 0},
+		{"v1.28 Cache, T = 300 s", "1.28.15", model.StrategyCache, 300 * time.Second, 1 / mean, 1 / mean, 0},
+		{"v1.36 Cache, T = 0", "1.36.3", model.StrategyCache, 0, 1 / mean, 0, 0},
+		{"v1.36 Cache, T = 15 s < S", "1.36.3", model.StrategyCache, 15 * time.Second, 1 / mean, 0, 0},
+		{"v1.36 Cache, T = 300 s", "1.36.3", model.StrategyCache, 300 * time.Second, long, 0, 0},
+		{"v1.36 Get", "1.36.3", model.StrategyGet, 300 * time.Second, 1 / mean, 1 / mean, 0},
+		{"v1.28 Get", "1.28.15", model.StrategyGet, 0, 1 / mean, 1 / mean, 0},
+		{"v1.36 Watch", "1.36.3", model.StrategyWatch, 300 * time.Second, 0, 0, 1},
+		{"v1.28 Watch", "1.28.15", model.StrategyWatch, 0, 0, 0, 1},
 	} {
 		r := Predict(oneNode(tt.version, tt.strategy, time.Minute, tt.ttl, pod), 10)
 		for kind, rates := range map[string]Rates{"ConfigMaps": r.Total.Predicted.ConfigMaps, "Secrets": r.Total.Predicted.Secrets} {
@@ -82,7 +82,7 @@ func TestPredictRegimes(t *testing.T) {
 	}
 	// Watches are opened again at their timeout: 30 to 60 minutes from
 	// v1.31, 5 to 10 before.
-	r := Predict(oneNode("1.28.15", StrategyWatch, time.Minute, 0, pod), 10)
+	r := Predict(oneNode("1.28.15", model.StrategyWatch, time.Minute, 0, pod), 10)
 	near(t, "v1.28 re-watches/s", r.Total.Predicted.Sum().WatchRequests, 2/450.0)
 }
 
@@ -92,12 +92,12 @@ func TestPredictRegimes(t *testing.T) {
 // at the mount's retry interval where they fail the volume.
 func TestPredictSharingAndSpecialObjects(t *testing.T) {
 	shared := podrefs.Refs{Volumes: []podrefs.Volume{cm("shared")}, AtStart: []podrefs.Ref{{Kind: model.Secret, Name: "env-only"}}}
-	c := oneNode("1.36.3", StrategyGet, time.Minute, 0, shared, shared, shared)
+	c := oneNode("1.36.3", model.StrategyGet, time.Minute, 0, shared, shared, shared)
 	near(t, "Get, three pods reading one ConfigMap", Predict(c, 10).Total.Predicted.ConfigMaps.APIServerGets, 3/75.5)
 	if s := Predict(c, 10).Total.Predicted.Secrets; s.APIServerGets != 0 || s.Watches != 0 {
 		t.Errorf("an environment-only Secret costs %+v, want nothing", s)
 	}
-	c = oneNode("1.36.3", StrategyWatch, time.Minute, 0, shared, shared, shared)
+	c = oneNode("1.36.3", model.StrategyWatch, time.Minute, 0, shared, shared, shared)
 	if w := Predict(c, 10).Total.Predicted.ConfigMaps.Watches; w != 1 {
 		t.Errorf("Watch, three pods reading one ConfigMap: %d watches, want 1", w)
 	}
@@ -108,7 +108,7 @@ func TestPredictSharingAndSpecialObjects(t *testing.T) {
 
 	optional := podrefs.Refs{Volumes: []podrefs.Volume{{Name: "opt", Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: "gone", Optional: true}}}}}
 	required := podrefs.Refs{Volumes: []podrefs.Volume{{Name: "req", Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: "gone"}}}}}
-	c = oneNode("1.36.3", StrategyCache, time.Minute, 300*time.Second)
+	c = oneNode("1.36.3", model.StrategyCache, time.Minute, 300*time.Second)
 	c.Inventory.Pods = []PodInfo{{Namespace: "ns", Name: "a", Node: "node", Refs: optional}}
 	r := Predict(c, 10)
 	near(t, "a missing optional ConfigMap, apiserver", r.Total.Predicted.ConfigMaps.APIServerGets, 1/75.5)
@@ -130,7 +130,7 @@ func TestPredictDemoAndWhatIfs(t *testing.T) {
 	for n := range 20 {
 		node := fmt.Sprint("node-", n)
 		inv.Nodes = append(inv.Nodes, NodeInfo{Name: node, KubeletVersion: "v1.28.15"})
-		settings[node] = Settings{KubeletVersion: "v1.28.15", Version: version.MustParseGeneric("1.28.15"), Strategy: StrategyCache,
+		settings[node] = Settings{KubeletVersion: "v1.28.15", Version: version.MustParseGeneric("1.28.15"), Strategy: model.StrategyCache,
 			SyncFrequency: 5 * time.Second, TTL: 25 * time.Second, Source: FromConfigz}
 		for p := range 10 {
 			name := fmt.Sprintf("cm-%d-%d", n, p)
@@ -174,7 +174,7 @@ func TestImmutableWhatIf(t *testing.T) {
 	for i := range 4 {
 		pods = append(pods, podrefs.Refs{Volumes: []podrefs.Volume{cm(fmt.Sprint("cm-", i)), cm(rootCA)}})
 	}
-	r := Predict(oneNode("1.36.3", StrategyWatch, time.Minute, 0, pods...), 2)
+	r := Predict(oneNode("1.36.3", model.StrategyWatch, time.Minute, 0, pods...), 2)
 	var immutable WhatIf
 	for _, w := range r.WhatIfs {
 		if w.Name == "immutable-top-2" {

@@ -93,7 +93,7 @@ type Total struct {
 type NodeResult struct {
 	Name                 string          `json:"name"`
 	KubeletVersion       string          `json:"kubeletVersion"`
-	Strategy             Strategy        `json:"strategy"`
+	Strategy             model.Strategy  `json:"strategy"`
 	SyncFrequencySeconds float64         `json:"syncFrequencySeconds"`
 	TTLSeconds           float64         `json:"ttlSeconds"`
 	SettingsSource       Source          `json:"settingsSource"`

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // Options are a run's settings, with defaults from DefaultOptions.
@@ -41,7 +42,7 @@ type Options struct {
 // read, and pages of 500 as kubectl asks for.
 func DefaultOptions() Options {
 	return Options{
-		Assume:         Assumptions{Strategy: StrategyWatch, SyncFrequency: time.Minute},
+		Assume:         Assumptions{Strategy: model.StrategyWatch, SyncFrequency: time.Minute},
 		ReadConfigz:    true,
 		ConfigzWorkers: 16,
 		PageSize:       500,
@@ -52,7 +53,7 @@ func DefaultOptions() Options {
 // Validate says what is wrong with o, all at once.
 func (o Options) Validate() error {
 	var errs []error
-	if _, err := ParseStrategy(string(o.Assume.Strategy)); err != nil {
+	if _, err := model.ParseStrategy(string(o.Assume.Strategy)); err != nil {
 		errs = append(errs, fmt.Errorf("--assume-strategy: %w", err))
 	}
 	if o.Assume.SyncFrequency <= 0 {

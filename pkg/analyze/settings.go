@@ -2,31 +2,12 @@ package analyze
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
-
-// Strategy is the kubelet's configMapAndSecretChangeDetectionStrategy.
-type Strategy string
-
-const (
-	StrategyGet   Strategy = "Get"
-	StrategyCache Strategy = "Cache"
-	StrategyWatch Strategy = "Watch"
-)
-
-// ParseStrategy accepts the kubelet's spelling of a strategy.
-func ParseStrategy(s string) (Strategy, error) {
-	switch st := Strategy(s); st {
-	case StrategyGet, StrategyCache, StrategyWatch:
-		return st, nil
-	}
-	return "", fmt.Errorf("unknown change-detection strategy %q: want Get, Cache or Watch", s)
-}
 
 // Source says where a node's strategy and sync frequency came from.
 type Source string
@@ -39,30 +20,13 @@ const (
 	Assumed Source = "assumed"
 )
 
-// TTLAnnotation is the annotation the TTL controller writes on every Node.
-const TTLAnnotation = "node.alpha.kubernetes.io/ttl"
-
-// defaultTTL is the kubelet's TTL where the annotation is missing or
-// unparsable.
-const defaultTTL = time.Minute
-
-// Versions where the kubelet's behaviour changed.
-var (
-	// firstReferenceSince: kubernetes#120255, a pod's sync no longer drops
-	// its cached objects.
-	firstReferenceSince = version.MajorMinor(1, 29)
-	// longWatchesSince: kubernetes#124245, the kubelet's object watches
-	// last 30 to 60 minutes instead of 5 to 10.
-	longWatchesSince = version.MajorMinor(1, 31)
-)
-
 // Settings is what decides one node's kubelet's requests.
 type Settings struct {
 	KubeletVersion string
 	// Version is KubeletVersion parsed; nil where it could not be, and the
 	// node is then taken to behave as the newest kubelets do.
 	Version       *version.Version
-	Strategy      Strategy
+	Strategy      model.Strategy
 	SyncFrequency time.Duration
 	TTL           time.Duration
 	Source        Source
@@ -70,33 +34,17 @@ type Settings struct {
 	Notes []string
 }
 
-// Behaviour is the load model's behaviour for these settings.
-func (s Settings) Behaviour() model.Behaviour {
-	switch s.Strategy {
-	case StrategyGet:
-		return model.Get
-	case StrategyWatch:
-		return model.Watch
-	}
-	if s.Version != nil && s.Version.LessThan(firstReferenceSince) {
-		return model.EverySync
-	}
-	return model.FirstReference
-}
+// Behaviour is the load model's behaviour for these settings, from its
+// table of kubelet releases and strategies.
+func (s Settings) Behaviour() model.Behaviour { return model.KubeletBehaviour(s.Version, s.Strategy) }
 
 // WatchLifetime is the mean time the kubelet keeps one object's watch
-// open before the apiserver ends it and the kubelet opens it again: a
-// timeout drawn from [m, 2m), m = 5 minutes, or 30 from v1.31.
-func (s Settings) WatchLifetime() time.Duration {
-	if s.Version != nil && s.Version.LessThan(longWatchesSince) {
-		return 450 * time.Second
-	}
-	return 45 * time.Minute
-}
+// open before the apiserver ends it and the kubelet opens it again.
+func (s Settings) WatchLifetime() time.Duration { return model.KubeletWatchLifetime(s.Version) }
 
 // Assumptions stand in for what /configz would say.
 type Assumptions struct {
-	Strategy      Strategy
+	Strategy      model.Strategy
 	SyncFrequency time.Duration
 }
 
@@ -107,7 +55,7 @@ func nodeSettings(node NodeInfo, assume Assumptions) Settings {
 		KubeletVersion: node.KubeletVersion,
 		Strategy:       assume.Strategy,
 		SyncFrequency:  assume.SyncFrequency,
-		TTL:            defaultTTL,
+		TTL:            node.TTL,
 		Source:         Assumed,
 	}
 	if v, err := version.ParseGeneric(s.KubeletVersion); err == nil {
@@ -115,16 +63,8 @@ func nodeSettings(node NodeInfo, assume Assumptions) Settings {
 	} else {
 		s.Notes = append(s.Notes, fmt.Sprintf("kubelet version %q not understood: taken to behave as the newest", s.KubeletVersion))
 	}
-	raw := node.TTL
-	if !node.HasTTL {
-		s.Notes = append(s.Notes, "no "+TTLAnnotation+" annotation: the kubelet's default TTL of 60 s")
-		return s
+	if node.TTLMissing != "" {
+		s.Notes = append(s.Notes, node.TTLMissing+": the kubelet's default TTL of 60 s")
 	}
-	seconds, err := strconv.Atoi(raw)
-	if err != nil || seconds < 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("%s=%q not a number of seconds: the kubelet's default TTL of 60 s", TTLAnnotation, raw))
-		return s
-	}
-	s.TTL = time.Duration(seconds) * time.Second
 	return s
 }

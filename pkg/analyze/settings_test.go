@@ -7,26 +7,30 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
 
 func TestBehaviourByVersionAndStrategy(t *testing.T) {
 	for _, tt := range []struct {
 		version  string
-		strategy Strategy
+		strategy model.Strategy
 		want     model.Behaviour
 		lifetime time.Duration
 	}{
-		{"v1.28.15", StrategyCache, model.EverySync, 450 * time.Second},
-		{"v1.29.0", StrategyCache, model.FirstReference, 450 * time.Second},
-		{"v1.29.3-eks-adc7111", StrategyCache, model.FirstReference, 450 * time.Second},
-		{"v1.36.3", StrategyCache, model.FirstReference, 45 * time.Minute},
-		{"v1.30.0+k3s1", StrategyWatch, model.Watch, 450 * time.Second},
-		{"v1.31.0", StrategyWatch, model.Watch, 45 * time.Minute},
-		{"v1.26.1", StrategyGet, model.Get, 450 * time.Second},
-		{"not-a-version", StrategyCache, model.FirstReference, 45 * time.Minute},
+		{"v1.28.15", model.StrategyCache, model.EverySync, 450 * time.Second},
+		{"v1.29.0", model.StrategyCache, model.FirstReference, 450 * time.Second},
+		{"v1.29.3-eks-adc7111", model.StrategyCache, model.FirstReference, 450 * time.Second},
+		{"v1.36.3", model.StrategyCache, model.FirstReference, 45 * time.Minute},
+		{"v1.30.0+k3s1", model.StrategyWatch, model.Watch, 450 * time.Second},
+		{"v1.31.0", model.StrategyWatch, model.Watch, 45 * time.Minute},
+		{"v1.26.1", model.StrategyGet, model.Get, 450 * time.Second},
+		{"not-a-version", model.StrategyCache, model.FirstReference, 45 * time.Minute},
 	} {
-		s := nodeSettings(NodeInfo{Name: "n", KubeletVersion: tt.version, TTL: "15", HasTTL: true}, Assumptions{Strategy: tt.strategy, SyncFrequency: time.Minute})
+		s := nodeSettings(NodeInfo{Name: "n", KubeletVersion: tt.version, TTL: 15 * time.Second}, Assumptions{Strategy: tt.strategy, SyncFrequency: time.Minute})
 		if got := s.Behaviour(); got != tt.want {
 			t.Errorf("%s %s: behaviour %s, want %s", tt.version, tt.strategy, got, tt.want)
 		}
@@ -42,21 +46,25 @@ func TestBehaviourByVersionAndStrategy(t *testing.T) {
 	}
 }
 
+// The TTL is read as the agent reads it (pkg/ttl): a negative value as it
+// is, where the kubelet finds nothing ever fresh.
 func TestTTLAnnotation(t *testing.T) {
 	for _, tt := range []struct {
-		ttl     string
-		has     bool
-		want    time.Duration
-		flagged bool
+		annotations map[string]string
+		want        time.Duration
+		flagged     bool
 	}{
-		{"0", true, 0, false},
-		{"300", true, 300 * time.Second, false},
-		{"", false, time.Minute, true},
-		{"soon", true, time.Minute, true},
+		{map[string]string{ttl.Annotation: "0"}, 0, false},
+		{map[string]string{ttl.Annotation: "300"}, 300 * time.Second, false},
+		{map[string]string{ttl.Annotation: "-15"}, -15 * time.Second, false},
+		{nil, time.Minute, true},
+		{map[string]string{ttl.Annotation: "soon"}, time.Minute, true},
 	} {
-		s := nodeSettings(NodeInfo{KubeletVersion: "v1.36.0", TTL: tt.ttl, HasTTL: tt.has}, Assumptions{Strategy: StrategyCache})
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: tt.annotations}}
+		node.Status.NodeInfo.KubeletVersion = "v1.36.0"
+		s := nodeSettings(nodeInfo(node), Assumptions{Strategy: model.StrategyCache})
 		if s.TTL != tt.want || (len(s.Notes) > 0) != tt.flagged {
-			t.Errorf("annotation %q (present %v): TTL %s, notes %q; want %s, flagged %v", tt.ttl, tt.has, s.TTL, s.Notes, tt.want, tt.flagged)
+			t.Errorf("annotations %v: TTL %s, notes %q; want %s, flagged %v", tt.annotations, s.TTL, s.Notes, tt.want, tt.flagged)
 		}
 	}
 }
@@ -67,11 +75,11 @@ func TestParseConfigz(t *testing.T) {
 		name, body string
 		want       kubeletConfig
 	}{
-		{"v1.27", `{"kubeletconfig":{"syncFrequency":"1m0s","configMapAndSecretChangeDetectionStrategy":"Cache"}}`, kubeletConfig{StrategyCache, time.Minute}},
-		{"v1.28 capitalised", `{"kubeletconfig":{"SyncFrequency":"30s","ConfigMapAndSecretChangeDetectionStrategy":"Get"}}`, kubeletConfig{StrategyGet, 30 * time.Second}},
-		{"with kind", `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","kubeletconfig":{"syncFrequency":"2m0s"}}`, kubeletConfig{StrategyWatch, 2 * time.Minute}},
-		{"no envelope", `{"syncFrequency":"10s","configMapAndSecretChangeDetectionStrategy":"Watch"}`, kubeletConfig{StrategyWatch, 10 * time.Second}},
-		{"nanoseconds", `{"kubeletconfig":{"SyncFrequency":{"Duration":5000000000}}}`, kubeletConfig{StrategyWatch, 5 * time.Second}},
+		{"v1.27", `{"kubeletconfig":{"syncFrequency":"1m0s","configMapAndSecretChangeDetectionStrategy":"Cache"}}`, kubeletConfig{model.StrategyCache, time.Minute}},
+		{"v1.28 capitalised", `{"kubeletconfig":{"SyncFrequency":"30s","ConfigMapAndSecretChangeDetectionStrategy":"Get"}}`, kubeletConfig{model.StrategyGet, 30 * time.Second}},
+		{"with kind", `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","kubeletconfig":{"syncFrequency":"2m0s"}}`, kubeletConfig{model.StrategyWatch, 2 * time.Minute}},
+		{"no envelope", `{"syncFrequency":"10s","configMapAndSecretChangeDetectionStrategy":"Watch"}`, kubeletConfig{model.StrategyWatch, 10 * time.Second}},
+		{"nanoseconds", `{"kubeletconfig":{"SyncFrequency":{"Duration":5000000000}}}`, kubeletConfig{model.StrategyWatch, 5 * time.Second}},
 	} {
 		got, err := parseConfigz([]byte(tt.body))
 		if err != nil || got != tt.want {
@@ -106,16 +114,16 @@ func (f fakeConfigz) read(_ context.Context, node string) ([]byte, error) {
 // without the permission nothing is read and the result says so once.
 func TestReadSettings(t *testing.T) {
 	nodes := []NodeInfo{{Name: "a", KubeletVersion: "v1.36.0"}, {Name: "b", KubeletVersion: "v1.28.0"}}
-	assume := Assumptions{Strategy: StrategyWatch, SyncFrequency: time.Minute}
+	assume := Assumptions{Strategy: model.StrategyWatch, SyncFrequency: time.Minute}
 	reader := fakeConfigz{allow: true, bodies: map[string]string{"a": `{"kubeletconfig":{"syncFrequency":"10s","configMapAndSecretChangeDetectionStrategy":"Cache"}}`}}
 	settings, warnings, err := ReadSettings(context.Background(), reader, nodes, assume, 4, nil)
 	if err != nil || len(warnings) != 0 {
 		t.Fatalf("ReadSettings: %v, warnings %q", err, warnings)
 	}
-	if a := settings["a"]; a.Source != FromConfigz || a.Strategy != StrategyCache || a.SyncFrequency != 10*time.Second {
+	if a := settings["a"]; a.Source != FromConfigz || a.Strategy != model.StrategyCache || a.SyncFrequency != 10*time.Second {
 		t.Errorf("node a: %+v, want Cache at 10s from configz", a)
 	}
-	if b := settings["b"]; b.Source != Assumed || b.Strategy != StrategyWatch || len(b.Notes) < 2 || !strings.Contains(strings.Join(b.Notes, ";"), "/configz failed") {
+	if b := settings["b"]; b.Source != Assumed || b.Strategy != model.StrategyWatch || len(b.Notes) < 1 || !strings.Contains(strings.Join(b.Notes, ";"), "/configz failed") {
 		t.Errorf("node b: %+v, want assumed Watch with a note of the failure", b)
 	}
 	reader.allow = false

@@ -29,29 +29,29 @@ func whatIfs(c Cluster, pods map[string][]model.Pod, now model.Prediction, top i
 	}
 	change("upgrade-to-v1.29", "every kubelet older than v1.29 that uses the Cache strategy upgraded to v1.29 or later (kubernetes#120255)", "",
 		func(s Settings) (Settings, bool) {
-			if s.Strategy != StrategyCache || s.Behaviour() != model.EverySync {
+			if s.Strategy != model.StrategyCache || s.Behaviour() != model.EverySync {
 				return s, false
 			}
-			s.Version = firstReferenceSince
+			s.Version, _ = model.FirstRelease(model.StrategyCache, model.FirstReference)
 			return s, true
 		}, pods)
 	change("cache-everywhere", "every kubelet on the Cache strategy, at its own version", "",
 		func(s Settings) (Settings, bool) {
-			touched := s.Strategy != StrategyCache
-			s.Strategy = StrategyCache
+			touched := s.Strategy != model.StrategyCache
+			s.Strategy = model.StrategyCache
 			return s, touched
 		}, pods)
 	change("watch-everywhere", "every kubelet on the Watch strategy (the kubelet's default)", "",
 		func(s Settings) (Settings, bool) {
-			touched := s.Strategy != StrategyWatch
-			s.Strategy = StrategyWatch
+			touched := s.Strategy != model.StrategyWatch
+			s.Strategy = model.StrategyWatch
 			return s, touched
 		}, pods)
 	marked := immutableCandidates(now, top)
 	description := fmt.Sprintf("the %d most watched mutable objects marked immutable (%s is left out: its controller updates it)", len(marked), rootCA)
 	change(fmt.Sprintf("immutable-top-%d", top), description,
 		"an immutable object cannot change: a new version needs a new name, and one deleted and recreated under the same name stays stale on the nodes that had it (kubernetes#131589); only watches are saved, the Cache and Get strategies ignore immutability",
-		func(s Settings) (Settings, bool) { return s, s.Strategy == StrategyWatch },
+		func(s Settings) (Settings, bool) { return s, s.Strategy == model.StrategyWatch },
 		markImmutable(pods, marked))
 	return out
 }

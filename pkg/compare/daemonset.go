@@ -160,7 +160,8 @@ func (f *daemonSetFleet) localRoots() map[string]string { return nil }
 func (f *daemonSetFleet) start(ctx context.Context, mode Mode, _ time.Duration) error {
 	// The flags a phase sets; the others stay the DaemonSet's.
 	spec := mode.spec()
-	settings := agent.Config{Strategy: spec.strategy, Invalidation: spec.invalidation, RemountOnChange: spec.remountOnChange, SyncFrequency: f.syncFrequency}
+	strategy, invalidation := spec.cacheOptions()
+	settings := agent.Config{Strategy: strategy, Invalidation: invalidation, RemountOnChange: spec.remountOnChange, SyncFrequency: f.syncFrequency}
 	set := map[string]bool{
 		agent.FlagConfigMapStrategy: true,
 		agent.FlagCacheInvalidation: true,

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
@@ -26,9 +28,10 @@ func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 		if !nearlyEqual(refLoad.APIServerGetQPS, load.APIServerGetQPS) || !nearlyEqual(refLoad.EtcdGetQPS, load.EtcdGetQPS) || refLoad.Watches != load.Watches {
 			t.Errorf("%s: model %+v, %s's %+v", ref, refLoad, agentMode, load)
 		}
-		rs, as := ref.spec(), agentMode.spec()
-		if rs.strategy != as.strategy || rs.invalidation != as.invalidation {
-			t.Errorf("%s: settings %s/%s, %s's %s/%s", ref, rs.strategy, rs.invalidation, agentMode, as.strategy, as.invalidation)
+		// The kubelet's behaviour, from the model's table of releases
+		// and strategies, is the behaviour of the agents it pairs with.
+		if rb, ab := ref.spec().behaviour, agentMode.spec().behaviour; rb != ab {
+			t.Errorf("%s behaves as %s, %s as %s", ref, rb, agentMode, ab)
 		}
 	}
 	if ModeGet.Counterpart() != "" {
@@ -37,8 +40,11 @@ func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 	if _, err := ParseModes("kubelet-v1.28,every-sync,kubelet-v1.36,first-reference"); err != nil {
 		t.Error(err)
 	}
-	if k := ModeKubeletV136Watch.spec().kubelet; k.binary != "refkubelet-v1.36" || k.strategy != "Watch" {
-		t.Errorf("kubelet-v1.36-watch runs %s with %s", k.binary, k.strategy)
+	if k := ModeKubeletV136Watch.spec().kubelet; k.binary() != "refkubelet-v1.36" || k.strategy != "Watch" {
+		t.Errorf("kubelet-v1.36-watch runs %s with %s", k.binary(), k.strategy)
+	}
+	if k := ModeKubeletV128.spec().kubelet; k.binary() != "refkubelet-v1.28" || ModeKubeletV128.spec().behaviour != model.EverySync {
+		t.Errorf("kubelet-v1.28 runs %s, behaving as %s", k.binary(), ModeKubeletV128.spec().behaviour)
 	}
 }
 

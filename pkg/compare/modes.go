@@ -6,6 +6,8 @@ import (
 	"image/color"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/version"
+
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
@@ -28,16 +30,16 @@ const (
 // modeSpec is everything a mode means, in one place: what the agents (or
 // the reference kubelet) run, what the model predicts for it, what it is
 // set beside, and how it is drawn. A new mode is one entry of modeSpecs.
+// Behaviours come from the load model's table (model.KubeletRules): a
+// reference kubelet's from its release and strategy, an agent mode's
+// cache options from its behaviour (configmapcache.ForBehaviour).
 type modeSpec struct {
 	mode        Mode
 	description string
-	// behaviour is what the load model predicts for the mode.
-	behaviour model.Behaviour
-	// strategy, invalidation and remountOnChange are the settings of
-	// nodeagent's agents in this mode; for a reference kubelet, those of
-	// the nodeagent mode of the same behaviour (for the report).
-	strategy        configmapcache.Strategy
-	invalidation    configmapcache.Invalidation
+	// behaviour is what the agents do in this mode and what the load
+	// model predicts; for a reference kubelet it is filled in from the
+	// kubelet's release and strategy.
+	behaviour       model.Behaviour
 	remountOnChange bool
 	// kubelet, for a reference mode, is the real kubelet it runs.
 	kubelet *referenceKubelet
@@ -49,65 +51,94 @@ type modeSpec struct {
 }
 
 // referenceKubelet is the real kubelet a reference mode runs
-// (hack/refkubelet): its binary, and its
+// (hack/refkubelet): its release and its
 // configMapAndSecretChangeDetectionStrategy.
 type referenceKubelet struct {
-	binary   string
-	strategy string
+	release  *version.Version
+	strategy model.Strategy
 }
 
+// binary is the reference kubelet's file name in the bin directory, as
+// make refkubelet writes it: refkubelet-v<major>.<minor>.
+func (k referenceKubelet) binary() string {
+	return fmt.Sprintf("refkubelet-v%d.%d", k.release.Major(), k.release.Minor())
+}
+
+// The reference kubelets' releases, as hack/refkubelet pins them.
+var (
+	kubeletV128 = version.MustParseGeneric("1.28.15")
+	kubeletV136 = version.MustParseGeneric("1.36.3")
+)
+
 // modeSpecs lists the modes, in the order --help and the docs give them.
-var modeSpecs = []modeSpec{
+var modeSpecs = withKubeletBehaviours([]modeSpec{
 	{
 		mode: ModeEverySync, description: "cache, invalidated on every pod sync (kubelet ≤ v1.28, before #120255)",
-		behaviour: model.EverySync, strategy: configmapcache.StrategyCache, invalidation: configmapcache.InvalidateEverySync,
-		colour: color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red: the problem
+		behaviour: model.EverySync,
+		colour:    color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red: the problem
 	},
 	{
 		mode: ModeFirstReference, description: "cache, invalidated on first reference only (kubelet ≥ v1.29, after #120255)",
-		behaviour: model.FirstReference, strategy: configmapcache.StrategyCache, invalidation: configmapcache.InvalidateFirstReference,
-		colour: color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue: the fix
+		behaviour: model.FirstReference,
+		colour:    color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue: the fix
 	},
 	{
 		mode: ModeWatch, description: "one watch per ConfigMap, no GETs; a change remounts its pods at once",
-		behaviour: model.Watch, strategy: configmapcache.StrategyWatch, invalidation: configmapcache.InvalidateFirstReference,
-		remountOnChange: true,
-		colour:          color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+		behaviour: model.Watch, remountOnChange: true,
+		colour: color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
 	},
 	{
 		// The watch strategy without remount-on-change: a change reaches
 		// disk at each pod's next sync, as with the kubelet's Watch strategy.
 		mode: ModeWatchAtSync, description: "one watch per ConfigMap, no GETs; a change reaches disk at each pod's next sync",
-		behaviour: model.Watch, strategy: configmapcache.StrategyWatch, invalidation: configmapcache.InvalidateFirstReference,
-		colour: color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // teal
+		behaviour: model.Watch,
+		colour:    color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // teal
 	},
 	{
 		mode: ModeGet, description: "a quorum GET on every remount, no cache",
-		behaviour: model.Get, strategy: configmapcache.StrategyGet, invalidation: configmapcache.InvalidateFirstReference,
-		colour: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+		behaviour: model.Get,
+		colour:    color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
 	},
 	// The reference kubelets, one process per simulated node, each drawn
 	// in a lighter shade of the colour of the mode it pairs with.
 	{
 		mode: ModeKubeletV128, description: "the real kubelet v1.28.15, Cache strategy (before #120255)",
-		behaviour: model.EverySync, strategy: configmapcache.StrategyCache, invalidation: configmapcache.InvalidateEverySync,
-		kubelet: &referenceKubelet{binary: "refkubelet-v1.28", strategy: "Cache"}, pairsWith: []Mode{ModeEverySync},
+		kubelet: &referenceKubelet{release: kubeletV128, strategy: model.StrategyCache}, pairsWith: []Mode{ModeEverySync},
 		colour: color.RGBA{R: 0xff, G: 0x98, B: 0x96, A: 0xff},
 	},
 	{
 		mode: ModeKubeletV136, description: "the real kubelet v1.36.3, Cache strategy (after #120255)",
-		behaviour: model.FirstReference, strategy: configmapcache.StrategyCache, invalidation: configmapcache.InvalidateFirstReference,
-		kubelet: &referenceKubelet{binary: "refkubelet-v1.36", strategy: "Cache"}, pairsWith: []Mode{ModeFirstReference},
+		kubelet: &referenceKubelet{release: kubeletV136, strategy: model.StrategyCache}, pairsWith: []Mode{ModeFirstReference},
 		colour: color.RGBA{R: 0x9e, G: 0xc7, B: 0xe8, A: 0xff},
 	},
 	{
 		// Remounting on a change sends no requests: watch's load is the
 		// kubelet's Watch strategy's as much as watch-at-sync's.
 		mode: ModeKubeletV136Watch, description: "the real kubelet v1.36.3, Watch strategy",
-		behaviour: model.Watch, strategy: configmapcache.StrategyWatch, invalidation: configmapcache.InvalidateFirstReference,
-		kubelet: &referenceKubelet{binary: "refkubelet-v1.36", strategy: "Watch"}, pairsWith: []Mode{ModeWatchAtSync, ModeWatch},
+		kubelet: &referenceKubelet{release: kubeletV136, strategy: model.StrategyWatch}, pairsWith: []Mode{ModeWatchAtSync, ModeWatch},
 		colour: color.RGBA{R: 0x9e, G: 0xda, B: 0xe5, A: 0xff},
 	},
+})
+
+// withKubeletBehaviours fills in each reference kubelet's behaviour from
+// the model's table of kubelet releases and strategies.
+func withKubeletBehaviours(specs []modeSpec) []modeSpec {
+	for i := range specs {
+		if k := specs[i].kubelet; k != nil {
+			specs[i].behaviour = model.KubeletBehaviour(k.release, k.strategy)
+		}
+	}
+	return specs
+}
+
+// cacheOptions are the agent's cache options in this mode; for a reference
+// kubelet, those of the agent that behaves as it does (for the report).
+func (s *modeSpec) cacheOptions() (configmapcache.Strategy, configmapcache.Invalidation) {
+	strategy, invalidation, err := configmapcache.ForBehaviour(s.behaviour)
+	if err != nil {
+		panic(err) // every behaviour has settings (TestEveryBehaviourHasSettings)
+	}
+	return strategy, invalidation
 }
 
 // Modes lists the valid modes.
@@ -166,7 +197,7 @@ func (m Mode) Describe() string { return m.spec().description }
 
 // usesWatch says whether m's agents watch ConfigMaps, which needs list and
 // watch on them.
-func (m Mode) usesWatch() bool { return m.spec().strategy == configmapcache.StrategyWatch }
+func (m Mode) usesWatch() bool { return m.spec().behaviour == model.Watch }
 
 // ParseModes reads a comma-separated list of modes.
 func ParseModes(list string) ([]Mode, error) {

@@ -110,7 +110,8 @@ func (r *runner) fleetFor(mode Mode) fleet {
 // interrupted, when ctx ends early.
 func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	spec := mode.spec()
-	res := PhaseResult{Mode: mode, Strategy: string(spec.strategy), Invalidation: string(spec.invalidation), Description: spec.description}
+	strategy, invalidation := spec.cacheOptions()
+	res := PhaseResult{Mode: mode, Strategy: string(strategy), Invalidation: string(invalidation), Description: spec.description}
 	f, nodes := r.fleetFor(mode), r.served[r.fleetFor(mode)]
 	ttlInEffect, err := nodeTTL(ctx, r.admin, nodes[0].Name)
 	if err != nil {

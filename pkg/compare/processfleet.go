@@ -58,8 +58,8 @@ func checkProcesses(nodes int, modes []Mode, binDir, agentBinary string) error {
 		if kubelet == nil {
 			continue
 		}
-		if info, err := os.Stat(filepath.Join(binDir, kubelet.binary)); err != nil || info.Mode().Perm()&0o111 == 0 {
-			return fmt.Errorf("mode %s needs %s in %s: run `make refkubelet` to build the reference kubelets", m, kubelet.binary, binDir)
+		if info, err := os.Stat(filepath.Join(binDir, kubelet.binary())); err != nil || info.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("mode %s needs %s in %s: run `make refkubelet` to build the reference kubelets", m, kubelet.binary(), binDir)
 		}
 	}
 	if agentBinary != "" {
@@ -112,12 +112,12 @@ func kubeletCommand(s Scenario, binDir string) commandFunc {
 	return func(mode Mode, node model.Node, kubeconfig, rootDir string) (string, string, []string) {
 		kubelet := mode.spec().kubelet
 		cfg := s.agentConfig(mode, node.Name, rootDir)
-		return kubelet.binary, filepath.Join(binDir, kubelet.binary), []string{
+		return kubelet.binary(), filepath.Join(binDir, kubelet.binary()), []string{
 			"--node-name=" + node.Name,
 			"--kubeconfig=" + kubeconfig,
 			"--root-dir=" + rootDir,
 			"--sync-frequency=" + s.SyncFrequency.String(),
-			"--configmap-change-detection-strategy=" + kubelet.strategy,
+			"--configmap-change-detection-strategy=" + string(kubelet.strategy),
 			"--kube-api-qps=" + strconv.FormatFloat(float64(cfg.KubeAPIQPS), 'f', -1, 32),
 			"--kube-api-burst=" + strconv.Itoa(cfg.KubeAPIBurst),
 			"--max-pods=" + strconv.Itoa(max(110, 2*len(node.Pods))),

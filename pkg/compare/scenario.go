@@ -167,7 +167,8 @@ func (s Scenario) agentConfig(mode Mode, node, rootDir string) agent.Config {
 	spec := mode.spec()
 	cfg := agent.DefaultConfig()
 	cfg.NodeName, cfg.RootDir, cfg.SyncFrequency = node, rootDir, s.SyncFrequency
-	cfg.Strategy, cfg.Invalidation, cfg.RemountOnChange = spec.strategy, spec.invalidation, spec.remountOnChange
+	cfg.Strategy, cfg.Invalidation = spec.cacheOptions()
+	cfg.RemountOnChange = spec.remountOnChange
 	cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = s.AgentQPS, int(2*s.AgentQPS), ""
 	return cfg
 }

@@ -15,6 +15,7 @@
 package ttl
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -33,15 +34,32 @@ func FromNode(node *corev1.Node) (time.Duration, bool) {
 	if node == nil {
 		return 0, false
 	}
-	value, ok := node.Annotations[Annotation]
+	ttl, err := FromAnnotations(node.Annotations)
+	return ttl, err == nil
+}
+
+// FromAnnotations reads the TTL from a Node's annotations, or says why
+// there is none: the kubelet then uses DefaultTTL, and so does whoever
+// predicts it (nodeagent analyze, compare's model).
+func FromAnnotations(annotations map[string]string) (time.Duration, error) {
+	value, ok := annotations[Annotation]
 	if !ok {
-		return 0, false
+		return 0, fmt.Errorf("no %s annotation", Annotation)
 	}
 	seconds, err := strconv.Atoi(value)
 	if err != nil {
-		return 0, false
+		return 0, fmt.Errorf("%s=%q is not a whole number of seconds", Annotation, value)
 	}
-	return time.Duration(seconds) * time.Second, true
+	return time.Duration(seconds) * time.Second, nil
+}
+
+// OrDefault is the TTL an agent uses on a node whose annotations give ttl,
+// or err: ttl, or DefaultTTL where err says there is none.
+func OrDefault(ttl time.Duration, err error) time.Duration {
+	if err != nil {
+		return DefaultTTL
+	}
+	return ttl
 }
 
 // NodeGetter returns the agent's own Node from a local cache, or an error
@@ -56,9 +74,6 @@ func Reader(getNode NodeGetter) func() time.Duration {
 		if err != nil {
 			return DefaultTTL
 		}
-		if ttl, ok := FromNode(node); ok {
-			return ttl
-		}
-		return DefaultTTL
+		return OrDefault(FromAnnotations(node.Annotations))
 	}
 }

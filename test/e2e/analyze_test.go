@@ -20,12 +20,13 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // analyzeNode is one reference kubelet of the mixed fleet.
 type analyzeNode struct {
 	name, build string
-	strategy    analyze.Strategy
+	strategy    model.Strategy
 	ttlSeconds  int
 	sync        time.Duration
 }
@@ -58,11 +59,11 @@ const (
 // exactly, and the totals within 10 % of the apiserver's own counters.
 func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 	fleet := []analyzeNode{
-		{"analyze-v128-cache", "v1.28", analyze.StrategyCache, 10, mixingSync},
-		{"analyze-v136-cache", "v1.36", analyze.StrategyCache, 10, analyzeSync},
-		{"analyze-v136-cache-ttl0", "v1.36", analyze.StrategyCache, 0, analyzeSync},
-		{"analyze-v136-watch", "v1.36", analyze.StrategyWatch, 10, analyzeSync},
-		{"analyze-v136-get", "v1.36", analyze.StrategyGet, 10, analyzeSync},
+		{"analyze-v128-cache", "v1.28", model.StrategyCache, 10, mixingSync},
+		{"analyze-v136-cache", "v1.36", model.StrategyCache, 10, analyzeSync},
+		{"analyze-v136-cache-ttl0", "v1.36", model.StrategyCache, 0, analyzeSync},
+		{"analyze-v136-watch", "v1.36", model.StrategyWatch, 10, analyzeSync},
+		{"analyze-v136-get", "v1.36", model.StrategyGet, 10, analyzeSync},
 	}
 	ctx := context.Background()
 	ns := createNamespace(t, "analyze")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // runAnalyze runs `nodeagent analyze` on the kind cluster as its admin
@@ -62,7 +63,7 @@ func auditTally(t *testing.T, window auditlog.Window) auditlog.Tally {
 
 // checkSettings holds every node's settings to what its kubelet runs with,
 // read from its /configz.
-func checkSettings(t *testing.T, r analyze.Result, strategy analyze.Strategy, syncFrequency time.Duration) {
+func checkSettings(t *testing.T, r analyze.Result, strategy model.Strategy, syncFrequency time.Duration) {
 	t.Helper()
 	if len(r.Nodes) != 3 || r.Cluster.NodesFromConfigz != 3 {
 		t.Fatalf("analyze saw %d nodes, %d of them from /configz; want 3 and 3 (warnings %q)", len(r.Nodes), r.Cluster.NodesFromConfigz, r.Warnings)
@@ -178,7 +179,7 @@ func TestAnalyzeKindKubeletsWatch(t *testing.T) {
 		}
 		return strings.Join(wrong, "; ")
 	})
-	checkSettings(t, r, analyze.StrategyWatch, time.Minute)
+	checkSettings(t, r, model.StrategyWatch, time.Minute)
 	for _, n := range r.Nodes {
 		if s := n.Predicted.Sum(); s.APIServerGets != 0 || s.Watches == 0 {
 			t.Errorf("%s on Watch: predicted %.2f GET/s and %d watches; want none and some", n.Name, s.APIServerGets, s.Watches)
@@ -194,7 +195,7 @@ func TestAnalyzeKindKubeletsWatch(t *testing.T) {
 func checkAnalyzeCache(t *testing.T, syncFrequency time.Duration, window auditlog.Window) {
 	t.Helper()
 	r := runAnalyze(t, "analyze-cache")
-	checkSettings(t, r, analyze.StrategyCache, syncFrequency)
+	checkSettings(t, r, model.StrategyCache, syncFrequency)
 	tally := auditTally(t, window)
 	seconds := window.To.Sub(window.From).Seconds()
 	for _, n := range r.Nodes {

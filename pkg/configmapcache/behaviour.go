@@ -1,0 +1,48 @@
+package configmapcache
+
+import (
+	"fmt"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+)
+
+// setting is a strategy with its invalidation: the agent's cache options.
+type setting struct {
+	strategy     Strategy
+	invalidation Invalidation
+}
+
+// settings are the options with which the agent behaves as each of the
+// load model's behaviours (whose table, model.KubeletRules, says which
+// kubelet releases and strategies behave so). The invalidation matters to
+// the cache strategy only; the others take the flag's default.
+var settings = map[model.Behaviour]setting{
+	model.Get:            {StrategyGet, InvalidateFirstReference},
+	model.EverySync:      {StrategyCache, InvalidateEverySync},
+	model.FirstReference: {StrategyCache, InvalidateFirstReference},
+	model.Watch:          {StrategyWatch, InvalidateFirstReference},
+}
+
+// ForBehaviour is the strategy and invalidation with which the agent
+// behaves as b.
+func ForBehaviour(b model.Behaviour) (Strategy, Invalidation, error) {
+	s, ok := settings[b]
+	if !ok {
+		return "", "", fmt.Errorf("configmapcache: no settings behave as %q", b)
+	}
+	return s.strategy, s.invalidation, nil
+}
+
+// BehaviourOf is the load model's behaviour of an agent with strategy and
+// invalidation.
+func BehaviourOf(strategy Strategy, invalidation Invalidation) model.Behaviour {
+	if strategy != StrategyCache {
+		invalidation = InvalidateFirstReference
+	}
+	for b, s := range settings {
+		if s == (setting{strategy, invalidation}) {
+			return b
+		}
+	}
+	return ""
+}
