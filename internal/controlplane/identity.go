@@ -7,24 +7,18 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 )
 
-// NodeUser is the user name of a node's client identity, as the apiserver
-// sees it and the audit log records it.
-func NodeUser(node string) string { return "system:node:" + node }
-
-// NodesGroup is the group of every node's client identity, which the Node
-// authorizer and the NodeRestriction admission plugin recognise.
-const NodesGroup = "system:nodes"
-
 // NodeRESTConfig returns a client configuration that authenticates as the
-// kubelet of node: a new client certificate for NodeUser(node) in group
+// kubelet of node: a new client certificate for nodeidentity.User(node) in group
 // system:nodes, signed by the control plane's client CA. The apiserver's
 // Node authorizer then grants it what it grants a kubelet (its own Node,
 // the pods bound to it, and the ConfigMaps those pods reference), and the
 // audit log attributes its requests to node.
 func (cp *ControlPlane) NodeRESTConfig(node string) (*rest.Config, error) {
-	return cp.UserRESTConfig(NodeUser(node), NodesGroup)
+	return cp.UserRESTConfig(nodeidentity.User(node), nodeidentity.Group)
 }
 
 // UserRESTConfig returns a client configuration that authenticates as

@@ -109,21 +109,15 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	for _, n := range inv.Nodes {
 		selected[n.Name] = true
 	}
-	// Pods that have finished hold no volumes, and terminating pods are
-	// only torn down, never remounted; pods not yet scheduled belong to no
-	// kubelet.
+	// The pods podrefs.Served keeps: the server drops finished and
+	// unscheduled ones where it can, terminating ones are dropped here.
 	running := metav1.ListOptions{FieldSelector: "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"}
 	err = each(ctx, "pods", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.Pods("").List(ctx, o)
 	}, func(obj runtime.Object) {
 		p := obj.(*corev1.Pod)
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return // the field selector's work, where a server ignores it
-		}
-		if p.DeletionTimestamp != nil {
-			return
-		}
-		if nodeSelector != "" && !selected[p.Spec.NodeName] {
+		// The field selector's work is done again, where a server ignores it.
+		if !podrefs.Served(p) || (nodeSelector != "" && !selected[p.Spec.NodeName]) {
 			return
 		}
 		inv.Pods = append(inv.Pods, PodInfo{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Refs: podrefs.Of(p)})

@@ -3,13 +3,13 @@ package analyze
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 )
 
 // Measured is what the apiserver counted over a window, by kind.
@@ -77,10 +77,6 @@ func measured(before, after *apimetrics.Snapshot) *Measured {
 		WindowSeconds: secs, From: before.Time, To: after.Time, Caveat: measuredCaveat}
 }
 
-// nodeUserPrefix is how a kubelet's requests are named in the audit log:
-// the user system:node:NAME.
-const nodeUserPrefix = "system:node:"
-
 // AttributeAuditLog reads the audit log at path and sets on each node of
 // r what the log attributes to its kubelet, as rates over window (the
 // measured window, where analyze measured; otherwise open: the span of
@@ -98,7 +94,7 @@ func AttributeAuditLog(r *Result, path string, window auditlog.Window) error {
 	perNode := map[string]*Kinds{}
 	for i, resource := range resources {
 		for user, c := range tally.Counts[resource] {
-			node, ok := strings.CutPrefix(user, nodeUserPrefix)
+			node, ok := nodeidentity.Node(user)
 			if !ok {
 				continue
 			}

@@ -3,9 +3,9 @@ package compare
 import (
 	"time"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 )
 
 // AuditResult is a phase's ConfigMap requests from the run's nodes, as the
@@ -52,7 +52,7 @@ func (r *runner) attribute(res *PhaseResult, nodes []model.Node, start time.Time
 func nodeCounts(byUser map[string]auditlog.Counts, nodes []model.Node) auditlog.Counts {
 	var total auditlog.Counts
 	for _, n := range nodes {
-		total.Add(byUser[controlplane.NodeUser(n.Name)])
+		total.Add(byUser[nodeidentity.User(n.Name)])
 	}
 	return total
 }

@@ -9,45 +9,41 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // What a DaemonSet run must know of the cluster beyond its own objects.
 
 // servedPods lists the pods, outside the run's namespace, that the
-// deployed agents serve: bound to one of nodes, neither finished nor
-// terminating (the agents are taking a terminating pod's volumes down),
-// with at least one ConfigMap volume that a container mounts (the agents,
-// like the kubelet, set up no other).
+// deployed agents serve, on each of nodes, read as nodeagent analyze reads
+// a cluster (analyze.List): the same filter of served pods
+// (podrefs.Served), the same references and the same objects, so that a
+// missing object is a failing mount here as there. A pod whose volumes
+// read nothing is left out.
 func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string, runNamespace string) (map[string][]model.Pod, error) {
 	onNode := map[string]bool{}
 	for _, n := range nodes {
 		onNode[n] = true
 	}
-	// ResourceVersion "0" lets the apiserver answer from its watch cache
-	// instead of reading every pod from etcd.
-	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	inv, err := analyze.List(ctx, client, "", 500, nil)
 	if err != nil {
-		return nil, fmt.Errorf("listing the cluster's pods: %w", err)
+		return nil, fmt.Errorf("reading the cluster's pods and objects: %w", err)
 	}
 	served := map[string][]model.Pod{}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if !onNode[pod.Spec.NodeName] || pod.Namespace == runNamespace || pod.DeletionTimestamp != nil ||
-			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	for _, pod := range inv.Pods {
+		if !onNode[pod.Node] || pod.Namespace == runNamespace {
 			continue
 		}
-		p := modelPod(pod)
-		p.Name = pod.Namespace + "/" + pod.Name
-		if p.Volumes > 0 {
-			served[pod.Spec.NodeName] = append(served[pod.Spec.NodeName], p)
+		p := modelPod(pod.Namespace, pod.Name, pod.Refs, inv.Exists)
+		if len(p.Reads)+len(p.Retries) > 0 {
+			served[pod.Node] = append(served[pod.Node], p)
 		}
 	}
 	return served, nil

@@ -52,6 +52,9 @@ func TestServedPods(t *testing.T) {
 		podWithConfigMaps("a", "elsewhere", "n9", corev1.PodRunning, []string{"cfg"}, nil),
 		podWithConfigMaps("a", "nothing-mounted", "n2", corev1.PodRunning, nil, []string{"cfg"}),
 		podWithConfigMaps("run", "pod-00000", "n1", corev1.PodRunning, []string{"cm-00000-0"}, nil),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cfg"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "extra"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "cfg"}},
 	)
 	served, err := servedPods(context.Background(), client, []string{"n1", "n2"}, "run")
 	if err != nil {

@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
@@ -171,7 +171,7 @@ func (f *inProcessFleet) start(_ context.Context, mode Mode, stagger time.Durati
 // the apiserver's 1,000 streams each.
 func asNode(restConfig *rest.Config, node string) *rest.Config {
 	c := rest.CopyConfig(restConfig)
-	c.Impersonate = rest.ImpersonationConfig{UserName: controlplane.NodeUser(node), Groups: []string{controlplane.NodesGroup}}
+	c.Impersonate = rest.ImpersonationConfig{UserName: nodeidentity.User(node), Groups: []string{nodeidentity.Group}}
 	return c
 }
 

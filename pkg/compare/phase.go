@@ -164,8 +164,9 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	return res, err
 }
 
-// expectedLoad is the model's load for nodes in mode, at sync frequency
-// syncFrequency and TTL ttl.
+// expectedLoad is the model's ConfigMap load for nodes in mode, at sync
+// frequency syncFrequency and TTL ttl: what a phase measures (the
+// apiserver's ConfigMap requests; nodeagent serves no Secret).
 func expectedLoad(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) model.Load {
 	behaviour := mode.spec().behaviour
 	withSettings := make([]model.Node, len(nodes))
@@ -173,7 +174,7 @@ func expectedLoad(nodes []model.Node, syncFrequency time.Duration, mode Mode, tt
 		n.SyncFrequency, n.TTL, n.Behaviour = syncFrequency, ttl, behaviour
 		withSettings[i] = n
 	}
-	return model.Predict(withSettings).Total
+	return model.Predict(withSettings).ByKind[model.ConfigMap]
 }
 
 // nodeTTL is the TTL an agent on node uses: its annotation, or the

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // Names and marks of what a comparison creates, so that it can find and
@@ -66,18 +66,22 @@ func configMap(namespace, name string) model.Object {
 	return model.Object{Kind: model.ConfigMap, Namespace: namespace, Name: name}
 }
 
-// modelPod is pod as the model sees it: the ConfigMap and projected
-// volumes its containers mount, which nodeagent keeps, and the ConfigMaps
-// they read on a remount.
-func modelPod(pod *corev1.Pod) model.Pod {
-	p := model.Pod{Name: pod.Name}
-	for _, v := range volumemanager.PodVolumes(pod) {
-		p.Volumes++
-		for _, name := range v.ConfigMapNames() {
-			p.Reads = append(p.Reads, configMap(pod.Namespace, name))
-		}
-	}
+// modelPod is pod as the model sees it, read as analyze reads a cluster's
+// pods (podrefs): the objects its volumes read, Secrets included, and
+// failing mounts where exists says a required object is missing. Volumes
+// counts what nodeagent's agents keep on disk (all but Secret volumes),
+// which a phase waits for; the model's rates do not depend on it.
+func modelPod(namespace, name string, refs podrefs.Refs, exists podrefs.Existence) model.Pod {
+	p := podrefs.ModelPod(namespace, name, refs, exists)
+	p.Volumes = podrefs.NodeagentVolumes(refs)
 	return p
+}
+
+// runObjectsExist is the existence of a run's own objects: the run
+// creates every ConfigMap its pods read before the pods, and waits for
+// the namespace's kube-root-ca.crt.
+func runObjectsExist(model.Kind, string, string) (exists, immutable, known bool) {
+	return true, false, true
 }
 
 // objectOptions say what kind of nodes a run's pods go to.
@@ -241,7 +245,7 @@ func observedLayout(ctx context.Context, client kubernetes.Interface, namespace 
 	byNode := map[string][]model.Pod{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], modelPod(pod))
+		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], modelPod(pod.Namespace, pod.Name, podrefs.Of(pod), runObjectsExist))
 	}
 	out := make([]model.Node, len(planned))
 	for i, n := range planned {

@@ -31,8 +31,12 @@ type Ref struct {
 // Volume is one mounted volume and the objects it reads, in the order it
 // reads them, on every remount.
 type Volume struct {
-	Name  string
-	Reads []Ref
+	Name string
+	// Secret says the volume is a Secret volume, which nodeagent's agent
+	// does not keep (it keeps ConfigMap and projected volumes, and serves
+	// no Secret).
+	Secret bool
+	Reads  []Ref
 }
 
 // Refs is everything a pod references, in its namespace.
@@ -84,10 +88,32 @@ func Of(pod *corev1.Pod) Refs {
 			continue
 		}
 		if reads := volumeReads(v); len(reads) > 0 {
-			refs.Volumes = append(refs.Volumes, Volume{Name: v.Name, Reads: reads})
+			refs.Volumes = append(refs.Volumes, Volume{Name: v.Name, Secret: v.Secret != nil, Reads: reads})
 		}
 	}
 	return refs
+}
+
+// Served says whether a node's kubelet (or agent) keeps pod's volumes
+// now: the pod is bound to a node, has not finished (a pod that has holds
+// no volumes) and is not terminating (its volumes are only torn down,
+// never remounted). Every reading of a cluster's load takes the pods it
+// counts through this one filter.
+func Served(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// NodeagentVolumes counts the volumes of refs that nodeagent's agent
+// keeps on disk: all but Secret volumes.
+func NodeagentVolumes(refs Refs) int {
+	n := 0
+	for _, v := range refs.Volumes {
+		if !v.Secret {
+			n++
+		}
+	}
+	return n
 }
 
 // volumeReads is what one volume reads on a remount.

@@ -48,7 +48,7 @@ func TestOf(t *testing.T) {
 	want := Refs{
 		Volumes: []Volume{
 			{Name: "config", Reads: []Ref{{Kind: model.ConfigMap, Name: "web-config"}}},
-			{Name: "tls", Reads: []Ref{{Kind: model.Secret, Name: "web-tls", Optional: true}}},
+			{Name: "tls", Secret: true, Reads: []Ref{{Kind: model.Secret, Name: "web-tls", Optional: true}}},
 			{Name: "kube-api-access", Reads: []Ref{{Kind: model.ConfigMap, Name: "kube-root-ca.crt"}, {Kind: model.Secret, Name: "extra", Optional: true}}},
 		},
 		AtStart: []Ref{

@@ -17,10 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 )
 
 // analyzeNode is one reference kubelet of the mixed fleet.
@@ -163,7 +163,7 @@ func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		user := controlplane.NodeUser(watchNode.Name)
+		user := nodeidentity.User(watchNode.Name)
 		for kind, rates := range map[string]analyze.Rates{"configmaps": watchNode.Predicted.ConfigMaps, "secrets": watchNode.Predicted.Secrets} {
 			if open := tally.Counts[kind][user].OpenWatches; open != rates.Watches {
 				return fmt.Errorf("%s: %d %s watches open, predicted %d", watchNode.Name, open, kind, rates.Watches)

@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 )
 
 // A busy node: seventy pods of mixed volumes, some failing on purpose
@@ -187,7 +187,7 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, k := counts[controlplane.NodeUser(agentNode)], counts[controlplane.NodeUser(kubeletNode)]
+	a, k := counts[nodeidentity.User(agentNode)], counts[nodeidentity.User(kubeletNode)]
 	t.Logf("over %s: nodeagent %+v (%.1f GET/s), kubelet v1.36 %+v (%.1f GET/s)", to.Sub(from).Round(time.Second),
 		a, float64(a.Gets())/to.Sub(from).Seconds(), k, float64(k.Gets())/to.Sub(from).Seconds())
 	if math.Abs(float64(a.Gets()-k.Gets())) > 0.1*float64(k.Gets()) {

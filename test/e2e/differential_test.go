@@ -16,9 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 )
 
 // A differential node pairs nodeagent with the reference kubelet that has
@@ -187,12 +187,12 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			}
 		}
 		for _, p := range pairs {
-			agent, kubelet := counts[controlplane.NodeUser(p.agentNode)], counts[controlplane.NodeUser(p.kubeletNode)]
+			agent, kubelet := counts[nodeidentity.User(p.agentNode)], counts[nodeidentity.User(p.kubeletNode)]
 			t.Logf("%s over %s: nodeagent %+v, kubelet %s %+v", p.name, to.Sub(from).Round(time.Second), agent, p.kubeletBuild, kubelet)
 			if p.watch {
 				// Deterministic: one watch per ConfigMap the node reads, the
 				// same lists, and no GET at all.
-				agentAll, kubeletAll := sinceStart[controlplane.NodeUser(p.agentNode)], sinceStart[controlplane.NodeUser(p.kubeletNode)]
+				agentAll, kubeletAll := sinceStart[nodeidentity.User(p.agentNode)], sinceStart[nodeidentity.User(p.kubeletNode)]
 				t.Logf("%s since the start: nodeagent %+v, kubelet %s %+v", p.name, agentAll, p.kubeletBuild, kubeletAll)
 				if agentAll.Watches == 0 || agentAll.Watches != kubeletAll.Watches {
 					t.Errorf("%s: watches opened: nodeagent %d, kubelet %d", p.name, agentAll.Watches, kubeletAll.Watches)
@@ -213,7 +213,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			if p.everySync {
 				// Per ConfigMap and sync burst: how many bursts is the
 				// pods' chance (quorumBursts), what one burst sends is not.
-				agentBursts, kubeletBursts := quorumBursts(gets, controlplane.NodeUser(p.agentNode)), quorumBursts(gets, controlplane.NodeUser(p.kubeletNode))
+				agentBursts, kubeletBursts := quorumBursts(gets, nodeidentity.User(p.agentNode)), quorumBursts(gets, nodeidentity.User(p.kubeletNode))
 				t.Logf("%s, quorum GETs by ConfigMap: nodeagent %s; kubelet %s", p.name, formatBursts(agentBursts), formatBursts(kubeletBursts))
 				for _, problem := range checkEverySyncBursts(agentBursts, kubeletBursts, differentialReaders, to.Sub(from).Seconds()/meanSyncPeriod(diffSync).Seconds()) {
 					t.Errorf("%s: %s", p.name, problem)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 )
 
 // underLoadFault is a control-plane or network fault injected while
@@ -92,7 +92,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	for dir := range dirs {
 		waitForGeneration(t, dir, 1, 30*time.Second)
 	}
-	user := controlplane.NodeUser(node)
+	user := nodeidentity.User(node)
 	const window = 10 * time.Second
 	for _, fault := range underLoadFaults {
 		t.Run(fault.name, func(t *testing.T) {
