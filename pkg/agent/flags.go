@@ -87,6 +87,13 @@ func (c Config) Flags() []Flag {
 	}
 }
 
+// Command is the command line of `nodeagent run` with c and the
+// kubeconfig (not part of a Config), after the binary's name: what compare
+// runs as an agent process and the e2e tests run as an agent.
+func (c Config) Command(kubeconfig string) []string {
+	return append([]string{"run", "--kubeconfig=" + kubeconfig}, c.Args()...)
+}
+
 // Args is c as the arguments of `nodeagent run` (without "run" and
 // --kubeconfig, which are not part of a Config).
 func (c Config) Args() []string {

@@ -102,7 +102,7 @@ type commandFunc func(mode Mode, node model.Node, kubeconfig, rootDir string) (n
 func agentCommand(s Scenario, binary string) commandFunc {
 	return func(mode Mode, node model.Node, kubeconfig, rootDir string) (string, string, []string) {
 		cfg := s.agentConfig(mode, node.Name, rootDir)
-		return "nodeagent", binary, append([]string{"run", "--kubeconfig=" + kubeconfig}, cfg.Args()...)
+		return "nodeagent", binary, cfg.Command(kubeconfig)
 	}
 }
 

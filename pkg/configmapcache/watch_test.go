@@ -12,18 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
-)
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+)
 
 func TestWatchStrategySendsNoGets(t *testing.T) {
 	client := fake.NewClientset(configMap("cm"))
@@ -50,7 +41,7 @@ func TestWatchStrategySendsNoGets(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps(ns).Update(context.Background(), updated, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the update to reach the store", func() bool {
+	testutil.WaitFor(t, "the update to reach the store", func() bool {
 		cm, err := m.GetConfigMap(ns, "cm")
 		return err == nil && cm.Data["k"] == "v2"
 	})
@@ -62,7 +53,7 @@ func TestWatchStrategySendsNoGets(t *testing.T) {
 	if err := client.CoreV1().ConfigMaps(ns).Delete(context.Background(), "cm", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the deletion to reach the store", func() bool {
+	testutil.WaitFor(t, "the deletion to reach the store", func() bool {
 		_, err := m.GetConfigMap(ns, "cm")
 		return apierrors.IsNotFound(err)
 	})
@@ -183,7 +174,7 @@ func TestWatchTimeoutIsAtLeastThirtyMinutes(t *testing.T) {
 	if _, err := m.GetConfigMap(ns, "cm"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a watch", func() bool {
+	testutil.WaitFor(t, "a watch", func() bool {
 		for _, a := range client.Actions() {
 			if w, ok := a.(clienttesting.WatchActionImpl); ok && w.GetResource().Resource == "configmaps" {
 				return true

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 func pod(uid string, version int) *corev1.Pod {
@@ -115,19 +117,8 @@ func startWorkersWith(t testing.TB, clk *testingclock.FakeClock, opts Options) *
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, "Run to start", func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.ctx != nil })
+	testutil.WaitFor(t, "Run to start", func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.ctx != nil })
 	return w
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // Many goroutines flood UpdatePod for the same pods. No pod is ever synced
@@ -157,7 +148,7 @@ func TestStressNoOverlapNewestWins(t *testing.T) {
 		w.UpdatePod(p)
 	}
 	for uid, want := range newest {
-		waitFor(t, "the newest update of "+string(uid), func() bool {
+		testutil.WaitFor(t, "the newest update of "+string(uid), func() bool {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			s := r.syncs[uid]
@@ -187,7 +178,7 @@ func firstSync(t *testing.T, r *recorder) (*testingclock.FakeClock, *PodWorkers)
 	r.setSource(p)
 	w.UpdatePod(p)
 	<-r.syncCalled
-	waitFor(t, "the requeue", func() bool { return queued(w) == 1 })
+	testutil.WaitFor(t, "the requeue", func() bool { return queued(w) == 1 })
 	return clk, w
 }
 
@@ -200,7 +191,7 @@ func TestPeriodicResync(t *testing.T) {
 	clk, w := firstSync(t, r)
 	clk.Step(time.Second)
 	<-r.syncCalled
-	waitFor(t, "the requeue after the second sync", func() bool { return queued(w) == 1 })
+	testutil.WaitFor(t, "the requeue after the second sync", func() bool { return queued(w) == 1 })
 
 	for range 60 { // 60 ticks: now == deadline, not strictly past
 		clk.Step(time.Second)
@@ -247,7 +238,7 @@ func TestTeardown(t *testing.T) {
 		r.source = append(r.source, deleting)
 		r.mu.Unlock()
 		w.UpdatePod(deleting)
-		waitFor(t, "the teardown", func() bool { return w.Workers() == 0 })
+		testutil.WaitFor(t, "the teardown", func() bool { return w.Workers() == 0 })
 		w.UpdatePod(pod("deleted", 3))
 		time.Sleep(10 * time.Millisecond)
 		if n := r.syncCount("deleted"); n != 1 {
@@ -258,7 +249,7 @@ func TestTeardown(t *testing.T) {
 		p := pod("done", 1)
 		p.Status.Phase = corev1.PodSucceeded
 		w.UpdatePod(p)
-		waitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["done"] == 1 })
+		testutil.WaitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["done"] == 1 })
 		if n := r.syncCount("done"); n != 0 {
 			t.Errorf("a finished pod was synced %d times", n)
 		}
@@ -267,8 +258,8 @@ func TestTeardown(t *testing.T) {
 		w.UpdatePod(pod("vanished", 1))
 		<-r.syncCalled
 		clk.Step(2 * time.Second)
-		waitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["vanished"] == 1 })
-		waitFor(t, "the worker to exit", func() bool { return w.Workers() == 0 })
+		testutil.WaitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["vanished"] == 1 })
+		testutil.WaitFor(t, "the worker to exit", func() bool { return w.Workers() == 0 })
 	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -302,7 +293,7 @@ func TestErrorBackoffIsAtMostS(t *testing.T) {
 			r.setSource(p)
 			w.UpdatePod(p)
 			<-r.syncCalled
-			waitFor(t, "the requeue", func() bool { return queued(w) == 1 })
+			testutil.WaitFor(t, "the requeue", func() bool { return queued(w) == 1 })
 			mu.Lock()
 			got := fmt.Sprint(jittered)
 			mu.Unlock()
@@ -345,7 +336,7 @@ func TestTerminationCancelsTheSyncInFlight(t *testing.T) {
 	deleting := pod("a", 2)
 	deleting.DeletionTimestamp = &metav1.Time{Time: clk.Now()}
 	w.UpdatePod(deleting)
-	waitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["a"] == 1 })
+	testutil.WaitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["a"] == 1 })
 	if !errors.Is(syncErr, context.Canceled) {
 		t.Errorf("the sync in flight ended with %v, want context.Canceled", syncErr)
 	}

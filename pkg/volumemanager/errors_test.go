@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 // Every row of the error table in docs/kubelet-behaviour.md, for a first mount and for a remount.
@@ -268,7 +270,7 @@ func TestRemountConfigMapWakesTheReconciler(t *testing.T) {
 	h.mustRead(pod, "v", "a", "1") // nothing asked for a remount
 
 	h.m.RemountConfigMap("ns", "cfg")
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, "the volume manager's state", func() bool {
 		got, err := h.read(pod, "v", "a")
 		return err == nil && got == "2"
 	})
@@ -287,11 +289,11 @@ func TestWokenPassesAreSpaced(t *testing.T) {
 
 	h.cms.set("cfg", map[string]string{"a": "2"})
 	h.m.RemountConfigMap("ns", "cfg")
-	waitFor(t, landed("2"))
+	testutil.WaitFor(t, "the volume manager's state", landed("2"))
 	h.cms.set("cfg", map[string]string{"a": "3"})
 	h.m.RemountConfigMap("ns", "cfg")
 	time.Sleep(200 * time.Millisecond)
 	h.mustRead(pod, "v", "a", "2") // within the spacing: not yet
 	h.clock.Step(waitPollInterval) // past it
-	waitFor(t, landed("3"))
+	testutil.WaitFor(t, "the volume manager's state", landed("3"))
 }

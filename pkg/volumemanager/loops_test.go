@@ -6,6 +6,8 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 // pacedRun runs a pacedLoop with a 100 ms grid from t0 on a fake clock;
@@ -66,7 +68,7 @@ func (r *pacedRun) noPass() {
 
 // stepWhenWaiting moves the clock by d once the loop waits on a timer.
 func (r *pacedRun) stepWhenWaiting(d time.Duration) {
-	waitFor(r.t, r.clock.HasWaiters)
+	testutil.WaitFor(r.t, "the volume manager's state", r.clock.HasWaiters)
 	r.clock.Step(d)
 }
 
@@ -152,14 +154,14 @@ func TestManagerLoopsFollowTheirWork(t *testing.T) {
 		defer h.events.mu.Unlock()
 		return len(h.events.events) > 0
 	}
-	waitFor(t, failed)
+	testutil.WaitFor(t, "the volume manager's state", failed)
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	mounted := func() bool {
 		h.clock.Step(10 * time.Millisecond)
 		_, err := h.read(pod, "v", "a")
 		return err == nil
 	}
-	waitFor(t, mounted)
+	testutil.WaitFor(t, "the volume manager's state", mounted)
 	if took := h.clock.Since(start); took < initialRetryDelay {
 		t.Errorf("mounted %v after the start, before the failure's backoff of %v", took, initialRetryDelay)
 	}
@@ -168,7 +170,7 @@ func TestManagerLoopsFollowTheirWork(t *testing.T) {
 	h.active.Delete(pod.UID)
 	h.activeMu.Unlock()
 	h.m.ActivePodsChanged()
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, "the volume manager's state", func() bool {
 		h.clock.Step(10 * time.Millisecond)
 		return len(h.m.Volumes()) == 0
 	})

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 // fakeConfigMaps is a ConfigMapGetter backed by a map, with injectable errors.
@@ -257,8 +259,8 @@ func TestMountRemountUnmount(t *testing.T) {
 	h.active.Delete(pod.UID)
 	done := make(chan error, 1)
 	go func() { done <- h.m.WaitForUnmount(context.Background(), pod) }()
-	waitFor(t, func() bool { h.stepAndPoll(); return len(h.m.Volumes()) == 0 })
-	waitFor(t, func() bool { h.clock.Step(waitPollInterval); return len(done) > 0 })
+	testutil.WaitFor(t, "the volume manager's state", func() bool { h.stepAndPoll(); return len(h.m.Volumes()) == 0 })
+	testutil.WaitFor(t, "the volume manager's state", func() bool { h.clock.Step(waitPollInterval); return len(done) > 0 })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -270,17 +272,6 @@ func TestMountRemountUnmount(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestWaitForAttachAndMount(t *testing.T) {
 	h := newHarness(t)
 	h.cms.set("cfg", map[string]string{"a": "1"})
@@ -288,14 +279,14 @@ func TestWaitForAttachAndMount(t *testing.T) {
 	h.active.Insert(pod.UID)
 	done := make(chan error, 1)
 	go func() { done <- h.m.WaitForAttachAndMount(context.Background(), pod) }()
-	waitFor(t, func() bool { h.step(); return len(h.m.Volumes()) == 1 })
+	testutil.WaitFor(t, "the volume manager's state", func() bool { h.step(); return len(h.m.Volumes()) == 1 })
 	// Mounted, but the wait returns at its next poll, as the kubelet's
 	// does, not at the mount: pods that started together end together.
 	time.Sleep(20 * time.Millisecond)
 	if len(done) != 0 {
 		t.Fatal("the wait returned between two polls")
 	}
-	waitFor(t, func() bool { h.clock.Step(waitPollInterval); return len(done) > 0 })
+	testutil.WaitFor(t, "the volume manager's state", func() bool { h.clock.Step(waitPollInterval); return len(done) > 0 })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +342,7 @@ func TestWaitsEndAtAPollNotOnTheMount(t *testing.T) {
 				done <- pod.Name
 			}
 		}()
-		waitFor(t, desired(i+1))
+		testutil.WaitFor(t, "the volume manager's state", desired(i+1))
 		h.step()
 	}
 	if n := len(h.m.Volumes()); n != 2 {
@@ -361,5 +352,5 @@ func TestWaitsEndAtAPollNotOnTheMount(t *testing.T) {
 	if len(done) != 0 {
 		t.Fatalf("%s's wait ended on its mount, before a poll", <-done)
 	}
-	waitFor(t, func() bool { h.clock.Step(waitPollInterval); return len(done) == 2 })
+	testutil.WaitFor(t, "the volume manager's state", func() bool { h.clock.Step(waitPollInterval); return len(done) == 2 })
 }

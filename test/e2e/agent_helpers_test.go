@@ -18,8 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // agentProcess is the real nodeagent binary running `run` for one node.
@@ -32,24 +35,6 @@ type agentProcess struct {
 	wrapper  []string
 	logPath  string
 	proc     *controlplane.Process
-}
-
-// nodeagentBinary is the binary under test: $NODEAGENT_BIN (make e2e sets
-// it), else _output/bin/nodeagent of this checkout.
-func nodeagentBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("NODEAGENT_BIN"); bin != "" {
-		return bin
-	}
-	dir, err := controlplane.FindBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "nodeagent")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: %v; run `make build` or `make e2e`", bin, err)
-	}
-	return bin
 }
 
 // createNode creates a Node object with the TTL annotation in seconds
@@ -101,13 +86,10 @@ func startAgentOpts(t *testing.T, o agentOptions) *agentProcess {
 	}
 	a := &agentProcess{t: t, node: o.node, rootDir: o.rootDir, wrapper: o.wrapper, logPath: filepath.Join(t.TempDir(), "agent.log")}
 	a.httpAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
-	a.args = append([]string{"run",
-		"--kubeconfig=" + o.kubeconfig,
-		"--node-name=" + o.node,
-		"--root-dir=" + a.rootDir,
-		"--http-address=" + a.httpAddr,
-		"-v=2",
-	}, o.args...)
+	cfg := agent.DefaultConfig()
+	cfg.NodeName, cfg.RootDir, cfg.HTTPAddress = o.node, a.rootDir, a.httpAddr
+	// The test's own arguments come last, and win.
+	a.args = append(append(cfg.Command(o.kubeconfig), "-v=2"), o.args...)
 	a.start()
 	t.Cleanup(func() {
 		a.stop(syscall.SIGTERM)
@@ -121,13 +103,13 @@ func startAgentOpts(t *testing.T, o agentOptions) *agentProcess {
 
 func (a *agentProcess) start() {
 	a.t.Helper()
-	argv := append(append(append([]string{}, a.wrapper...), nodeagentBinary(a.t)), a.args...)
+	argv := append(append(append([]string{}, a.wrapper...), e2eutil.NodeagentBinary(a.t)), a.args...)
 	proc, err := controlplane.StartProcess("nodeagent", argv[0], argv[1:], a.logPath, controlplane.ProcessOptions{Bare: true})
 	if err != nil {
 		a.t.Fatal(err)
 	}
 	a.proc = proc
-	waitUntil(a.t, 30*time.Second, func() error {
+	testutil.Eventually(a.t, pollInterval, 30*time.Second, func() error {
 		resp, err := http.Get("http://" + a.httpAddr + "/readyz")
 		if err != nil {
 			return err
@@ -169,7 +151,7 @@ func (a *agentProcess) volumePath(pod *corev1.Pod, volume, file string) string {
 // waitForFile waits until path holds want.
 func (a *agentProcess) waitForFile(path, want string, timeout time.Duration) {
 	a.t.Helper()
-	waitUntil(a.t, timeout, func() error {
+	testutil.Eventually(a.t, pollInterval, timeout, func() error {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return err

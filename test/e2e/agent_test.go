@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 )
 
@@ -94,7 +95,7 @@ func TestAgentWritesVolumes(t *testing.T) {
 	// A deleted pod's directory goes.
 	deletePodNow(t, pod)
 	podDir := filepath.Join(a.rootDir, "pods", string(pod.UID))
-	waitUntil(t, 20*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 20*time.Second, func() error {
 		if _, err := os.Stat(podDir); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s still exists", podDir)
 		}
@@ -120,7 +121,7 @@ func TestAgentErrorsStayWithTheirVolume(t *testing.T) {
 	}
 
 	// Each failure is a FailedMount event on the pod, naming the volume.
-	waitUntil(t, 30*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
 		events, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -190,7 +191,7 @@ func TestAgentRecoversFromSIGKILL(t *testing.T) {
 	a.start()
 	a.waitForFile(a.volumePath(stays, "cfg", "k"), "v2", updateDeadline)
 	a.waitForFile(a.volumePath(arrives, "cfg", "k"), "v2", 30*time.Second)
-	waitUntil(t, 20*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 20*time.Second, func() error {
 		if _, err := os.Stat(filepath.Join(a.rootDir, "pods", string(goes.UID))); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("the deleted pod's directory is still there")
 		}

@@ -20,7 +20,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // createAnalyzeObjects makes the ConfigMaps and Secrets analyzePods read:
@@ -156,8 +158,8 @@ func analyzeAsLeastPrivileged(t *testing.T, nodeSelector string) analyze.Result 
 	}
 	var r analyze.Result
 	// RBAC takes a moment to see a new binding.
-	waitUntil(t, 30*time.Second, func() error {
-		out, err := exec.Command(nodeagentBinary(t), "analyze", "--kubeconfig="+kubeconfig, "--node-selector="+nodeSelector, "-o", "json").Output()
+	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
+		out, err := exec.Command(e2eutil.NodeagentBinary(t), "analyze", "--kubeconfig="+kubeconfig, "--node-selector="+nodeSelector, "-o", "json").Output()
 		if err != nil {
 			return fmt.Errorf("nodeagent analyze as %s: %v\n%s", user, err, stderrOf(err))
 		}

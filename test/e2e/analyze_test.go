@@ -17,10 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // analyzeNode is one reference kubelet of the mixed fleet.
@@ -92,7 +94,7 @@ func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	waitUntil(t, 2*time.Minute, func() error {
+	testutil.Eventually(t, pollInterval, 2*time.Minute, func() error {
 		for _, name := range pods {
 			pod, err := clientset.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -108,7 +110,7 @@ func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 
 	// The report stays in _output/analyze-e2e: docs/analyze.md quotes it.
 	dir := filepath.Join(repoRoot(t), "_output", "analyze-e2e")
-	out, err := exec.Command(nodeagentBinary(t), "analyze", "--kubeconfig="+cp.KubeconfigPath,
+	out, err := exec.Command(e2eutil.NodeagentBinary(t), "analyze", "--kubeconfig="+cp.KubeconfigPath,
 		"--node-selector=nodeagent.io/analyze-e2e="+ns, "--measure="+analyzeWindow.String(),
 		"--audit-log="+cp.AuditLogPath(), "-o", "json", "--output-dir="+dir).Output()
 	if err != nil {
@@ -158,7 +160,7 @@ func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 	if watchNode.Predicted.Sum().Watches == 0 {
 		t.Fatal("the Watch node is predicted no watches")
 	}
-	waitUntil(t, 3*time.Minute-time.Since(started), func() error {
+	testutil.Eventually(t, pollInterval, 3*time.Minute-time.Since(started), func() error {
 		tally, err := auditlog.TallyResources(cp.AuditLogPath(), auditlog.Window{From: started, To: time.Now()}, "configmaps", "secrets")
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 )
@@ -132,7 +133,7 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 	// Every healthy volume on disk, and every failing pod's FailedMount.
 	mounted := map[string]time.Duration{}
 	evented := map[string]time.Duration{}
-	waitUntil(t, 3*time.Minute, func() error {
+	testutil.Eventually(t, pollInterval, 3*time.Minute, func() error {
 		var missing []string
 		for _, n := range nodes {
 			if _, done := mounted[n.name]; done {
@@ -208,7 +209,7 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 		}
 	}
 	posted := map[string]time.Duration{}
-	waitUntil(t, 2*time.Minute, func() error {
+	testutil.Eventually(t, pollInterval, 2*time.Minute, func() error {
 		now := failedMountsByNode(t, ns)
 		var quiet []string
 		for _, n := range nodes {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // dsCluster is a control plane of its own with the real DaemonSet
@@ -69,7 +71,7 @@ func startDSCluster(t *testing.T, podIP string, nodes ...string) *dsCluster {
 // leftover annotation, and every node runs an agent with the original args.
 func (c *dsCluster) waitRestored(t *testing.T) {
 	t.Helper()
-	waitUntil(t, 2*time.Minute, func() error {
+	testutil.Eventually(t, pollInterval, 2*time.Minute, func() error {
 		ds, err := c.client.AppsV1().DaemonSets("nodeagent").Get(context.Background(), "nodeagent", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -98,7 +100,7 @@ func (c *dsCluster) waitRestored(t *testing.T) {
 }
 
 func (c *dsCluster) compare(t *testing.T, namespace, out string, extra ...string) *exec.Cmd {
-	return exec.Command(nodeagentBinary(t), append([]string{"compare",
+	return exec.Command(e2eutil.NodeagentBinary(t), append([]string{"compare",
 		"--kubeconfig=" + c.cp.KubeconfigPath, "--daemonset=nodeagent/nodeagent",
 		"--pods-per-node=5", "--sync-frequency=2s", "--sample-interval=5s",
 		"--namespace=" + namespace, "--output-dir=" + out}, extra...)...)
@@ -168,7 +170,7 @@ func TestCompareDaemonSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		report := readReport(t, out)
+		report := e2eutil.ReadReport(t, out)
 		s := report.Scenario
 		// Served besides the run's pods: the tenant's pod (its mounted
 		// ConfigMap volume and its service-account volume) and the two
@@ -241,7 +243,7 @@ func TestCompareDaemonSetReadsAgentMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report := readReport(t, out)
+	report := e2eutil.ReadReport(t, out)
 	if len(report.Phases) != 1 {
 		t.Fatalf("%d phases, want every-sync", len(report.Phases))
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // compare --update-rate on real agents: every update reaches every volume
@@ -19,7 +20,7 @@ func TestCompareUpdateLatency(t *testing.T) {
 	output := runCompare(t, "compare-latency", out,
 		"--nodes=1", "--pods-per-node=10", "--shared-configmaps=2", "--sync-frequency=5s",
 		"--phase-duration=15s", "--sample-interval=5s", "--update-rate=4", "--modes=watch,watch-at-sync")
-	report := readReport(t, out)
+	report := e2eutil.ReadReport(t, out)
 	if len(report.Phases) != 2 {
 		t.Fatalf("%d phases, want 2", len(report.Phases))
 	}
@@ -58,7 +59,7 @@ func TestCompareAgentProcesses(t *testing.T) {
 	s.Nodes, s.PodsPerNode, s.PhaseDuration, s.Modes = 2, 5, 15*time.Second, []compare.Mode{compare.ModeEverySync}
 	report, err := compare.Run(ctx, compare.Options{
 		Scenario: s, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: t.TempDir(), Namespace: "compare-processes",
-		NodeIdentity: cp.NodeRESTConfig, AuditLog: cp.AuditLogPath(), AgentBinary: nodeagentBinary(t),
+		NodeIdentity: cp.NodeRESTConfig, AuditLog: cp.AuditLogPath(), AgentBinary: e2eutil.NodeagentBinary(t),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -17,7 +16,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // A short comparison with the real binary against the test control plane.
@@ -36,7 +36,7 @@ func TestCompareShortRun(t *testing.T) {
 	if !strings.Contains(output, "measured/model") {
 		t.Error("no results table on stdout")
 	}
-	report := readReport(t, out)
+	report := e2eutil.ReadReport(t, out)
 	if len(report.Phases) != 3 {
 		t.Fatalf("%d phases, want 3", len(report.Phases))
 	}
@@ -75,7 +75,7 @@ func TestCompareRejectsImpossibleScenarios(t *testing.T) {
 		// 50,000 pods: more than one process can run agents for.
 		{"--nodes=1000", "--pods-per-node=50"},
 	} {
-		cmd := exec.Command(nodeagentBinary(t), append([]string{"compare", "--kubeconfig=/nonexistent"}, args...)...)
+		cmd := exec.Command(e2eutil.NodeagentBinary(t), append([]string{"compare", "--kubeconfig=/nonexistent"}, args...)...)
 		output, err := cmd.CombinedOutput()
 		if err == nil || strings.Contains(string(output), "kubeconfig") {
 			t.Errorf("%v: want a failure about the scenario before any connection, got %v: %s", args, err, output)
@@ -91,7 +91,7 @@ func TestCompareInterrupted(t *testing.T) {
 		"--nodes=2", "--pods-per-node=3", "--sync-frequency=1s", "--ttl=3s",
 		"--phase-duration=5m", "--sample-interval=1s", "--modes=every-sync,watch")
 	interruptWhileMeasuring(t, cmd, func() { time.Sleep(3 * time.Second) })
-	report := readReport(t, out)
+	report := e2eutil.ReadReport(t, out)
 	if !report.Interrupted || len(report.Phases) != 1 || !report.Phases[0].Interrupted || report.Phases[0].MeasuredSeconds < 2 || report.Phases[0].APIServerGetTotal == 0 {
 		t.Errorf("report after Ctrl-C: interrupted %v, phases %+v", report.Interrupted, report.Phases)
 	}
@@ -101,38 +101,20 @@ func TestCompareInterrupted(t *testing.T) {
 	}
 }
 
-// readReport reads the report.json a compare run wrote into dir.
 // compareOnSharedControlPlane is `nodeagent compare` with args on the
 // package's control plane, its objects in namespace, its report in out.
 func compareOnSharedControlPlane(t *testing.T, namespace, out string, args ...string) *exec.Cmd {
 	t.Helper()
-	return exec.Command(nodeagentBinary(t), append([]string{"compare",
+	return exec.Command(e2eutil.NodeagentBinary(t), append([]string{"compare",
 		"--kubeconfig=" + cp.KubeconfigPath, "--namespace=" + namespace, "--output-dir=" + out}, args...)...)
 }
 
-// runCompare runs compareOnSharedControlPlane to the end, logs its output
-// and fails the test if it fails; it returns the output.
+// runCompare runs `nodeagent compare` with args on the package's control
+// plane to the end (e2eutil.RunCompare), its objects in namespace, its
+// report in out; it returns the output.
 func runCompare(t *testing.T, namespace, out string, args ...string) string {
 	t.Helper()
-	output, err := compareOnSharedControlPlane(t, namespace, out, args...).CombinedOutput()
-	t.Logf("nodeagent compare:\n%s", output)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(output)
-}
-
-func readReport(t *testing.T, dir string) *compare.Report {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var report compare.Report
-	if err := json.Unmarshal(data, &report); err != nil {
-		t.Fatal(err)
-	}
-	return &report
+	return e2eutil.RunCompare(t, append([]string{"--kubeconfig=" + cp.KubeconfigPath, "--namespace=" + namespace, "--output-dir=" + out}, args...)...)
 }
 
 // interruptWhileMeasuring starts a compare command, waits until it
@@ -145,7 +127,7 @@ func interruptWhileMeasuring(t *testing.T, cmd *exec.Cmd, during func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 2*time.Minute, func() error {
+	testutil.Eventually(t, pollInterval, 2*time.Minute, func() error {
 		if !strings.Contains(output.String(), "measure") {
 			return fmt.Errorf("not measuring yet")
 		}
@@ -188,7 +170,7 @@ func TestCompareSharedConfigMaps(t *testing.T) {
 	runCompare(t, "compare-shared", out,
 		"--nodes=4", "--pods-per-node=10", "--shared-configmaps=1", "--sync-frequency=5s",
 		"--phase-duration=80s", "--sample-interval=10s", "--modes=every-sync")
-	p := readReport(t, out).Phases[0]
+	p := e2eutil.ReadReport(t, out).Phases[0]
 	// Counting pods: 4 nodes × 10 pods × 2 ConfigMaps / 6.75 s.
 	perPod := 80 / 6.75
 	if p.ExpectedAPIServerQPS > 0.6*perPod || p.ExpectedAPIServerQPS < 0.45*perPod {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 func TestControlPlaneIsTheRealOne(t *testing.T) {
@@ -63,7 +64,7 @@ func TestConfigMapGetQuorumVersusWatchCache(t *testing.T) {
 	}
 	// The watch cache may lag the create by a moment; wait for it with
 	// GETs at resourceVersion 0 before measuring anything.
-	waitUntil(t, 30*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
 		_, err := cms.Get(ctx, "probe", metav1.GetOptions{ResourceVersion: "0"})
 		return err
 	})
@@ -118,11 +119,11 @@ func TestControlPlaneSurvivesRestarts(t *testing.T) {
 	t.Logf("etcd restarted in %s", time.Since(start).Round(time.Millisecond))
 	// The apiserver reports ready a moment before its etcd client has
 	// reconnected everywhere; the data must come back within seconds.
-	waitUntil(t, 30*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
 		_, err := cms.Get(ctx, "before", metav1.GetOptions{})
 		return err
 	})
-	waitUntil(t, 30*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
 		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 )
 
@@ -64,7 +65,7 @@ func TestAgentIdleCostWith110Pods(t *testing.T) {
 		createPod(t, ns, fmt.Sprintf("pod-%d", i), "node-cost", volume{name: "cfg", configMap: fmt.Sprintf("cm-%d", i)})
 	}
 	start := time.Now()
-	waitUntil(t, 60*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 60*time.Second, func() error {
 		if n := a.metrics().Sum(agent.MetricVolumesMounted, nil); n != pods {
 			return fmt.Errorf("%v of %d volumes mounted", n, pods)
 		}

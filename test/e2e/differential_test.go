@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
@@ -125,7 +126,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 	}
 	waitForTrees := func(t *testing.T, what string, ready func(dir string, tree volumetree.Tree, key string) bool) {
 		t.Helper()
-		waitUntil(t, 90*time.Second, func() error {
+		testutil.Eventually(t, pollInterval, 90*time.Second, func() error {
 			for node, s := range nodes {
 				for base, pod := range s.pods {
 					dirs := volumeDirs(s.rootDir, pod)
@@ -263,7 +264,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			pod := s.pods["shared-b"]
 			dirs := volumeDirs(s.rootDir, pod)
 			deletePodNow(t, pod)
-			waitUntil(t, 90*time.Second, func() error {
+			testutil.Eventually(t, pollInterval, 90*time.Second, func() error {
 				if left := volumeDirs(s.rootDir, pod); len(left) > 0 {
 					return fmt.Errorf("%s: volumes %v of the deleted pod are still on disk (had %v)", node, keys(left), keys(dirs))
 				}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // fakeKubelet plays the scheduler and the kubelet of some nodes, for the
@@ -185,7 +186,7 @@ func (k *fakeKubelet) startAgent(pod *corev1.Pod) (*podAgent, error) {
 	a.args = agentArgs(c.Args)
 	args := append([]string{"run", "--kubeconfig=" + k.kubeconfig, "--root-dir=" + filepath.Join(dir, "root"), "--http-address=" + a.httpAddr}, a.args...)
 	// NODE_NAME as the downward API sets it.
-	proc, err := controlplane.StartProcess("nodeagent", nodeagentBinary(k.t), args, a.logPath, controlplane.ProcessOptions{Env: []string{"NODE_NAME=" + pod.Spec.NodeName}, Bare: true})
+	proc, err := controlplane.StartProcess("nodeagent", e2eutil.NodeagentBinary(k.t), args, a.logPath, controlplane.ProcessOptions{Env: []string{"NODE_NAME=" + pod.Spec.NodeName}, Bare: true})
 	if err != nil {
 		return nil, err
 	}

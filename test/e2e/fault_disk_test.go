@@ -13,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 // diskFault is one way the agent's disk can fail under it.
@@ -119,7 +121,7 @@ func TestDiskFaults(t *testing.T) {
 
 			// The error, on the victim's volume, in an event and in
 			// /debug/volumes.
-			waitUntil(t, 30*time.Second, func() error {
+			testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
 				events := strings.Join(podEvents(t, ns, "victim", "FailedMount"), "\n")
 				if !strings.Contains(events, `volume "cfg"`) || !strings.Contains(events, fault.errorText) {
 					return fmt.Errorf("no FailedMount event for volume cfg with %q: %q", fault.errorText, events)
@@ -185,7 +187,7 @@ func keyNames(n int) []string {
 // whole.
 func waitForGeneration(t *testing.T, dir string, gen int, timeout time.Duration) {
 	t.Helper()
-	waitUntil(t, timeout, func() error {
+	testutil.Eventually(t, pollInterval, timeout, func() error {
 		got, err := volumeGeneration(dir)
 		if err != nil {
 			return err

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
@@ -55,18 +54,9 @@ func assertDelta(t *testing.T, what string, got, want float64) {
 	}
 }
 
-// waitUntil polls f every 100 ms until it returns nil or timeout passes.
-func waitUntil(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		last = f()
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("still failing after %s: %v", timeout, last)
-	}
-}
+// pollInterval is how often the e2e tests check a condition they wait for
+// (testutil.Eventually).
+const pollInterval = 100 * time.Millisecond
 
 // childPIDs lists processes whose command line mentions dir.
 func childPIDs(t *testing.T, dir string) []string {

@@ -23,8 +23,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // Scaled for a run of minutes: the shipped rules' 5 m rates become 20 s and
@@ -113,7 +115,7 @@ scrape_configs:
 			t.Logf("prometheus.log:\n%s", out)
 		}
 	})
-	waitUntil(t, 30*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
 		resp, err := http.Get("http://" + listen + "/-/ready")
 		if err != nil {
 			return err
@@ -168,7 +170,7 @@ func TestPrometheusRulesMatchCompare(t *testing.T) {
 	out := t.TempDir()
 	runCompare(t, "compare-prometheus", out, "--nodes=4", "--pods-per-node=5", "--sync-frequency=2s", "--ttl=6s",
 		"--phase-duration=45s", "--modes=every-sync,first-reference", "--metrics-address="+agentsAddr)
-	report := readReport(t, out)
+	report := e2eutil.ReadReport(t, out)
 	if len(report.Phases) != 2 {
 		t.Fatalf("%d phases, want 2", len(report.Phases))
 	}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
@@ -109,7 +110,7 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 	}
 	// Settled: the agent mounted or refused each; the kubelet mounted what
 	// the agent mounted.
-	waitUntil(t, 90*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 90*time.Second, func() error {
 		for _, p := range pairs {
 			agentDone := mounted(a.rootDir, p.agent) || refused(p.agent) != ""
 			if !agentDone || (mounted(a.rootDir, p.agent) && !mounted(kubelet.rootDir, p.kubelet)) {

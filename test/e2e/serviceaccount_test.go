@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
@@ -170,7 +171,7 @@ func TestServiceAccountVolumeLoad(t *testing.T) {
 		}
 		// A pod's first sync mounts, and is counted after its GET: start
 		// once both pods are past it.
-		waitUntil(t, 30*time.Second, func() error {
+		testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
 			if synced := a.metrics().Sum(agent.MetricPodWork, map[string]string{"kind": "sync"}); synced < float64(2*len(pods)) {
 				return fmt.Errorf("%v pod syncs, want the second of each pod", synced)
 			}
@@ -237,7 +238,7 @@ func TestStatusOnlyUpdatesDoNotSync(t *testing.T) {
 		}
 		current = updated
 	}
-	waitUntil(t, 10*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 10*time.Second, func() error {
 		if seen := a.metrics().Sum(agent.MetricPodUpdates, map[string]string{"change": "status-only"}) -
 			agentBefore.Sum(agent.MetricPodUpdates, map[string]string{"change": "status-only"}); seen < 100 {
 			return fmt.Errorf("the agent has seen %v of the 100 status updates", seen)
@@ -257,13 +258,13 @@ func TestStatusOnlyUpdatesDoNotSync(t *testing.T) {
 	if _, err := clientset.CoreV1().Pods(ns).Update(context.Background(), current, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 10*time.Second, func() error {
 		if s := a.metrics().Sum(agent.MetricPodWork, map[string]string{"kind": "sync"}) - agentAfter.Sum(agent.MetricPodWork, map[string]string{"kind": "sync"}); s != 1 {
 			return fmt.Errorf("%v syncs after a label change, want 1", s)
 		}
 		return nil
 	})
-	waitUntil(t, 10*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 10*time.Second, func() error {
 		if g := a.metrics().Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"}) -
 			agentAfter.Sum(agent.MetricConfigMapGets, map[string]string{"resource_version": "unset"}); g != 2 {
 			return fmt.Errorf("%v quorum GETs after the label change's sync, want 2 (cfg and kube-root-ca.crt)", g)
@@ -296,7 +297,7 @@ func TestEnvOnlyConfigMapIsReadOnce(t *testing.T) {
 	if _, err := clientset.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 30*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
 		if s := a.metrics().Sum(agent.MetricPodWork, map[string]string{"kind": "sync", "result": "success"}) -
 			agentBefore.Sum(agent.MetricPodWork, map[string]string{"kind": "sync", "result": "success"}); s < 6 {
 			return fmt.Errorf("%v successful syncs so far", s)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 // soakConfigMaps is how many ConfigMaps the soak's pods choose from.
@@ -113,7 +115,7 @@ func TestSoak(t *testing.T) {
 
 	// Quiescence: the API's content on disk for every pod, nothing else.
 	quiet := time.Now()
-	waitUntil(t, 3*time.Minute, func() error {
+	testutil.Eventually(t, pollInterval, 3*time.Minute, func() error {
 		for _, p := range pods {
 			want := gens[p.Spec.Volumes[0].ConfigMap.Name]
 			got, err := volumeGeneration(a.volumePath(p, "cfg", ""))
@@ -152,7 +154,7 @@ func TestSoak(t *testing.T) {
 	}
 	// A ConfigMap no pod reads any more is unwatched after 5·S.
 	var watches float64
-	waitUntil(t, 5*5*time.Second+30*time.Second, func() error {
+	testutil.Eventually(t, pollInterval, 5*5*time.Second+30*time.Second, func() error {
 		if watches = configMapWatches(t) - watchesBefore; watches != float64(len(inUse)) {
 			return fmt.Errorf("%v ConfigMap watches open for %d ConfigMaps in use", watches, len(inUse))
 		}
@@ -162,7 +164,7 @@ func TestSoak(t *testing.T) {
 	goroutines, fds := m.Sum("go_goroutines", nil), m.Sum("process_open_fds", nil)
 	a.stop(syscall.SIGTERM)
 	a.start()
-	waitUntil(t, time.Minute, func() error {
+	testutil.Eventually(t, pollInterval, time.Minute, func() error {
 		if w := configMapWatches(t) - watchesBefore; w != float64(len(inUse)) {
 			return fmt.Errorf("%v ConfigMap watches after a fresh start, want %d", w, len(inUse))
 		}

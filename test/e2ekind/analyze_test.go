@@ -21,6 +21,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // runAnalyze runs `nodeagent analyze` on the kind cluster as its admin
@@ -28,7 +29,7 @@ import (
 // report stays under _output/e2e-kind/<name>.
 func runAnalyze(t *testing.T, name string, args ...string) analyze.Result {
 	t.Helper()
-	cmd := exec.Command(os.Getenv("NODEAGENT_BIN"), append([]string{"analyze", "--kubeconfig=" + kubeconfigPath,
+	cmd := exec.Command(e2eutil.NodeagentBinary(t), append([]string{"analyze", "--kubeconfig=" + kubeconfigPath,
 		"-o", "json", "--output-dir=" + filepath.Join(outputDir, name)}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

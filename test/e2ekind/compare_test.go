@@ -3,37 +3,22 @@
 package e2ekind
 
 import (
-	"encoding/json"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // runCompare runs `nodeagent compare` on the kind cluster's deployed agents
 // and returns its report; the output directory stays under _output/e2e-kind.
-func runCompare(t *testing.T, name string, args ...string) compare.Report {
+func runCompare(t *testing.T, name string, args ...string) *compare.Report {
 	t.Helper()
-	bin := os.Getenv("NODEAGENT_BIN")
 	out := filepath.Join(outputDir, name)
-	cmd := exec.Command(bin, append([]string{"compare", "--kubeconfig=" + kubeconfigPath,
+	e2eutil.RunCompare(t, append([]string{"--kubeconfig=" + kubeconfigPath,
 		"--daemonset=nodeagent/nodeagent", "--pod-image=" + podImage, "--output-dir=" + out}, args...)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("nodeagent compare: %v", err)
-	}
-	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var report compare.Report
-	if err := json.Unmarshal(raw, &report); err != nil {
-		t.Fatal(err)
-	}
-	return report
+	return e2eutil.ReadReport(t, out)
 }
 
 // TestCompareDaemonSetBeforeAfter: `nodeagent compare --daemonset` on the

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
@@ -68,18 +68,16 @@ func exists(node, p string) bool {
 	return err == nil
 }
 
-// eventually polls cond every second until it returns "" or the timeout
-// passes, then fails the test with cond's last answer.
+// eventually is testutil.Eventually, every second, for a condition that
+// says what is still wrong ("" once it holds) rather than an error.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() string) {
 	t.Helper()
-	reason := ""
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) {
-		reason = cond()
-		return reason == "", nil
+	testutil.Eventually(t, time.Second, timeout, func() error {
+		if reason := cond(); reason != "" {
+			return fmt.Errorf("%s: %s", what, reason)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("%s: not after %s: %s", what, timeout, reason)
-	}
 }
 
 // clusterNodes lists the cluster's nodes by name.
