@@ -99,26 +99,32 @@ push: ## Build the image and push it to REGISTRY/nodeagent:<version> (or IMAGE=r
 	@echo "Pushed $(IMAGE). Deploy it with kustomize (in an overlay's directory): kustomize edit set image ghcr.io/nodeagent-io/nodeagent=$(IMAGE)"
 	@image="$(IMAGE)"; echo "or with Helm: --set image.repository=$${image%:*} --set image.tag=$${image##*:}"
 
-vet: ## Run go vet.
+vet: ## Run go vet over every module but the reference kubelets' (make verify checks those).
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/... ./test/e2ekind/... ./test/deploy/...
 	cd hack/kind && $(GO) vet ./capdrop-runc ./images ./pause
 	cd hack/image && $(GO) vet .
+	cd hack/dashboard && $(GO) vet .
 
 # verify is what a change must pass before review: formatting, go vet and
-# staticcheck over every package, the e2e tests' included; the docs' links;
-# the generated dashboard.
+# staticcheck over every package of every module (hack/'s, and the
+# reference kubelets' two builds, included), the e2e tests' included; the
+# docs' links; the generated dashboard.
 verify: vet staticcheck ## Check formatting (gofmt), go vet, staticcheck, that the agent-only build links the core API group alone (and no generic typed client), the docs' relative links and anchors, and that docs/reference.md and the dashboard are what the code writes.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 	$(BIN)/staticcheck ./...
 	$(BIN)/staticcheck -tags e2e ./test/...
 	$(BIN)/staticcheck -tags agentonly ./cmd/nodeagent
+	cd hack/kind && $(abspath $(BIN))/staticcheck ./capdrop-runc ./images ./pause
+	cd hack/image && $(abspath $(BIN))/staticcheck .
+	cd hack/dashboard && $(abspath $(BIN))/staticcheck .
+	hack/refkubelet/check.sh $(abspath $(BIN))/staticcheck
 	@heavy=$$($(GO) list -tags agentonly -deps ./cmd/nodeagent | grep -xE 'k8s.io/client-go/(kubernetes/scheme|informers|gentype)'); \
 	if [ -n "$$heavy" ]; then echo "the agent-only build links $$(echo $$heavy): every API group's types, or server-side apply's; keep it on pkg/coreclient (docs/performance.md)"; exit 1; fi
 	$(GO) run ./hack/doclinks $$(git ls-files '*.md')
 	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent
-	@cd hack/dashboard && $(GO) vet . && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \
+	@cd hack/dashboard && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \
 		{ echo "deploy/grafana/nodeagent.json is not what hack/dashboard writes: run make dashboard"; exit 1; }
 
 reference: ## Write docs/reference.md (every command's flags, every metric) from the code.

@@ -252,7 +252,10 @@ func TestAgentCountsAgreeWithAPIServer(t *testing.T) {
 			}
 			switch mode {
 			case "every-sync":
-				if syncs < 20 || math.Abs(etcdGets-syncs) > slack {
+				// A pod's sync is counted when it ends and its GET is sent by
+				// the remount after it: each pod can have one of the two on
+				// either side of each scrape, more so on a loaded machine.
+				if syncs < 20 || math.Abs(etcdGets-syncs) > float64(len(pods)) {
 					t.Errorf("every-sync: %v etcd reads for %v pod syncs, want one per sync", etcdGets, syncs)
 				}
 			case "first-reference", "watch":

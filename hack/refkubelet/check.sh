@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make verify` for the reference kubelets' module: go vet and staticcheck
+# over both of its builds, v1.36 (go.mod) and v1.28 (v1.28.mod with the
+# refkubelet_v1_28 tag). Usage:
+#
+#   hack/refkubelet/check.sh STATICCHECK_BINARY
+#
+# -trimpath, as build.sh builds, lets both tools reuse the packages that
+# make refkubelet compiled. staticcheck cannot take -modfile, so the v1.28
+# build is checked in a copy of the sources with v1.28.mod as its go.mod.
+set -euo pipefail
+
+staticcheck=$1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$here"
+go vet -trimpath .
+go vet -trimpath -modfile=v1.28.mod -tags refkubelet_v1_28 .
+GOFLAGS=-trimpath "$staticcheck" .
+copy=$(mktemp -d)
+trap 'rm -rf "$copy"' EXIT
+cp ./*.go "$copy/"
+cp v1.28.mod "$copy/go.mod"
+cp v1.28.sum "$copy/go.sum"
+(cd "$copy" && GOFLAGS=-trimpath "$staticcheck" -tags refkubelet_v1_28 .)
