@@ -184,10 +184,7 @@ func nodeTTL(ctx context.Context, client kubernetes.Interface, node string) (tim
 	if err != nil {
 		return 0, fmt.Errorf("reading node %s: %w", node, err)
 	}
-	if d, ok := ttl.FromNode(n); ok {
-		return d, nil
-	}
-	return ttl.DefaultTTL, nil
+	return ttl.OrDefault(ttl.FromAnnotations(n.Annotations)), nil
 }
 
 // waitForVolumes waits until the agents have want volumes on disk. When

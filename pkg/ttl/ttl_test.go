@@ -2,6 +2,7 @@ package ttl
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +49,28 @@ func TestReaderFollowsChanges(t *testing.T) {
 	node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{Annotation: "30"}}}
 	if got := read(); got != 30*time.Second {
 		t.Fatalf("after change: got %v, want 30s", got)
+	}
+}
+
+// FromAnnotations says why there is no TTL, for whoever reports it
+// (analyze's notes); OrDefault turns that into the kubelet's default.
+func TestFromAnnotations(t *testing.T) {
+	for _, tt := range []struct {
+		annotations map[string]string
+		want        time.Duration
+		reason      string
+	}{
+		{map[string]string{Annotation: "30"}, 30 * time.Second, ""},
+		{map[string]string{Annotation: "-1"}, -time.Second, ""},
+		{nil, DefaultTTL, "no " + Annotation + " annotation"},
+		{map[string]string{Annotation: "1m"}, DefaultTTL, "not a whole number of seconds"},
+	} {
+		d, err := FromAnnotations(tt.annotations)
+		if got := OrDefault(d, err); got != tt.want {
+			t.Errorf("%v: TTL %s, want %s", tt.annotations, got, tt.want)
+		}
+		if (err == nil) != (tt.reason == "") || (err != nil && !strings.Contains(err.Error(), tt.reason)) {
+			t.Errorf("%v: error %v, want one saying %q", tt.annotations, err, tt.reason)
+		}
 	}
 }
