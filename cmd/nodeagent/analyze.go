@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +37,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	o := analyze.DefaultOptions()
 	o.Progress = os.Stderr
 	var kubeconfig, kubeContext, outputDir string
+	var failOn []string
 	output := outputTable
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: in a pod, its service account; elsewhere $KUBECONFIG or ~/.kube/config, as kubectl does.")
 	fs.StringVarP(&o.NodeSelector, "node-selector", "l", "", "A label selector (e.g. node.kubernetes.io/instance-type=m5.large): analyze only the nodes it selects and their pods. Empty: every node.")
@@ -51,11 +53,16 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.AuditLog, "audit-log", "", "An apiserver audit log (JSON lines, configmaps and secrets get/list/watch at Metadata level) to attribute per node (user system:node:NAME) beside each node's prediction: over the --measure window where one is given (the log of this cluster's apiserver, read as it is written), otherwise over the whole log.")
 	fs.VarP(cliflag.NewChoice(&output, outputFormats), "output", "o", "Output on stdout: table, json or markdown.")
 	fs.StringVar(&outputDir, "output-dir", "", "Also write report.json, report.md and chart.svg/png (now, each what-if, measured) into this directory.")
+	fs.StringSliceVar(&failOn, "fail-on", nil, fmt.Sprintf("Finding types (comma-separated, of %v) that make analyze exit with code %d after printing its report, when it finds any: a check for CI or a cron job. Empty: findings never change the exit code.", analyze.FindingTypes, exitFindings))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	failTypes, err := parseFindingTypes(failOn)
+	if err != nil {
+		return err
 	}
 	if err := o.Validate(); err != nil {
 		return err
@@ -88,13 +95,45 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	case outputJSON:
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(result)
+		err = enc.Encode(result)
 	case outputMarkdown:
-		_, err := io.WriteString(stdout, result.Markdown(o.Top))
-		return err
+		_, err = io.WriteString(stdout, result.Markdown(o.Top))
 	default:
-		return result.WriteText(stdout, o.Top)
+		err = result.WriteText(stdout, o.Top)
 	}
+	if err != nil {
+		return err
+	}
+	return failOnFindings(result, failTypes)
+}
+
+// exitFindings is analyze's exit code when --fail-on's findings are found.
+const exitFindings = 3
+
+func parseFindingTypes(names []string) ([]analyze.FindingType, error) {
+	var types []analyze.FindingType
+	for _, name := range names {
+		t, err := analyze.ParseFindingType(strings.TrimSpace(name))
+		if err != nil {
+			return nil, fmt.Errorf("--fail-on: %w", err)
+		}
+		types = append(types, t)
+	}
+	return types, nil
+}
+
+// failOnFindings is an exitError when the result holds findings of types.
+func failOnFindings(r analyze.Result, types []analyze.FindingType) error {
+	var found []string
+	for _, t := range types {
+		if n := r.Cluster.Findings[t]; n > 0 {
+			found = append(found, fmt.Sprintf("%d %s", n, t))
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return exitError{code: exitFindings, msg: "found " + strings.Join(found, ", ") + " (--fail-on)"}
 }
 
 // clusterConfig finds the cluster as kubectl does: --kubeconfig, else the

@@ -77,10 +77,23 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintf(stderr, "%s %s: %v\n", invokedAs, args[0], err)
+		var coded exitError
+		if errors.As(err, &coded) {
+			return coded.code
+		}
 		return 1
 	}
 	return 0
 }
+
+// exitError is a command's outcome that is not a failure of the command
+// but has an exit code of its own (analyze --fail-on's 3).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "nodeagent keeps pods' ConfigMap volumes on a node's disk the way the kubelet does,")

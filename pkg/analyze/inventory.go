@@ -18,14 +18,14 @@ import (
 )
 
 // Inventory is what analyze keeps of a cluster: each node's version and
-// TTL, each scheduled pod's references, and which objects exist and are
-// immutable. No object's data is kept.
+// TTL, each scheduled pod's references and its containers' start times,
+// and which objects exist, whether they are immutable, when they changed
+// and the names of their keys. No object's data is kept.
 type Inventory struct {
 	Nodes []NodeInfo
 	Pods  []PodInfo
-	// objects maps each listed ConfigMap and Secret to whether it is
-	// immutable.
-	objects map[objectKey]bool
+	// objects are the listed ConfigMaps and Secrets.
+	objects map[objectKey]*ObjectInfo
 	// SecretsListed is false where the caller may not list Secrets:
 	// every Secret is then taken to exist and to be mutable.
 	SecretsListed bool
@@ -59,6 +59,22 @@ func nodeInfo(n *corev1.Node) NodeInfo {
 type PodInfo struct {
 	Namespace, Name, Node string
 	Refs                  podrefs.Refs
+	// Started is when each running container of Refs.Containers last
+	// started; FirstStarted, the earliest start of any running container
+	// (zero where none runs).
+	Started      map[string]time.Time
+	FirstStarted time.Time
+}
+
+// podInfo is what analyze keeps of a served pod.
+func podInfo(p *corev1.Pod) PodInfo {
+	info := PodInfo{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Refs: podrefs.Of(p)}
+	names := make([]string, 0, len(info.Refs.Containers))
+	for _, c := range info.Refs.Containers {
+		names = append(names, c.Name)
+	}
+	info.Started, info.FirstStarted = startTimes(p, names)
+	return info
 }
 
 type objectKey struct {
@@ -71,16 +87,11 @@ func (inv *Inventory) Exists(kind model.Kind, namespace, name string) (exists, i
 	if kind == model.Secret && !inv.SecretsListed {
 		return true, false, false
 	}
-	immutable, exists = inv.objects[objectKey{kind, namespace, name}]
-	return exists, immutable, true
-}
-
-// AddObject records a listed ConfigMap or Secret.
-func (inv *Inventory) AddObject(kind model.Kind, namespace, name string, immutable bool) {
-	if inv.objects == nil {
-		inv.objects = map[objectKey]bool{}
+	info := inv.objects[objectKey{kind, namespace, name}]
+	if info == nil {
+		return false, false, true
 	}
-	inv.objects[objectKey{kind, namespace, name}] = immutable
+	return true, info.Immutable, true
 }
 
 // Progress is told how many objects of a kind have been listed so far,
@@ -95,7 +106,7 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	if progress == nil {
 		progress = func(string, int, bool) {}
 	}
-	inv := &Inventory{objects: map[objectKey]bool{}, SecretsListed: true}
+	inv := &Inventory{objects: map[objectKey]*ObjectInfo{}, SecretsListed: true}
 	core := client.CoreV1()
 	err := each(ctx, "nodes", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.Nodes().List(ctx, o)
@@ -120,7 +131,7 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		if !podrefs.Served(p) || (nodeSelector != "" && !selected[p.Spec.NodeName]) {
 			return
 		}
-		inv.Pods = append(inv.Pods, PodInfo{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Refs: podrefs.Of(p)})
+		inv.Pods = append(inv.Pods, podInfo(p))
 	}, running)
 	if err != nil {
 		return nil, err
@@ -129,7 +140,7 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		return core.ConfigMaps("").List(ctx, o)
 	}, func(obj runtime.Object) {
 		c := obj.(*corev1.ConfigMap)
-		inv.AddObject(model.ConfigMap, c.Namespace, c.Name, c.Immutable != nil && *c.Immutable)
+		inv.AddObjectInfo(model.ConfigMap, c.Namespace, c.Name, configMapInfo(c))
 	}, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -138,11 +149,11 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		return core.Secrets("").List(ctx, o)
 	}, func(obj runtime.Object) {
 		s := obj.(*corev1.Secret)
-		inv.AddObject(model.Secret, s.Namespace, s.Name, s.Immutable != nil && *s.Immutable)
+		inv.AddObjectInfo(model.Secret, s.Namespace, s.Name, secretInfo(s))
 	}, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
 		inv.SecretsListed = false
-		inv.SecretsUnlisted = "this user may not list Secrets: every Secret is taken to exist and to be mutable"
+		inv.SecretsUnlisted = "this user may not list Secrets: every Secret is taken to exist and to be mutable, and none is reported stale, missing or missing a key"
 		return inv, nil
 	}
 	return inv, err

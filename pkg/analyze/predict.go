@@ -51,17 +51,67 @@ func Predict(c Cluster, top int) Result {
 		Total:   Total{Predicted: kindsOf(p.ByKind)},
 	}
 	r.Nodes = c.nodeResults(now, p)
+	r.Total.UpdateDelay, r.Total.UpdateDelayNodes = clusterDelay(now)
 	r.Namespaces = namespaces(p.Objects, top)
+	delays := objectDelays(now)
 	for _, o := range p.Objects[:min(top, len(p.Objects))] {
 		r.Objects = append(r.Objects, ObjectResult{Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
-			Immutable: o.Object.Immutable, Missing: o.Object.Missing, Nodes: o.Nodes, Predicted: ratesOf(o.Load)})
+			Immutable: o.Object.Immutable, Missing: o.Object.Missing, Nodes: o.Nodes, Predicted: ratesOf(o.Load),
+			UpdateDelay: delays(o.Object)})
 	}
 	r.WhatIfs = whatIfs(c, pods, p, top)
 	r.RootCARotation = rootCARotation(now)
+	r.Findings = c.findings()
+	r.Cluster.Findings = countFindings(r.Findings)
 	if !c.Inventory.SecretsListed {
 		r.Warnings = append(r.Warnings, c.Inventory.SecretsUnlisted)
 	}
 	return r
+}
+
+// clusterDelay is the update delay over every volume read of nodes, and
+// the nodes where the longest is that long.
+func clusterDelay(nodes []model.Node) (*model.Delay, []string) {
+	var groups []model.DelayGroup
+	var slowest []string
+	longest := 0.0
+	for _, n := range nodes {
+		g := model.DelayGroups(n)
+		if len(g) == 0 {
+			continue
+		}
+		groups = append(groups, g...)
+		switch bound := model.UpdateBound(n.Behaviour, n.SyncFrequency, n.TTL); {
+		case bound > longest:
+			longest, slowest = bound, []string{n.Name}
+		case bound == longest:
+			slowest = append(slowest, n.Name)
+		}
+	}
+	d, ok := model.DelayOf(groups)
+	if !ok {
+		return nil, nil
+	}
+	sort.Strings(slowest)
+	return &d, slowest
+}
+
+// objectDelays returns each object's update delay over the nodes whose
+// pods mount it.
+func objectDelays(nodes []model.Node) func(model.Object) *model.Delay {
+	groups := map[model.Object][]model.DelayGroup{}
+	for _, n := range nodes {
+		for o, k := range n.ReadersPerObject() {
+			groups[o] = append(groups[o], model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
+		}
+	}
+	return func(o model.Object) *model.Delay {
+		d, ok := model.DelayOf(groups[model.Object{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}])
+		if !ok {
+			return nil
+		}
+		return &d
+	}
 }
 
 func (c Cluster) summary() Summary {
@@ -92,6 +142,9 @@ func (c Cluster) nodeResults(nodes []model.Node, p model.Prediction) []NodeResul
 			SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(),
 			SettingsSource: s.Source, Behaviour: n.Behaviour, Pods: len(n.Pods),
 			Predicted: kindsOf(p.Nodes[i].ByKind), Notes: s.Notes,
+		}
+		if d, ok := model.DelayOf(model.DelayGroups(n)); ok {
+			out[i].UpdateDelay = &d
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return busier(out[i].Predicted.Sum(), out[j].Predicted.Sum()) })

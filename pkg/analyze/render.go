@@ -28,7 +28,7 @@ func (r Result) sections(top int) []section {
 	out = append(out, section{fmt.Sprintf("Busiest nodes (%d of %d)", len(nodes), len(r.Nodes)), nodeTable(nodes)})
 	out = append(out, section{fmt.Sprintf("Busiest namespaces (top %d)", len(r.Namespaces)), namespaceTable(r.Namespaces)})
 	out = append(out, section{fmt.Sprintf("Busiest objects (top %d)", len(r.Objects)), objectTable(r.Objects)})
-	return out
+	return append(out, r.findingSections(top)...)
 }
 
 var ratesHeader = []string{"apiserver GET/s", "quorum GET/s", "etcd reads/s", "watches", "re-watches/s"}
@@ -57,15 +57,16 @@ func (r Result) totalsTable() report.Table {
 }
 
 func (r Result) whatIfTable() report.Table {
-	t := report.Table{Header: []string{"what if", "nodes changed", "apiserver GET/s", "change", "etcd reads/s", "change", "watches", "change"}}
+	t := report.Table{Header: []string{"what if", "nodes changed", "apiserver GET/s", "change", "etcd reads/s", "change", "watches", "change", "update delay (median / longest)"}}
 	now := r.Total.Predicted.Sum()
-	t.Rows = append(t.Rows, []string{"now", "-", fmt.Sprintf("%.2f", now.APIServerGets), "-", fmt.Sprintf("%.2f", now.EtcdReads), "-", fmt.Sprint(now.Watches), "-"})
+	t.Rows = append(t.Rows, []string{"now", "-", fmt.Sprintf("%.2f", now.APIServerGets), "-", fmt.Sprintf("%.2f", now.EtcdReads), "-", fmt.Sprint(now.Watches), "-",
+		delayCell(r.Total.UpdateDelay)})
 	for _, w := range r.WhatIfs {
 		p := w.Predicted.Sum()
 		t.Rows = append(t.Rows, []string{w.Name, fmt.Sprint(w.Nodes),
 			fmt.Sprintf("%.2f", p.APIServerGets), saving(now.APIServerGets, p.APIServerGets),
 			fmt.Sprintf("%.2f", p.EtcdReads), saving(now.EtcdReads, p.EtcdReads),
-			fmt.Sprint(p.Watches), saving(float64(now.Watches), float64(p.Watches))})
+			fmt.Sprint(p.Watches), saving(float64(now.Watches), float64(p.Watches)), delayCell(w.UpdateDelay)})
 	}
 	return t
 }
@@ -87,7 +88,7 @@ func saving(now, then float64) string {
 
 func nodeTable(nodes []NodeResult) report.Table {
 	t := report.Table{Header: []string{"node", "kubelet", "strategy", "S", "T", "settings", "behaviour", "pods",
-		"ConfigMap GET/s", "Secret GET/s", "etcd reads/s", "watches"}}
+		"ConfigMap GET/s", "Secret GET/s", "etcd reads/s", "watches", "update delay"}}
 	audited := len(nodes) > 0 && nodes[0].Measured != nil
 	if audited {
 		t.Header = append(t.Header, "audited GET/s", "audited quorum/s", "audited watches")
@@ -97,7 +98,7 @@ func nodeTable(nodes []NodeResult) report.Table {
 		row := []string{n.Name, n.KubeletVersion, string(n.Strategy), fmt.Sprintf("%gs", n.SyncFrequencySeconds),
 			fmt.Sprintf("%gs", n.TTLSeconds), string(n.SettingsSource), string(n.Behaviour), fmt.Sprint(n.Pods),
 			fmt.Sprintf("%.3f", n.Predicted.ConfigMaps.APIServerGets), fmt.Sprintf("%.3f", n.Predicted.Secrets.APIServerGets),
-			fmt.Sprintf("%.3f", sum.EtcdReads), fmt.Sprint(sum.Watches)}
+			fmt.Sprintf("%.3f", sum.EtcdReads), fmt.Sprint(sum.Watches), delayCell(n.UpdateDelay)}
 		if audited {
 			m := n.Measured.Sum()
 			row = append(row, fmt.Sprintf("%.3f", m.APIServerGets), fmt.Sprintf("%.3f", m.QuorumGets), fmt.Sprint(m.Watches))
@@ -118,7 +119,7 @@ func namespaceTable(namespaces []NamespaceResult) report.Table {
 }
 
 func objectTable(objects []ObjectResult) report.Table {
-	t := report.Table{Header: []string{"object", "nodes", "apiserver GET/s", "etcd reads/s", "watches", "note"}}
+	t := report.Table{Header: []string{"object", "nodes", "apiserver GET/s", "etcd reads/s", "watches", "update delay", "note"}}
 	for _, o := range objects {
 		var note []string
 		if o.Immutable {
@@ -129,7 +130,7 @@ func objectTable(objects []ObjectResult) report.Table {
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%s %s/%s", o.Kind, o.Namespace, o.Name), fmt.Sprint(o.Nodes),
 			fmt.Sprintf("%.3f", o.Predicted.APIServerGets), fmt.Sprintf("%.3f", o.Predicted.EtcdReads),
-			fmt.Sprint(o.Predicted.Watches), strings.Join(note, ", ")})
+			fmt.Sprint(o.Predicted.Watches), delayCell(o.UpdateDelay), strings.Join(note, ", ")})
 	}
 	return t
 }
@@ -151,6 +152,7 @@ func (r Result) summaryLines() []string {
 		fmt.Sprintf("%s, %s in %s; settings from /configz on %d, assumed on %d; %s.",
 			count(c.Nodes, "node"), count(c.Pods, "running pod"), count(c.Namespaces, "namespace"), c.NodesFromConfigz, c.Nodes-c.NodesFromConfigz, secrets),
 		"Kubelet behaviours: " + strings.Join(behaviours, ", ") + ".",
+		r.delayLine(),
 	}
 }
 

@@ -62,6 +62,9 @@ type Result struct {
 	Namespaces     []NamespaceResult `json:"namespaces"`
 	Objects        []ObjectResult    `json:"objects"`
 	RootCARotation Rotation          `json:"rootCARotation"`
+	// Findings are every pod's (and container's) reasons to hold other
+	// content than the API's, or soon to: all of them, whatever --top.
+	Findings []Finding `json:"findings"`
 	// Warnings say what applies to the whole result: assumptions, lists
 	// that were not allowed.
 	Warnings []string `json:"warnings,omitempty"`
@@ -77,6 +80,8 @@ type Summary struct {
 	SecretsListed    bool `json:"secretsListed"`
 	// Behaviours counts the nodes of each model behaviour.
 	Behaviours map[model.Behaviour]int `json:"behaviours"`
+	// Findings counts the findings by type.
+	Findings map[FindingType]int `json:"findings"`
 }
 
 // Total is the whole cluster's load, predicted and, with --measure,
@@ -87,6 +92,12 @@ type Total struct {
 	// Audited is what an audit log (--audit-log) attributes to the
 	// kubelets, summed over the nodes.
 	Audited *Audited `json:"audited,omitempty"`
+	// UpdateDelay is how long an update of an object takes to reach the
+	// volumes that mount it: the median over every volume read in the
+	// cluster, and the longest on any node; nil where no volume reads one.
+	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
+	// UpdateDelayNodes are the nodes where the longest is that long.
+	UpdateDelayNodes []string `json:"updateDelayNodes,omitempty"`
 }
 
 // NodeResult is one node.
@@ -100,6 +111,9 @@ type NodeResult struct {
 	Behaviour            model.Behaviour `json:"behaviour"`
 	Pods                 int             `json:"pods"`
 	Predicted            Kinds           `json:"predicted"`
+	// UpdateDelay is the time from an update to its content in a volume
+	// on this node: the median over its volume reads, and the longest.
+	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
 	// Measured is what the audit log attributes to the node's kubelet.
 	Measured *Kinds   `json:"measured,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
@@ -120,6 +134,8 @@ type ObjectResult struct {
 	Missing   bool       `json:"missing"`
 	Nodes     int        `json:"nodes"`
 	Predicted Rates      `json:"predicted"`
+	// UpdateDelay is the longest over the nodes that mount it.
+	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
 }
 
 // WhatIf is the cluster's predicted load after one change.
@@ -129,5 +145,7 @@ type WhatIf struct {
 	// Nodes is how many nodes the change touches.
 	Nodes     int    `json:"nodes"`
 	Predicted Kinds  `json:"predicted"`
-	Caveat    string `json:"caveat,omitempty"`
+	// UpdateDelay is the cluster's update delay after the change.
+	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
+	Caveat      string       `json:"caveat,omitempty"`
 }

@@ -24,8 +24,10 @@ func whatIfs(c Cluster, pods map[string][]model.Pod, now model.Prediction, top i
 			}
 			changed[n.Name] = s
 		}
-		_, byKind := model.Totals(c.modelNodes(func(name string) Settings { return changed[name] }, pods))
-		out = append(out, WhatIf{Name: name, Description: description, Nodes: touched, Predicted: kindsOf(byKind), Caveat: caveat})
+		nodes := c.modelNodes(func(name string) Settings { return changed[name] }, pods)
+		_, byKind := model.Totals(nodes)
+		delay, _ := clusterDelay(nodes)
+		out = append(out, WhatIf{Name: name, Description: description, Nodes: touched, Predicted: kindsOf(byKind), UpdateDelay: delay, Caveat: caveat})
 	}
 	change("upgrade-to-v1.29", "every kubelet older than v1.29 that uses the Cache strategy upgraded to v1.29 or later (kubernetes#120255)", "",
 		func(s Settings) (Settings, bool) {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -32,14 +33,58 @@ const minRemountDelay, maxRemountDelay = 0.05, 0.15
 // time an update takes to reach a pod's volume with behaviour b, with pods
 // pods of a node sharing the object, and the longest it can take.
 func UpdateLatency(b Behaviour, syncFrequency, ttl time.Duration, pods int) (p50, p99, bound float64) {
-	s, t := syncFrequency.Seconds(), ttl.Seconds()
-	cached := b == FirstReference
-	bound = 1.5*s + 1 + maxRemountDelay
-	if cached {
-		bound += t
+	samples := updateDelaySamples(b, syncFrequency, ttl, pods)
+	return Quantile(samples, 0.5), Quantile(samples, 0.99), UpdateBound(b, syncFrequency, ttl)
+}
+
+// UpdateBound is the longest an update can take to reach a pod's volume
+// with behaviour b, in seconds: the longest sync interval and remount,
+// and the TTL where a cached copy may be that old (FirstReference).
+func UpdateBound(b Behaviour, syncFrequency, ttl time.Duration) float64 {
+	bound := 1.5*syncFrequency.Seconds() + 1 + maxRemountDelay
+	if b == FirstReference && ttl > 0 {
+		bound += ttl.Seconds()
 	}
+	return bound
+}
+
+// updateDelaySamples are 20,000 simulated update delays, sorted, in
+// seconds; remembered by their parameters, which a cluster's nodes share.
+func updateDelaySamples(b Behaviour, syncFrequency, ttl time.Duration, pods int) []float64 {
+	cached := b == FirstReference && ttl > 0
+	if !cached {
+		// Every remount reads content fetched at it: neither the TTL nor
+		// the other pods matter.
+		ttl, pods = 0, 1
+	}
+	key := delayKey{cached: cached, s: syncFrequency, t: ttl, k: max(pods, 1)}
+	delays.Lock()
+	samples, ok := delays.samples[key]
+	delays.Unlock()
+	if ok {
+		return samples
+	}
+	samples = simulateUpdateDelays(cached, syncFrequency, ttl, key.k)
+	delays.Lock()
+	delays.samples[key] = samples
+	delays.Unlock()
+	return samples
+}
+
+type delayKey struct {
+	cached bool
+	s, t   time.Duration
+	k      int
+}
+
+var delays = struct {
+	sync.Mutex
+	samples map[delayKey][]float64
+}{samples: map[delayKey][]float64{}}
+
+func simulateUpdateDelays(cached bool, syncFrequency, ttl time.Duration, pods int) []float64 {
+	s, t := syncFrequency.Seconds(), ttl.Seconds()
 	rng := rand.New(rand.NewPCG(120255, uint64(pods)))
-	pods = max(pods, 1)
 	horizon := 400 * (1.25*s + 0.5 + t)
 
 	// Every remount of every pod, in time order, and the time of the
@@ -80,7 +125,7 @@ func UpdateLatency(b Behaviour, syncFrequency, ttl time.Duration, pods int) (p50
 		}
 	}
 	slices.Sort(samples)
-	return Quantile(samples, 0.5), Quantile(samples, 0.99), bound
+	return samples
 }
 
 // Quantile is the q-quantile of sorted, by the nearest rank; 0 for none.

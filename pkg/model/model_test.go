@@ -203,3 +203,23 @@ func TestUpdateLatency(t *testing.T) {
 		t.Errorf("first-reference at TTL 0: p50 %.1fs, want the next sync's %.1fs", z50, p50)
 	}
 }
+
+// A node's update delay pools its reads: one group alone gives that
+// group's median; the longest is the bound of the slowest group.
+func TestDelayOf(t *testing.T) {
+	s := time.Minute
+	watchOnly, ok := DelayOf([]DelayGroup{{Behaviour: Watch, SyncFrequency: s, K: 1, Weight: 3}})
+	p50, _, bound := UpdateLatency(Watch, s, 0, 1)
+	if !ok || math.Abs(watchOnly.Median-p50) > 0.01 || watchOnly.Max != bound {
+		t.Errorf("watch alone: %+v, want median %.2f and max %.2f", watchOnly, p50, bound)
+	}
+	cached := DelayGroup{Behaviour: FirstReference, SyncFrequency: s, TTL: 5 * time.Minute, K: 1, Weight: 1}
+	mixed, _ := DelayOf([]DelayGroup{{Behaviour: Watch, SyncFrequency: s, K: 1, Weight: 1}, cached})
+	alone, _ := DelayOf([]DelayGroup{cached})
+	if !(watchOnly.Median < mixed.Median && mixed.Median < alone.Median) || mixed.Max != alone.Max || alone.Max != 1.5*60+1+0.15+300 {
+		t.Errorf("watch %+v, mixed %+v, cache alone %+v: want the mixture's median between, its max the cache's T + 1.5·S + 1 s + 150 ms", watchOnly, mixed, alone)
+	}
+	if _, ok := DelayOf(nil); ok {
+		t.Error("DelayOf(nil) is ok")
+	}
+}

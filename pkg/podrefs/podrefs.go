@@ -26,6 +26,10 @@ type Ref struct {
 	// Optional objects may be missing: the volume or variable is then
 	// left empty instead of failing.
 	Optional bool
+	// Keys are the keys a volume's items (or an env var) name, which the
+	// object must hold unless the read is optional; nil for the whole
+	// object.
+	Keys []string
 }
 
 // Volume is one mounted volume and the objects it reads, in the order it
@@ -46,6 +50,27 @@ type Refs struct {
 	// AtStart are read only when a container starts: env and envFrom
 	// sources and image pull secrets.
 	AtStart []Ref
+	// Containers are, per container, the reads whose content never
+	// changes while the container runs.
+	Containers []Container
+}
+
+// Container is what one container (init, regular or ephemeral) holds as
+// it was when it started, whatever the kubelet writes later.
+type Container struct {
+	Name string
+	// SubPaths are its mounts, through subPath or subPathExpr, of volumes
+	// that read objects: a bind mount of the path as it was at the start,
+	// which the atomic writer's later swaps never reach.
+	SubPaths []SubPathMount
+	// Env are the objects its env and envFrom read, when it is created.
+	Env []Ref
+}
+
+// SubPathMount is one mount of part of a volume.
+type SubPathMount struct {
+	Volume, MountPath, SubPath string
+	Reads                      []Ref
 }
 
 // Of returns what pod references.
@@ -56,15 +81,19 @@ func Of(pod *corev1.Pod) Refs {
 	}
 	mounted := map[string]bool{}
 	volumemanager.VisitContainers(pod, func(c *corev1.Container) {
+		container := Container{Name: c.Name}
 		for _, m := range c.VolumeMounts {
 			mounted[m.Name] = true
+			if m.SubPath != "" || m.SubPathExpr != "" {
+				container.SubPaths = append(container.SubPaths, SubPathMount{Volume: m.Name, MountPath: m.MountPath, SubPath: m.SubPath + m.SubPathExpr})
+			}
 		}
 		for _, e := range c.EnvFrom {
 			if e.ConfigMapRef != nil {
-				refs.AtStart = append(refs.AtStart, Ref{Kind: model.ConfigMap, Name: e.ConfigMapRef.Name, Optional: isTrue(e.ConfigMapRef.Optional)})
+				container.Env = append(container.Env, Ref{Kind: model.ConfigMap, Name: e.ConfigMapRef.Name, Optional: isTrue(e.ConfigMapRef.Optional)})
 			}
 			if e.SecretRef != nil {
-				refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: e.SecretRef.Name, Optional: isTrue(e.SecretRef.Optional)})
+				container.Env = append(container.Env, Ref{Kind: model.Secret, Name: e.SecretRef.Name, Optional: isTrue(e.SecretRef.Optional)})
 			}
 		}
 		for _, e := range c.Env {
@@ -72,16 +101,21 @@ func Of(pod *corev1.Pod) Refs {
 				continue
 			}
 			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
-				refs.AtStart = append(refs.AtStart, Ref{Kind: model.ConfigMap, Name: r.Name, Optional: isTrue(r.Optional)})
+				container.Env = append(container.Env, Ref{Kind: model.ConfigMap, Name: r.Name, Optional: isTrue(r.Optional), Keys: []string{r.Key}})
 			}
 			if r := e.ValueFrom.SecretKeyRef; r != nil {
-				refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: r.Name, Optional: isTrue(r.Optional)})
+				container.Env = append(container.Env, Ref{Kind: model.Secret, Name: r.Name, Optional: isTrue(r.Optional), Keys: []string{r.Key}})
 			}
+		}
+		refs.AtStart = append(refs.AtStart, container.Env...)
+		if len(container.SubPaths)+len(container.Env) > 0 {
+			refs.Containers = append(refs.Containers, container)
 		}
 	})
 	for _, s := range pod.Spec.ImagePullSecrets {
 		refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: s.Name, Optional: true})
 	}
+	byName := map[string][]Ref{}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if !mounted[v.Name] {
@@ -89,8 +123,26 @@ func Of(pod *corev1.Pod) Refs {
 		}
 		if reads := volumeReads(v); len(reads) > 0 {
 			refs.Volumes = append(refs.Volumes, Volume{Name: v.Name, Secret: v.Secret != nil, Reads: reads})
+			byName[v.Name] = reads
 		}
 	}
+	// A subPath mount of a volume that reads no object (an emptyDir, a
+	// downward API volume) holds nothing that could go stale.
+	containers := refs.Containers[:0]
+	for _, c := range refs.Containers {
+		kept := c.SubPaths[:0]
+		for _, m := range c.SubPaths {
+			if reads, ok := byName[m.Volume]; ok {
+				m.Reads = reads
+				kept = append(kept, m)
+			}
+		}
+		c.SubPaths = kept
+		if len(c.SubPaths)+len(c.Env) > 0 {
+			containers = append(containers, c)
+		}
+	}
+	refs.Containers = containers
 	return refs
 }
 
@@ -120,17 +172,17 @@ func NodeagentVolumes(refs Refs) int {
 func volumeReads(v *corev1.Volume) []Ref {
 	switch {
 	case v.ConfigMap != nil:
-		return []Ref{{Kind: model.ConfigMap, Name: v.ConfigMap.Name, Optional: isTrue(v.ConfigMap.Optional)}}
+		return []Ref{{Kind: model.ConfigMap, Name: v.ConfigMap.Name, Optional: isTrue(v.ConfigMap.Optional), Keys: itemKeys(v.ConfigMap.Items)}}
 	case v.Secret != nil:
-		return []Ref{{Kind: model.Secret, Name: v.Secret.SecretName, Optional: isTrue(v.Secret.Optional)}}
+		return []Ref{{Kind: model.Secret, Name: v.Secret.SecretName, Optional: isTrue(v.Secret.Optional), Keys: itemKeys(v.Secret.Items)}}
 	case v.Projected != nil:
 		var reads []Ref
 		for _, s := range v.Projected.Sources {
 			if s.ConfigMap != nil {
-				reads = append(reads, Ref{Kind: model.ConfigMap, Name: s.ConfigMap.Name, Optional: isTrue(s.ConfigMap.Optional)})
+				reads = append(reads, Ref{Kind: model.ConfigMap, Name: s.ConfigMap.Name, Optional: isTrue(s.ConfigMap.Optional), Keys: itemKeys(s.ConfigMap.Items)})
 			}
 			if s.Secret != nil {
-				reads = append(reads, Ref{Kind: model.Secret, Name: s.Secret.Name, Optional: isTrue(s.Secret.Optional)})
+				reads = append(reads, Ref{Kind: model.Secret, Name: s.Secret.Name, Optional: isTrue(s.Secret.Optional), Keys: itemKeys(s.Secret.Items)})
 			}
 		}
 		return reads
@@ -139,6 +191,16 @@ func volumeReads(v *corev1.Volume) []Ref {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// itemKeys are the keys a volume's items name; nil where it has none and
+// takes the whole object.
+func itemKeys(items []corev1.KeyToPath) []string {
+	var keys []string
+	for _, it := range items {
+		keys = append(keys, it.Key)
+	}
+	return keys
+}
 
 // Existence answers what is known of an object: whether it exists, and
 // whether it is immutable. known is false where the caller could not list

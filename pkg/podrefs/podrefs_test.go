@@ -17,16 +17,20 @@ func testPod() *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
 		Spec: corev1.PodSpec{
 			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
-			InitContainers:   []corev1.Container{{Name: "init", VolumeMounts: []corev1.VolumeMount{{Name: "tls"}}}},
+			InitContainers: []corev1.Container{{Name: "init", VolumeMounts: []corev1.VolumeMount{{Name: "tls"},
+				{Name: "scratch", MountPath: "/work", SubPath: "init"}}}},
 			Containers: []corev1.Container{{
-				Name:         "app",
-				VolumeMounts: []corev1.VolumeMount{{Name: "config"}, {Name: "kube-api-access"}},
+				Name: "app",
+				VolumeMounts: []corev1.VolumeMount{{Name: "config"}, {Name: "kube-api-access"},
+					{Name: "config", MountPath: "/etc/app.yaml", SubPath: "app.yaml"}},
 				EnvFrom:      []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}},
 				Env: []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{
 					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password", Optional: yes()}}}},
 			}},
 			Volumes: []corev1.Volume{
-				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"},
+					Items: []corev1.KeyToPath{{Key: "app.yaml", Path: "app.yaml"}}}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls", Optional: yes()}}},
 				{Name: "unmounted", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "never-read"}}}},
 				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
@@ -42,20 +46,28 @@ func testPod() *corev1.Pod {
 
 // Every kind of reference lands where the kubelet reads it: mounted
 // volumes on every sync, env and pull secrets at container start, an
-// unmounted volume nowhere.
+// unmounted volume nowhere; and each container's reads that never update
+// while it runs: its subPath mounts of volumes that read objects (not of
+// an emptyDir), its env.
 func TestOf(t *testing.T) {
 	got := Of(testPod())
+	config := []Ref{{Kind: model.ConfigMap, Name: "web-config", Keys: []string{"app.yaml"}}}
 	want := Refs{
 		Volumes: []Volume{
-			{Name: "config", Reads: []Ref{{Kind: model.ConfigMap, Name: "web-config"}}},
+			{Name: "config", Reads: config},
 			{Name: "tls", Secret: true, Reads: []Ref{{Kind: model.Secret, Name: "web-tls", Optional: true}}},
 			{Name: "kube-api-access", Reads: []Ref{{Kind: model.ConfigMap, Name: "kube-root-ca.crt"}, {Kind: model.Secret, Name: "extra", Optional: true}}},
 		},
 		AtStart: []Ref{
 			{Kind: model.ConfigMap, Name: "env"},
-			{Kind: model.Secret, Name: "db", Optional: true},
+			{Kind: model.Secret, Name: "db", Optional: true, Keys: []string{"password"}},
 			{Kind: model.Secret, Name: "registry", Optional: true},
 		},
+		Containers: []Container{{
+			Name:     "app",
+			SubPaths: []SubPathMount{{Volume: "config", MountPath: "/etc/app.yaml", SubPath: "app.yaml", Reads: config}},
+			Env:      []Ref{{Kind: model.ConfigMap, Name: "env"}, {Kind: model.Secret, Name: "db", Optional: true, Keys: []string{"password"}}},
+		}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Of:\n got %+v\nwant %+v", got, want)

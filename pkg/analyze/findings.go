@@ -1,0 +1,266 @@
+package analyze
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+// FindingType is a kind of configuration that does not reach a container,
+// or will not (docs/analyze.md, "Findings").
+type FindingType string
+
+const (
+	// SubPathNeverUpdated: a container mounts part of a ConfigMap, Secret
+	// or projected volume through subPath or subPathExpr, which keeps the
+	// content it had when the container started.
+	SubPathNeverUpdated FindingType = "subPathNeverUpdated"
+	// EnvNeverUpdated: a container reads a mutable object into its
+	// environment, which keeps the value it had when the container started.
+	EnvNeverUpdated FindingType = "envNeverUpdated"
+	// StaleSinceStart: one of the two above, where the object changed
+	// after the container last started: it holds old content now.
+	StaleSinceStart FindingType = "staleSinceStart"
+	// ImmutableRecreated: under the Watch strategy, an immutable object
+	// created after a running container of a pod on the node that uses it
+	// started: the node keeps the older copy it had, for every pod on it.
+	ImmutableRecreated FindingType = "immutableRecreated"
+	// Missing: a required object does not exist: the pod cannot start.
+	Missing FindingType = "missing"
+	// MissingKey: a volume's items (or an env var) name a key the object
+	// lacks, and the read is not optional.
+	MissingKey FindingType = "missingKey"
+)
+
+// FindingTypes lists every type, in the order reports give them.
+var FindingTypes = []FindingType{StaleSinceStart, ImmutableRecreated, Missing, MissingKey, SubPathNeverUpdated, EnvNeverUpdated}
+
+// ParseFindingType accepts a finding type's name.
+func ParseFindingType(s string) (FindingType, error) {
+	for _, t := range FindingTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown finding type %q: choose from %v", s, FindingTypes)
+}
+
+// ObjectRef names one ConfigMap or Secret.
+type ObjectRef struct {
+	Kind      model.Kind `json:"kind"`
+	Namespace string     `json:"namespace"`
+	Name      string     `json:"name"`
+}
+
+func (o ObjectRef) String() string { return string(o.Kind) + " " + o.Namespace + "/" + o.Name }
+
+// Finding is one pod's (and, where one applies, one container's) reason
+// to hold, or soon hold, other content than the API's.
+type Finding struct {
+	Type FindingType `json:"type"`
+	// Pod is namespace/name.
+	Pod       string    `json:"pod"`
+	Container string    `json:"container,omitempty"`
+	Node      string    `json:"node"`
+	Object    ObjectRef `json:"object"`
+	// Detail says what was seen; Action, what to do about it.
+	Detail string `json:"detail"`
+	Action string `json:"action"`
+}
+
+// findings reads every served pod against the objects it references and
+// its node's behaviour. now is not needed: every rule compares times the
+// cluster recorded.
+func (c Cluster) findings() []Finding {
+	var out []Finding
+	for _, p := range c.Inventory.Pods {
+		out = append(out, c.podFindings(p)...)
+	}
+	out = append(out, c.immutableRecreated()...)
+	sort.SliceStable(out, func(i, j int) bool { return typeRank(out[i].Type) < typeRank(out[j].Type) })
+	return out
+}
+
+func typeRank(t FindingType) int {
+	for i, known := range FindingTypes {
+		if known == t {
+			return i
+		}
+	}
+	return len(FindingTypes)
+}
+
+// podFindings are one pod's findings but immutableRecreated.
+func (c Cluster) podFindings(p PodInfo) []Finding {
+	var out []Finding
+	add := func(t FindingType, container string, r podrefs.Ref, detail, action string) {
+		out = append(out, Finding{Type: t, Pod: p.Namespace + "/" + p.Name, Container: container, Node: p.Node,
+			Object: ObjectRef{Kind: r.Kind, Namespace: p.Namespace, Name: r.Name}, Detail: detail, Action: action})
+	}
+	// Missing objects and keys, once per pod and object (or key).
+	reported := map[string]bool{}
+	checkExists := func(container string, r podrefs.Ref, where string) {
+		info, known := c.Inventory.Object(r.Kind, p.Namespace, r.Name)
+		if !known || r.Optional {
+			return
+		}
+		if info == nil {
+			if id := "missing " + string(r.Kind) + r.Name; !reported[id] {
+				reported[id] = true
+				add(Missing, container, r, fmt.Sprintf("%s reads it and it does not exist: the pod cannot start (FailedMount or CreateContainerConfigError)", where),
+					"create it, or mark the reference optional")
+			}
+			return
+		}
+		for _, key := range r.Keys {
+			if id := "key " + string(r.Kind) + r.Name + "/" + key; !info.HasKey(key) && !reported[id] {
+				reported[id] = true
+				add(MissingKey, container, r, fmt.Sprintf("%s names key %q, which it does not hold: the volume fails to mount, or the container to start", where, key),
+					"add the key, or mark the reference optional")
+			}
+		}
+	}
+	for _, v := range p.Refs.Volumes {
+		for _, r := range v.Reads {
+			checkExists("", r, "volume "+v.Name)
+		}
+	}
+	for _, ctr := range p.Refs.Containers {
+		started, running := p.Started[ctr.Name]
+		for _, m := range ctr.SubPaths {
+			for _, r := range m.Reads {
+				add(SubPathNeverUpdated, ctr.Name, r, fmt.Sprintf("mounted at %s through subPath %q of volume %s: the container keeps the content it started with", m.MountPath, m.SubPath, m.Volume),
+					"mount the volume without subPath (a directory), or restart the container after each update")
+				if running {
+					out = append(out, c.staleSince(p, ctr.Name, r, started, "subPath mount "+m.MountPath)...)
+				}
+			}
+		}
+		for _, r := range ctr.Env {
+			checkExists(ctr.Name, r, "the environment of container "+ctr.Name)
+			info, known := c.Inventory.Object(r.Kind, p.Namespace, r.Name)
+			if known && info == nil {
+				continue // missing: a finding of its own
+			}
+			if info == nil || !info.Immutable {
+				add(EnvNeverUpdated, ctr.Name, r, "read into the environment when the container starts: a later update never reaches it",
+					"restart the container after each update (a rollout), or mount the object as a volume")
+			}
+			if running {
+				out = append(out, c.staleSince(p, ctr.Name, r, started, "environment")...)
+			}
+		}
+	}
+	return out
+}
+
+// staleSince is a staleSinceStart finding where r's object changed after
+// the container started.
+func (c Cluster) staleSince(p PodInfo, container string, r podrefs.Ref, started time.Time, how string) []Finding {
+	info, known := c.Inventory.Object(r.Kind, p.Namespace, r.Name)
+	if !known || info == nil || !info.Changed.After(started) {
+		return nil
+	}
+	what := "changed"
+	if !info.ChangedKnown {
+		what = "created (its only recorded time: the server returned no managedFields)"
+	}
+	return []Finding{{Type: StaleSinceStart, Pod: p.Namespace + "/" + p.Name, Container: container, Node: p.Node,
+		Object: ObjectRef{Kind: r.Kind, Namespace: p.Namespace, Name: r.Name},
+		Detail: fmt.Sprintf("%s at %s, after the container last started (%s): its %s holds the old content",
+			what, info.Changed.UTC().Format(time.RFC3339), started.UTC().Format(time.RFC3339), how),
+		Action: "restart the container"}}
+}
+
+// immutableRecreated finds, on each node whose kubelet uses the Watch
+// strategy, the immutable objects created after a running container of a
+// pod on the node that requires them started: that container could only
+// start with an older copy, which the node's kubelet stopped watching and
+// keeps serving to every pod on the node that references the object, new
+// ones included, until the last of them is gone.
+func (c Cluster) immutableRecreated() []Finding {
+	type use struct {
+		pod      PodInfo
+		earliest time.Time // the earliest running container start that required the object
+	}
+	byNode := map[string]map[ObjectRef][]use{}
+	for _, p := range c.Inventory.Pods {
+		if c.Settings[p.Node].Behaviour() != model.Watch {
+			continue
+		}
+		uses := map[ObjectRef]time.Time{}
+		note := func(r podrefs.Ref, started time.Time) {
+			ref := ObjectRef{Kind: r.Kind, Namespace: p.Namespace, Name: r.Name}
+			if at, seen := uses[ref]; !seen || (!started.IsZero() && (at.IsZero() || started.Before(at))) {
+				uses[ref] = started
+			}
+		}
+		for _, v := range p.Refs.Volumes {
+			for _, r := range v.Reads {
+				if !r.Optional {
+					note(r, p.FirstStarted)
+				}
+			}
+		}
+		for _, ctr := range p.Refs.Containers {
+			for _, r := range ctr.Env {
+				if !r.Optional {
+					note(r, p.Started[ctr.Name])
+				}
+			}
+		}
+		if byNode[p.Node] == nil {
+			byNode[p.Node] = map[ObjectRef][]use{}
+		}
+		for ref, at := range uses {
+			byNode[p.Node][ref] = append(byNode[p.Node][ref], use{pod: p, earliest: at})
+		}
+	}
+	var out []Finding
+	nodes := make([]string, 0, len(byNode))
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, node := range nodes {
+		refs := make([]ObjectRef, 0, len(byNode[node]))
+		for ref := range byNode[node] {
+			refs = append(refs, ref)
+		}
+		sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+		for _, ref := range refs {
+			info, known := c.Inventory.Object(ref.Kind, ref.Namespace, ref.Name)
+			if !known || info == nil || !info.Immutable {
+				continue
+			}
+			var witness *use
+			for i, u := range byNode[node][ref] {
+				if !u.earliest.IsZero() && u.earliest.Before(info.Created) && (witness == nil || u.earliest.Before(witness.earliest)) {
+					witness = &byNode[node][ref][i]
+				}
+			}
+			if witness == nil {
+				continue
+			}
+			for _, u := range byNode[node][ref] {
+				out = append(out, Finding{Type: ImmutableRecreated, Pod: u.pod.Namespace + "/" + u.pod.Name, Node: node, Object: ref,
+					Detail: fmt.Sprintf("created at %s, after pod %s/%s on this node was running with it (since %s): the node's kubelet (Watch) keeps the older copy for every pod here",
+						info.Created.UTC().Format(time.RFC3339), witness.pod.Namespace, witness.pod.Name, witness.earliest.UTC().Format(time.RFC3339)),
+					Action: "give new content of an immutable object a new name and point the pods at it; the node drops the old copy only when no pod on it references the name"})
+			}
+		}
+	}
+	return out
+}
+
+// countFindings counts findings by type.
+func countFindings(findings []Finding) map[FindingType]int {
+	counts := map[FindingType]int{}
+	for _, f := range findings {
+		counts[f.Type]++
+	}
+	return counts
+}

@@ -1,0 +1,89 @@
+package model
+
+import (
+	"sort"
+	"time"
+)
+
+// Delay is how long an update of an object takes to reach the volumes that
+// read it, in seconds: the median over every (pod, object) read it covers,
+// and the longest it can be (docs/model.md, "Update delay").
+type Delay struct {
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// DelayGroup is Weight volume reads of one object on one node whose update
+// delays share a distribution: the node's behaviour, S and T, and K, how
+// many of the node's pod reads share the object's cached copy.
+type DelayGroup struct {
+	Behaviour     Behaviour
+	SyncFrequency time.Duration
+	TTL           time.Duration
+	K             int
+	Weight        int
+}
+
+// DelayGroups are the groups of node n's volume reads: one per object the
+// node's pods remount (reads of failing mounts and of nothing are none).
+func DelayGroups(n Node) []DelayGroup {
+	var groups []DelayGroup
+	for _, k := range n.ReadersPerObject() {
+		groups = append(groups, DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
+	}
+	return groups
+}
+
+// DelayOf is the update delay over groups of reads: the median of their
+// mixture, each read weighing the same, and the longest bound among them;
+// ok is false where there are no reads.
+func DelayOf(groups []DelayGroup) (d Delay, ok bool) {
+	// Groups of one distribution weigh together: a cluster's thousands of
+	// nodes share a handful of settings.
+	weights := map[DelayGroup]int{}
+	for _, g := range groups {
+		if g.Weight > 0 {
+			key := g
+			key.Weight = 0
+			weights[key] += g.Weight
+		}
+	}
+	type weighted struct {
+		samples []float64
+		weight  float64
+	}
+	var dists []weighted
+	lo, hi := 0.0, 0.0
+	for g, w := range weights {
+		samples := updateDelaySamples(g.Behaviour, g.SyncFrequency, g.TTL, g.K)
+		if len(samples) == 0 {
+			continue
+		}
+		dists = append(dists, weighted{samples, float64(w)})
+		hi = max(hi, samples[len(samples)-1])
+		d.Max = max(d.Max, UpdateBound(g.Behaviour, g.SyncFrequency, g.TTL))
+	}
+	if len(dists) == 0 {
+		return Delay{}, false
+	}
+	// The mixture's CDF at x: the weighted share of samples at or below it.
+	cdf := func(x float64) float64 {
+		sum, weights := 0.0, 0.0
+		for _, w := range dists {
+			below := sort.Search(len(w.samples), func(i int) bool { return w.samples[i] > x })
+			sum += w.weight * float64(below) / float64(len(w.samples))
+			weights += w.weight
+		}
+		return sum / weights
+	}
+	for range 60 { // bisection to well under a millisecond
+		mid := (lo + hi) / 2
+		if cdf(mid) < 0.5 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	d.Median = hi
+	return d, true
+}
