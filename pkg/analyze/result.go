@@ -143,8 +143,8 @@ type WhatIf struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	// Nodes is how many nodes the change touches.
-	Nodes     int    `json:"nodes"`
-	Predicted Kinds  `json:"predicted"`
+	Nodes     int   `json:"nodes"`
+	Predicted Kinds `json:"predicted"`
 	// UpdateDelay is the cluster's update delay after the change.
 	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
 	Caveat      string       `json:"caveat,omitempty"`

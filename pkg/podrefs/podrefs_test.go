@@ -23,7 +23,7 @@ func testPod() *corev1.Pod {
 				Name: "app",
 				VolumeMounts: []corev1.VolumeMount{{Name: "config"}, {Name: "kube-api-access"},
 					{Name: "config", MountPath: "/etc/app.yaml", SubPath: "app.yaml"}},
-				EnvFrom:      []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}},
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}},
 				Env: []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{
 					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password", Optional: yes()}}}},
 			}},
