@@ -46,7 +46,8 @@ wait_background() {
   for name in "${!bg_pid[@]}"; do
     wait "${bg_pid[$name]}"
     code=$?
-    printf '%-22s %6ss\n' "$name (background)" "$(($(date +%s) - bg_start[$name]))" >>"$timings"
+    ended=$(cat "_output/stage-$name.end" 2>/dev/null || date +%s)
+    printf '%-22s %6ss\n' "$name (background)" "$((ended - bg_start[$name]))" >>"$timings"
     echo "=== make test: the background stage $name (exit $code), _output/stage-$name.log:"
     cat "_output/stage-$name.log"
     unset "bg_pid[$name]"
@@ -60,7 +61,11 @@ for stage in "$@"; do
     name=${stage#bg:}
     echo "=== make test: $name, in the background (_output/stage-$name.log)"
     bg_start[$name]=$(date +%s)
-    setsid nice -n 19 $make_cmd --no-print-directory "$name" >"_output/stage-$name.log" 2>&1 &
+    rm -f "_output/stage-$name.end"
+    # The stage writes when it ended, so that its line says how long it
+    # ran, not how long until the wait.
+    setsid nice -n 19 bash -c '"$1" --no-print-directory "$2"; code=$?; date +%s >"_output/stage-$2.end"; exit $code' \
+      stage "$make_cmd" "$name" >"_output/stage-$name.log" 2>&1 &
     bg_pid[$name]=$!
     continue
   fi
