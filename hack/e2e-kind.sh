@@ -89,6 +89,9 @@ fi
 # kind from the module pinned in hack/kind, so every machine runs the same.
 source hack/lib/build.sh
 build::kind "$(pwd)/$bin"
+# The module's source, which a kind binary built elsewhere leaves out of
+# this machine's module cache.
+(cd hack/kind && go mod download sigs.k8s.io/kind)
 kind_version=$(cd hack/kind && go list -m -f '{{.Version}}' sigs.k8s.io/kind)
 default_image=$(grep -o 'kindest/node:[^"]*' "$(cd hack/kind && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/pkg/apis/config/defaults/image.go")
 
