@@ -50,8 +50,12 @@ func Predict(c Cluster, top int) Result {
 		Cluster: c.summary(),
 		Total:   Total{Predicted: kindsOf(p.ByKind)},
 	}
-	r.Nodes = c.nodeResults(now, p)
-	r.Total.UpdateDelay, r.Total.UpdateDelayNodes = clusterDelay(now)
+	shares := make(map[string]map[int]int, len(now))
+	for _, n := range now {
+		shares[n.Name] = model.ShareCounts(n)
+	}
+	r.Nodes = c.nodeResults(now, p, shares)
+	r.Total.UpdateDelay, r.Total.UpdateDelayNodes = clusterDelay(now, shares)
 	r.Namespaces = namespaces(p.Objects, top)
 	delays := objectDelays(now)
 	for _, o := range p.Objects[:min(top, len(p.Objects))] {
@@ -59,7 +63,7 @@ func Predict(c Cluster, top int) Result {
 			Immutable: o.Object.Immutable, Missing: o.Object.Missing, Nodes: o.Nodes, Predicted: ratesOf(o.Load),
 			UpdateDelay: delays(o.Object)})
 	}
-	r.WhatIfs = whatIfs(c, pods, p, top)
+	r.WhatIfs = whatIfs(c, pods, p, shares, top)
 	r.RootCARotation = rootCARotation(now)
 	r.Findings = c.findings()
 	r.Cluster.Findings = countFindings(r.Findings)
@@ -70,13 +74,14 @@ func Predict(c Cluster, top int) Result {
 }
 
 // clusterDelay is the update delay over every volume read of nodes, and
-// the nodes where the longest is that long.
-func clusterDelay(nodes []model.Node) (*model.Delay, []string) {
+// the nodes where the longest is that long; shares are each node's
+// model.ShareCounts.
+func clusterDelay(nodes []model.Node, shares map[string]map[int]int) (*model.Delay, []string) {
 	var groups []model.DelayGroup
 	var slowest []string
 	longest := 0.0
 	for _, n := range nodes {
-		g := model.DelayGroups(n)
+		g := model.DelayGroupsOf(n, shares[n.Name])
 		if len(g) == 0 {
 			continue
 		}
@@ -133,7 +138,7 @@ func (c Cluster) summary() Summary {
 }
 
 // nodeResults is every node's settings and load, the busiest first.
-func (c Cluster) nodeResults(nodes []model.Node, p model.Prediction) []NodeResult {
+func (c Cluster) nodeResults(nodes []model.Node, p model.Prediction, shares map[string]map[int]int) []NodeResult {
 	out := make([]NodeResult, len(nodes))
 	for i, n := range nodes {
 		s := c.Settings[n.Name]
@@ -143,7 +148,7 @@ func (c Cluster) nodeResults(nodes []model.Node, p model.Prediction) []NodeResul
 			SettingsSource: s.Source, Behaviour: n.Behaviour, Pods: len(n.Pods),
 			Predicted: kindsOf(p.Nodes[i].ByKind), Notes: s.Notes,
 		}
-		if d, ok := model.DelayOf(model.DelayGroups(n)); ok {
+		if d, ok := model.DelayOf(model.DelayGroupsOf(n, shares[n.Name])); ok {
 			out[i].UpdateDelay = &d
 		}
 	}

@@ -12,7 +12,7 @@ import (
 const rootCA = "kube-root-ca.crt"
 
 // whatIfs predicts the cluster under each change an operator can make.
-func whatIfs(c Cluster, pods map[string][]model.Pod, now model.Prediction, top int) []WhatIf {
+func whatIfs(c Cluster, pods map[string][]model.Pod, now model.Prediction, shares map[string]map[int]int, top int) []WhatIf {
 	var out []WhatIf
 	change := func(name, description, caveat string, settings func(Settings) (Settings, bool), pods map[string][]model.Pod) {
 		touched := 0
@@ -26,7 +26,7 @@ func whatIfs(c Cluster, pods map[string][]model.Pod, now model.Prediction, top i
 		}
 		nodes := c.modelNodes(func(name string) Settings { return changed[name] }, pods)
 		_, byKind := model.Totals(nodes)
-		delay, _ := clusterDelay(nodes)
+		delay, _ := clusterDelay(nodes, shares)
 		out = append(out, WhatIf{Name: name, Description: description, Nodes: touched, Predicted: kindsOf(byKind), UpdateDelay: delay, Caveat: caveat})
 	}
 	change("upgrade-to-v1.29", "every kubelet older than v1.29 that uses the Cache strategy upgraded to v1.29 or later (kubernetes#120255)", "",

@@ -26,10 +26,25 @@ type DelayGroup struct {
 
 // DelayGroups are the groups of node n's volume reads: one per object the
 // node's pods remount (reads of failing mounts and of nothing are none).
-func DelayGroups(n Node) []DelayGroup {
-	var groups []DelayGroup
+func DelayGroups(n Node) []DelayGroup { return DelayGroupsOf(n, ShareCounts(n)) }
+
+// ShareCounts counts, for each k, the objects that k of node n's pod reads
+// share: all that the node's update delay needs of its pods, whatever its
+// settings, so that what-ifs can count once.
+func ShareCounts(n Node) map[int]int {
+	counts := map[int]int{}
 	for _, k := range n.ReadersPerObject() {
-		groups = append(groups, DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
+		counts[k]++
+	}
+	return counts
+}
+
+// DelayGroupsOf are the groups of node n's volume reads, from its
+// ShareCounts and its settings.
+func DelayGroupsOf(n Node, shares map[int]int) []DelayGroup {
+	groups := make([]DelayGroup, 0, len(shares))
+	for k, objects := range shares {
+		groups = append(groups, DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k * objects})
 	}
 	return groups
 }
