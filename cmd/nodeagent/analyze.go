@@ -126,7 +126,7 @@ func parseFindingTypes(names []string) ([]analyze.FindingType, error) {
 func failOnFindings(r analyze.Result, types []analyze.FindingType) error {
 	var found []string
 	for _, t := range types {
-		if n := r.Cluster.Findings[t]; n > 0 {
+		if n := r.Summary.Findings[t]; n > 0 {
 			found = append(found, fmt.Sprintf("%d %s", n, t))
 		}
 	}

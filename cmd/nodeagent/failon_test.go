@@ -11,7 +11,7 @@ import (
 
 // --fail-on exits 3 only for the types it names, and says what it found.
 func TestFailOnFindings(t *testing.T) {
-	r := analyze.Result{Cluster: analyze.Summary{Findings: map[analyze.FindingType]int{analyze.StaleSinceStart: 2, analyze.EnvNeverUpdated: 5}}}
+	r := analyze.Result{Summary: analyze.FindingsSummary{Findings: map[analyze.FindingType]int{analyze.StaleSinceStart: 2, analyze.EnvNeverUpdated: 5}}}
 	types, err := parseFindingTypes([]string{"missing", " staleSinceStart"})
 	if err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ type Finding struct {
 // its node's behaviour. now is not needed: every rule compares times the
 // cluster recorded.
 func (c Cluster) findings() []Finding {
-	var out []Finding
+	out := []Finding{} // "findings": [] in the JSON, not null
 	for _, p := range c.Inventory.Pods {
 		out = append(out, c.podFindings(p)...)
 	}
@@ -256,9 +256,12 @@ func (c Cluster) immutableRecreated() []Finding {
 	return out
 }
 
-// countFindings counts findings by type.
+// countFindings counts findings by type, every type included.
 func countFindings(findings []Finding) map[FindingType]int {
-	counts := map[FindingType]int{}
+	counts := make(map[FindingType]int, len(FindingTypes))
+	for _, t := range FindingTypes {
+		counts[t] = 0
+	}
 	for _, f := range findings {
 		counts[f.Type]++
 	}

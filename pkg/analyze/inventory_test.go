@@ -107,7 +107,8 @@ func TestRunAndRender(t *testing.T) {
 	}
 	for _, key := range []string{`"nodes":[{"name":"node","kubeletVersion":"v1.28.15","strategy":"Cache","syncFrequencySeconds":60,"ttlSeconds":0,"settingsSource":"assumed"`,
 		`"total":{"predicted":{"configmaps":{"apiserverGetsPerSecond":`, `"quorumGetsPerSecond":`, `"etcdReadsPerSecond":`, `"watches":`,
-		`"whatIfs":[{"name":"upgrade-to-v1.29"`, `"secrets":{`} {
+		`"whatIfs":[{"name":"upgrade-to-v1.29"`, `"secrets":{`,
+		`"updateDelaySeconds":{"median":`, `"findings":[]`, `"summary":{"findings":{"envNeverUpdated":0,`} {
 		if !strings.Contains(string(data), key) {
 			t.Errorf("report.json lacks %s:\n%s", key, data)
 		}
@@ -120,7 +121,7 @@ func TestRunAndRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Predicted load", "What if", "upgrade-to-v1.29", "Busiest nodes (1 of 1)", "ConfigMap ns/frozen", "root CA", "assumed",
-		"1 node, ", " in 1 namespace;"} {
+		"1 node, ", " in 1 namespace;", "reaches the volumes that mount it in", "Findings: configuration that does not reach containers"} {
 		if !strings.Contains(text.String(), want) || !strings.Contains(r.Markdown(10)+text.String(), want) {
 			t.Errorf("the text report lacks %q:\n%s", want, text.String())
 		}

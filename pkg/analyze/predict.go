@@ -66,7 +66,7 @@ func Predict(c Cluster, top int) Result {
 	r.WhatIfs = whatIfs(c, pods, p, shares, top)
 	r.RootCARotation = rootCARotation(now)
 	r.Findings = c.findings()
-	r.Cluster.Findings = countFindings(r.Findings)
+	r.Summary.Findings = countFindings(r.Findings)
 	if !c.Inventory.SecretsListed {
 		r.Warnings = append(r.Warnings, c.Inventory.SecretsUnlisted)
 	}

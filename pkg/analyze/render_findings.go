@@ -23,7 +23,7 @@ var findingMeanings = map[FindingType]string{
 func (r Result) findingSections(top int) []section {
 	summary := report.Table{Header: []string{"finding", "count", "meaning"}}
 	for _, t := range FindingTypes {
-		summary.Rows = append(summary.Rows, []string{string(t), fmt.Sprint(r.Cluster.Findings[t]), findingMeanings[t]})
+		summary.Rows = append(summary.Rows, []string{string(t), fmt.Sprint(r.Summary.Findings[t]), findingMeanings[t]})
 	}
 	out := []section{{"Findings: configuration that does not reach containers", summary}}
 	if len(r.Findings) == 0 {

@@ -64,7 +64,8 @@ type Result struct {
 	RootCARotation Rotation          `json:"rootCARotation"`
 	// Findings are every pod's (and container's) reasons to hold other
 	// content than the API's, or soon to: all of them, whatever --top.
-	Findings []Finding `json:"findings"`
+	Findings []Finding       `json:"findings"`
+	Summary  FindingsSummary `json:"summary"`
 	// Warnings say what applies to the whole result: assumptions, lists
 	// that were not allowed.
 	Warnings []string `json:"warnings,omitempty"`
@@ -80,7 +81,11 @@ type Summary struct {
 	SecretsListed    bool `json:"secretsListed"`
 	// Behaviours counts the nodes of each model behaviour.
 	Behaviours map[model.Behaviour]int `json:"behaviours"`
-	// Findings counts the findings by type.
+}
+
+// FindingsSummary counts the findings.
+type FindingsSummary struct {
+	// Findings counts them by type, every type included.
 	Findings map[FindingType]int `json:"findings"`
 }
 
