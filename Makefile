@@ -30,7 +30,7 @@ STATICCHECK_VERSION := v0.8.2
 IMAGE       ?= $(if $(REGISTRY),$(REGISTRY)/nodeagent:$(VERSION),nodeagent:$(VERSION))
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: analyze-scale all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -202,6 +202,16 @@ idle: controlplane build refkubelet ## CPU and memory of one node's agent with 1
 		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/1m
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 10s --phase-duration 2m --sample-interval 10s --agent-processes \
 		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/10s
+
+# nodeagent analyze at the scale of the clusters that suffer most
+# (docs/performance.md, "analyze at 5,000 nodes"): the local apiserver
+# holding ANALYZE_SCALE_NODES Node objects, 30 pods a node and their
+# ConfigMaps and Secrets (no kubelets), then analyze end to end.
+ANALYZE_SCALE_NODES ?= 5000
+analyze-scale: controlplane build ## analyze end to end on the local apiserver holding 5,000 nodes and 150,000 pods with their objects: wall time, peak memory, requests (about 25 minutes).
+	@mkdir -p $(OUTPUT)/analyze-scale
+	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_ANALYZE_SCALE_NODES=$(ANALYZE_SCALE_NODES) NODEAGENT_ANALYZE_SCALE_TABLE=$(abspath $(OUTPUT))/analyze-scale/row.md \
+		$(GO) test -tags e2e -count=1 -timeout 0 -v -run '^TestAnalyzeAtScale$$' ./test/e2e/...
 
 # The soak: pod churn, ConfigMap updates and faults at random for
 # SOAK_DURATION, then the invariants (test/e2e/soak_test.go).
