@@ -27,4 +27,9 @@
 //
 // Steady state only: the first mount of each volume (a quorum GET in every
 // behaviour but Watch) and the watches' initial LISTs are not counted.
+//
+// Which kubelet behaves how is one table, KubeletRules (kubelet.go): a
+// release and a strategy in, a Behaviour out. How long an update takes to
+// reach a volume is simulated on the same sync process (latency.go,
+// updatedelay.go).
 package model

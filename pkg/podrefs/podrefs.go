@@ -1,7 +1,9 @@
-// Package podrefs says which ConfigMaps and Secrets a pod makes its node's
-// kubelet read, and when: on every sync of the pod (the objects behind the
-// volumes its containers mount, which the kubelet remounts), or only when a
-// container starts (environment variables, image pull secrets).
+// Package podrefs says which pods a node serves, which ConfigMaps and
+// Secrets a pod makes its node's kubelet read, and when: on every sync of
+// the pod (the objects behind the volumes its containers mount, which the
+// kubelet remounts), or only when a container starts (environment
+// variables, image pull secrets); and, per container, what it holds as it
+// was when it started (subPath mounts, environment).
 //
 // Contract: Of is a pure function of the pod spec. A volume counts only if
 // some container (init, regular or ephemeral) mounts it, as in the
