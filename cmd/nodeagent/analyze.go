@@ -38,6 +38,9 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	o.Progress = os.Stderr
 	var kubeconfig, kubeContext, outputDir string
 	var failOn []string
+	// client-go's default of 5 requests a second would hold a 5,000-node
+	// cluster's 462 pages of lists to 90 s; kubectl asks for 50.
+	qps, burst := float32(50), 100
 	output := outputTable
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: in a pod, its service account; elsewhere $KUBECONFIG or ~/.kube/config, as kubectl does.")
 	fs.StringVarP(&o.NodeSelector, "node-selector", "l", "", "A label selector (e.g. node.kubernetes.io/instance-type=m5.large): analyze only the nodes it selects and their pods. Empty: every node.")
@@ -53,6 +56,8 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.AuditLog, "audit-log", "", "An apiserver audit log (JSON lines, configmaps and secrets get/list/watch at Metadata level) to attribute per node (user system:node:NAME) beside each node's prediction: over the --measure window where one is given (the log of this cluster's apiserver, read as it is written), otherwise over the whole log.")
 	fs.VarP(cliflag.NewChoice(&output, outputFormats), "output", "o", "Output on stdout: table, json or markdown.")
 	fs.StringVar(&outputDir, "output-dir", "", "Also write report.json, report.md and chart.svg/png (now, each what-if, measured) into this directory.")
+	fs.Float32Var(&qps, "kube-api-qps", qps, "Requests a second analyze may send to the apiserver (its list pages and /configz reads).")
+	fs.IntVar(&burst, "kube-api-burst", burst, "Requests analyze may send at once, above --kube-api-qps.")
 	fs.StringSliceVar(&failOn, "fail-on", nil, fmt.Sprintf("Finding types (comma-separated, of %v) that make analyze exit with code %d after printing its report, when it finds any: a check for CI or a cron job. Empty: findings never change the exit code.", analyze.FindingTypes, exitFindings))
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,6 +69,9 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if qps <= 0 || burst < 1 {
+		return fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1, got %g and %d", qps, burst)
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -72,6 +80,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 		return err
 	}
 	config.UserAgent = "nodeagent-analyze"
+	config.QPS, config.Burst = qps, burst
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
