@@ -148,7 +148,7 @@ func TestAnalyzeAtScale(t *testing.T) {
 					{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: fmt.Sprintf("secret-%03d", i%secretsPerNamespace)}}}},
 				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
 					VolumeMounts: []corev1.VolumeMount{{Name: "a", MountPath: "/a"}, {Name: "b", MountPath: "/b"}, {Name: "s", MountPath: "/s"}},
-					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: fmt.Sprintf("cm-%03d", (i/3)%configMapsPerNamespace)}}}}}}}}
+					EnvFrom:      []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: fmt.Sprintf("cm-%03d", (i/3)%configMapsPerNamespace)}}}}}}}}
 		_, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	})
