@@ -72,8 +72,8 @@ type Finding struct {
 }
 
 // findings reads every served pod against the objects it references and
-// its node's behaviour. now is not needed: every rule compares times the
-// cluster recorded.
+// its node's behaviour. Every rule compares times the cluster recorded
+// (containers' starts, objects' changes), never this machine's clock.
 func (c Cluster) findings() []Finding {
 	out := []Finding{} // "findings": [] in the JSON, not null
 	for _, p := range c.Inventory.Pods {

@@ -61,7 +61,7 @@ func configMapInfo(c *corev1.ConfigMap) *ObjectInfo {
 }
 
 func secretInfo(s *corev1.Secret) *ObjectInfo {
-	keys := make([]string, 0, len(s.Data)+len(s.StringData))
+	keys := make([]string, 0, len(s.Data)) // StringData is write-only: never returned
 	for k := range s.Data {
 		keys = append(keys, k)
 	}
