@@ -32,17 +32,3 @@ func ForBehaviour(b model.Behaviour) (Strategy, Invalidation, error) {
 	}
 	return s.strategy, s.invalidation, nil
 }
-
-// BehaviourOf is the load model's behaviour of an agent with strategy and
-// invalidation.
-func BehaviourOf(strategy Strategy, invalidation Invalidation) model.Behaviour {
-	if strategy != StrategyCache {
-		invalidation = InvalidateFirstReference
-	}
-	for b, s := range settings {
-		if s == (setting{strategy, invalidation}) {
-			return b
-		}
-	}
-	return ""
-}

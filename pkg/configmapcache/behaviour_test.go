@@ -6,21 +6,24 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
+// Every behaviour of the model has the agent settings of its own name.
 func TestEveryBehaviourHasSettings(t *testing.T) {
+	want := map[model.Behaviour]setting{
+		model.Get:            {StrategyGet, InvalidateFirstReference},
+		model.EverySync:      {StrategyCache, InvalidateEverySync},
+		model.FirstReference: {StrategyCache, InvalidateFirstReference},
+		model.Watch:          {StrategyWatch, InvalidateFirstReference},
+	}
 	for _, b := range model.Behaviours {
 		strategy, invalidation, err := ForBehaviour(b)
 		if err != nil {
 			t.Fatalf("ForBehaviour(%s): %v", b, err)
 		}
-		if got := BehaviourOf(strategy, invalidation); got != b {
-			t.Errorf("BehaviourOf(ForBehaviour(%s)) = %s", b, got)
+		if got := (setting{strategy, invalidation}); got != want[b] {
+			t.Errorf("ForBehaviour(%s) = %v, want %v", b, got, want[b])
 		}
 	}
 	if _, _, err := ForBehaviour("poll"); err == nil {
 		t.Error("ForBehaviour(poll): no error")
-	}
-	// The invalidation flag means nothing outside the cache strategy.
-	if got := BehaviourOf(StrategyWatch, InvalidateEverySync); got != model.Watch {
-		t.Errorf("BehaviourOf(watch, every-sync) = %s, want watch", got)
 	}
 }

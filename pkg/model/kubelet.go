@@ -78,18 +78,6 @@ func FirstRelease(s Strategy, b Behaviour) (since *version.Version, ok bool) {
 	return nil, false
 }
 
-// KubeletStrategyFor is the strategy with which a current kubelet behaves
-// as b; ok false for a behaviour no current kubelet has (EverySync, which
-// only releases before kubernetes#120255 show).
-func KubeletStrategyFor(b Behaviour) (s Strategy, ok bool) {
-	for _, s := range Strategies {
-		if KubeletBehaviour(nil, s) == b {
-			return s, true
-		}
-	}
-	return "", false
-}
-
 // watchLifetimeRule: from release Since on, the kubelet's object watches
 // last Mean on average before the apiserver ends them and it opens them
 // again (a timeout drawn from [m, 2m)).

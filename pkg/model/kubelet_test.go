@@ -50,18 +50,6 @@ func TestFirstRelease(t *testing.T) {
 	}
 }
 
-// Every behaviour but EverySync is a current kubelet's, by one strategy.
-func TestKubeletStrategyFor(t *testing.T) {
-	for b, want := range map[Behaviour]Strategy{Get: StrategyGet, FirstReference: StrategyCache, Watch: StrategyWatch} {
-		if got, ok := KubeletStrategyFor(b); !ok || got != want {
-			t.Errorf("KubeletStrategyFor(%s) = %s, %v; want %s", b, got, ok, want)
-		}
-	}
-	if s, ok := KubeletStrategyFor(EverySync); ok {
-		t.Errorf("KubeletStrategyFor(every-sync) = %s; no current kubelet behaves so", s)
-	}
-}
-
 func TestParseStrategy(t *testing.T) {
 	for _, s := range []string{"Get", "Cache", "Watch"} {
 		if got, err := ParseStrategy(s); err != nil || string(got) != s {

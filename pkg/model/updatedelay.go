@@ -24,10 +24,6 @@ type DelayGroup struct {
 	Weight        int
 }
 
-// DelayGroups are the groups of node n's volume reads: one per object the
-// node's pods remount (reads of failing mounts and of nothing are none).
-func DelayGroups(n Node) []DelayGroup { return DelayGroupsOf(n, ShareCounts(n)) }
-
 // ShareCounts counts, for each k, the objects that k of node n's pod reads
 // share: all that the node's update delay needs of its pods, whatever its
 // settings, so that what-ifs can count once.
@@ -39,8 +35,8 @@ func ShareCounts(n Node) map[int]int {
 	return counts
 }
 
-// DelayGroupsOf are the groups of node n's volume reads, from its
-// ShareCounts and its settings.
+// DelayGroupsOf are the groups of node n's volume reads (reads of failing
+// mounts are none), from its ShareCounts and its settings.
 func DelayGroupsOf(n Node, shares map[int]int) []DelayGroup {
 	groups := make([]DelayGroup, 0, len(shares))
 	for k, objects := range shares {
