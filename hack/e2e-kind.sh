@@ -7,9 +7,10 @@
 #   2. image     kind's published node image where a registry answers,
 #                otherwise one built here (hack/kind/build-node-image.sh);
 #   3. cluster   `kind create cluster` from deploy/kind/cluster.yaml, with the
-#                apiserver's audit log on; with the offline image, a static
-#                bridge CNI and routes between the nodes (kindnetd's image
-#                cannot be fetched);
+#                apiserver's audit log on and every node's TTL 0 (its TTL
+#                controller is off); with the offline image, a static bridge
+#                CNI and routes between the nodes (kindnetd's image cannot be
+#                fetched);
 #   4. deploy    the nodeagent image loaded with `kind load image-archive`,
 #                deploy/overlays/kind rendered with that image, as a user
 #                deploys what they built (kustomize edit set image), applied,
@@ -19,7 +20,8 @@
 #                the agent's real ServiceAccount; compare --daemonset before
 #                and after; nodeagent beside the kind kubelets' Cache strategy;
 #                the Helm chart installed in the before mode and upgraded to
-#                after, beside the kustomize DaemonSet.
+#                after, beside the kustomize DaemonSet; analyze's findings and
+#                update delays against what the containers hold.
 #
 # The cluster, and dockerd if this script started it, are removed on success,
 # failure and Ctrl-C (KEEP_CLUSTER=1 keeps the cluster). Exit code 3 means
@@ -133,6 +135,9 @@ if [[ -n "$offline" ]]; then
   hack/kind/pod-network.sh "$cluster"
 fi
 kubectl wait --for=condition=Ready nodes --all --timeout=180s
+# The TTL controller is off (deploy/kind/cluster.yaml): every node gets the
+# TTL it would give a three-node cluster, and a test may change one node's.
+kubectl annotate nodes --all --overwrite node.alpha.kubernetes.io/ttl=0
 
 stage deploy
 "$bin/kind" load image-archive _output/nodeagent-image.tar --name "$cluster"

@@ -56,6 +56,35 @@ func writeKubeletConfig(t *testing.T, node, content string) {
 	}
 }
 
+// setKubeletConfigUntilCleanup is setKubeletConfig, with the original
+// configuration put back (and the kubelet restarted) when the test ends.
+func setKubeletConfigUntilCleanup(t *testing.T, node string, keys map[string]string) {
+	t.Helper()
+	original := setKubeletConfig(t, node, keys)
+	t.Cleanup(func() { writeKubeletConfig(t, node, original) })
+}
+
+// waitNodesReady waits until every one of nodes is Ready, as after their
+// kubelets' restart.
+func waitNodesReady(t *testing.T, nodes []string) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, 2*time.Minute, "the nodes Ready after the kubelets' restart", func() string {
+		for _, node := range nodes {
+			n, err := clientset.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+					return node + " is not Ready"
+				}
+			}
+		}
+		return ""
+	})
+}
+
 // setAgentArgs replaces the agents' flags named in args and waits for the
 // DaemonSet's rollout; it returns the original arguments.
 func setAgentArgs(t *testing.T, args map[string]string) []string {
@@ -169,30 +198,15 @@ func cachePods(t *testing.T, ns string, nodes []string, n int) {
 // ServiceAccount). They are within 10 % of each other, and `nodeagent
 // analyze` predicts each kubelet's GETs within 10 % (checkAnalyzeCache).
 func TestBesideKubeletCache(t *testing.T) {
-	ctx := context.Background()
 	nodes := clusterNodes(t)
 	controlPlane := clusterName + "-control-plane"
 	for _, node := range nodes {
-		original := setKubeletConfig(t, node, map[string]string{
+		setKubeletConfigUntilCleanup(t, node, map[string]string{
 			"configMapAndSecretChangeDetectionStrategy": "Cache",
 			"syncFrequency": cacheSyncPeriod.String(),
 		})
-		t.Cleanup(func() { writeKubeletConfig(t, node, original) })
 	}
-	eventually(t, 2*time.Minute, "the nodes Ready after the kubelets' restart", func() string {
-		for _, node := range nodes {
-			n, err := clientset.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-			if err != nil {
-				return err.Error()
-			}
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-					return node + " is not Ready"
-				}
-			}
-		}
-		return ""
-	})
+	waitNodesReady(t, nodes)
 	originalArgs := setAgentArgs(t, map[string]string{
 		"--configmap-strategy": "cache", "--cache-invalidation": "first-reference", "--sync-frequency": cacheSyncPeriod.String(),
 	})

@@ -1,0 +1,166 @@
+//go:build e2e
+
+package e2ekind
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+)
+
+// delayValueKey is the one key of every ConfigMap an update-delay run
+// updates: its value counts the updates, "0" before the first.
+const delayValueKey = "value"
+
+// delayFile is one volume's file of one ConfigMap in one pod: Path is
+// where this process reads it (a container's root seen through /proc),
+// ConfigMap indexes
+// delayRun.ConfigMaps.
+type delayFile struct {
+	Node      string
+	ConfigMap int
+	Path      string
+}
+
+// delayRun updates ConfigMaps at random and measures how long each update
+// takes to reach the files of the volumes that mount them.
+type delayRun struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// ConfigMaps are the names of the ConfigMaps updated, each holding
+	// delayValueKey = "0" when the run starts.
+	ConfigMaps []string
+	// Window is how long updates are sent; MeanGap the mean time between
+	// two updates of one ConfigMap.
+	Window, MeanGap time.Duration
+	// Poll is how often every file is read: the resolution of each delay.
+	Poll time.Duration
+	// Longest is the most an update may take: the run fails when updates
+	// are still not in every file that long after Window.
+	Longest time.Duration
+}
+
+// Measure runs the updates and returns each node's delays in seconds.
+//
+// Each ConfigMap is updated at the times of a Poisson process of its own,
+// which knows nothing of the kubelets: its updates fall anywhere in the sync
+// ticks and in a Cache node's refresh cycle, as the model's do. A file's
+// delay for an update is the time until it holds that value or a later one
+// (content fetched after a later update was fetched after this one too).
+func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]float64, error) {
+	var mu sync.Mutex
+	updates := make([][]time.Time, len(r.ConfigMaps)) // [ConfigMap][value-1]
+	end := time.Now().Add(r.Window)
+	var wg sync.WaitGroup
+	failures := make(chan error, len(r.ConfigMaps))
+	for i, name := range r.ConfigMaps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), end, func(sent time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				updates[i] = append(updates[i], sent)
+			}); err != nil {
+				failures <- err
+			}
+		}()
+	}
+	defer wg.Wait()
+
+	delays := map[string][]float64{}
+	seen := make([]int, len(files)) // the updates each file has shown
+	for {
+		now := time.Now()
+		mu.Lock()
+		settled := true
+		for j, f := range files {
+			if data, err := os.ReadFile(f.Path); err == nil {
+				if value, err := strconv.Atoi(string(data)); err == nil {
+					for ; seen[j] < min(value, len(updates[f.ConfigMap])); seen[j]++ {
+						delays[f.Node] = append(delays[f.Node], now.Sub(updates[f.ConfigMap][seen[j]]).Seconds())
+					}
+				}
+			}
+			settled = settled && seen[j] == len(updates[f.ConfigMap])
+		}
+		mu.Unlock()
+		select {
+		case err := <-failures:
+			return nil, err
+		default:
+		}
+		if now.After(end) && settled {
+			return delays, nil
+		}
+		if now.After(end.Add(r.Longest)) {
+			return nil, fmt.Errorf("updates still not in every volume %s after the last could be sent", r.Longest)
+		}
+		time.Sleep(r.Poll)
+	}
+}
+
+// update sends the updates of one ConfigMap until end, calling sent with
+// the time each was sent.
+func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end time.Time, sent func(time.Time)) error {
+	configMaps := r.Client.CoreV1().ConfigMaps(r.Namespace)
+	for value := 1; ; value++ {
+		time.Sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
+		if time.Now().After(end) {
+			return nil
+		}
+		cm, err := configMaps.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cm.Data[delayValueKey] = strconv.Itoa(value)
+		at := time.Now()
+		if _, err := configMaps.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		sent(at)
+	}
+}
+
+// checkUpdateDelays requires, for each node analyze reported, every
+// measured delay within its predicted longest (to within one poll, the
+// measurement's resolution) and the measured median within 25 % of the
+// predicted median; it logs both and returns one line per node for a
+// report.
+func checkUpdateDelays(t testing.TB, nodes []analyze.NodeResult, measured map[string][]float64, poll time.Duration) []string {
+	t.Helper()
+	var lines []string
+	for _, n := range nodes {
+		delays := slices.Clone(measured[n.Name])
+		if n.UpdateDelay == nil || len(delays) == 0 || n.SettingsSource != analyze.FromConfigz {
+			t.Errorf("%s: predicted delay %v from %s settings, %d measured", n.Name, n.UpdateDelay, n.SettingsSource, len(delays))
+			continue
+		}
+		slices.Sort(delays)
+		median, longest := model.Quantile(delays, 0.5), delays[len(delays)-1]
+		line := fmt.Sprintf("%s (%s, S = %gs, T = %gs): %d delays measured, median %.2f s, longest %.2f s; predicted median %.2f s, longest %.2f s",
+			n.Name, n.Behaviour, n.SyncFrequencySeconds, n.TTLSeconds, len(delays), median, longest, n.UpdateDelay.Median, n.UpdateDelay.Max)
+		t.Log(line)
+		lines = append(lines, line)
+		if longest > n.UpdateDelay.Max+poll.Seconds() {
+			t.Errorf("%s: an update took %.2f s, longer than the predicted longest %.2f s", n.Name, longest, n.UpdateDelay.Max)
+		}
+		if math.Abs(median-n.UpdateDelay.Median) > 0.25*n.UpdateDelay.Median {
+			t.Errorf("%s: measured median %.2f s, more than 25 %% from the predicted %.2f s", n.Name, median, n.UpdateDelay.Median)
+		}
+	}
+	return lines
+}
