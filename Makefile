@@ -5,7 +5,8 @@
 GO        ?= go
 OUTPUT    := _output
 BIN       := $(OUTPUT)/bin
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# A semantic version from git (hack/release/version.sh): v1.2.3 on a tag.
+VERSION   ?= $(shell hack/release/version.sh)
 COMMIT    ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VERSION) \
              -X github.com/nodeagent-io/nodeagent/internal/version.GitCommit=$(COMMIT)
@@ -16,6 +17,8 @@ LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VER
 # about 1.4 MiB of libc more).
 AGENT_BUILD = CGO_ENABLED=0 $(GO) build -tags agentonly -trimpath -ldflags "-s -w $(LDFLAGS)"
 IMAGE_BUILD = GOOS=linux GOARCH=amd64 $(AGENT_BUILD) -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
+# The image's platforms (make push, make release): one agent-only build each.
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
 # e2e tests start real processes; give them room on a two-core machine.
 E2E_TIMEOUT ?= 30m
 
@@ -25,12 +28,22 @@ HELM_VERSION := v4.3.1
 # file are left out of the build (remove_all_sd).
 PROMETHEUS_VERSION := v0.316.0
 STATICCHECK_VERSION := v0.8.2
-# Image tags follow the version `nodeagent version` prints. make push takes
-# REGISTRY (the image goes to $(REGISTRY)/nodeagent:$(VERSION)) or IMAGE.
-IMAGE       ?= $(if $(REGISTRY),$(REGISTRY)/nodeagent:$(VERSION),nodeagent:$(VERSION))
+GORELEASER_VERSION := v2.15.1
+CYCLONEDX_GOMOD_VERSION := v1.10.0
+# make release: where the archives will be downloaded from (the krew
+# manifest names each archive under it).
+RELEASE_URL ?= https://github.com/nodeagent-io/nodeagent/releases/download/$(VERSION)
+RELEASE     := $(OUTPUT)/release
+# The chart's version is the release's, without the v; its appVersion, the
+# image tag, keeps it.
+CHART_VERSION = $(VERSION:v%=%)
+# Image tags follow the version `nodeagent version` prints: make image writes
+# IMAGE for this machine's kind tests, make push sends
+# $(REGISTRY)/nodeagent:$(VERSION).
+IMAGE       ?= nodeagent:$(VERSION)
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: analyze-scale all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: release release-tools release-check analyze-scale all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
 
 all: build
 
@@ -72,7 +85,7 @@ $(BIN)/prometheus:
 # mode and rendered equal to the kustomize overlays, the Prometheus rules
 # checked and unit-tested on synthetic series.
 deploy-check: kustomize helm promtool ## helm lint, the chart against the overlays, promtool check and test of deploy/prometheus.
-	for mode in before after watch; do $(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=$$mode || exit 1; done
+	for mode in before after watch; do $(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=$$mode --set image.tag=lint || exit 1; done
 	$(BIN)/promtool check rules deploy/prometheus/nodeagent-rules.yaml
 	$(BIN)/promtool test rules deploy/prometheus/tests/rules_test.yaml
 	HELM_BIN=$(abspath $(BIN))/helm KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize $(GO) test -tags e2e -count=1 ./test/deploy/
@@ -88,16 +101,46 @@ image: ## Write the container image as a tarball, without Docker: _output/nodeag
 		--tag $(IMAGE) --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(IMAGE_TAR) ($(IMAGE)); load it with: kind load image-archive $(IMAGE_TAR) --name nodeagent"
 
-# make push REGISTRY=registry.example/team: the image of make image, sent to
-# a registry without Docker (credentials from ~/.docker/config.json, as
-# `docker login` or `crane auth login` write them), tagged with the version.
-push: ## Build the image and push it to REGISTRY/nodeagent:<version> (or IMAGE=registry/repository:tag), without Docker.
-	@if [ -z "$(REGISTRY)" ] && [ "$(origin IMAGE)" != "command line" ] && [ "$(origin IMAGE)" != "environment" ]; then \
-		echo "make push: say where, e.g. make push REGISTRY=registry.example/team (pushes registry.example/team/nodeagent:$(VERSION))"; exit 2; fi
-	$(IMAGE_BUILD)
-	cd hack/image && $(GO) run . --binary $(abspath $(BIN))/nodeagent-linux-amd64 --push $(IMAGE) --version $(VERSION) --revision $(COMMIT)
-	@echo "Pushed $(IMAGE). Deploy it with kustomize (in an overlay's directory): kustomize edit set image ghcr.io/nodeagent-io/nodeagent=$(IMAGE)"
-	@image="$(IMAGE)"; echo "or with Helm: --set image.repository=$${image%:*} --set image.tag=$${image##*:}"
+# make push REGISTRY=registry.example/team: the multi-architecture image
+# (IMAGE_PLATFORMS, the agent-only build) and the Helm chart, sent to a
+# registry without Docker (credentials from ~/.docker/config.json, as
+# `docker login`, `crane auth login` or `helm registry login` write them);
+# localhost registries are spoken to over plain HTTP.
+push: helm ## Push the multi-arch image to REGISTRY/nodeagent:<version> and the chart to oci://REGISTRY/charts/nodeagent, without Docker; prints the install commands.
+	@if [ -z "$(REGISTRY)" ]; then \
+		echo "make push: say where, e.g. make push REGISTRY=registry.example/team (pushes registry.example/team/nodeagent:$(VERSION) and oci://registry.example/team/charts/nodeagent)"; exit 2; fi
+	@for p in $(IMAGE_PLATFORMS); do echo "building the agent for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(AGENT_BUILD) -o $(BIN)/nodeagent-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; done
+	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(BIN))/nodeagent-$(subst /,-,$(p))) \
+		--push $(REGISTRY)/nodeagent:$(VERSION) --version $(VERSION) --revision $(COMMIT)
+	rm -rf $(OUTPUT)/chart && $(BIN)/helm package deploy/helm/nodeagent --version $(CHART_VERSION) --app-version $(VERSION) -d $(OUTPUT)/chart
+	$(BIN)/helm push $(OUTPUT)/chart/nodeagent-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts \
+		$(if $(filter localhost:% 127.0.0.1:%,$(REGISTRY)),--plain-http)
+	@hack/release/install-commands.sh "$(REGISTRY)" "$(VERSION)" "$(CHART_VERSION)" "$(COMMIT)"
+
+release-tools: $(BIN)/goreleaser $(BIN)/cyclonedx-gomod ## Build the pinned GoReleaser and cyclonedx-gomod into _output/bin (make release).
+
+$(BIN)/goreleaser:
+	GOBIN=$(abspath $(BIN)) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+$(BIN)/cyclonedx-gomod:
+	GOBIN=$(abspath $(BIN)) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+
+# make release: what a release publishes, into _output/release, without
+# Docker or any network but the module proxy (docs/install.md).
+release: release-tools helm ## Archives for linux and darwin on amd64 and arm64, checksums, SBOMs, the krew manifest, the chart and the multi-arch image as an OCI layout, into _output/release.
+	RELEASE_VERSION=$(VERSION) RELEASE_URL=$(RELEASE_URL) CYCLONEDX_GOMOD=$(abspath $(BIN))/cyclonedx-gomod \
+		$(BIN)/goreleaser release --snapshot --clean
+	$(BIN)/helm package deploy/helm/nodeagent --version $(CHART_VERSION) --app-version $(VERSION) -d $(RELEASE)
+	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(RELEASE))/nodeagent-agent-$(subst /,-,$(p))) \
+		--oci-layout $(abspath $(RELEASE))/image --version $(VERSION) --revision $(COMMIT)
+	@echo "Wrote $(RELEASE): nodeagent $(VERSION)"
+
+# The release's own tests: archives, checksums, the krew manifest installed
+# by krew, the chart and the image index (test/release).
+release-check: release ## Build the release and test it: archives, checksums, SBOMs, krew install, the chart and the image index.
+	NODEAGENT_RELEASE_DIR=$(abspath $(RELEASE)) NODEAGENT_RELEASE_VERSION=$(VERSION) HELM_BIN=$(abspath $(BIN))/helm \
+		$(GO) test -tags release -count=1 ./test/release/
 
 vet: ## Run go vet over every module but the reference kubelets' (make verify checks those).
 	$(GO) vet ./...

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
@@ -25,12 +24,13 @@ import (
 func runCompare(args []string, stdout io.Writer) error {
 	fs := newFlagSet("compare", "Measure the ConfigMap GET load of the kubelet's cache before and after kubernetes#120255, at the apiserver and at etcd, on a real apiserver.", stdout)
 	s := compare.DefaultScenario()
-	var kubeconfig, modes, outputDir, namespace string
+	var kubeconfig, kubeContext, modes, outputDir, namespace string
 	var keep, agentProcesses bool
 	var agentBinary string
 	opts := compare.Options{Progress: os.Stderr}
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: start a throwaway local etcd, kube-apiserver and kube-controller-manager (built by 'make controlplane').")
-	fs.StringVar(&opts.DaemonSet, "daemonset", "", "namespace/name of nodeagent deployed as a DaemonSet on the --kubeconfig cluster (e.g. nodeagent/nodeagent): measure its agents on the real nodes, switching it between the modes by rollouts and restoring it at the end. Empty: simulated nodes, agents in this process.")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: with --daemonset, the cluster kubectl would use ($KUBECONFIG or ~/.kube/config, its current context); without, start a throwaway local etcd, kube-apiserver and kube-controller-manager (built by 'make controlplane').")
+	fs.StringVar(&kubeContext, "context", "", "The kubeconfig context to use. Empty: its current context.")
+	fs.StringVar(&opts.DaemonSet, "daemonset", "", "namespace/name of nodeagent deployed as a DaemonSet (e.g. nodeagent/nodeagent): measure its agents on the real nodes of the cluster kubectl would use (or --kubeconfig's), switching it between the modes by rollouts and restoring it at the end. Empty: simulated nodes, agents in this process.")
 	fs.StringVar(&opts.NodeSelector, "node-selector", "", "With --daemonset: a label selector (e.g. pool=general) that limits the run's pods to the matching nodes among the DaemonSet's.")
 	fs.StringVar(&opts.PodImage, "pod-image", compare.DefaultPodImage, "With --daemonset: image of the run's pods, which the nodes' kubelets start; use one the nodes already have.")
 	fs.DurationVar(&opts.RolloutTimeout, "rollout-timeout", 5*time.Minute, "With --daemonset: how long each rollout of the DaemonSet may take.")
@@ -62,7 +62,7 @@ func runCompare(args []string, stdout io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if opts.DaemonSet != "" {
-		if err := daemonSetDefaults(fs, &s, &modes, &opts, kubeconfig); err != nil {
+		if err := daemonSetDefaults(fs, &s, &modes, &opts); err != nil {
 			return err
 		}
 	} else {
@@ -95,7 +95,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts.Scenario, opts.OutputDir, opts.Keep, opts.Namespace = s, outputDir, keep, namespace
-	stopControlPlane, err := connect(ctx, &opts, kubeconfig, agentProcesses, agentBinary)
+	stopControlPlane, err := connect(ctx, &opts, kubeconfig, kubeContext, agentProcesses, agentBinary)
 	if err != nil {
 		return err
 	}
@@ -153,10 +153,7 @@ const maxFittedSyncMinutes = 10
 
 // daemonSetDefaults adjusts the flags' defaults for a DaemonSet run and
 // rejects what it cannot do.
-func daemonSetDefaults(fs *pflag.FlagSet, s *compare.Scenario, modes *string, opts *compare.Options, kubeconfig string) error {
-	if kubeconfig == "" {
-		return errors.New("--daemonset needs --kubeconfig: the cluster where the DaemonSet runs")
-	}
+func daemonSetDefaults(fs *pflag.FlagSet, s *compare.Scenario, modes *string, opts *compare.Options) error {
 	if fs.Changed("update-rate") {
 		return errors.New("--update-rate cannot be used with --daemonset: the latency is read from the volumes on this machine's disk")
 	}
@@ -176,12 +173,13 @@ func daemonSetDefaults(fs *pflag.FlagSet, s *compare.Scenario, modes *string, op
 	return nil
 }
 
-// connect points opts at the --kubeconfig cluster, or at a local control
-// plane that it starts (stop stops it), which also issues node identities
-// for agent processes and reference kubelets.
-func connect(ctx context.Context, opts *compare.Options, kubeconfig string, agentProcesses bool, agentBinary string) (stop func(), err error) {
+// connect points opts at the --kubeconfig cluster (with --daemonset, the
+// one kubectl would use), or at a local control plane that it starts (stop
+// stops it), which also issues node identities for agent processes and
+// reference kubelets.
+func connect(ctx context.Context, opts *compare.Options, kubeconfig, kubeContext string, agentProcesses bool, agentBinary string) (stop func(), err error) {
 	stop = func() {}
-	if kubeconfig != "" {
+	if kubeconfig != "" || kubeContext != "" || opts.DaemonSet != "" {
 		if agentProcesses {
 			if opts.AgentBinary, err = findAgentBinary(agentBinary); err != nil {
 				return stop, err
@@ -192,8 +190,8 @@ func connect(ctx context.Context, opts *compare.Options, kubeconfig string, agen
 		if err := opts.Validate(); err != nil {
 			return stop, err
 		}
-		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-			return stop, fmt.Errorf("loading --kubeconfig: %w", err)
+		if opts.RESTConfig, err = clusterConfig(kubeconfig, kubeContext); err != nil {
+			return stop, err
 		}
 		opts.APIServer = opts.RESTConfig.Host
 		return stop, nil

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,11 +30,10 @@ func TestDispatch(t *testing.T) {
 		{"compare: no nodes", []string{"compare", "--nodes=0"}, 1, "", "--nodes must be at least 1"},
 		{"compare: help names the kubeconfig flag", []string{"compare", "--help"}, 0, "--kubeconfig string", ""},
 		{"compare: node selector without daemonset", []string{"compare", "--node-selector=pool=a"}, 1, "", "--node-selector needs --daemonset"},
-		{"compare: daemonset without kubeconfig", []string{"compare", "--daemonset=nodeagent/nodeagent"}, 1, "", "--daemonset needs --kubeconfig"},
 		{"compare: daemonset with ttl", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/dev/null", "--ttl=5s"}, 1, "", "--ttl cannot be used with --daemonset"},
 		{"compare: reference kubelets need the local control plane", []string{"compare", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.36,first-reference"}, 1, "", "leave out --kubeconfig"},
 		{"compare: reference kubelets not beside a daemonset", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.28"}, 1, "", "leave out --kubeconfig"},
-		{"compare: 1,000 nodes fit the machine at the kubelet's S", []string{"compare", "--nodes=1000", "--pods-per-node=30", "--kubeconfig=/nonexistent"}, 1, "", "loading --kubeconfig"},
+		{"compare: 1,000 nodes fit the machine at the kubelet's S", []string{"compare", "--nodes=1000", "--pods-per-node=30", "--kubeconfig=/nonexistent"}, 1, "", "loading the kubeconfig"},
 		{"compare: 1,000 nodes at S = 5 s do not", []string{"compare", "--nodes=1000", "--pods-per-node=30", "--sync-frequency=5s", "--kubeconfig=/nonexistent"}, 1, "", "in total"},
 		{"compare: update rate not with a daemonset", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--update-rate=5"}, 1, "", "--update-rate cannot be used with --daemonset"},
 		{"compare: agent processes need the local control plane", []string{"compare", "--kubeconfig=/nonexistent", "--agent-processes"}, 1, "", "leave out --kubeconfig, or --agent-processes"},
@@ -53,6 +54,27 @@ func TestDispatch(t *testing.T) {
 				t.Errorf("code %d (want %d)\nstdout: %s(want %q)\nstderr: %s(want %q)", code, tt.wantCode, stdout.String(), tt.wantStdout, stderr.String(), tt.wantStderr)
 			}
 		})
+	}
+}
+
+// compare --daemonset, like analyze and kubectl, finds the cluster through
+// $KUBECONFIG when --kubeconfig is not given.
+func TestCompareDaemonSetFindsTheClusterAsKubectlDoes(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: ctx, context: {cluster: c, user: u}}]
+current-context: ctx
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+	var stdout, stderr bytes.Buffer
+	code := dispatch([]string{"compare", "--daemonset=nodeagent/nodeagent"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "127.0.0.1:1") {
+		t.Errorf("code %d, stderr %s; want a failure to reach $KUBECONFIG's server, https://127.0.0.1:1", code, stderr.String())
 	}
 }
 

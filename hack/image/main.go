@@ -1,60 +1,136 @@
-// Command image writes nodeagent's container image as a tarball that
-// `docker load` and `kind load image-archive` accept: one layer holding the
-// static binary at /nodeagent, on an empty base, run as uid 0 with no
-// shell, entrypoint /nodeagent. See deploy/base/daemonset.yaml for why uid 0.
+// Command image writes nodeagent's container image without a Docker
+// daemon: one layer holding the static binary at /nodeagent, on an empty
+// base, run as uid 0 with no shell, entrypoint /nodeagent. See
+// deploy/base/daemonset.yaml for why uid 0.
 //
 // Usage:
 //
 //	go run . --binary PATH --output FILE --tag nodeagent:dev --version v1.2.3 --revision SHA
-//	go run . --binary PATH --push registry.example/nodeagent:v1.2.3 --version v1.2.3 --revision SHA
+//	go run . --binary linux/amd64=PATH --binary linux/arm64=PATH --oci-layout DIR --version v1.2.3 --revision SHA
+//	go run . --binary linux/amd64=PATH --binary linux/arm64=PATH --push registry.example/nodeagent:v1.2.3 ...
 //
-// --push sends the image to a registry instead, with the credentials of
-// ~/.docker/config.json (or $DOCKER_CONFIG) where it has some: no Docker
-// engine is needed.
+// Each --binary is one platform's (a bare PATH is linux/amd64's). One
+// platform gives an image; several give a multi-architecture index of one
+// image each. --output writes a tarball that `docker load` and `kind load
+// image-archive` accept (one platform only); --oci-layout writes an OCI
+// image layout directory, the index tagged with the version; --push sends
+// the image or index to a registry with the credentials of
+// ~/.docker/config.json (or $DOCKER_CONFIG) where it has some (plain HTTP
+// for localhost registries).
 package main
 
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
+// platformBinary is one platform's static nodeagent binary.
+type platformBinary struct {
+	platform v1.Platform
+	path     string
+}
+
 func main() {
-	binary := flag.String("binary", "", "static linux/amd64 nodeagent binary")
-	output := flag.String("output", "", "image tarball to write")
-	push := flag.String("push", "", "push the image to this reference (registry/repository:tag) instead of writing a tarball")
+	var binaries []platformBinary
+	flag.Func("binary", "a static nodeagent binary, as OS/ARCH=PATH or PATH (linux/amd64); repeat for a multi-architecture index", func(v string) error {
+		b, err := parseBinary(v)
+		binaries = append(binaries, b)
+		return err
+	})
+	output := flag.String("output", "", "image tarball to write (one platform)")
+	ociLayout := flag.String("oci-layout", "", "OCI image layout directory to write the image or index into")
+	push := flag.String("push", "", "push the image or index to this reference (registry/repository:tag)")
 	tag := flag.String("tag", "nodeagent:dev", "image reference recorded in the tarball")
 	version := flag.String("version", "dev", "version label")
 	revision := flag.String("revision", "unknown", "git commit label")
 	flag.Parse()
-	if *binary == "" || (*output == "") == (*push == "") {
-		fmt.Fprintln(os.Stderr, "image: --binary and one of --output and --push are required")
-		os.Exit(2)
-	}
-	img, err := build(*binary, *version, *revision)
-	if err == nil {
-		if *push != "" {
-			err = pushImage(img, *push)
-		} else {
-			err = writeTarball(img, *output, *tag)
+	outputs := 0
+	for _, o := range []string{*output, *ociLayout, *push} {
+		if o != "" {
+			outputs++
 		}
 	}
+	if len(binaries) == 0 || outputs != 1 {
+		fmt.Fprintln(os.Stderr, "image: one or more --binary and one of --output, --oci-layout and --push are required")
+		os.Exit(2)
+	}
+	err := run(binaries, *version, *revision, func(img v1.Image, index v1.ImageIndex) error {
+		switch {
+		case *output != "" && index != nil:
+			return errors.New("--output writes one platform's image; use --oci-layout or --push for several")
+		case *output != "":
+			return writeTarball(img, *output, *tag)
+		case *ociLayout != "":
+			return writeLayout(img, index, *ociLayout, *version)
+		default:
+			return pushImage(img, index, *push)
+		}
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
+}
+
+func parseBinary(v string) (platformBinary, error) {
+	spec, path, found := strings.Cut(v, "=")
+	if !found {
+		return platformBinary{platform: v1.Platform{OS: "linux", Architecture: "amd64"}, path: v}, nil
+	}
+	osName, arch, ok := strings.Cut(spec, "/")
+	if !ok || osName == "" || arch == "" || path == "" {
+		return platformBinary{}, fmt.Errorf("%q: want OS/ARCH=PATH, e.g. linux/arm64=_output/bin/nodeagent-linux-arm64", v)
+	}
+	return platformBinary{platform: v1.Platform{OS: osName, Architecture: arch}, path: path}, nil
+}
+
+// run builds one image per binary and hands write the image (one binary)
+// or the index of them all (several).
+func run(binaries []platformBinary, version, revision string, write func(v1.Image, v1.ImageIndex) error) error {
+	if len(binaries) == 1 {
+		img, err := build(binaries[0], version, revision)
+		if err != nil {
+			return err
+		}
+		return write(img, nil)
+	}
+	index, err := buildIndex(binaries, version, revision)
+	if err != nil {
+		return err
+	}
+	return write(nil, index)
+}
+
+// buildIndex is the multi-architecture index of one image per binary.
+func buildIndex(binaries []platformBinary, version, revision string) (v1.ImageIndex, error) {
+	var adds []mutate.IndexAddendum
+	for _, b := range binaries {
+		img, err := build(b, version, revision)
+		if err != nil {
+			return nil, err
+		}
+		platform := b.platform
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &platform}})
+	}
+	index := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	return mutate.AppendManifests(index, adds...), nil
 }
 
 // writeTarball writes img as a tarball that records it as tag.
@@ -66,27 +142,54 @@ func writeTarball(img v1.Image, output, tag string) error {
 	return tarball.WriteToFile(output, ref, img)
 }
 
-// pushImage sends img to the registry of reference, as that tag.
-func pushImage(img v1.Image, reference string) error {
+// writeLayout writes the image or index into a new OCI layout at dir, its
+// top descriptor annotated with the version as its tag.
+func writeLayout(img v1.Image, index v1.ImageIndex, dir, version string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	tagged := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": version})
+	if index != nil {
+		return p.AppendIndex(index, tagged)
+	}
+	return p.AppendImage(img, tagged)
+}
+
+// pushImage sends the image or index to the registry of reference, as that
+// tag.
+func pushImage(img v1.Image, index v1.ImageIndex, reference string) error {
 	ref, err := name.NewTag(reference)
 	if err != nil {
 		return fmt.Errorf("--push %q: %w (want registry/repository:tag)", reference, err)
 	}
-	if err := remote.Write(ref, img, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-		return fmt.Errorf("pushing to %s: %w", ref, err)
+	auth := remote.WithAuthFromKeychain(authn.DefaultKeychain)
+	var digest v1.Hash
+	if index != nil {
+		err = remote.WriteIndex(ref, index, auth)
+		if err == nil {
+			digest, err = index.Digest()
+		}
+	} else {
+		err = remote.Write(ref, img, auth)
+		if err == nil {
+			digest, err = img.Digest()
+		}
 	}
-	digest, err := img.Digest()
 	if err != nil {
-		return err
+		return fmt.Errorf("pushing to %s: %w", ref, err)
 	}
 	fmt.Printf("Pushed %s@%s\n", ref, digest)
 	return nil
 }
 
 // build is the image: the binary at /nodeagent on an empty base, labelled
-// with version and revision.
-func build(binaryPath, version, revision string) (v1.Image, error) {
-	data, err := os.ReadFile(binaryPath)
+// with version and revision, for the binary's platform.
+func build(binary platformBinary, version, revision string) (v1.Image, error) {
+	data, err := os.ReadFile(binary.path)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +208,7 @@ func build(binaryPath, version, revision string) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Architecture, cfg.OS = binary.platform.Architecture, binary.platform.OS
 	cfg.Config = v1.Config{
 		Entrypoint: []string{"/nodeagent"},
 		Cmd:        []string{"run"},

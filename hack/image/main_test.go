@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/tar"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -21,12 +25,12 @@ func TestPush(t *testing.T) {
 	if err := os.WriteFile(binary, []byte("not really an ELF"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	img, err := build(binary, "v1.2.3", "abc")
+	img, err := build(platformBinary{platform: v1.Platform{OS: "linux", Architecture: "amd64"}, path: binary}, "v1.2.3", "abc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	reference := strings.TrimPrefix(server.URL, "http://") + "/team/nodeagent:v1.2.3"
-	if err := pushImage(img, reference); err != nil {
+	if err := pushImage(img, nil, reference); err != nil {
 		t.Fatal(err)
 	}
 	ref, _ := name.NewTag(reference)
@@ -45,7 +49,107 @@ func TestPush(t *testing.T) {
 	if got, _ := pulled.Digest(); got != want {
 		t.Errorf("pulled digest %s, pushed %s", got, want)
 	}
-	if err := pushImage(img, "not a reference!"); err == nil || !strings.Contains(err.Error(), "registry/repository:tag") {
+	if err := pushImage(img, nil, "not a reference!"); err == nil || !strings.Contains(err.Error(), "registry/repository:tag") {
 		t.Errorf("a bad reference: %v", err)
+	}
+}
+
+// Two platforms' binaries make an index of two images, each of its
+// platform and holding its own binary, pushed and written as an OCI layout
+// alike.
+func TestIndex(t *testing.T) {
+	dir := t.TempDir()
+	var binaries []platformBinary
+	for _, spec := range []string{"linux/amd64", "linux/arm64"} {
+		path := filepath.Join(dir, strings.ReplaceAll(spec, "/", "-"))
+		if err := os.WriteFile(path, []byte("binary for "+spec), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := parseBinary(spec + "=" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binaries = append(binaries, b)
+	}
+	index, err := buildIndex(binaries, "v1.2.3", "abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := httptest.NewServer(registry.New())
+	defer server.Close()
+	reference := strings.TrimPrefix(server.URL, "http://") + "/team/nodeagent:v1.2.3"
+	if err := pushImage(nil, index, reference); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.NewTag(reference)
+	pulled, err := remote.Index(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layoutDir := filepath.Join(dir, "layout")
+	if err := writeLayout(nil, index, layoutDir, "v1.2.3"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.FromPath(layoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topManifest, _ := top.IndexManifest()
+	if len(topManifest.Manifests) != 1 || topManifest.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "v1.2.3" {
+		t.Fatalf("layout's index.json: %+v", topManifest.Manifests)
+	}
+	fromLayout, err := top.ImageIndex(topManifest.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for source, idx := range map[string]v1.ImageIndex{"registry": pulled, "layout": fromLayout} {
+		manifest, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(manifest.Manifests) != 2 {
+			t.Fatalf("%s: %d manifests, want 2", source, len(manifest.Manifests))
+		}
+		for _, d := range manifest.Manifests {
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, _ := img.ConfigFile()
+			layers, _ := img.Layers()
+			content := readFile(t, layers[0], "nodeagent")
+			want := "binary for " + d.Platform.OS + "/" + d.Platform.Architecture
+			if cfg.OS != d.Platform.OS || cfg.Architecture != d.Platform.Architecture || content != want {
+				t.Errorf("%s: %s's image is %s/%s with %q, want %q", source, d.Platform, cfg.OS, cfg.Architecture, content, want)
+			}
+		}
+	}
+	if _, err := parseBinary("linux=path"); err == nil {
+		t.Error("linux=path: no error, want OS/ARCH=PATH")
+	}
+}
+
+// readFile is one file's content in a layer.
+func readFile(t *testing.T, layer v1.Layer, path string) string {
+	t.Helper()
+	rc, err := layer.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s not in the layer: %v", path, err)
+		}
+		if h.Name == path {
+			data, _ := io.ReadAll(tr)
+			return string(data)
+		}
 	}
 }

@@ -14,9 +14,12 @@ import (
 
 // Set by the linker: -X github.com/nodeagent-io/nodeagent/internal/version.Version=...
 var (
-	Version   = "v0.0.0-dev"
+	Version   = unstamped
 	GitCommit = ""
 )
+
+// unstamped is Version when the linker set none.
+const unstamped = "v0.0.0-dev"
 
 // Info is what `nodeagent version` prints. The JSON keys are stable.
 type Info struct {
@@ -34,6 +37,9 @@ func Get() Info {
 		GoVersion: runtime.Version(),
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
 	}
+	if info.Version == unstamped {
+		info.Version = moduleVersion(info.Version)
+	}
 	if info.GitCommit == "" {
 		info.GitCommit = commitFromBuildInfo()
 	}
@@ -46,6 +52,17 @@ func Get() Info {
 // String is the one-line form used in logs and by `nodeagent version`.
 func (i Info) String() string {
 	return fmt.Sprintf("nodeagent %s (commit %s, %s, %s)", i.Version, i.GitCommit, i.GoVersion, i.Platform)
+}
+
+// moduleVersion is the version of the module the binary was built from, as
+// `go install github.com/nodeagent-io/nodeagent/cmd/nodeagent@v1.2.3`
+// records it, or fallback where the build was not of a released module.
+func moduleVersion(fallback string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
+		return fallback
+	}
+	return bi.Main.Version
 }
 
 func commitFromBuildInfo() string {

@@ -80,7 +80,7 @@ func parse(t *testing.T, manifest []byte) []object {
 func helmTemplate(t *testing.T, args ...string) []object {
 	t.Helper()
 	return render(t, tool(t, "HELM_BIN", "helm"), append([]string{"template", "nodeagent", "deploy/helm/nodeagent",
-		"--namespace", "nodeagent"}, args...)...)
+		"--namespace", "nodeagent", "--set", "image.tag=latest"}, args...)...)
 }
 
 // helmOnlyLabels are the labels a chart adds by convention and kustomize's
@@ -227,7 +227,7 @@ func TestChartValues(t *testing.T) {
 	}
 	// The release's name names every object; another release does not
 	// collide with the first one's ClusterRole.
-	other := render(t, tool(t, "HELM_BIN", "helm"), "template", "canary", "deploy/helm/nodeagent", "--namespace", "canary")
+	other := render(t, tool(t, "HELM_BIN", "helm"), "template", "canary", "deploy/helm/nodeagent", "--namespace", "canary", "--set", "image.tag=v1")
 	for _, o := range other {
 		if name := lookup(o, "metadata", "name"); name != "canary-nodeagent" {
 			t.Errorf("release canary: %s named %v, want canary-nodeagent", o["kind"], name)
@@ -235,10 +235,41 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// TestChartRefusesBadValues: each mistake fails the install with a message
+// that names what is wrong, rather than deploying agents that cannot run.
+func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"mode=aftr", "image.tag=v1"}, "mode"},
+		{[]string{"mdoe=after", "image.tag=v1"}, "mdoe"},
+		{[]string{"image.tga=v1"}, "tga"},
+		{[]string{"syncFrequency=1 minute", "image.tag=v1"}, "syncFrequency"},
+		{[]string{"httpAddress=localhost", "image.tag=v1"}, "httpAddress"},
+		{[]string{"image.pullPolicy=Sometimes", "image.tag=v1"}, "pullPolicy"},
+		{[]string{"rootDir=var/lib/nodeagent", "image.tag=v1"}, "rootDir"},
+		{[]string{"podMonitor.enable=true", "image.tag=v1"}, "enable"},
+		// A source checkout's chart names no published image.
+		{nil, "image.tag is empty"},
+	} {
+		args := []string{"template", "nodeagent", "deploy/helm/nodeagent"}
+		for _, kv := range tc.set {
+			args = append(args, "--set", kv)
+		}
+		cmd := exec.Command(tool(t, "HELM_BIN", "helm"), args...)
+		cmd.Dir = repoRoot()
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("--set %s: err %v, output %s; want a failure that names %q", strings.Join(tc.set, " --set "), err, out, tc.want)
+		}
+	}
+}
+
 // TestChartRefusesUnknownMode: a mistyped mode fails the install with the
 // modes it could be, instead of deploying agents in some default.
 func TestChartRefusesUnknownMode(t *testing.T) {
-	cmd := exec.Command(tool(t, "HELM_BIN", "helm"), "template", "nodeagent", "deploy/helm/nodeagent", "--set", "mode=afterr")
+	cmd := exec.Command(tool(t, "HELM_BIN", "helm"), "template", "nodeagent", "deploy/helm/nodeagent", "--set", "mode=afterr", "--set", "image.tag=v1")
 	cmd.Dir = repoRoot()
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "before") || !strings.Contains(string(out), "watch") {

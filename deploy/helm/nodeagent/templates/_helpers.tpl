@@ -22,6 +22,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* The agent's image: image.tag, else the released chart's appVersion; a source checkout's chart names no published image. */}}
+{{- define "nodeagent.image" -}}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion -}}
+{{- if eq $tag "v0.0.0-dev" -}}
+{{- fail "image.tag is empty and this chart is a source checkout's (appVersion v0.0.0-dev), whose image nobody published: set --set image.tag=<the tag make push printed>, or install a released chart (oci://ghcr.io/nodeagent-io/charts/nodeagent)" -}}
+{{- end -}}
+{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- end -}}
+
 {{/* The port of httpAddress, which the pod exposes as "http". */}}
 {{- define "nodeagent.port" -}}
 {{- .Values.httpAddress | splitList ":" | last -}}
