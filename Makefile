@@ -30,6 +30,7 @@ PROMETHEUS_VERSION := v0.316.0
 STATICCHECK_VERSION := v0.8.2
 GORELEASER_VERSION := v2.15.1
 CYCLONEDX_GOMOD_VERSION := v1.10.0
+KREW_VERSION := v0.4.3
 # make release: where the archives will be downloaded from (the krew
 # manifest names each archive under it).
 RELEASE_URL ?= https://github.com/nodeagent-io/nodeagent/releases/download/$(VERSION)
@@ -118,10 +119,13 @@ push: helm ## Push the multi-arch image to REGISTRY/nodeagent:<version> and the 
 		$(if $(filter localhost:% 127.0.0.1:%,$(REGISTRY)),--plain-http)
 	@hack/release/install-commands.sh "$(REGISTRY)" "$(VERSION)" "$(CHART_VERSION)" "$(COMMIT)"
 
-release-tools: $(BIN)/goreleaser $(BIN)/cyclonedx-gomod ## Build the pinned GoReleaser and cyclonedx-gomod into _output/bin (make release).
+release-tools: $(BIN)/goreleaser $(BIN)/cyclonedx-gomod $(BIN)/krew ## Build the pinned GoReleaser, cyclonedx-gomod and krew into _output/bin (make release, make release-check).
 
 $(BIN)/goreleaser:
 	GOBIN=$(abspath $(BIN)) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+$(BIN)/krew:
+	GOBIN=$(abspath $(BIN)) $(GO) install sigs.k8s.io/krew/cmd/krew@$(KREW_VERSION)
 
 $(BIN)/cyclonedx-gomod:
 	GOBIN=$(abspath $(BIN)) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
@@ -129,7 +133,8 @@ $(BIN)/cyclonedx-gomod:
 # make release: what a release publishes, into _output/release, without
 # Docker or any network but the module proxy (docs/install.md).
 release: release-tools helm ## Archives for linux and darwin on amd64 and arm64, checksums, SBOMs, the krew manifest, the chart and the multi-arch image as an OCI layout, into _output/release.
-	RELEASE_VERSION=$(VERSION) RELEASE_URL=$(RELEASE_URL) CYCLONEDX_GOMOD=$(abspath $(BIN))/cyclonedx-gomod \
+	RELEASE_VERSION=$(VERSION) RELEASE_COMMIT=$(COMMIT) RELEASE_COMMIT_TIME=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+		RELEASE_URL=$(RELEASE_URL) PATH=$(abspath $(BIN)):$$PATH \
 		$(BIN)/goreleaser release --snapshot --clean
 	$(BIN)/helm package deploy/helm/nodeagent --version $(CHART_VERSION) --app-version $(VERSION) -d $(RELEASE)
 	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(RELEASE))/nodeagent-agent-$(subst /,-,$(p))) \
@@ -139,12 +144,13 @@ release: release-tools helm ## Archives for linux and darwin on amd64 and arm64,
 # The release's own tests: archives, checksums, the krew manifest installed
 # by krew, the chart and the image index (test/release).
 release-check: release ## Build the release and test it: archives, checksums, SBOMs, krew install, the chart and the image index.
-	NODEAGENT_RELEASE_DIR=$(abspath $(RELEASE)) NODEAGENT_RELEASE_VERSION=$(VERSION) HELM_BIN=$(abspath $(BIN))/helm \
+	NODEAGENT_RELEASE_DIR=$(abspath $(RELEASE)) NODEAGENT_RELEASE_VERSION=$(VERSION) HELM_BIN=$(abspath $(BIN))/helm KREW_BIN=$(abspath $(BIN))/krew \
 		$(GO) test -tags release -count=1 ./test/release/
 
 vet: ## Run go vet over every module but the reference kubelets' (make verify checks those).
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/... ./test/e2ekind/... ./test/deploy/...
+	$(GO) vet -tags release ./test/release/
 	cd hack/kind && $(GO) vet ./capdrop-runc ./images ./pause
 	cd hack/image && $(GO) vet .
 	cd hack/dashboard && $(GO) vet .
@@ -165,6 +171,7 @@ verify-core: vet staticcheck ## make verify but the reference kubelets' module.
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 	$(BIN)/staticcheck ./...
 	$(BIN)/staticcheck -tags e2e ./test/...
+	$(BIN)/staticcheck -tags release ./test/release/
 	$(BIN)/staticcheck -tags agentonly ./cmd/nodeagent
 	cd hack/kind && $(abspath $(BIN))/staticcheck ./capdrop-runc ./images ./pause
 	cd hack/image && $(abspath $(BIN))/staticcheck .

@@ -48,14 +48,7 @@ func (p *process) start() error {
 	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group, so that a terminal's Ctrl-C reaches only us
-		// and we decide the order of shutdown.
-		Setpgid: true,
-		// If this process dies without calling stop (a test binary killed
-		// by a timeout), the kernel kills the child: nothing is left behind.
-		Pdeathsig: syscall.SIGKILL,
-	}
+	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("starting %s: %w", p.name, err)
