@@ -275,7 +275,7 @@ soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default
 # background, niced, from after the control plane to the wait before the
 # kind stage, and bg:verify-refkubelet checks the reference kubelets while
 # the e2e tests run (hack/stages.sh); verify-core and it are make verify.
-TEST_STAGES := controlplane bg:kind-prep refkubelet build kustomize helm promtool prometheus image verify-core unit fuzz deploy-check \
+TEST_STAGES := controlplane bg:kind-prep refkubelet build kustomize helm bg:release-check promtool prometheus image verify-core unit fuzz deploy-check \
 	bg:verify-refkubelet e2e wait e2e-kind-if-possible
 test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and, where the machine can, the kind e2e; prints each stage's time.
 	@hack/stages.sh "$(MAKE)" $(TEST_STAGES)
