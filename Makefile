@@ -103,7 +103,8 @@ image: ## Write the container image as a tarball, without Docker: _output/nodeag
 	@echo "Wrote $(IMAGE_TAR) ($(IMAGE)); load it with: kind load image-archive $(IMAGE_TAR) --name nodeagent"
 
 # make push REGISTRY=registry.example/team: the multi-architecture image
-# (IMAGE_PLATFORMS, the agent-only build) and the Helm chart, sent to a
+# (IMAGE_PLATFORMS, the agent-only build) and the Helm chart (running that
+# image by default), sent to a
 # registry without Docker (credentials from ~/.docker/config.json, as
 # `docker login`, `crane auth login` or `helm registry login` write them);
 # localhost registries are spoken to over plain HTTP.
@@ -114,7 +115,7 @@ push: helm ## Push the multi-arch image to REGISTRY/nodeagent:<version> and the 
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(AGENT_BUILD) -o $(BIN)/nodeagent-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; done
 	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(BIN))/nodeagent-$(subst /,-,$(p))) \
 		--push $(REGISTRY)/nodeagent:$(VERSION) --version $(VERSION) --revision $(COMMIT)
-	rm -rf $(OUTPUT)/chart && $(BIN)/helm package deploy/helm/nodeagent --version $(CHART_VERSION) --app-version $(VERSION) -d $(OUTPUT)/chart
+	rm -rf $(OUTPUT)/chart && hack/release/package-chart.sh $(BIN)/helm $(REGISTRY)/nodeagent $(VERSION) $(OUTPUT)/chart
 	$(BIN)/helm push $(OUTPUT)/chart/nodeagent-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts \
 		$(if $(filter localhost:% 127.0.0.1:%,$(REGISTRY)),--plain-http)
 	@hack/release/install-commands.sh "$(REGISTRY)" "$(VERSION)" "$(CHART_VERSION)" "$(COMMIT)"
@@ -136,7 +137,7 @@ release: release-tools helm ## Archives for linux and darwin on amd64 and arm64,
 	RELEASE_VERSION=$(VERSION) RELEASE_COMMIT=$(COMMIT) RELEASE_COMMIT_TIME=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
 		RELEASE_URL=$(RELEASE_URL) PATH=$(abspath $(BIN)):$$PATH \
 		$(BIN)/goreleaser release --snapshot --clean
-	$(BIN)/helm package deploy/helm/nodeagent --version $(CHART_VERSION) --app-version $(VERSION) -d $(RELEASE)
+	hack/release/package-chart.sh $(BIN)/helm ghcr.io/nodeagent-io/nodeagent $(VERSION) $(RELEASE)
 	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(RELEASE))/nodeagent-agent-$(subst /,-,$(p))) \
 		--oci-layout $(abspath $(RELEASE))/image --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(RELEASE): nodeagent $(VERSION)"

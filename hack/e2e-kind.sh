@@ -21,7 +21,10 @@
 #                and after; nodeagent beside the kind kubelets' Cache strategy;
 #                the Helm chart installed in the before mode and upgraded to
 #                after, beside the kustomize DaemonSet; analyze's findings and
-#                update delays against what the containers hold.
+#                update delays against what the containers hold;
+#   6. install   make push to a local registry on the kind network, then the
+#                README's install commands, as written, with Helm and
+#                kustomize (TestInstallFromREADME).
 #
 # The cluster, and dockerd if this script started it, are removed on success,
 # failure and Ctrl-C (KEEP_CLUSTER=1 keeps the cluster). Exit code 3 means
@@ -62,6 +65,7 @@ cleanup() {
     echo "=== e2e-kind: deleting the cluster"
     "$bin/kind" delete cluster --name "$cluster" >/dev/null 2>&1 || true
   fi
+  [[ "${KEEP_CLUSTER:-}" == 1 ]] || docker rm -f "$cluster-registry" >/dev/null 2>&1 || true
   [[ "${KEEP_CLUSTER:-}" == 1 ]] || hack/kind/docker.sh down || true
   echo "=== e2e-kind: stage times"
   cat "$out/timings.txt"
@@ -116,6 +120,10 @@ else
   printf 'networking:\n  disableDefaultCNI: true\n' >>"$config"
 fi
 echo "e2e-kind: node image $node_image, kind $kind_version"
+# The local registry the install test pushes to (built once, here or by make
+# kind-prep).
+registry_image=$(hack/kind/registry-image.sh)
+docker load -i _output/kind/registry.tar >/dev/null
 
 stage cluster
 if "$bin/kind" get clusters 2>/dev/null | grep -qx "$cluster"; then
@@ -160,7 +168,16 @@ stage tests
 # The tests' pods run the nodes' sandbox image, which every node has.
 pod_image=$(docker exec "$cluster-control-plane" sh -c "sed -n 's/.*sandbox_image = \"\(.*\)\"/\1/p' /etc/containerd/config.toml")
 pod_image=${pod_image:-registry.k8s.io/pause:3.10}
-NODEAGENT_KIND_CLUSTER=$cluster NODEAGENT_KIND_KUBECONFIG=$(pwd)/$kubeconfig NODEAGENT_KIND_POD_IMAGE=$pod_image \
-  NODEAGENT_KIND_AGENT_IMAGE=$agent_image \
-  NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_HELM_BIN=$(pwd)/$bin/helm NODEAGENT_KIND_OUTPUT=$(pwd)/$out \
-  go test -tags e2e -count=1 -timeout 40m -v ${E2E_KIND_RUN:+-run "$E2E_KIND_RUN"} ./test/e2ekind/
+export NODEAGENT_KIND_CLUSTER=$cluster NODEAGENT_KIND_KUBECONFIG=$(pwd)/$kubeconfig NODEAGENT_KIND_POD_IMAGE=$pod_image \
+  NODEAGENT_KIND_AGENT_IMAGE=$agent_image NODEAGENT_KIND_REGISTRY_IMAGE=$registry_image \
+  NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_HELM_BIN=$(pwd)/$bin/helm NODEAGENT_KIND_OUTPUT=$(pwd)/$out
+# TestInstallFromREADME replaces the agents the other tests use: it runs
+# last, on its own.
+install_test='^TestInstallFromREADME$'
+if [[ -n "${E2E_KIND_RUN:-}" ]]; then
+  go test -tags e2e -count=1 -timeout 40m -v -run "$E2E_KIND_RUN" ./test/e2ekind/
+else
+  go test -tags e2e -count=1 -timeout 40m -v -skip "$install_test" ./test/e2ekind/
+  stage install
+  go test -tags e2e -count=1 -timeout 10m -v -run "$install_test" ./test/e2ekind/
+fi

@@ -105,7 +105,7 @@ func parseBinary(v string) (platformBinary, error) {
 // or the index of them all (several).
 func run(binaries []platformBinary, version, revision string, write func(v1.Image, v1.ImageIndex) error) error {
 	if len(binaries) == 1 {
-		img, err := build(binaries[0], version, revision)
+		img, err := build(binaries[0], version, revision, false)
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func run(binaries []platformBinary, version, revision string, write func(v1.Imag
 func buildIndex(binaries []platformBinary, version, revision string) (v1.ImageIndex, error) {
 	var adds []mutate.IndexAddendum
 	for _, b := range binaries {
-		img, err := build(b, version, revision)
+		img, err := build(b, version, revision, true)
 		if err != nil {
 			return nil, err
 		}
@@ -187,19 +187,25 @@ func pushImage(img v1.Image, index v1.ImageIndex, reference string) error {
 }
 
 // build is the image: the binary at /nodeagent on an empty base, labelled
-// with version and revision, for the binary's platform.
-func build(binary platformBinary, version, revision string) (v1.Image, error) {
+// with version and revision, for the binary's platform; in Docker's media
+// types, which `docker load` wants, or in OCI's, for an OCI index.
+func build(binary platformBinary, version, revision string, oci bool) (v1.Image, error) {
 	data, err := os.ReadFile(binary.path)
 	if err != nil {
 		return nil, err
 	}
+	base, layerType := empty.Image, types.DockerLayer
+	if oci {
+		base = mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+		layerType = types.OCILayer
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar(data))), nil
-	})
+	}, tarball.WithMediaType(layerType))
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // The pushed image is the built one: its labels, its entrypoint and the
@@ -25,7 +26,7 @@ func TestPush(t *testing.T) {
 	if err := os.WriteFile(binary, []byte("not really an ELF"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	img, err := build(platformBinary{platform: v1.Platform{OS: "linux", Architecture: "amd64"}, path: binary}, "v1.2.3", "abc")
+	img, err := build(platformBinary{platform: v1.Platform{OS: "linux", Architecture: "amd64"}, path: binary}, "v1.2.3", "abc", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +122,12 @@ func TestIndex(t *testing.T) {
 			}
 			cfg, _ := img.ConfigFile()
 			layers, _ := img.Layers()
+			if mt, _ := img.MediaType(); mt != types.OCIManifestSchema1 {
+				t.Errorf("%s: %s's manifest is %s, want OCI's", source, d.Platform, mt)
+			}
+			if mt, _ := layers[0].MediaType(); mt != types.OCILayer {
+				t.Errorf("%s: %s's layer is %s, want OCI's", source, d.Platform, mt)
+			}
 			content := readFile(t, layers[0], "nodeagent")
 			want := "binary for " + d.Platform.OS + "/" + d.Platform.Architecture
 			if cfg.OS != d.Platform.OS || cfg.Architecture != d.Platform.Architecture || content != want {

@@ -74,6 +74,9 @@ func TestImageIndex(t *testing.T) {
 		}
 		platform := d.Platform.OS + "/" + d.Platform.Architecture
 		seen[platform] = true
+		if d.MediaType != "application/vnd.oci.image.manifest.v1+json" {
+			t.Errorf("%s: manifest of media type %s, want OCI's", platform, d.MediaType)
+		}
 		var manifest struct {
 			Config ociDescriptor
 			Layers []ociDescriptor
