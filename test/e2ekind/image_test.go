@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -39,16 +40,23 @@ func checkAgentsRun(t *testing.T, ds *appsv1.DaemonSet, image string) {
 			}
 			imageIDs[status.ImageID] = true
 		}
-		metrics, err := clientset.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, "10356", "metrics", nil).DoRaw(ctx)
-		if err != nil {
-			t.Errorf("agent %s: reading its metrics through the apiserver's pod proxy: %v", pod.Name, err)
-			continue
-		}
-		if !strings.Contains(string(metrics), `version="`+version+`"`) {
-			t.Errorf("agent %s: nodeagent_info does not report version %q, the image's tag", pod.Name, version)
-		}
+		checkAgentVersion(t, pod, version)
 	}
 	if len(imageIDs) != 1 {
 		t.Errorf("the agents run %d different image IDs, want one: %v", len(imageIDs), imageIDs)
+	}
+}
+
+// checkAgentVersion fails unless the agent of pod reports version in its
+// nodeagent_info, read through the apiserver's pod proxy.
+func checkAgentVersion(t *testing.T, pod corev1.Pod, version string) {
+	t.Helper()
+	metrics, err := clientset.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, "10356", "metrics", nil).DoRaw(context.Background())
+	if err != nil {
+		t.Errorf("agent %s: reading its metrics through the apiserver's pod proxy: %v", pod.Name, err)
+		return
+	}
+	if !strings.Contains(string(metrics), `version="`+version+`"`) {
+		t.Errorf("agent %s: nodeagent_info does not report version %q, the image's tag", pod.Name, version)
 	}
 }

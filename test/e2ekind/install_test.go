@@ -153,8 +153,9 @@ func readmeInstallBlocks(t *testing.T, root string) (helm, kustomize string) {
 func substituteAddresses(block, registry, version, root, dir string) string {
 	block = strings.ReplaceAll(block, "oci://ghcr.io/nodeagent-io/", "oci://"+registry+"/")
 	block = strings.ReplaceAll(block, "newName: ghcr.io/nodeagent-io/", "newName: "+registry+"/")
-	block = regexp.MustCompile(`https://github\.com/nodeagent-io/nodeagent//(\S+)\?ref=\S+`).ReplaceAllStringFunc(block, func(url string) string {
-		path := regexp.MustCompile(`//(\S+)\?`).FindStringSubmatch(url)[1]
+	repository := regexp.MustCompile(`https://github\.com/nodeagent-io/nodeagent//(\S+)\?ref=\S+`)
+	block = repository.ReplaceAllStringFunc(block, func(url string) string {
+		path := repository.FindStringSubmatch(url)[1]
 		rel, _ := filepath.Rel(filepath.Join(dir, "nodeagent"), filepath.Join(root, path))
 		return rel
 	})
@@ -214,58 +215,74 @@ func deleteDeployment(t *testing.T) {
 }
 
 // waitAgentsPulled waits until namespace nodeagent's DaemonSet has a ready
-// agent on every node, each running image, which every node's containerd
-// pulled as the index digest (its repository digests say so; its image ID
-// may carry another name, an earlier import of the same content's); then
-// checkAgentsRun holds them to it.
+// agent on every node, each running image, and then requires that every
+// node's containerd pulled image as the index digest pushed (its repository
+// digests say so) and that the agent's container runs that image's content
+// (containerd may name it after an earlier import of the same content, so
+// the image ID is compared, not the name), reporting the image's version.
 func waitAgentsPulled(t *testing.T, image, digest string) {
 	t.Helper()
 	ctx := context.Background()
 	nodes := clusterNodes(t)
+	var agents []corev1.Pod
 	eventually(t, 3*time.Minute, "an agent of "+image+" ready on every node", func() string {
 		pods, err := clientset.CoreV1().Pods("nodeagent").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err.Error()
 		}
-		ready := map[string]bool{}
+		agents = nil
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp != nil || len(p.Status.ContainerStatuses) == 0 {
 				continue
 			}
-			s := p.Status.ContainerStatuses[0]
 			if p.Spec.Containers[0].Image != image {
 				return fmt.Sprintf("%s runs %s", p.Name, p.Spec.Containers[0].Image)
 			}
-			if s.Ready && p.Status.Phase == corev1.PodRunning {
-				ready[p.Spec.NodeName] = true
+			if p.Status.ContainerStatuses[0].Ready && p.Status.Phase == corev1.PodRunning {
+				agents = append(agents, p)
 			}
 		}
-		if len(ready) != len(nodes) {
-			return fmt.Sprintf("ready on %d of %d nodes", len(ready), len(nodes))
+		if len(agents) != len(nodes) {
+			return fmt.Sprintf("ready on %d of %d nodes", len(agents), len(nodes))
 		}
 		return ""
 	})
 	pushed := image[:strings.LastIndex(image, ":")] + "@" + digest
-	for _, node := range nodes {
-		out, err := nodeExec(node, "crictl", "inspecti", "-o", "json", image)
-		if err != nil {
-			t.Fatal(err)
+	for _, pod := range agents {
+		var pulled struct {
+			Status struct {
+				ID          string
+				RepoDigests []string
+			}
 		}
-		var inspected struct {
-			Status struct{ RepoDigests []string } `json:"status"`
+		var running struct {
+			Info struct {
+				Config struct{ Image struct{ Image string } }
+			}
 		}
-		if err := json.Unmarshal(out, &inspected); err != nil {
-			t.Fatal(err)
+		_, container, _ := strings.Cut(pod.Status.ContainerStatuses[0].ContainerID, "://")
+		crictlJSON(t, pod.Spec.NodeName, &pulled, "inspecti", image)
+		crictlJSON(t, pod.Spec.NodeName, &running, "inspect", container)
+		if !slices.Contains(pulled.Status.RepoDigests, pushed) {
+			t.Errorf("%s: %s was pulled as %v, not as the pushed %s", pod.Spec.NodeName, image, pulled.Status.RepoDigests, pushed)
 		}
-		if !slices.Contains(inspected.Status.RepoDigests, pushed) {
-			t.Errorf("%s: %s was pulled as %v, not as the pushed %s", node, image, inspected.Status.RepoDigests, pushed)
+		if got := running.Info.Config.Image.Image; got != pulled.Status.ID {
+			t.Errorf("%s: agent %s runs image %s, not the pulled %s", pod.Spec.NodeName, pod.Name, got, pulled.Status.ID)
 		}
+		checkAgentVersion(t, pod, image[strings.LastIndex(image, ":")+1:])
 	}
-	ds, err := clientset.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
+}
+
+// crictlJSON runs crictl on node with -o json and decodes what it prints.
+func crictlJSON(t *testing.T, node string, v interface{}, args ...string) {
+	t.Helper()
+	out, err := nodeExec(node, append([]string{"crictl", args[0], "-o", "json"}, args[1:]...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAgentsRun(t, ds, image)
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("crictl %s on %s: %v", strings.Join(args, " "), node, err)
+	}
 }
 
 func repoRoot(t *testing.T) string {
