@@ -179,7 +179,7 @@ verify-core: vet staticcheck ## make verify but the reference kubelets' module.
 	cd hack/dashboard && $(abspath $(BIN))/staticcheck .
 	@heavy=$$($(GO) list -tags agentonly -deps ./cmd/nodeagent | grep -xE 'k8s.io/client-go/(kubernetes/scheme|informers|gentype)'); \
 	if [ -n "$$heavy" ]; then echo "the agent-only build links $$(echo $$heavy): every API group's types, or server-side apply's; keep it on pkg/coreclient (docs/performance.md)"; exit 1; fi
-	$(GO) run ./hack/doclinks $$(git ls-files '*.md')
+	$(GO) run ./hack/doclinks $$(git ls-files '*.md' '*.yaml' '*.go' '*.json')
 	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent
 	@cd hack/dashboard && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \
 		{ echo "deploy/grafana/nodeagent.json is not what hack/dashboard writes: run make dashboard"; exit 1; }

@@ -49,7 +49,7 @@ func reference(t *testing.T) []byte {
 	t.Helper()
 	// The default node name is the machine's: the page says so instead.
 	t.Setenv("NODE_NAME", "")
-	host, _ := os.Hostname()
+	host := defaultNodeName()
 	var b bytes.Buffer
 	b.WriteString(`# Reference
 
@@ -72,7 +72,7 @@ and this page does not.
 		fmt.Fprintf(&b, "## nodeagent %s\n\n%s.\n\n```\n%s```\n\n", name, commands[name].summary, help)
 	}
 	b.WriteString("## Metrics\n\n`nodeagent run` serves them at `/metrics` on `--http-address`. No label holds a pod or " +
-		"ConfigMap name. The rules of deploy/prometheus add a `node` label at the scrape ([monitoring.md](monitoring.md)). " +
+		"ConfigMap name. The rules of deploy/prometheus read a `node` label that the scrape adds (the chart's PodMonitor, or a scrape configuration, [monitoring.md](monitoring.md)). " +
 		"`nodeagent run` also serves the Go runtime's and the process's own `go_*` and `process_*` metrics.\n\n" +
 		"| metric | type | labels | what it counts |\n|---|---|---|---|\n")
 	for _, f := range agentMetricFamilies(t) {

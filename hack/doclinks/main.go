@@ -1,8 +1,9 @@
 // Command doclinks fails when a relative link or anchor of the Markdown
-// files it is given leads nowhere (internal/doclinks). `make verify` runs it
-// on every tracked Markdown file.
+// files it is given, or a URL of the project's own files in any of them,
+// leads nowhere (internal/doclinks). `make verify` runs it from the
+// repository's root on every tracked Markdown, YAML and Go file.
 //
-//	go run ./hack/doclinks $(git ls-files '*.md')
+//	go run ./hack/doclinks $(git ls-files '*.md' '*.yaml' '*.go')
 package main
 
 import (
@@ -13,7 +14,7 @@ import (
 )
 
 func main() {
-	broken, err := doclinks.Check(os.Args[1:])
+	broken, err := doclinks.Check(".", os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "doclinks:", err)
 		os.Exit(2)

@@ -4,7 +4,10 @@
 // everything but letters, digits, spaces, hyphens and underscores removed
 // and spaces turned into hyphens; a repeated heading gets -1, -2, ...
 // Links inside fenced code blocks and inline code are not links; absolute
-// URLs are not checked (no network here).
+// URLs are not checked (no network here), but for the project's own
+// (ProjectURL...), which are checked as the file and anchor in this
+// checkout they name, in any file given: a Prometheus rule's runbook_url
+// or a Go string that points into docs/ breaks as a Markdown link does.
 package doclinks
 
 import (
@@ -30,7 +33,12 @@ func (b Broken) String() string {
 	return fmt.Sprintf("%s:%d: %s: %s", b.File, b.Line, b.Target, b.Reason)
 }
 
+// ProjectURL is where the project's files are read on the web; a URL under
+// it names a file of this checkout.
+const ProjectURL = "https://github.com/nodeagent-io/nodeagent/blob/main/"
+
 var (
+	projectURLPattern = regexp.MustCompile(regexp.QuoteMeta(ProjectURL) + `[^\s"'<>()\x60]+`)
 	linkPattern       = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 	inlineCodePattern = regexp.MustCompile("`[^`]*`")
 	headingPattern    = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
@@ -62,7 +70,9 @@ type link struct {
 	target string
 }
 
-func parse(data []byte) document {
+// parse reads a Markdown file's headings and links, and, in any file, the
+// project's URLs.
+func parse(data []byte, markdown bool) document {
 	doc := document{anchors: map[string]bool{}}
 	seen := map[string]int{}
 	fenced := false
@@ -70,6 +80,12 @@ func parse(data []byte) document {
 	scanner.Buffer(make([]byte, 1<<20), 1<<20)
 	for n := 1; scanner.Scan(); n++ {
 		line := scanner.Text()
+		for _, url := range projectURLPattern.FindAllString(line, -1) {
+			doc.links = append(doc.links, link{line: n, target: url})
+		}
+		if !markdown {
+			continue
+		}
 		if trimmed := strings.TrimSpace(line); strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
 			fenced = !fenced
 			continue
@@ -87,15 +103,18 @@ func parse(data []byte) document {
 			seen[slug]++
 		}
 		for _, m := range linkPattern.FindAllStringSubmatch(inlineCodePattern.ReplaceAllString(line, ""), -1) {
-			doc.links = append(doc.links, link{line: n, target: m[1]})
+			if !strings.HasPrefix(m[1], ProjectURL) { // already taken
+				doc.links = append(doc.links, link{line: n, target: m[1]})
+			}
 		}
 	}
 	return doc
 }
 
-// Check reads the Markdown files and returns their relative links that
-// lead nowhere.
-func Check(files []string) ([]Broken, error) {
+// Check reads the files and returns the links that lead nowhere: the
+// relative links of the Markdown files among them, and the project's URLs
+// in any of them, which name files relative to root.
+func Check(root string, files []string) ([]Broken, error) {
 	docs := map[string]document{}
 	read := func(path string) (document, error) {
 		abs, err := filepath.Abs(path)
@@ -109,7 +128,7 @@ func Check(files []string) ([]Broken, error) {
 		if err != nil {
 			return document{}, err
 		}
-		docs[abs] = parse(data)
+		docs[abs] = parse(data, strings.HasSuffix(abs, ".md"))
 		return docs[abs], nil
 	}
 	var broken []Broken
@@ -119,13 +138,16 @@ func Check(files []string) ([]Broken, error) {
 			return nil, err
 		}
 		for _, l := range doc.links {
-			if strings.Contains(l.target, "://") || strings.HasPrefix(l.target, "mailto:") {
+			path, anchor, _ := strings.Cut(l.target, "#")
+			base := filepath.Dir(file)
+			if rest, ok := strings.CutPrefix(path, ProjectURL); ok {
+				path, base = rest, root
+			} else if strings.Contains(l.target, "://") || strings.HasPrefix(l.target, "mailto:") {
 				continue
 			}
-			path, anchor, _ := strings.Cut(l.target, "#")
 			target := file
 			if path != "" {
-				target = filepath.Join(filepath.Dir(file), path)
+				target = filepath.Join(base, path)
 				if _, err := os.Stat(target); err != nil {
 					broken = append(broken, Broken{file, l.line, l.target, "no such file"})
 					continue

@@ -47,7 +47,12 @@ func TestCheck(t *testing.T) {
 		"[in a block](nowhere.md)",
 		"```",
 	}, "\n"))
-	broken, err := Check([]string{a})
+	rules := write("deploy/rules.yaml", strings.Join([]string{
+		"runbook_url: " + ProjectURL + "docs/b.md#idle-cost",
+		"runbook_url: " + ProjectURL + "docs/b.md#no-such-heading",
+		"see: " + ProjectURL + "docs/gone.md",
+	}, "\n"))
+	broken, err := Check(dir, []string{a, rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +60,7 @@ func TestCheck(t *testing.T) {
 	for _, b := range broken {
 		got = append(got, b.Target)
 	}
-	if want := "docs/none.md docs/b.md#idle #b"; strings.Join(got, " ") != want {
+	if want := "docs/none.md docs/b.md#idle #b " + ProjectURL + "docs/b.md#no-such-heading " + ProjectURL + "docs/gone.md"; strings.Join(got, " ") != want {
 		t.Errorf("broken %v, want %s", broken, want)
 	}
 	if len(broken) > 0 && broken[0].Line != 4 {
