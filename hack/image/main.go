@@ -71,21 +71,39 @@ func main() {
 		fmt.Fprintln(os.Stderr, "image: one or more --binary and one of --output, --oci-layout and --push are required")
 		os.Exit(2)
 	}
-	err := run(binaries, *version, *revision, func(img v1.Image, index v1.ImageIndex) error {
-		switch {
-		case *output != "" && index != nil:
-			return errors.New("--output writes one platform's image; use --oci-layout or --push for several")
-		case *output != "":
-			return writeTarball(img, *output, *tag)
-		case *ociLayout != "":
-			return writeLayout(img, index, *ociLayout, *version)
-		default:
-			return pushImage(img, index, *push)
-		}
-	})
-	if err != nil {
+	if err := write(binaries, *version, *revision, *output, *ociLayout, *push, *tag); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
+	}
+}
+
+// write builds the image of one binary, or the index of several, and
+// writes it to the one output given.
+func write(binaries []platformBinary, version, revision, output, ociLayout, push, tag string) error {
+	if len(binaries) == 1 {
+		img, err := build(binaries[0], version, revision, false)
+		switch {
+		case err != nil:
+			return err
+		case output != "":
+			return writeTarball(img, output, tag)
+		case ociLayout != "":
+			return writeLayout(img, nil, ociLayout, version)
+		default:
+			return pushImage(img, nil, push)
+		}
+	}
+	if output != "" {
+		return errors.New("--output writes one platform's image; use --oci-layout or --push for several")
+	}
+	index, err := buildIndex(binaries, version, revision)
+	switch {
+	case err != nil:
+		return err
+	case ociLayout != "":
+		return writeLayout(nil, index, ociLayout, version)
+	default:
+		return pushImage(nil, index, push)
 	}
 }
 
@@ -99,23 +117,6 @@ func parseBinary(v string) (platformBinary, error) {
 		return platformBinary{}, fmt.Errorf("%q: want OS/ARCH=PATH, e.g. linux/arm64=_output/bin/nodeagent-linux-arm64", v)
 	}
 	return platformBinary{platform: v1.Platform{OS: osName, Architecture: arch}, path: path}, nil
-}
-
-// run builds one image per binary and hands write the image (one binary)
-// or the index of them all (several).
-func run(binaries []platformBinary, version, revision string, write func(v1.Image, v1.ImageIndex) error) error {
-	if len(binaries) == 1 {
-		img, err := build(binaries[0], version, revision, false)
-		if err != nil {
-			return err
-		}
-		return write(img, nil)
-	}
-	index, err := buildIndex(binaries, version, revision)
-	if err != nil {
-		return err
-	}
-	return write(nil, index)
 }
 
 // buildIndex is the multi-architecture index of one image per binary.

@@ -103,12 +103,9 @@ func TestImageIndex(t *testing.T) {
 		binary := untarReader(t, platform, bytes.NewReader(l.blob(manifest.Layers[0].Digest)))["nodeagent"]
 		checkBinary(t, platform+" image", binary, d.Platform.OS, d.Platform.Architecture, true)
 		if d.Platform.OS == runtime.GOOS && d.Platform.Architecture == runtime.GOARCH {
-			if out := run(t, binary, "version"); !strings.HasPrefix(string(out), "nodeagent "+version+" ") {
+			path := executable(t, binary)
+			if out := run(t, path, "version"); !strings.HasPrefix(string(out), "nodeagent "+version+" ") {
 				t.Errorf("%s image: nodeagent version: %s", platform, out)
-			}
-			path := filepath.Join(t.TempDir(), "nodeagent")
-			if err := os.WriteFile(path, binary, 0o755); err != nil {
-				t.Fatal(err)
 			}
 			out, err := exec.Command(path, "analyze").CombinedOutput()
 			if err == nil || !strings.Contains(string(out), "agent-only build") {

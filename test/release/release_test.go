@@ -64,7 +64,7 @@ func TestArchives(t *testing.T) {
 		binary := files["nodeagent"]
 		checkBinary(t, p.os+"/"+p.arch, binary, p.os, p.arch, false)
 		if p.os == runtime.GOOS && p.arch == runtime.GOARCH {
-			out := run(t, binary, "version", "-o", "json")
+			out := run(t, executable(t, binary), "version", "-o", "json")
 			var v struct{ Version, GitCommit string }
 			if err := json.Unmarshal(out, &v); err != nil || v.Version != version || len(v.GitCommit) != 40 {
 				t.Errorf("nodeagent version -o json: %s (%v); want version %s and a commit", out, err, version)
@@ -314,13 +314,19 @@ func sha256File(t *testing.T, path string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// run writes binary to a temporary file and runs it with args.
-func run(t *testing.T, binary []byte, args ...string) []byte {
+// executable writes binary to a temporary file and returns its path.
+func executable(t *testing.T, binary []byte) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "nodeagent")
 	if err := os.WriteFile(path, binary, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// run runs the binary at path with args and returns what it printed.
+func run(t *testing.T, path string, args ...string) []byte {
+	t.Helper()
 	out, err := exec.Command(path, args...).Output()
 	if err != nil {
 		t.Fatalf("nodeagent %s: %v", strings.Join(args, " "), err)
