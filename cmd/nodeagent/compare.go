@@ -26,7 +26,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	s := compare.DefaultScenario()
 	var kubeconfig, kubeContext, modes, outputDir, namespace string
 	var keep, agentProcesses bool
-	var agentBinary string
+	var agentBinary, podPhases string
 	opts := compare.Options{Progress: os.Stderr}
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Cluster to measure. Empty: with --daemonset, the cluster kubectl would use ($KUBECONFIG or ~/.kube/config, its current context); without, start a throwaway local etcd, kube-apiserver and kube-controller-manager (built by 'make controlplane').")
 	fs.StringVar(&kubeContext, "context", "", "The kubeconfig context to use. Empty: its current context.")
@@ -45,6 +45,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	fs.Float64Var(&s.UpdateRate, "update-rate", 0, "ConfigMap updates per second, round robin over the run's ConfigMaps, during each measured window; each phase then reports how long updates take to reach the disk of every pod that mounts them (p50, p99, max), beside the kubelet's behaviour. Not with --daemonset. 0: no updates.")
 	fs.DurationVar(&s.SampleInterval, "sample-interval", s.SampleInterval, "How often GET/s is sampled for the chart and the progress line.")
 	fs.StringVar(&modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch (remount-on-change), watch-at-sync (changes at each pod's next sync), get; and the real kubelet on the same pods, one process per node: kubelet-v1.28 (before #120255), kubelet-v1.36 (after), kubelet-v1.36-watch (built by 'make refkubelet'; local control plane only). With --daemonset the default leaves out watch, which needs deploy/overlays/watch's RBAC.")
+	fs.StringVar(&podPhases, "pod-phases", compare.PhasesMixed.String(), "Before each window: mixed updates every pod once, at a random time within one mean sync interval, so that each pod syncs out of step with its node's others, as on a cluster whose pods started at different times (the steady state the model and analyze predict); together measures right after the agents start, when each node's pods sync together, as after a kubelet restart.")
 	fs.StringVar(&outputDir, "output-dir", "_output/compare", "Where report.json, report.md, chart.svg, chart.png and agents.log are written.")
 	fs.StringVar(&namespace, "namespace", compare.DefaultNamespace, "Namespace for the run's pods and ConfigMaps; its simulated Nodes are named <namespace>-node-NNN.")
 	fs.BoolVar(&keep, "keep", false, "Leave the created nodes, pods and ConfigMaps in place.")
@@ -78,6 +79,9 @@ func runCompare(args []string, stdout io.Writer) error {
 	var err error
 	if s.Modes, err = compare.ParseModes(modes); err != nil {
 		return fmt.Errorf("--modes: %w", err)
+	}
+	if s.PodPhases, err = compare.ParsePodPhases(podPhases); err != nil {
+		return err
 	}
 	if opts.DaemonSet == "" {
 		fitToMachine(fs, &s)

@@ -25,11 +25,14 @@ type AuditResult struct {
 	WatchesOpened   int `json:"watches_opened"`
 	// Errors are refused or failed requests in the window (404 included).
 	Errors int `json:"errors"`
+	// Classes splits the window's GETs by ObjectClass, beside the model's.
+	Classes []ClassResult `json:"classes,omitempty"`
 }
 
-// attribute reads the audit log for the phase: the measured window, and
-// for watches the whole phase from start.
-func (r *runner) attribute(res *PhaseResult, nodes []model.Node, start time.Time) error {
+// attribute reads the audit log for the phase: the measured window, also
+// by object class beside the model's expected rates, and for watches the
+// whole phase from start.
+func (r *runner) attribute(res *PhaseResult, nodes []model.Node, start time.Time, expected map[ObjectClass]float64) error {
 	byUser, err := auditlog.CountWindows(r.auditLog,
 		auditlog.Window{From: res.WindowStart, To: res.WindowEnd}, auditlog.Window{From: start, To: res.WindowEnd})
 	if err != nil {
@@ -45,7 +48,8 @@ func (r *runner) attribute(res *PhaseResult, nodes []model.Node, start time.Time
 		a.CacheGetQPS = float64(window.CacheGets) / res.MeasuredSeconds
 	}
 	res.Audit = a
-	return nil
+	a.Classes, err = classRates(r.auditLog, nodes, res.WindowStart, res.WindowEnd, expected)
+	return err
 }
 
 // nodeCounts sums the counts of the nodes' identities.

@@ -25,12 +25,15 @@ type Sample struct {
 
 // PhaseResult is what one mode measured. The JSON keys are stable.
 type PhaseResult struct {
-	Mode                 Mode    `json:"mode"`
-	Strategy             string  `json:"strategy"`
-	Invalidation         string  `json:"invalidation"`
-	Description          string  `json:"description"`
-	TTLSeconds           float64 `json:"ttl_seconds"`
-	WarmupSeconds        float64 `json:"warmup_seconds"`
+	Mode          Mode    `json:"mode"`
+	Strategy      string  `json:"strategy"`
+	Invalidation  string  `json:"invalidation"`
+	Description   string  `json:"description"`
+	TTLSeconds    float64 `json:"ttl_seconds"`
+	WarmupSeconds float64 `json:"warmup_seconds"`
+	// MixingSeconds is the part of the warm-up spent mixing the pods'
+	// sync phases (Scenario.PodPhases).
+	MixingSeconds        float64 `json:"mixing_seconds,omitempty"`
 	MeasuredSeconds      float64 `json:"measured_seconds"`
 	APIServerGetTotal    float64 `json:"apiserver_configmap_get_total"`
 	APIServerGetQPS      float64 `json:"apiserver_configmap_get_qps"`
@@ -145,9 +148,21 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		res.WarmupSeconds = time.Since(warmupStart).Seconds()
 		return res, err
 	}
+	// (3) Mix the pods' phases: the agents just synced each node's pods
+	// together, and the model is of a node whose pods did not start
+	// together (docs/model.md, "Right after a start").
+	if r.scenario.PodPhases == PhasesMixed {
+		mixingStart := time.Now()
+		if err := r.mixPodPhases(ctx, mode); err != nil {
+			res.Interrupted = ctx.Err() != nil
+			res.WarmupSeconds = time.Since(warmupStart).Seconds()
+			return res, err
+		}
+		res.MixingSeconds = time.Since(mixingStart).Seconds()
+	}
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 
-	// (3) Measure, updating ConfigMaps meanwhile if asked to.
+	// (4) Measure, updating ConfigMaps meanwhile if asked to.
 	stopProfile, err := r.startProfile(mode)
 	if err != nil {
 		return res, err
@@ -159,7 +174,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		err = r.measure(ctx, f, &res)
 	}
 	if err == nil && r.auditLog != "" {
-		err = r.attribute(&res, nodes, warmupStart)
+		err = r.attribute(&res, nodes, warmupStart, expectedByClass(nodes, r.scenario.SyncFrequency, mode, ttlInEffect))
 	}
 	return res, err
 }
@@ -168,13 +183,18 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 // frequency syncFrequency and TTL ttl: what a phase measures (the
 // apiserver's ConfigMap requests; nodeagent serves no Secret).
 func expectedLoad(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) model.Load {
+	return model.Predict(withSettings(nodes, syncFrequency, mode, ttl)).ByKind[model.ConfigMap]
+}
+
+// withSettings is nodes with the phase's settings, as the model takes them.
+func withSettings(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) []model.Node {
 	behaviour := mode.spec().behaviour
-	withSettings := make([]model.Node, len(nodes))
+	out := make([]model.Node, len(nodes))
 	for i, n := range nodes {
 		n.SyncFrequency, n.TTL, n.Behaviour = syncFrequency, ttl, behaviour
-		withSettings[i] = n
+		out[i] = n
 	}
-	return model.Predict(withSettings).ByKind[model.ConfigMap]
+	return out
 }
 
 // nodeTTL is the TTL an agent on node uses: its annotation, or the

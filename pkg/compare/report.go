@@ -48,8 +48,12 @@ type ScenarioReport struct {
 	AgentBinary string `json:"agent_binary,omitempty"`
 	// UpdateRate is the ConfigMap updates per second during each measured
 	// window (0: none), whose latency the phases report.
-	UpdateRate float64  `json:"update_rate,omitempty"`
-	Notes      []string `json:"notes,omitempty"`
+	UpdateRate float64 `json:"update_rate,omitempty"`
+	// PodPhases is "mixed" when each phase mixed its pods' sync phases
+	// before measuring, "together" when it measured right after the
+	// agents started.
+	PodPhases string   `json:"pod_phases"`
+	Notes     []string `json:"notes,omitempty"`
 }
 
 // describeVolumes records how many of the run's pods carry the
@@ -85,7 +89,7 @@ func newScenarioReport(s Scenario) ScenarioReport {
 	return ScenarioReport{
 		Nodes: s.Nodes, PodsPerNode: s.PodsPerNode, ConfigMapsPerPod: s.ConfigMapsPerPod, SharedConfigMaps: s.SharedConfigMaps,
 		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(), PhaseSeconds: s.PhaseDuration.Seconds(),
-		Modes: s.Modes, ServiceAccountVolume: s.ServiceAccountVolume, UpdateRate: s.UpdateRate,
+		Modes: s.Modes, ServiceAccountVolume: s.ServiceAccountVolume, UpdateRate: s.UpdateRate, PodPhases: s.PodPhases.String(),
 	}
 }
 
@@ -149,6 +153,10 @@ func agentGets(p *PhaseResult) string {
 // fidelity lines under it.
 func (r *Report) WriteTable(w io.Writer) {
 	_ = r.table().WriteText(w)
+	if t, ok := r.classTable(); ok {
+		fmt.Fprintln(w)
+		_ = t.WriteText(w)
+	}
 	if lines := r.fidelity(); len(lines) > 0 {
 		fmt.Fprintln(w)
 		for _, line := range lines {
@@ -176,6 +184,11 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "; sync frequency %gs, node TTL %gs, %gs measured per mode; apiserver %s %s.\n\n",
 		s.SyncFrequencySeconds, s.TTLSeconds, s.PhaseSeconds, s.APIServer, s.APIServerVersion)
+	if s.PodPhases == PhasesTogether.String() {
+		b.WriteString("Pod phases: together. Each window opens right after its agents start, when every node's pods sync together, as after a kubelet restart; the model is of pods whose phases have mixed, so shared objects measure below it.\n\n")
+	} else {
+		b.WriteString("Pod phases: mixed. Before each window every pod was updated once, at a random time within one mean sync interval, so that its syncs are out of step with its node's other pods', as on a cluster that has run a while.\n\n")
+	}
 	if s.DaemonSet != "" {
 		fmt.Fprintf(&b, "Agents: DaemonSet %s on %d nodes, switched between the modes by a rollout; the run's pods are on %d of them. "+
 			"The agents also keep %d ConfigMap volumes of %d other pods on those nodes, which the model includes.\n\n",
@@ -185,6 +198,9 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "Not measured: %s (the run had not reached them when this report was written, or ended before them).\n\n", joinModes(r.NotMeasured))
 	}
 	b.WriteString(r.table().Markdown())
+	if t, ok := r.classTable(); ok {
+		fmt.Fprintf(&b, "\nBy object class, the nodes' GETs as the apiserver's audit log records them:\n\n%s", t.Markdown())
+	}
 	if lines := r.fidelity(); len(lines) > 0 {
 		fmt.Fprintf(&b, "\nFidelity, nodeagent against the real kubelet of the same behaviour (nodeagent / kubelet):\n\n")
 		for _, line := range lines {

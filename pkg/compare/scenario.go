@@ -44,6 +44,10 @@ type Scenario struct {
 	// kube-root-ca.crt is read on every sync, like any ConfigMap volume);
 	// false sets automountServiceAccountToken: false on them.
 	ServiceAccountVolume bool
+	// PodPhases says whether each phase mixes its pods' sync phases
+	// before measuring (PhasesMixed, the steady state of a node that has
+	// run a while) or measures right after its agents start.
+	PodPhases PodPhases
 	// UpdateRate, when positive, updates the run's ConfigMaps that many
 	// times a second, round robin, during each measured window, and
 	// measures how long each update takes to reach every volume that
