@@ -32,7 +32,8 @@ type PhaseResult struct {
 	TTLSeconds    float64 `json:"ttl_seconds"`
 	WarmupSeconds float64 `json:"warmup_seconds"`
 	// MixingSeconds is the part of the warm-up spent mixing the pods'
-	// sync phases (Scenario.PodPhases).
+	// sync phases (Scenario.PodPhases): one S; the mixing goes on for
+	// one S into the window.
 	MixingSeconds        float64 `json:"mixing_seconds,omitempty"`
 	MeasuredSeconds      float64 `json:"measured_seconds"`
 	APIServerGetTotal    float64 `json:"apiserver_configmap_get_total"`
@@ -150,10 +151,15 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	}
 	// (3) Mix the pods' phases: the agents just synced each node's pods
 	// together, and the model is of a node whose pods did not start
-	// together (docs/model.md, "Right after a start").
+	// together (docs/model.md, "Right after a start"). The mixing takes
+	// one S before the window and goes on for one S into it.
+	mixingDone := func() error { return nil }
+	mixCtx, stopMixing := context.WithCancel(ctx)
+	defer stopMixing()
 	if r.scenario.PodPhases == PhasesMixed {
 		mixingStart := time.Now()
-		if err := r.mixPodPhases(ctx, mode); err != nil {
+		var err error
+		if mixingDone, err = r.mixPodPhases(mixCtx, mode, mixingStart.Add(r.scenario.SyncFrequency)); err != nil {
 			res.Interrupted = ctx.Err() != nil
 			res.WarmupSeconds = time.Since(warmupStart).Seconds()
 			return res, err
@@ -173,6 +179,10 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	} else {
 		err = r.measure(ctx, f, &res)
 	}
+	if err != nil {
+		stopMixing()
+	}
+	err = errors.Join(err, mixingDone())
 	if err == nil && r.auditLog != "" {
 		err = r.attribute(&res, nodes, warmupStart, expectedByClass(nodes, r.scenario.SyncFrequency, mode, ttlInEffect))
 	}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -53,64 +54,127 @@ const phaseAnnotation = "nodeagent.io/compare-phase"
 // apiserver delays a few of them rather than the whole schedule.
 const mixingConcurrency = 16
 
-// phaseUpdate is one pod's update, at offset from the start of mixing.
+// phaseUpdate is one update of a pod, at offset from the window's start.
 type phaseUpdate struct {
 	pod    string
 	offset time.Duration
 }
 
-// mixingSchedule gives every pod of nodes one update at a uniform random
-// offset in [0, over), in the order they fall due. A pod updated at u
-// syncs at u, then every S·(1 + U[0, 0.5)) on its node's tick: after one
-// mean sync interval the pods' phases are independent of each other and
-// of their agent's start, as the model takes them.
-func mixingSchedule(nodes []model.Node, over time.Duration, rng *rand.Rand) []phaseUpdate {
+// mixingSchedule updates each pod of nodes once or twice, between S
+// before the window opens and S after, so that from the window's start
+// each pod's syncs form the stationary renewal process that the model
+// takes: the first sync after the start comes after a wait R with the
+// equilibrium density P(X > r)/E[X], X the interval between two syncs,
+// S·(1 + U[0, 0.5)) + U[0, 1) s, and every later one an interval after
+// the one before. An update makes the pod sync at once and counts its
+// next periodic sync from there, so:
+//
+//   - with probability (S/2)/E[X] the pod is updated once, a U[0, S/2)
+//     before the start: its first sync in the window is that update plus
+//     one interval, and these pods supply the whole of the density above
+//     S, P(X > r)/E[X] falling to zero at 1.5·S + 1 s, and part of it
+//     below S;
+//   - otherwise it is updated at R in the window, R drawn from what the
+//     first group leaves of the density below S, and once before the
+//     start, late enough that its periodic sync comes after R (an update
+//     at u is followed by a sync no sooner than u + S).
+//
+// The pods' phases are then independent of each other and of their
+// agent's start. A cached object that several of a node's pods share
+// keeps the phase of its refreshes from the agent's start longer; compare
+// spreads the agents' starts over one cycle for that (docs/model.md,
+// "Right after a start").
+func mixingSchedule(nodes []model.Node, syncFrequency time.Duration, rng *rand.Rand) []phaseUpdate {
+	S := syncFrequency.Seconds()
+	mean, _ := model.SyncIntervalMoments(syncFrequency)
+	seconds := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
 	var updates []phaseUpdate
 	for _, n := range nodes {
 		for _, p := range n.Pods {
-			updates = append(updates, phaseUpdate{pod: p.Name, offset: time.Duration(rng.Int64N(int64(over)))})
+			if rng.Float64() < (S/2)/mean {
+				updates = append(updates, phaseUpdate{pod: p.Name, offset: -seconds(rng.Float64() * S / 2)})
+				continue
+			}
+			r := inWindowWait(S, rng)
+			// Before the start, after r − S, with a margin for the
+			// update's own delivery.
+			before := r - S + (S-r)*(0.25+0.75*rng.Float64())
+			updates = append(updates, phaseUpdate{pod: p.Name, offset: seconds(before)}, phaseUpdate{pod: p.Name, offset: seconds(r)})
 		}
 	}
 	slices.SortFunc(updates, func(a, b phaseUpdate) int { return int(a.offset - b.offset) })
 	return updates
 }
 
-// mixPodPhases updates every pod of the run once, at the times of
-// mixingSchedule over one mean sync interval, and returns when the last
-// update is done. The update sets an annotation, which the agents and the
-// kubelet both treat as a change of the pod (a sync now), to a value of
-// its own per phase.
-func (r *runner) mixPodPhases(ctx context.Context, mode Mode) error {
-	over := model.MeanSyncInterval(r.scenario.SyncFrequency)
-	now := time.Now()
-	schedule := mixingSchedule(r.nodes, over, rand.New(rand.NewPCG(uint64(now.UnixNano()), 0)))
-	tag := fmt.Sprintf("%s-%d", mode, now.Unix())
+// inWindowWait draws the wait r in [0, S) to a pod's update in the
+// window, by rejection: r uniform, kept with probability one minus the
+// density that the pods updated before the start already give r, in units
+// of 1/E[X]. Those pods' first sync comes at S + V − a + w, with V and a
+// uniform on [0, S/2) and w on [0, 1): V − a has the triangular density
+// (1 − |y|/(S/2))/(S/2), and averaged over w, at r below S, it is
+// (2/S)·(d·m − m²/2) with d = r − S/2 and m = min(1, d), where d > 0.
+func inWindowWait(S float64, rng *rand.Rand) float64 {
+	for {
+		r := rng.Float64() * S
+		given := 0.0
+		if d := r - S/2; d > 0 {
+			m := min(1, d)
+			given = (2 / S) * (d*m - m*m/2)
+		}
+		if rng.Float64() < 1-given {
+			return r
+		}
+	}
+}
+
+// mixPodPhases applies mixingSchedule with the window opening at start:
+// it sends the updates due before start and returns once they are sent,
+// leaving those due in the window to run in the background; wait, which
+// it returns, waits for them (or for ctx's end) and reports their error.
+// The update sets an annotation, which the agents and the kubelet both
+// treat as a change of the pod (a sync now), to a value of its own per
+// phase.
+func (r *runner) mixPodPhases(ctx context.Context, mode Mode, start time.Time) (wait func() error, err error) {
+	schedule := mixingSchedule(r.nodes, r.scenario.SyncFrequency, rand.New(rand.NewPCG(uint64(start.UnixNano()), 0)))
+	tag := fmt.Sprintf("%s-%d", mode, start.Unix())
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, phaseAnnotation, tag)
 	pods := r.admin.CoreV1().Pods(r.namespace)
-	start := now
 	g, patchCtx := errgroup.WithContext(ctx)
 	g.SetLimit(mixingConcurrency)
-	for i, u := range schedule {
-		if err := sleepUntil(patchCtx, start.Add(u.offset)); err != nil {
-			break
-		}
-		r.progress.status("%-19s mixing   %5.0fs/%.0fs  pods updated %d/%d (each syncs now, out of step with its node's others)",
-			mode, time.Since(start).Seconds(), over.Seconds(), i, len(schedule))
-		g.Go(func() error {
-			if _, err := pods.Patch(patchCtx, u.pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-				return fmt.Errorf("updating pod %s to mix the pods' sync phases: %w", u.pod, err)
+	send := func(updates []phaseUpdate, status func(i int)) {
+		for i, u := range updates {
+			if sleepUntil(patchCtx, start.Add(u.offset)) != nil {
+				return
 			}
-			return nil
-		})
+			status(i)
+			g.Go(func() error {
+				if _, err := pods.Patch(patchCtx, u.pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+					return fmt.Errorf("updating pod %s to mix the pods' sync phases: %w", u.pod, err)
+				}
+				return nil
+			})
+		}
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
+	inWindow, _ := slices.BinarySearchFunc(schedule, time.Duration(0), func(u phaseUpdate, d time.Duration) int { return int(u.offset - d) })
+	before := time.Until(start)
+	send(schedule[:inWindow], func(i int) {
+		r.progress.status("%-19s mixing   %5.0fs left  pods updated %d/%d before the window, %d to come in it (each syncs at once)",
+			mode, time.Until(start).Seconds(), i, inWindow, len(schedule)-inWindow)
+	})
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, errors.Join(err, g.Wait())
 	}
-	r.progress.done("%-19s mixing done in %.1fs: each of %d pods synced once at a random time in one mean sync interval", mode, time.Since(start).Seconds(), len(schedule))
-	return nil
+	r.progress.done("%-19s mixing: %d pod updates in %.0fs before the window, %d more in its first %s, so that each pod syncs out of step with its node's others",
+		mode, inWindow, before.Seconds(), len(schedule)-inWindow, r.scenario.SyncFrequency)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		send(schedule[inWindow:], func(int) {})
+	}()
+	return func() error {
+		<-done
+		return g.Wait()
+	}, nil
 }
 
 // sleepUntil waits until t or ctx's end.

@@ -1,0 +1,59 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
+)
+
+// TestModelAtRealClusterSettings holds the load model to the real kubelet
+// v1.36 where real clusters between 100 and 2,000 nodes run: S = 1 m, the
+// TTL controller's T = 30 s below it, thirty pods a node, each with a
+// ConfigMap of its own and the service-account volume. There every sync
+// refreshes a pod's own ConfigMap (T is shorter than any sync interval),
+// and the node's thirty pods share one cached kube-root-ca.crt, refreshed
+// by the first remount after it expires. The window is short for S = 1 m
+// (three minutes, about 2.4 syncs a pod), so the run has twenty nodes at
+// once; compare mixes the pods' phases first, as on a node that has run a
+// while. Each object class must be within 5 % of the model, by the audit
+// log.
+func TestModelAtRealClusterSettings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	binDir, err := controlplane.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := compare.DefaultScenario()
+	s.Nodes, s.PodsPerNode = 20, 30
+	s.SyncFrequency, s.TTL = time.Minute, 30*time.Second
+	s.PhaseDuration, s.SampleInterval = 3*time.Minute, 15*time.Second
+	s.Modes = []compare.Mode{compare.ModeKubeletV136}
+	report, err := compare.Run(ctx, compare.Options{
+		Scenario: s, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: t.TempDir(), Namespace: "real-cluster",
+		NodeIdentity: cp.NodeRESTConfig, AuditLog: cp.AuditLogPath(), RefKubeletDir: binDir,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := report.Phases[0]
+	if p.Audit == nil || len(p.Audit.Classes) != 2 {
+		t.Fatalf("audit %+v: want the GETs of both object classes", p.Audit)
+	}
+	for _, c := range p.Audit.Classes {
+		ratio := c.GetQPS / c.ExpectedQPS
+		t.Logf("%s: %.3f GET/s (quorum %.3f), model %.3f: %.3f", c.Class, c.GetQPS, c.QuorumGetQPS, c.ExpectedQPS, ratio)
+		if math.Abs(ratio-1) > 0.05 {
+			t.Errorf("%s: the kubelet sent %.3f GET/s, the model says %.3f (%.3f): want within 5 %%", c.Class, c.GetQPS, c.ExpectedQPS, ratio)
+		}
+		if c.QuorumGetQPS > 0.01*c.GetQPS {
+			t.Errorf("%s: %.3f of %.3f GET/s were quorum reads: after kubernetes#120255 a refresh reads the watch cache", c.Class, c.QuorumGetQPS, c.GetQPS)
+		}
+	}
+}
