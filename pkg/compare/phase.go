@@ -32,8 +32,7 @@ type PhaseResult struct {
 	TTLSeconds    float64 `json:"ttl_seconds"`
 	WarmupSeconds float64 `json:"warmup_seconds"`
 	// MixingSeconds is the part of the warm-up spent mixing the pods'
-	// sync phases (Scenario.PodPhases): one S; the mixing goes on for
-	// one S into the window.
+	// sync phases (Scenario.PodPhases): 2·S.
 	MixingSeconds        float64 `json:"mixing_seconds,omitempty"`
 	MeasuredSeconds      float64 `json:"measured_seconds"`
 	APIServerGetTotal    float64 `json:"apiserver_configmap_get_total"`
@@ -151,15 +150,10 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	}
 	// (3) Mix the pods' phases: the agents just synced each node's pods
 	// together, and the model is of a node whose pods did not start
-	// together (docs/model.md, "Right after a start"). The mixing takes
-	// one S before the window and goes on for one S into it.
-	mixingDone := func() error { return nil }
-	mixCtx, stopMixing := context.WithCancel(ctx)
-	defer stopMixing()
+	// together (docs/model.md, "Right after a start"). It takes 2·S.
 	if r.scenario.PodPhases == PhasesMixed {
 		mixingStart := time.Now()
-		var err error
-		if mixingDone, err = r.mixPodPhases(mixCtx, mode, mixingStart.Add(r.scenario.SyncFrequency)); err != nil {
+		if err := r.mixPodPhases(ctx, mode, mixingStart.Add(2*r.scenario.SyncFrequency)); err != nil {
 			res.Interrupted = ctx.Err() != nil
 			res.WarmupSeconds = time.Since(warmupStart).Seconds()
 			return res, err
@@ -179,10 +173,6 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	} else {
 		err = r.measure(ctx, f, &res)
 	}
-	if err != nil {
-		stopMixing()
-	}
-	err = errors.Join(err, mixingDone())
 	if err == nil && r.auditLog != "" {
 		err = r.attribute(&res, nodes, warmupStart, expectedByClass(nodes, r.scenario.SyncFrequency, mode, ttlInEffect))
 	}

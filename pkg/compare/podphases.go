@@ -60,60 +60,57 @@ type phaseUpdate struct {
 	offset time.Duration
 }
 
-// mixingSchedule updates each pod of nodes once or twice, between S
-// before the window opens and S after, so that from the window's start
-// each pod's syncs form the stationary renewal process that the model
-// takes: the first sync after the start comes after a wait R with the
-// equilibrium density P(X > r)/E[X], X the interval between two syncs,
-// S·(1 + U[0, 0.5)) + U[0, 1) s, and every later one an interval after
-// the one before. An update makes the pod sync at once and counts its
-// next periodic sync from there, so:
+// mixingSchedule updates each pod of nodes once or twice in the 2·S
+// before the window opens, so that from S before the window each pod's
+// syncs form the stationary renewal process that the model takes, and
+// stay so: the first sync after that point z comes after a wait R with
+// the equilibrium density P(X > r)/E[X], X the interval between two
+// syncs, S·(1 + U[0, 0.5)) + U[0, 1) s, and every later one an interval
+// after the one before. An update makes the pod sync at once and counts
+// its next periodic sync from there, so:
 //
 //   - with probability (S/2)/E[X] the pod is updated once, a U[0, S/2)
-//     before the start: its first sync in the window is that update plus
-//     one interval, and these pods supply the whole of the density above
-//     S, P(X > r)/E[X] falling to zero at 1.5·S + 1 s, and part of it
-//     below S;
-//   - otherwise it is updated at R in the window, R drawn from what the
-//     first group leaves of the density below S, and once before the
-//     start, late enough that its periodic sync comes after R (an update
-//     at u is followed by a sync no sooner than u + S).
+//     before z: its first sync after z is that update plus one interval,
+//     and these pods supply the whole of the density above S, falling to
+//     zero at 1.5·S + 1 s, and part of it below S;
+//   - otherwise it is updated at z + R, R drawn from what the first group
+//     leaves of the density below S, and once before z, late enough that
+//     its periodic sync comes after z + R (an update at u is followed by a
+//     sync no sooner than u + S).
 //
-// The pods' phases are then independent of each other and of their
-// agent's start. A cached object that several of a node's pods share
-// keeps the phase of its refreshes from the agent's start longer; compare
-// spreads the agents' starts over one cycle for that (docs/model.md,
-// "Right after a start").
+// The updates after z sync a pod off the sync loop's 1 s ticks, where
+// the pods due in one tick share a GET of an object they all read; they
+// end one S before the window, which then holds only periodic syncs.
 func mixingSchedule(nodes []model.Node, syncFrequency time.Duration, rng *rand.Rand) []phaseUpdate {
 	S := syncFrequency.Seconds()
 	mean, _ := model.SyncIntervalMoments(syncFrequency)
-	seconds := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+	fromWindow := func(x float64) time.Duration { return time.Duration((x - S) * float64(time.Second)) }
 	var updates []phaseUpdate
 	for _, n := range nodes {
 		for _, p := range n.Pods {
 			if rng.Float64() < (S/2)/mean {
-				updates = append(updates, phaseUpdate{pod: p.Name, offset: -seconds(rng.Float64() * S / 2)})
+				updates = append(updates, phaseUpdate{pod: p.Name, offset: fromWindow(-rng.Float64() * S / 2)})
 				continue
 			}
-			r := inWindowWait(S, rng)
-			// Before the start, after r − S, with a margin for the
-			// update's own delivery.
+			r := waitAfterZ(S, rng)
+			// Before z, after r − S, with a margin for the update's own
+			// delivery.
 			before := r - S + (S-r)*(0.25+0.75*rng.Float64())
-			updates = append(updates, phaseUpdate{pod: p.Name, offset: seconds(before)}, phaseUpdate{pod: p.Name, offset: seconds(r)})
+			updates = append(updates, phaseUpdate{pod: p.Name, offset: fromWindow(before)}, phaseUpdate{pod: p.Name, offset: fromWindow(r)})
 		}
 	}
 	slices.SortFunc(updates, func(a, b phaseUpdate) int { return int(a.offset - b.offset) })
 	return updates
 }
 
-// inWindowWait draws the wait r in [0, S) to a pod's update in the
-// window, by rejection: r uniform, kept with probability one minus the
-// density that the pods updated before the start already give r, in units
-// of 1/E[X]. Those pods' first sync comes at S + V − a + w, with V and a
-// uniform on [0, S/2) and w on [0, 1): V − a has the triangular density
+// waitAfterZ draws the wait r in [0, S) to an update after z, by
+// rejection: r uniform, kept with probability one minus the density that
+// the pods updated once before z already give r, in units of 1/E[X].
+// Those pods' first sync comes at S + V − a + w, with V and a uniform on
+// [0, S/2) and w on [0, 1): V − a has the triangular density
 // (1 − |y|/(S/2))/(S/2), and averaged over w, at r below S, it is
 // (2/S)·(d·m − m²/2) with d = r − S/2 and m = min(1, d), where d > 0.
-func inWindowWait(S float64, rng *rand.Rand) float64 {
+func waitAfterZ(S float64, rng *rand.Rand) float64 {
 	for {
 		r := rng.Float64() * S
 		given := 0.0
@@ -127,54 +124,39 @@ func inWindowWait(S float64, rng *rand.Rand) float64 {
 	}
 }
 
-// mixPodPhases applies mixingSchedule with the window opening at start:
-// it sends the updates due before start and returns once they are sent,
-// leaving those due in the window to run in the background; wait, which
-// it returns, waits for them (or for ctx's end) and reports their error.
-// The update sets an annotation, which the agents and the kubelet both
-// treat as a change of the pod (a sync now), to a value of its own per
-// phase.
-func (r *runner) mixPodPhases(ctx context.Context, mode Mode, start time.Time) (wait func() error, err error) {
+// mixPodPhases applies mixingSchedule, with the window opening at start,
+// 2·S from now, and returns at start. Each update sets an annotation,
+// which the agents and the kubelet both treat as a change of the pod (a
+// sync now), to a value of its own: a patch that sets the value the pod
+// already has changes nothing, and nothing syncs.
+func (r *runner) mixPodPhases(ctx context.Context, mode Mode, start time.Time) error {
 	schedule := mixingSchedule(r.nodes, r.scenario.SyncFrequency, rand.New(rand.NewPCG(uint64(start.UnixNano()), 0)))
 	tag := fmt.Sprintf("%s-%d", mode, start.Unix())
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, phaseAnnotation, tag)
 	pods := r.admin.CoreV1().Pods(r.namespace)
 	g, patchCtx := errgroup.WithContext(ctx)
 	g.SetLimit(mixingConcurrency)
-	send := func(updates []phaseUpdate, status func(i int)) {
-		for i, u := range updates {
-			if sleepUntil(patchCtx, start.Add(u.offset)) != nil {
-				return
-			}
-			status(i)
-			g.Go(func() error {
-				if _, err := pods.Patch(patchCtx, u.pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-					return fmt.Errorf("updating pod %s to mix the pods' sync phases: %w", u.pod, err)
-				}
-				return nil
-			})
+	began := time.Now()
+	for i, u := range schedule {
+		if sleepUntil(patchCtx, start.Add(u.offset)) != nil {
+			break
 		}
+		r.progress.status("%-19s mixing   %5.0fs left  pods updated %d/%d (each syncs at once)", mode, time.Until(start).Seconds(), i, len(schedule))
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%s-%d"}}}`, phaseAnnotation, tag, i)
+		g.Go(func() error {
+			if _, err := pods.Patch(patchCtx, u.pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return fmt.Errorf("updating pod %s to mix the pods' sync phases: %w", u.pod, err)
+			}
+			return nil
+		})
 	}
-	inWindow, _ := slices.BinarySearchFunc(schedule, time.Duration(0), func(u phaseUpdate, d time.Duration) int { return int(u.offset - d) })
-	before := time.Until(start)
-	send(schedule[:inWindow], func(i int) {
-		r.progress.status("%-19s mixing   %5.0fs left  pods updated %d/%d before the window, %d to come in it (each syncs at once)",
-			mode, time.Until(start).Seconds(), i, inWindow, len(schedule)-inWindow)
-	})
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(err, g.Wait())
+	if err := errors.Join(g.Wait(), ctx.Err()); err != nil {
+		return err
 	}
-	r.progress.done("%-19s mixing: %d pod updates in %.0fs before the window, %d more in its first %s, so that each pod syncs out of step with its node's others",
-		mode, inWindow, before.Seconds(), len(schedule)-inWindow, r.scenario.SyncFrequency)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		send(schedule[inWindow:], func(int) {})
-	}()
-	return func() error {
-		<-done
-		return g.Wait()
-	}, nil
+	if err := sleepUntil(ctx, start); err != nil {
+		return err
+	}
+	r.progress.done("%-19s mixing done in %.0fs: %d pod updates, so that each pod syncs out of step with its node's others", mode, time.Since(began).Seconds(), len(schedule))
+	return nil
 }
 
 // sleepUntil waits until t or ctx's end.
