@@ -9,64 +9,86 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
+const (
+	playedS      = 60 * time.Second
+	playedWindow = 180.0 // seconds
+	playedBucket = 6.0   // seconds
+)
+
+// playOut plays a schedule of updates out with the model's sync
+// intervals, and counts the pods' syncs in the window's buckets: from
+// each pod's last update on, one sync an interval after the other. It
+// fails the test if an update's periodic sync would come before the pod's
+// next update (which would add a sync the schedule did not plan).
+func playOut(t *testing.T, schedule []phaseUpdate, rng *rand.Rand) (pods int, buckets []int) {
+	last := map[string]float64{}
+	for _, u := range schedule {
+		last[u.pod] = u.offset.Seconds()
+	}
+	S := playedS.Seconds()
+	interval := func() float64 { return S*(1+0.5*rng.Float64()) + rng.Float64() }
+	buckets = make([]int, int(playedWindow/playedBucket))
+	for _, u := range schedule {
+		if at := u.offset.Seconds(); at < last[u.pod] {
+			if at+S < last[u.pod] {
+				t.Errorf("pod %s: update at %.1fs, periodic sync from %.1fs, before its next update at %.1fs", u.pod, at, at+S, last[u.pod])
+			}
+			continue
+		}
+		for at := u.offset.Seconds(); at < playedWindow; at += interval() {
+			if at >= 0 {
+				buckets[int(at/playedBucket)]++
+			}
+		}
+	}
+	return len(last), buckets
+}
+
 // The schedule's point: from the window's start, each pod's first sync
 // comes after a wait with the equilibrium density P(X > r)/E[X], so that
 // the pods sync as often in the window's first seconds as in its last,
-// and no update falls in the window.
-// Here the syncs that follow the schedule are played out with the model's
-// intervals, and the window's syncs counted by tenths of one S.
+// and no update falls in the window. The obvious schedule, one update at
+// a uniform time within one mean interval before the window, fails that.
 func TestMixingScheduleGivesTheSteadyState(t *testing.T) {
-	const S = 60 * time.Second
 	nodes := layout(Scenario{Nodes: 1000, PodsPerNode: 100, ConfigMapsPerPod: 1}, "ns")
 	rng := rand.New(rand.NewPCG(1, 2))
-	schedule := mixingSchedule(nodes, S, rng)
-	last := map[string]float64{} // each pod's last update
-	updates := map[string]int{}
+	mean, _ := model.SyncIntervalMoments(playedS)
+	schedule := mixingSchedule(nodes, playedS, rng)
 	for i, u := range schedule {
 		if i > 0 && u.offset < schedule[i-1].offset {
 			t.Fatalf("update %d at %s before update %d at %s: not in the order due", i, u.offset, i-1, schedule[i-1].offset)
 		}
-		if u.offset < -2*S || u.offset >= 0 {
+		if u.offset < -2*playedS || u.offset >= 0 {
 			t.Errorf("pod %s updated at %s, outside the 2·S before the window", u.pod, u.offset)
 		}
-		last[u.pod] = u.offset.Seconds()
-		updates[u.pod]++
 	}
-	pods := len(updates)
+	pods, buckets := playOut(t, schedule, rng)
 	if pods != 100000 {
 		t.Fatalf("%d pods updated, want all 100000", pods)
 	}
-	mean, _ := model.SyncIntervalMoments(S)
-	interval := func() float64 { return S.Seconds()*(1+0.5*rng.Float64()) + rng.Float64() }
-	// Each pod's syncs from its last update on; an earlier update's
-	// periodic sync must not come before its next update.
-	const window = 180.0
-	var tenths [30]int // tenths of S over the three minutes
+	steady := float64(pods) * playedBucket / mean
 	total := 0
-	for _, u := range schedule {
-		if u.offset.Seconds() < last[u.pod] {
-			// An update before the start that another follows: its
-			// periodic sync comes no sooner than S later.
-			if next := u.offset.Seconds() + S.Seconds(); next < last[u.pod] {
-				t.Errorf("pod %s: update at %s, periodic sync from %.1fs, before its next update at %.1fs", u.pod, u.offset, next, last[u.pod])
-			}
-			continue
-		}
-		for at := u.offset.Seconds(); at < window; at += interval() {
-			if at >= 0 {
-				tenths[int(at/6)]++
-				total++
-			}
+	for i, n := range buckets {
+		total += n
+		if math.Abs(float64(n)/steady-1) > 0.06 {
+			t.Errorf("%d syncs in [%gs, %gs), the steady state's %.0f: want within 6 %%", n, playedBucket*float64(i), playedBucket*float64(i+1), steady)
 		}
 	}
-	want := float64(pods) * window / mean
-	if math.Abs(float64(total)/want-1) > 0.01 {
+	if want := steady * float64(len(buckets)); math.Abs(float64(total)/want-1) > 0.01 {
 		t.Errorf("%d syncs in the window, the steady state's %.0f: want within 1 %%", total, want)
 	}
-	for i, n := range tenths {
-		if w := float64(pods) * 6 / mean; math.Abs(float64(n)/w-1) > 0.06 {
-			t.Errorf("%d syncs in [%ds, %ds), the steady state's %.0f: want within 6 %%", n, 6*i, 6*(i+1), w)
+
+	var uniform []phaseUpdate
+	for _, n := range nodes {
+		for _, p := range n.Pods {
+			uniform = append(uniform, phaseUpdate{pod: p.Name, offset: -time.Duration(rng.Float64() * mean * float64(time.Second))})
 		}
+	}
+	_, buckets = playOut(t, uniform, rng)
+	if first := float64(buckets[0]) / steady; first > 0.8 {
+		t.Errorf("the uniform schedule gives %.2f of the steady state's syncs in the first %gs; the test cannot tell it from a good one", first, playedBucket)
+	} else {
+		t.Logf("the uniform schedule: %.2f of the steady state's syncs in the window's first %gs", first, playedBucket)
 	}
 }
 
