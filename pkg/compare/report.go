@@ -187,7 +187,7 @@ func (r *Report) Markdown() string {
 	if s.PodPhases == PhasesTogether.String() {
 		b.WriteString("Pod phases: together. Each window opens right after its agents start, when every node's pods sync together, as after a kubelet restart; the model is of pods whose phases have mixed, so shared objects measure below it.\n\n")
 	} else {
-		b.WriteString("Pod phases: mixed. Before each window every pod was updated once, at a random time within one mean sync interval, so that its syncs are out of step with its node's other pods', as on a cluster that has run a while.\n\n")
+		b.WriteString("Pod phases: mixed. In the two sync periods before each window every pod was updated once or twice, on a schedule that leaves its syncs out of step with its node's other pods', as on a node whose pods started at different times: the steady state the model describes (docs/model.md, \"Right after a start\").\n\n")
 	}
 	if s.DaemonSet != "" {
 		fmt.Fprintf(&b, "Agents: DaemonSet %s on %d nodes, switched between the modes by a rollout; the run's pods are on %d of them. "+
