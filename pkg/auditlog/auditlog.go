@@ -25,7 +25,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"time"
 )
 
@@ -144,11 +143,25 @@ func eachConfigMapEvent(path string, f func(event)) error {
 }
 
 // eachEvent calls f with every event of the audit log at path about one
-// of resources, in the log's order.
+// of resources, in the log's order, rotated backups first (logFiles).
 func eachEvent(path string, resources map[string]bool, f func(event)) error {
-	file, err := os.Open(path)
+	files, err := logFiles(path)
 	if err != nil {
-		return fmt.Errorf("reading the apiserver's audit log: %w", err)
+		return err
+	}
+	for _, name := range files {
+		if err := eachEventIn(name, resources, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachEventIn is eachEvent for one file.
+func eachEventIn(path string, resources map[string]bool, f func(event)) error {
+	file, err := openLogFile(path)
+	if err != nil {
+		return err
 	}
 	defer file.Close()
 	scanner := bufio.NewScanner(file)
