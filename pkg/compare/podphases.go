@@ -28,7 +28,7 @@ const (
 	// PhasesTogether: every pod of a node syncs first when its agent
 	// starts, as right after a kubelet restart; the pods that share an
 	// object share more of its GETs until the sync jitter pulls them
-	// apart, which at S = 1 m takes longer than any window.
+	// apart, in about six sync intervals (8 minutes at S = 1 m).
 	PhasesTogether
 )
 
