@@ -38,11 +38,10 @@ type ClassResult struct {
 	ExpectedQPS  float64     `json:"expected_get_qps"`
 }
 
-// expectedByClass is the model's GET/s for each class of the objects
-// nodes read, in mode at syncFrequency and ttl.
-func expectedByClass(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) map[ObjectClass]float64 {
+// byClass is a prediction's ConfigMap GET/s for each class of object.
+func byClass(p model.Prediction) map[ObjectClass]float64 {
 	byClass := map[ObjectClass]float64{}
-	for _, o := range model.Predict(withSettings(nodes, syncFrequency, mode, ttl)).Objects {
+	for _, o := range p.Objects {
 		if o.Object.Kind == model.ConfigMap {
 			byClass[classOf(o.Object.Name)] += o.APIServerGetQPS
 		}
@@ -63,12 +62,15 @@ func classRates(auditLog string, nodes []model.Node, from, to time.Time, expecte
 		users[nodeidentity.User(n.Name)] = true
 	}
 	seconds := to.Sub(from).Seconds()
+	if seconds <= 0 {
+		return nil, nil
+	}
 	rates := map[ObjectClass]*ClassResult{}
 	for _, c := range []ObjectClass{ClassConfigMaps, ClassRootCA} {
 		rates[c] = &ClassResult{Class: c, ExpectedQPS: expected[c]}
 	}
 	for _, g := range gets {
-		if !users[g.User] || seconds <= 0 {
+		if !users[g.User] {
 			continue
 		}
 		r := rates[classOf(g.Name)]

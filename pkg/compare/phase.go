@@ -121,7 +121,8 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		return res, err
 	}
 	res.TTLSeconds = ttlInEffect.Seconds()
-	expected := expectedLoad(nodes, r.scenario.SyncFrequency, mode, ttlInEffect)
+	prediction := model.Predict(withSettings(nodes, r.scenario.SyncFrequency, mode, ttlInEffect))
+	expected := prediction.ByKind[model.ConfigMap]
 	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS, res.ExpectedWatches = expected.APIServerGetQPS, expected.EtcdGetQPS, expected.Watches
 
 	// (1) Start the agents, spread over one cycle of what drives the
@@ -174,7 +175,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		err = r.measure(ctx, f, &res)
 	}
 	if err == nil && r.auditLog != "" {
-		err = r.attribute(&res, nodes, warmupStart, expectedByClass(nodes, r.scenario.SyncFrequency, mode, ttlInEffect))
+		err = r.attribute(&res, nodes, warmupStart, byClass(prediction))
 	}
 	return res, err
 }
