@@ -97,12 +97,18 @@ type readStats struct {
 	// Missing counts reads of a top-level name that failed: a file that
 	// was there vanished.
 	Missing int64
+	// SwapRaces counts reads of a top-level name that failed because the
+	// writer swapped ..data and removed the generation the open had
+	// already resolved, and that succeeded when opened again: the atomic
+	// writer's window (and the kubelet's), not a bad read.
+	SwapRaces int64
 	// Problems holds the first few, for the test log.
 	Problems []string
 }
 
 func (s readStats) String() string {
-	return fmt.Sprintf("%d volume reads: %d torn files, %d mixed generations, %d missing files", s.Reads, s.Torn, s.Mixed, s.Missing)
+	return fmt.Sprintf("%d volume reads: %d torn files, %d mixed generations, %d missing files (%d opens raced a swap and were retried)",
+		s.Reads, s.Torn, s.Mixed, s.Missing, s.SwapRaces)
 }
 
 // Bad is the number of reads that a workload would have got wrong.
@@ -172,7 +178,7 @@ func (r *volumeReader) readVolume(dir string, names []string) {
 		r.readGeneration(filepath.Join(dir, gen))
 	}
 	for _, name := range names {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := r.readName(dir, name)
 		if err != nil {
 			r.problem(&r.stats.Missing, "%s/%s: %v", dir, name, err)
 			continue
@@ -181,6 +187,30 @@ func (r *volumeReader) readVolume(dir string, names []string) {
 			r.problem(&r.stats.Torn, "%s/%s: %v", dir, name, err)
 		}
 	}
+}
+
+// readName reads a top-level name as a workload opens it. The open
+// resolves <name> to ..data/<name> and ..data to a generation directory;
+// if the writer swaps ..data and removes that generation between the two
+// steps, the open fails with ENOENT although the file was never missing.
+// Such a failure, with ..data changed across it, is opened once more; a
+// file that is really gone fails again.
+func (r *volumeReader) readName(dir, name string) ([]byte, error) {
+	before, _ := os.Readlink(filepath.Join(dir, "..data"))
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if !errors.Is(err, fs.ErrNotExist) {
+		return data, err
+	}
+	if after, _ := os.Readlink(filepath.Join(dir, "..data")); after == before {
+		return nil, err
+	}
+	data, err = os.ReadFile(filepath.Join(dir, name))
+	if err == nil {
+		r.mu.Lock()
+		r.stats.SwapRaces++
+		r.mu.Unlock()
+	}
+	return data, err
 }
 
 // readGeneration checks that every file of a generation directory is
