@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -143,18 +142,9 @@ type Agent struct {
 	ttl          func() time.Duration
 	startTime    time.Time
 
-	// podEvents counts the pod informer's notifications, so that
-	// activePods rebuilds its set only after the pods changed.
-	podEvents atomic.Uint64
-	active    activePodsCache
-}
-
-// activePodsCache is the last set activePods built, and the pod event
-// count it was built at.
-type activePodsCache struct {
-	mu      sync.Mutex
-	builtAt uint64
-	set     sets.Set[types.UID]
+	// publishing orders the sets of active pods handed to the volume
+	// manager (publishActivePods): the one built last is handed in last.
+	publishing sync.Mutex
 }
 
 // Option changes how New builds an agent, beyond what its Config says.
@@ -223,7 +213,7 @@ func New(restConfig *rest.Config, cfg Config, opts ...Option) (*Agent, error) {
 	}
 	a.env = newEnvReader(a.configMaps.GetConfigMap)
 	a.volumes, err = volumemanager.New(volumemanager.Options{
-		RootDir: cfg.RootDir, ConfigMaps: a.configMaps, ActivePods: a.activePods,
+		RootDir: cfg.RootDir, ConfigMaps: a.configMaps,
 		NodeAllocatable: a.nodeAllocatable, Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork,
 	})
 	if err != nil {
@@ -296,32 +286,22 @@ func (a *Agent) listPods() []*corev1.Pod {
 	return served
 }
 
-// activePods are the pods whose volumes must stay: bound here, not being
-// deleted, not finished.
+// publishActivePods hands the volume manager the pods whose volumes must
+// stay: bound here, not being deleted, not finished, not mirror pods. The
+// pod informer's handler calls it for every event before the pod workers
+// hear of the event, so a new pod is in the manager's set before its first
+// sync can ask for its volumes; and once more when the informer has
+// synced, which lets the manager unmount. The informer's store has the
+// change before its handlers run, so the set is the store's at the event
+// or later.
 //
-// The volume manager's two loops ask ten times a second each; the set is
-// rebuilt only when a pod event came since the last build, and shared:
-// callers must not modify it. The informer's store changes before its
-// handlers run, so a pass may see the set as it was before a change until
-// the handler has counted it (milliseconds, more on a starved process);
-// the pass after that sees the new one. A pod that has just left the
-// store therefore keeps its volumes a little longer, never less. A pod
-// that has just been added is counted before the pod workers hear of it,
-// so the volume manager, which asks with its lock held, sees every pod a
-// sync has marked. The version is the event count and the informer's
-// sync, so it changes whenever either does.
-func (a *Agent) activePods() volumemanager.ActivePodSet {
+// The lock order is structural: the manager calls nothing of the agent's,
+// so a.publishing, held across the hand-over, can only be taken before the
+// manager's own lock.
+func (a *Agent) publishActivePods() {
+	a.publishing.Lock()
+	defer a.publishing.Unlock()
 	synced := a.podInformer.HasSynced()
-	events := a.podEvents.Load()
-	version := events << 1
-	if synced {
-		version |= 1
-	}
-	a.active.mu.Lock()
-	defer a.active.mu.Unlock()
-	if a.active.set != nil && a.active.builtAt == events {
-		return volumemanager.ActivePodSet{UIDs: a.active.set, Synced: synced, Version: version}
-	}
 	pods, _ := a.podLister.List(labels.Everything())
 	active := make(sets.Set[types.UID], len(pods))
 	for _, pod := range pods {
@@ -329,8 +309,7 @@ func (a *Agent) activePods() volumemanager.ActivePodSet {
 			active.Insert(pod.UID)
 		}
 	}
-	a.active.set, a.active.builtAt = active, events
-	return volumemanager.ActivePodSet{UIDs: active, Synced: synced, Version: version}
+	a.volumes.SetActivePods(volumemanager.ActivePodSet{UIDs: active, Synced: synced})
 }
 
 // Run starts everything and blocks until ctx ends. Files on disk stay.
@@ -371,9 +350,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	informers.Go(func() { a.podInformer.RunWithContext(ctx) })
 	informers.Go(func() { a.nodeInformer.RunWithContext(ctx) })
 	informers.Go(func() {
-		// The active pods' version changes when the pod source syncs.
+		// The pod source's sync lets the volume manager unmount.
 		if cache.WaitForCacheSync(ctx.Done(), a.podInformer.HasSynced) {
-			a.volumes.ActivePodsChanged()
+			a.publishActivePods()
 		}
 	})
 	logger.Info("Agent started", "strategy", a.cfg.Strategy, "invalidation", a.cfg.Invalidation,
@@ -400,13 +379,6 @@ func (a *Agent) Ready() bool {
 // Volumes lists the volumes on disk, for /debug/volumes and for tests.
 func (a *Agent) Volumes() []volumemanager.VolumeStatus { return a.volumes.Volumes() }
 
-// podChanged counts a pod event, which changes the active pods' version,
-// and tells the volume manager.
-func (a *Agent) podChanged() {
-	a.podEvents.Add(1)
-	a.volumes.ActivePodsChanged()
-}
-
 // podEventHandler passes the informer's pod events to the pod workers as
 // the kubelet's pod config source does: additions and deletions always,
 // updates only when podconfig says they sync the pod, or when a status
@@ -415,13 +387,13 @@ func (a *Agent) podChanged() {
 func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			a.podChanged()
+			a.publishActivePods()
 			if pod := obj.(*corev1.Pod); !volumemanager.IsMirrorPod(pod) {
 				a.workers.UpdatePod(pod)
 			}
 		},
 		UpdateFunc: func(oldObj, obj any) {
-			a.podChanged()
+			a.publishActivePods()
 			old, pod := oldObj.(*corev1.Pod), obj.(*corev1.Pod)
 			if volumemanager.IsMirrorPod(pod) {
 				return
@@ -433,7 +405,7 @@ func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			a.podChanged()
+			a.publishActivePods()
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
 			}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
@@ -208,7 +209,7 @@ func TestReconstructAfterRestart(t *testing.T) {
 	os.Symlink("..nowhere", stale)
 
 	// Restart: a new manager on the same root; gone was deleted meanwhile.
-	h.active.Delete(types.UID("gone"))
+	h.setActive(func(active sets.Set[types.UID]) { active.Delete(types.UID("gone")) })
 	h.m = h.newManager()
 	if n, err := h.m.reconstruct(); err != nil || n != 2 {
 		t.Fatalf("reconstruct: %d volumes, %v; want 2", n, err)

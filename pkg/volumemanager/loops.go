@@ -115,13 +115,13 @@ func (m *Manager) runLoops(ctx context.Context) {
 	var loops sync.WaitGroup
 	loops.Go(func() {
 		m.populatorLoop.run(ctx, func(context.Context) time.Time {
-			m.populate(m.opts.ActivePods)
+			m.populate()
 			return time.Time{} // never due without a kick
 		})
 	})
 	loops.Go(func() {
 		m.reconcilerLoop.run(ctx, func(ctx context.Context) time.Time {
-			return m.reconcile(ctx, m.opts.ActivePods)
+			return m.reconcile(ctx)
 		})
 	})
 	loops.Go(func() {
@@ -135,7 +135,7 @@ func (m *Manager) runLoops(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-m.changeSeen:
-				m.reconcile(ctx, m.opts.ActivePods)
+				m.reconcile(ctx)
 			}
 			if !m.reconcilerLoop.sleepUntil(ctx, m.clock.Now().Add(period/2)) {
 				return

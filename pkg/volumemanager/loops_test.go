@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
@@ -166,10 +168,7 @@ func TestManagerLoopsFollowTheirWork(t *testing.T) {
 		t.Errorf("mounted %v after the start, before the failure's backoff of %v", took, initialRetryDelay)
 	}
 
-	h.activeMu.Lock()
-	h.active.Delete(pod.UID)
-	h.activeMu.Unlock()
-	h.m.ActivePodsChanged()
+	h.setActive(func(active sets.Set[types.UID]) { active.Delete(pod.UID) })
 	testutil.WaitFor(t, "the volume manager's state", func() bool {
 		h.clock.Step(10 * time.Millisecond)
 		return len(h.m.Volumes()) == 0

@@ -14,8 +14,8 @@ import (
 const benchPods = 1000
 
 // mountedNode returns a harness whose 1,000 pods each mount one of 50
-// shared ConfigMaps, all on disk, and the pass's arguments.
-func mountedNode(b *testing.B) (*harness, ActivePodSet) {
+// shared ConfigMaps, all on disk.
+func mountedNode(b *testing.B) *harness {
 	h := newHarness(b)
 	for i := range 50 {
 		h.cms.set(fmt.Sprintf("cm-%02d", i), map[string]string{"config.yaml": "a: 1\n"})
@@ -28,37 +28,35 @@ func mountedNode(b *testing.B) (*harness, ActivePodSet) {
 	if n := len(h.m.Volumes()); n != benchPods {
 		b.Fatalf("%d volumes mounted, want %d", n, benchPods)
 	}
-	return h, h.activePods()
+	return h
 }
 
 func BenchmarkPopulatorPass(b *testing.B) {
 	b.Run("1000-pods-steady", func(b *testing.B) {
-		h, active := mountedNode(b)
-		pods := podSet(active)
+		h := mountedNode(b)
 		for b.Loop() {
-			h.m.populate(pods)
+			h.m.populate()
 		}
 	})
 	b.Run("1000-pods-all-marked", func(b *testing.B) {
-		h, active := mountedNode(b)
-		pods := podSet(active)
+		h := mountedNode(b)
 		for b.Loop() {
 			h.m.mu.Lock()
 			for _, dp := range h.m.desired {
 				h.m.markPod(dp)
 			}
 			h.m.mu.Unlock()
-			h.m.populate(pods)
+			h.m.populate()
 		}
 	})
 }
 
 func BenchmarkReconcilerPass(b *testing.B) {
 	b.Run("1000-pods-steady", func(b *testing.B) {
-		h, active := mountedNode(b)
-		ctx, pods := context.Background(), podSet(active)
+		h := mountedNode(b)
+		ctx := context.Background()
 		for b.Loop() {
-			h.m.reconcile(ctx, pods)
+			h.m.reconcile(ctx)
 		}
 		h.m.running.Wait()
 		if n := len(h.m.ops); n != 0 {

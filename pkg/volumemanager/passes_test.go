@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -38,12 +37,12 @@ func TestPassesLookOnlyAtWhatChanged(t *testing.T) {
 	if u, _ := h.pendingWork(); u != 1 {
 		t.Fatalf("after one sync: %d pods unprocessed, want 1", u)
 	}
-	h.m.populate(h.m.opts.ActivePods)
+	h.m.populate()
 	if u, p := h.pendingWork(); u != 0 || p != 2 {
 		t.Fatalf("after the populator: %d pods unprocessed, %d volumes pending; want 0 and 2", u, p)
 	}
 	h.cms.set("a", map[string]string{"k": "2"})
-	h.m.reconcile(context.Background(), h.m.opts.ActivePods)
+	h.m.reconcile(context.Background())
 	h.m.running.Wait()
 	h.mustRead(one, "x", "k", "2")
 	h.mustRead(two, "x", "k", "1") // not synced, not watched: not remounted
@@ -61,30 +60,28 @@ func TestPassesLookOnlyAtWhatChanged(t *testing.T) {
 }
 
 // The populator compares the active pods with the desired ones only when
-// the set's version changes; when it does, a pod that left it loses its
-// volumes.
-func TestActivePodsVersion(t *testing.T) {
+// a set has been handed in since its last comparison; when one has, a pod
+// that left it loses its volumes.
+func TestActivePodsComparedWhenHandedIn(t *testing.T) {
 	h := newHarness(t)
 	h.cms.set("cfg", map[string]string{"k": "1"})
 	kept := newPod("kept", volumeSpec{name: "v", configMap: "cfg"})
 	gone := newPod("gone", volumeSpec{name: "v", configMap: "cfg"})
 	h.sync(kept)
 	h.sync(gone)
-	last := h.m.opts.ActivePods()
 
-	without := last
-	without.UIDs = last.UIDs.Clone().Delete(types.UID("gone"))
-	h.m.populate(podSet(without)) // same version: not looked at
-	h.m.reconcile(context.Background(), podSet(without))
+	// The test's set changes, but nothing is handed in: not looked at.
+	h.activeMu.Lock()
+	h.active.Delete(types.UID("gone"))
+	h.activeMu.Unlock()
+	h.m.populate()
+	h.m.reconcile(context.Background())
 	h.m.running.Wait()
 	if _, err := h.read(gone, "v", "k"); err != nil {
-		t.Fatalf("a pass with an unchanged version unmounted a volume: %v", err)
+		t.Fatalf("a pass with no new set of active pods unmounted a volume: %v", err)
 	}
 
-	without.Version++
-	h.m.populate(podSet(without))
-	h.m.reconcile(context.Background(), podSet(without))
-	h.m.running.Wait()
+	h.step() // hands the set in
 	if _, err := os.Stat(VolumeDir(h.root, "gone", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the volume of a pod that left the active set is still there: %v", err)
 	}
@@ -113,10 +110,10 @@ func TestSyncOfAnInactivePodMountsNothing(t *testing.T) {
 	}
 }
 
-// A pod that the pod source adds, and whose first sync marks it, while a
-// populator pass is reading the active pods, is not dropped by that pass
-// as a deleted pod: the pass takes the set under the lock that marking
-// takes, so either the mark waits for the pass or the set holds the pod.
+// A pod that the agent hands in and whose sync marks it while the
+// populator's passes run is never dropped as deleted: the set with the pod
+// is in place before the mark, so whichever pass processes the mark
+// compares with a set that holds the pod.
 func TestPodMarkedDuringAPassIsNotDropped(t *testing.T) {
 	h := newHarness(t)
 	h.cms.set("cfg", map[string]string{"k": "1"})
@@ -124,27 +121,20 @@ func TestPodMarkedDuringAPassIsNotDropped(t *testing.T) {
 	added := newPod("added", volumeSpec{name: "v", configMap: "cfg"})
 
 	marked := make(chan struct{})
-	racing := func() ActivePodSet {
-		set := h.activePods() // without the pod
-		go func() {
-			defer close(marked)
-			h.activeMu.Lock()
-			h.active.Insert(added.UID)
-			h.activeMu.Unlock()
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			_ = h.m.WaitForAttachAndMount(ctx, added) // marks it, as its sync does
-		}()
-		// Give the mark the chance to land before the pass goes on, as it
-		// did when the set was taken before the lock.
+	go func() {
+		defer close(marked)
+		h.mark(added) // hands in the set with the pod, then marks it, as the agent and the pod's sync do
+	}()
+	passes := 0
+	for done := false; !done; passes++ {
 		select {
 		case <-marked:
-		case <-time.After(100 * time.Millisecond):
+			done = true
+		default:
 		}
-		return set
+		h.m.populate()
 	}
-	h.m.populate(racing)
-	<-marked
 	h.step()
 	h.mustRead(added, "v", "k", "1")
+	t.Logf("%d populator passes ran beside the hand-over and the mark", passes)
 }

@@ -5,42 +5,50 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// ActivePodSet is what Options.ActivePods returns: the pods that should
-// keep their volumes.
+// ActivePodSet is what SetActivePods hands in: the pods that should keep
+// their volumes.
 type ActivePodSet struct {
 	UIDs sets.Set[types.UID]
 	// Synced: the pod source has listed every pod. Until it has, no volume
 	// is unmounted and no pod is dropped.
 	Synced bool
-	// Version changes whenever UIDs or Synced does. The populator compares
-	// UIDs with the desired state only when it has changed, so a pass over
-	// an unchanged node does not look at every pod.
-	Version uint64
+}
+
+// SetActivePods hands the manager the pods that should keep their volumes,
+// and has the populator compare them with the desired state at its next
+// pass. The manager keeps set and only reads it: the caller must not
+// change it afterwards. A pod must be in a set handed in before its first
+// WaitForAttachAndMount; the manager takes no other word on which pods
+// exist, and calls nothing of the caller's under its lock.
+//
+// That order is what keeps a new pod: the set with the pod is in place
+// before the pod's sync can mark it, so the pass that processes the mark
+// compares with a set that holds the pod. (When the manager asked the
+// caller for the set, it had to ask with its lock held for the same
+// guarantee, and the caller's lock ranked below the manager's.)
+func (m *Manager) SetActivePods(set ActivePodSet) {
+	m.mu.Lock()
+	m.active, m.activeChanged = set, true
+	m.mu.Unlock()
+	m.populatorLoop.kick()
 }
 
 // populate is one pass of the desired-state populator: drop pods that are
 // no longer active, and re-read the pods marked for reprocessing, flagging
 // their mounted volumes for a remount. Its work is in proportion to what
 // changed since the last pass: the pods marked meanwhile, and the desired
-// pods only when the active set has a new version.
-//
-// It asks activePods for the set only once it holds the lock. A pod's
-// first sync marks it (under the lock) after the pod source counted it
-// active, so every pod marked before the pass is in the set the pass
-// compares with. A set taken before the lock could predate a pod marked
-// while the pass waited for it, and drop that pod as deleted: its volumes
-// would then never mount.
-func (m *Manager) populate(activePods func() ActivePodSet) {
+// pods only when a new active set has been handed in.
+func (m *Manager) populate() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	active := activePods()
-	if active.Synced && (!m.activeSeen || active.Version != m.activeVersion) {
+	active := m.active
+	if active.Synced && m.activeChanged {
 		for uid := range m.desired {
 			if !active.UIDs.Has(uid) {
 				m.dropDesired(uid)
 			}
 		}
-		m.activeSeen, m.activeVersion = true, active.Version
+		m.activeChanged = false
 		// Volumes kept for pods that were active may go now.
 		m.reconcilerLoop.kick()
 	}
@@ -96,15 +104,6 @@ func (m *Manager) markPod(dp *desiredPod) {
 func (m *Manager) handOver(key volumeKey) {
 	m.pending.Insert(key)
 	m.reconcilerLoop.kick()
-}
-
-// ActivePodsChanged tells the manager that the set Options.ActivePods
-// returns may have changed (a pod added, updated or deleted; the pod
-// source synced): the populator compares it with the desired state at its
-// next pass. The loops run only when something gives them work, so a
-// change to the set that is not reported waits for the next one that is.
-func (m *Manager) ActivePodsChanged() {
-	m.populatorLoop.kick()
 }
 
 // dropDesired removes a pod from the desired state and hands its volumes

@@ -307,8 +307,9 @@ func TestChangeDuringFirstMountIsNotLost(t *testing.T) {
 	h.cms.set("cfg", map[string]string{"a": "old"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	h.mark(pod)
-	h.m.populate(h.m.opts.ActivePods)
-	h.m.reconcile(context.Background(), h.m.opts.ActivePods)
+	h.publish()
+	h.m.populate()
+	h.m.reconcile(context.Background())
 	<-blocking.reading // the first mount has read "old"
 	h.cms.set("cfg", map[string]string{"a": "new"})
 	h.m.RemountConfigMap("ns", "cfg")

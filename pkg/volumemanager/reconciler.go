@@ -21,13 +21,11 @@ import (
 // It returns when the earliest retry among the volumes left waiting comes
 // due, or the zero time if none waits for a time: the others wait for
 // something that hands them over again (their pod's processing, a change
-// of the active pods). Like populate, it asks activePods for the set under
-// the lock, so that a reconstructed volume whose pod has just been marked
-// is not unmounted on an older set.
-func (m *Manager) reconcile(ctx context.Context, activePods func() ActivePodSet) (retryAt time.Time) {
+// of the active pods).
+func (m *Manager) reconcile(ctx context.Context) (retryAt time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	active := activePods()
+	active := m.active
 	now := m.clock.Now()
 	for key := range m.pending {
 		if m.reconcileVolume(ctx, key, now, active) {

@@ -57,7 +57,9 @@ func (m *Manager) reconstruct() (int, error) {
 // active, not desired and has no volume on disk: what is left of a pod
 // after its teardown, or of a pod deleted while the agent was down.
 func (m *Manager) RemoveOrphanedPodDirs() (removed int, err error) {
-	active := m.opts.ActivePods()
+	m.mu.Lock()
+	active := m.active
+	m.mu.Unlock()
 	if !active.Synced {
 		return 0, nil
 	}

@@ -116,8 +116,9 @@ func TestDiskLimiter(t *testing.T) {
 		pod := newPod(uid, volumeSpec{name: "v", configMap: "slow"})
 		h.mark(pod)
 	}
-	h.m.populate(h.m.opts.ActivePods)
-	h.m.reconcile(context.Background(), h.m.opts.ActivePods)
+	h.publish()
+	h.m.populate()
+	h.m.reconcile(context.Background())
 	<-blocking.reading
 	<-blocking.reading
 	// With both hanging reads in flight, the other twenty mount.

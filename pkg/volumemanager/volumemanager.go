@@ -24,7 +24,7 @@
 // RemountConfigMap or an operation that ended) and at those still waiting
 // for a retry or for their pod. A loop runs a pass only at the grid points
 // where something gave it work since its last (loops.go): a marked pod, a
-// volume handed over, ActivePodsChanged, or a retry's backoff coming due.
+// volume handed over, a new set of active pods, or a retry's backoff coming due.
 // A node where nothing changes wakes neither loop, and a change is acted on
 // at the same grid point as by a loop that runs every 100 ms.
 //
@@ -112,13 +112,6 @@ type Options struct {
 	// NodeAllocatable, optional, gives the node's allocatable resources,
 	// which downwardAPI items report for limits a container does not set.
 	NodeAllocatable func() (corev1.ResourceList, error)
-	// ActivePods returns the pods that should keep their volumes. The
-	// manager only reads the set, so one set may be returned to many
-	// calls, and it is looked at only when its Version changes. Tell the
-	// manager when it may have (ActivePodsChanged). It is called with
-	// the manager's lock held, so it must not call the Manager, and a pod
-	// must be in it before the pod's first WaitForAttachAndMount.
-	ActivePods func() ActivePodSet
 	// Events and Recorder are optional.
 	Events   EventRecorder
 	Recorder Recorder
@@ -142,6 +135,12 @@ type Manager struct {
 	opts  Options
 	clock clock.WithTicker
 
+	// mu guards the desired and actual states and everything below it, as
+	// one lock: an operation runs without it and takes it to record its
+	// result. While it is held the manager calls nothing outside this
+	// package but the Recorder's VolumesMounted (a gauge); the active pods
+	// are handed in (SetActivePods), not asked for, so no lock of a
+	// caller's can be taken under it.
 	mu      sync.Mutex
 	desired map[types.UID]*desiredPod
 	actual  map[volumeKey]*mountedVolume
@@ -151,10 +150,11 @@ type Manager struct {
 	// nothing changed cost next to nothing.
 	unprocessed sets.Set[types.UID]
 	pending     sets.Set[volumeKey]
-	// activeVersion is the version of the active pods the populator last
-	// compared with the desired state, if activeSeen.
-	activeVersion uint64
-	activeSeen    bool
+	// active is the last set of active pods handed in (SetActivePods);
+	// activeChanged says the populator has not compared it with the
+	// desired state yet.
+	active        ActivePodSet
+	activeChanged bool
 	// ops holds a record for each volume with an operation in flight or
 	// a last operation that failed (operations.go).
 	ops     map[volumeKey]*volumeOp
@@ -170,8 +170,8 @@ type Manager struct {
 
 // New returns a Manager; call Run to start its loops.
 func New(opts Options) (*Manager, error) {
-	if opts.RootDir == "" || opts.ConfigMaps == nil || opts.ActivePods == nil {
-		return nil, fmt.Errorf("volumemanager: RootDir, ConfigMaps and ActivePods are required")
+	if opts.RootDir == "" || opts.ConfigMaps == nil {
+		return nil, fmt.Errorf("volumemanager: RootDir and ConfigMaps are required")
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -85,11 +85,11 @@ type harness struct {
 	events *fakeEvents
 	writes *countingRecorder
 	root   string
-	// active is the test's set of active pods; ActivePods gives it a new
-	// version whenever it changed since the last call.
-	active     sets.Set[types.UID]
-	activeMu   sync.Mutex
-	lastActive ActivePodSet
+	// active is the test's set of active pods; publish hands it to the
+	// manager when it changed since the last hand-over (published).
+	active    sets.Set[types.UID]
+	activeMu  sync.Mutex
+	published sets.Set[types.UID]
 }
 
 func newHarness(t testing.TB) *harness {
@@ -110,34 +110,43 @@ func newHarness(t testing.TB) *harness {
 func (h *harness) newManager() *Manager {
 	m, err := New(Options{
 		RootDir: h.root, ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes,
-		ActivePods: h.activePods,
 	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.activeMu.Lock()
+	h.published = nil // a new manager has been handed nothing yet
+	h.activeMu.Unlock()
 	return m
 }
 
-func (h *harness) activePods() ActivePodSet {
+// publish hands the manager the test's active pods, as the agent does at
+// every pod event, if they changed since the last hand-over.
+func (h *harness) publish() {
 	h.activeMu.Lock()
 	defer h.activeMu.Unlock()
-	if h.lastActive.UIDs == nil || !h.lastActive.UIDs.Equal(h.active) {
-		h.lastActive = ActivePodSet{UIDs: h.active.Clone(), Synced: true, Version: h.lastActive.Version + 1}
+	if h.published != nil && h.published.Equal(h.active) {
+		return
 	}
-	return h.lastActive
+	h.published = h.active.Clone()
+	h.m.SetActivePods(ActivePodSet{UIDs: h.published, Synced: true})
 }
 
-// step runs one populator and one reconciler pass and waits for the
-// operations they started.
+// setActive changes the test's active pods and hands them in.
+func (h *harness) setActive(change func(active sets.Set[types.UID])) {
+	h.activeMu.Lock()
+	change(h.active)
+	h.activeMu.Unlock()
+	h.publish()
+}
+
+// step hands in the active pods if they changed, runs one populator and
+// one reconciler pass and waits for the operations they started.
 func (h *harness) step() {
-	h.m.populate(h.m.opts.ActivePods)
-	h.m.reconcile(context.Background(), h.m.opts.ActivePods)
+	h.publish()
+	h.m.populate()
+	h.m.reconcile(context.Background())
 	h.m.running.Wait()
-}
-
-// podSet is an ActivePods that returns active, for passes run by hand.
-func podSet(active ActivePodSet) func() ActivePodSet {
-	return func() ActivePodSet { return active }
 }
 
 // stepAndPoll is step, then the time of one poll of the waits.
@@ -157,7 +166,7 @@ func (h *harness) sync(pod *corev1.Pod) {
 // WaitForAttachAndMount does, without waiting (the wait is tested
 // separately).
 func (h *harness) mark(pod *corev1.Pod) {
-	h.active.Insert(pod.UID)
+	h.setActive(func(active sets.Set[types.UID]) { active.Insert(pod.UID) })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = h.m.WaitForAttachAndMount(ctx, pod)
@@ -256,7 +265,7 @@ func TestMountRemountUnmount(t *testing.T) {
 	}
 
 	// Teardown (the pod was deleted) removes the directory.
-	h.active.Delete(pod.UID)
+	h.setActive(func(active sets.Set[types.UID]) { active.Delete(pod.UID) })
 	done := make(chan error, 1)
 	go func() { done <- h.m.WaitForUnmount(context.Background(), pod) }()
 	testutil.WaitFor(t, "the volume manager's state", func() bool { h.stepAndPoll(); return len(h.m.Volumes()) == 0 })
@@ -276,7 +285,7 @@ func TestWaitForAttachAndMount(t *testing.T) {
 	h := newHarness(t)
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	pod := newPod("p1", volumeSpec{name: "v", configMap: "cfg"})
-	h.active.Insert(pod.UID)
+	h.setActive(func(active sets.Set[types.UID]) { active.Insert(pod.UID) })
 	done := make(chan error, 1)
 	go func() { done <- h.m.WaitForAttachAndMount(context.Background(), pod) }()
 	testutil.WaitFor(t, "the volume manager's state", func() bool { h.step(); return len(h.m.Volumes()) == 1 })
@@ -298,7 +307,7 @@ func TestWaitForAttachAndMount(t *testing.T) {
 	// A volume that cannot mount makes the wait fail, saying why, as soon
 	// as it has failed once: no need to wait out the 2-minute timeout.
 	bad := newPod("p2", volumeSpec{name: "v", configMap: "missing"})
-	h.active.Insert(bad.UID)
+	h.setActive(func(active sets.Set[types.UID]) { active.Insert(bad.UID) })
 	stop := make(chan struct{})
 	stepped := make(chan struct{})
 	go func() {
@@ -330,7 +339,7 @@ func TestWaitsEndAtAPollNotOnTheMount(t *testing.T) {
 	h := newHarness(t)
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	a, b := newPod("a", volumeSpec{name: "v", configMap: "cfg"}), newPod("b", volumeSpec{name: "v", configMap: "cfg"})
-	h.active.Insert(a.UID, b.UID)
+	h.setActive(func(active sets.Set[types.UID]) { active.Insert(a.UID, b.UID) })
 	done := make(chan string, 2)
 	desired := func(n int) func() bool {
 		return func() bool { h.m.mu.Lock(); defer h.m.mu.Unlock(); return len(h.m.desired) == n }
