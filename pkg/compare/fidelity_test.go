@@ -21,9 +21,9 @@ func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 		}
 		// The model of a reference kubelet is its counterpart's.
 		s := DefaultScenario()
-		nodes := layout(s, DefaultNamespace)
-		refLoad := expectedLoad(nodes, s.SyncFrequency, ref, s.TTL)
-		load := expectedLoad(nodes, s.SyncFrequency, agentMode, s.TTL)
+		nodes := Layout(s, DefaultNamespace)
+		refLoad := ExpectedLoad(nodes, s.SyncFrequency, ref, s.TTL)
+		load := ExpectedLoad(nodes, s.SyncFrequency, agentMode, s.TTL)
 		// The model sums a map: the order, and so the last bits, vary.
 		if !nearlyEqual(refLoad.APIServerGetQPS, load.APIServerGetQPS) || !nearlyEqual(refLoad.EtcdGetQPS, load.EtcdGetQPS) || refLoad.Watches != load.Watches {
 			t.Errorf("%s: model %+v, %s's %+v", ref, refLoad, agentMode, load)
@@ -40,11 +40,11 @@ func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 	if _, err := ParseModes("kubelet-v1.28,every-sync,kubelet-v1.36,first-reference"); err != nil {
 		t.Error(err)
 	}
-	if k := ModeKubeletV136Watch.spec().kubelet; k.binary() != "refkubelet-v1.36" || k.strategy != "Watch" {
-		t.Errorf("kubelet-v1.36-watch runs %s with %s", k.binary(), k.strategy)
+	if k := ModeKubeletV136Watch.spec().kubelet; k.Binary() != "refkubelet-v1.36" || k.Strategy != "Watch" {
+		t.Errorf("kubelet-v1.36-watch runs %s with %s", k.Binary(), k.Strategy)
 	}
-	if k := ModeKubeletV128.spec().kubelet; k.binary() != "refkubelet-v1.28" || ModeKubeletV128.spec().behaviour != model.EverySync {
-		t.Errorf("kubelet-v1.28 runs %s, behaving as %s", k.binary(), ModeKubeletV128.spec().behaviour)
+	if k := ModeKubeletV128.spec().kubelet; k.Binary() != "refkubelet-v1.28" || ModeKubeletV128.spec().behaviour != model.EverySync {
+		t.Errorf("kubelet-v1.28 runs %s, behaving as %s", k.Binary(), ModeKubeletV128.spec().behaviour)
 	}
 }
 

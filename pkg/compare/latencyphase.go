@@ -15,12 +15,12 @@ import (
 // scenario's rate throughout the window; then it waits until every update
 // is on disk in every volume that mounts it, or the strategy's bound has
 // passed, and records the latencies in res.Latency.
-func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResult, nodes []model.Node, ttl time.Duration) error {
-	roots := f.localRoots()
-	if roots == nil {
-		return errors.New("--update-rate needs the agents' volumes on this machine's disk: not with --daemonset")
+func (r *runner) measureWithUpdates(ctx context.Context, f Phase, res *PhaseResult, nodes []model.Node, ttl time.Duration) error {
+	local, ok := f.(onThisMachine)
+	if !ok {
+		return errors.New("--update-rate needs the agents' volumes on this machine's disk: not with agents on the cluster's own nodes")
 	}
-	probe, err := newLatencyProbe(ctx, r.admin, r.namespace, res.Mode, r.scenario.UpdateRate, roots)
+	probe, err := newLatencyProbe(ctx, r.admin, r.namespace, res.Mode, r.scenario.UpdateRate, local.LocalRoots())
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResu
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for unseen := probe.unseen(); unseen > 0 && time.Now().Before(deadline); unseen = probe.unseen() {
-		r.progress.status("%-19s latency  waiting for %d (update, volume) pairs to reach disk, %.0fs at most",
+		r.progress.Status("%-19s latency  waiting for %d (update, volume) pairs to reach disk, %.0fs at most",
 			res.Mode, unseen, time.Until(deadline).Seconds())
 		select {
 		case <-ctx.Done():
@@ -63,7 +63,7 @@ func (r *runner) measureWithUpdates(ctx context.Context, f fleet, res *PhaseResu
 	lat.Unseen = probe.unseen()
 	lat.ModelP50Seconds, lat.ModelP99Seconds, lat.BoundSeconds = p50, p99, bound
 	res.Latency = &lat
-	r.progress.done("%-19s latency  %d updates, %d samples: p50 %s, p99 %s, max %s (the kubelet's behaviour: p50 %s, p99 %s)%s",
+	r.progress.Done("%-19s latency  %d updates, %d samples: p50 %s, p99 %s, max %s (the kubelet's behaviour: p50 %s, p99 %s)%s",
 		res.Mode, lat.Updates, lat.Samples, report.FormatSeconds(lat.P50Seconds), report.FormatSeconds(lat.P99Seconds), report.FormatSeconds(lat.MaxSeconds),
 		report.FormatSeconds(p50), report.FormatSeconds(p99), unseenNote(lat.Unseen))
 	return nil

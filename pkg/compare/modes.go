@@ -42,7 +42,7 @@ type modeSpec struct {
 	behaviour       model.Behaviour
 	remountOnChange bool
 	// kubelet, for a reference mode, is the real kubelet it runs.
-	kubelet *referenceKubelet
+	kubelet *ReferenceKubelet
 	// pairsWith, for a reference mode, lists the nodeagent modes whose
 	// requests are the kubelet's, in order of preference: the fidelity
 	// line sets the first one the run measured beside it.
@@ -50,18 +50,27 @@ type modeSpec struct {
 	colour    color.RGBA
 }
 
-// referenceKubelet is the real kubelet a reference mode runs
+// ReferenceKubelet is the real kubelet a reference mode runs
 // (hack/refkubelet): its release and its
 // configMapAndSecretChangeDetectionStrategy.
-type referenceKubelet struct {
-	release  *version.Version
-	strategy model.Strategy
+type ReferenceKubelet struct {
+	Release  *version.Version
+	Strategy model.Strategy
 }
 
-// binary is the reference kubelet's file name in the bin directory, as
+// ReferenceKubelet is the real kubelet that mode m runs, for the fleet
+// that starts it: ok is false for nodeagent's own modes.
+func (m Mode) ReferenceKubelet() (k ReferenceKubelet, ok bool) {
+	if k := m.spec().kubelet; k != nil {
+		return *k, true
+	}
+	return ReferenceKubelet{}, false
+}
+
+// Binary is the reference kubelet's file name in the bin directory, as
 // make refkubelet writes it: refkubelet-v<major>.<minor>.
-func (k referenceKubelet) binary() string {
-	return fmt.Sprintf("refkubelet-v%d.%d", k.release.Major(), k.release.Minor())
+func (k ReferenceKubelet) Binary() string {
+	return fmt.Sprintf("refkubelet-v%d.%d", k.Release.Major(), k.Release.Minor())
 }
 
 // The reference kubelets' releases, as hack/refkubelet pins them.
@@ -103,19 +112,19 @@ var modeSpecs = withKubeletBehaviours([]modeSpec{
 	// in a lighter shade of the colour of the mode it pairs with.
 	{
 		mode: ModeKubeletV128, description: "the real kubelet v1.28.15, Cache strategy (before #120255)",
-		kubelet: &referenceKubelet{release: kubeletV128, strategy: model.StrategyCache}, pairsWith: []Mode{ModeEverySync},
+		kubelet: &ReferenceKubelet{Release: kubeletV128, Strategy: model.StrategyCache}, pairsWith: []Mode{ModeEverySync},
 		colour: color.RGBA{R: 0xff, G: 0x98, B: 0x96, A: 0xff},
 	},
 	{
 		mode: ModeKubeletV136, description: "the real kubelet v1.36.3, Cache strategy (after #120255)",
-		kubelet: &referenceKubelet{release: kubeletV136, strategy: model.StrategyCache}, pairsWith: []Mode{ModeFirstReference},
+		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyCache}, pairsWith: []Mode{ModeFirstReference},
 		colour: color.RGBA{R: 0x9e, G: 0xc7, B: 0xe8, A: 0xff},
 	},
 	{
 		// Remounting on a change sends no requests: watch's load is the
 		// kubelet's Watch strategy's as much as watch-at-sync's.
 		mode: ModeKubeletV136Watch, description: "the real kubelet v1.36.3, Watch strategy",
-		kubelet: &referenceKubelet{release: kubeletV136, strategy: model.StrategyWatch}, pairsWith: []Mode{ModeWatchAtSync, ModeWatch},
+		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyWatch}, pairsWith: []Mode{ModeWatchAtSync, ModeWatch},
 		colour: color.RGBA{R: 0x9e, G: 0xda, B: 0xe5, A: 0xff},
 	},
 })
@@ -125,7 +134,7 @@ var modeSpecs = withKubeletBehaviours([]modeSpec{
 func withKubeletBehaviours(specs []modeSpec) []modeSpec {
 	for i := range specs {
 		if k := specs[i].kubelet; k != nil {
-			specs[i].behaviour = model.KubeletBehaviour(k.release, k.strategy)
+			specs[i].behaviour = model.KubeletBehaviour(k.Release, k.Strategy)
 		}
 	}
 	return specs
@@ -195,9 +204,9 @@ func (m Mode) Colour() color.RGBA {
 // Describe says in a few words what a mode is.
 func (m Mode) Describe() string { return m.spec().description }
 
-// usesWatch says whether m's agents watch ConfigMaps, which needs list and
+// UsesWatch says whether m's agents watch ConfigMaps, which needs list and
 // watch on them.
-func (m Mode) usesWatch() bool { return m.spec().behaviour == model.Watch }
+func (m Mode) UsesWatch() bool { return m.spec().behaviour == model.Watch }
 
 // ParseModes reads a comma-separated list of modes.
 func ParseModes(list string) ([]Mode, error) {

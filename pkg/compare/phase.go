@@ -73,17 +73,19 @@ type PhaseResult struct {
 type runner struct {
 	scenario Scenario
 	admin    kubernetes.Interface
-	// nodes is the run's layout, as created.
-	nodes []model.Node
-	// agents are nodeagent's (in this process or a DaemonSet's); kubelets,
-	// when a reference mode is measured, the real kubelet's.
-	agents   fleet
-	kubelets *processFleet
+	// nodes is the run's layout, as planned; simulatedNodes says the run
+	// creates them, else nodesDescription says whose they are.
+	nodes            []model.Node
+	simulatedNodes   bool
+	nodesDescription string
+	// fleetFor is the fleet that runs a mode, plans each fleet's plan.
+	fleetFor func(Mode) Fleet
+	plans    map[Fleet]Plan
 	// served is what each fleet serves, which the model counts: the run's
 	// pods, and for a DaemonSet's agents also the cluster's other pods
 	// with ConfigMap volumes on their nodes.
-	served   map[fleet][]model.Node
-	progress *progress
+	served   map[Fleet][]model.Node
+	progress *Progress
 	// auditLog, when set, attributes the ConfigMap requests to nodes.
 	auditLog string
 	// namespace holds the run's pods and ConfigMaps.
@@ -93,30 +95,15 @@ type runner struct {
 	profileDir string
 }
 
-// fleets lists the run's fleets.
-func (r *runner) fleets() []fleet {
-	if r.kubelets != nil {
-		return []fleet{r.agents, r.kubelets}
-	}
-	return []fleet{r.agents}
-}
-
-// fleetFor is the fleet that runs mode.
-func (r *runner) fleetFor(mode Mode) fleet {
-	if mode.IsReferenceKubelet() {
-		return r.kubelets
-	}
-	return r.agents
-}
-
 // runPhase measures one mode. It returns what it measured so far, marked
 // interrupted, when ctx ends early.
 func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	spec := mode.spec()
 	strategy, invalidation := spec.cacheOptions()
 	res := PhaseResult{Mode: mode, Strategy: string(strategy), Invalidation: string(invalidation), Description: spec.description}
-	f, nodes := r.fleetFor(mode), r.served[r.fleetFor(mode)]
-	ttlInEffect, err := nodeTTL(ctx, r.admin, nodes[0].Name)
+	f := r.fleetFor(mode)
+	nodes, plan := r.served[f], r.plans[f]
+	ttlInEffect, err := NodeTTL(ctx, r.admin, nodes[0].Name)
 	if err != nil {
 		return res, err
 	}
@@ -132,11 +119,14 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	// burst or miss it; on a real cluster nodes are out of phase.
 	stagger := model.GetCycle(spec.behaviour, r.scenario.SyncFrequency, ttlInEffect)
 	warmupStart := time.Now()
-	defer f.stop()
-	if err := f.start(ctx, mode, stagger); err != nil {
+	phase, err := f.Start(ctx, mode, stagger)
+	if err != nil {
 		res.Interrupted = ctx.Err() != nil
 		res.WarmupSeconds = time.Since(warmupStart).Seconds()
 		return res, err
+	}
+	if s, ok := phase.(stoppable); ok {
+		defer s.Stop()
 	}
 
 	// (2) Warm-up: wait until every volume is on disk.
@@ -144,7 +134,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	for _, n := range nodes {
 		want += n.Volumes()
 	}
-	if err := r.waitForVolumes(ctx, f, mode, want, stagger, warmupStart, time.Now()); err != nil {
+	if err := r.waitForVolumes(ctx, phase, plan, mode, want, stagger, warmupStart, time.Now()); err != nil {
 		res.Interrupted = ctx.Err() != nil
 		res.WarmupSeconds = time.Since(warmupStart).Seconds()
 		return res, err
@@ -170,9 +160,9 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	}
 	defer stopProfile()
 	if r.scenario.UpdateRate > 0 {
-		err = r.measureWithUpdates(ctx, f, &res, nodes, ttlInEffect)
+		err = r.measureWithUpdates(ctx, phase, &res, nodes, ttlInEffect)
 	} else {
-		err = r.measure(ctx, f, &res)
+		err = r.measure(ctx, phase, &res)
 	}
 	if err == nil && r.auditLog != "" {
 		err = r.attribute(&res, nodes, warmupStart, byClass(prediction))
@@ -180,10 +170,11 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	return res, err
 }
 
-// expectedLoad is the model's ConfigMap load for nodes in mode, at sync
+// ExpectedLoad is the model's ConfigMap load for nodes in mode, at sync
 // frequency syncFrequency and TTL ttl: what a phase measures (the
-// apiserver's ConfigMap requests; nodeagent serves no Secret).
-func expectedLoad(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) model.Load {
+// apiserver's ConfigMap requests; nodeagent serves no Secret), and the
+// report's model column.
+func ExpectedLoad(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) model.Load {
 	return model.Predict(withSettings(nodes, syncFrequency, mode, ttl)).ByKind[model.ConfigMap]
 }
 
@@ -198,9 +189,9 @@ func withSettings(nodes []model.Node, syncFrequency time.Duration, mode Mode, tt
 	return out
 }
 
-// nodeTTL is the TTL an agent on node uses: its annotation, or the
+// NodeTTL is the TTL an agent on node uses: its annotation, or the
 // default when it has none.
-func nodeTTL(ctx context.Context, client kubernetes.Interface, node string) (time.Duration, error) {
+func NodeTTL(ctx context.Context, client kubernetes.Interface, node string) (time.Duration, error) {
 	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("reading node %s: %w", node, err)
@@ -211,8 +202,8 @@ func nodeTTL(ctx context.Context, client kubernetes.Interface, node string) (tim
 // waitForVolumes waits until the agents have want volumes on disk. When
 // the agents' metrics cannot be read it waits one cycle past running (when
 // the last agent started) instead, by when every pod has synced.
-func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want int, cycle time.Duration, start, running time.Time) error {
-	extra, poll := f.warmup()
+func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode Mode, want int, cycle time.Duration, start, running time.Time) error {
+	extra, poll := plan.WarmupExtra, plan.WarmupPoll
 	s := r.scenario
 	// Creating and mounting thousands of volumes takes a while on two
 	// cores; a stagger adds one refresh cycle.
@@ -220,13 +211,13 @@ func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want in
 	mounted := 0
 	err := wait.PollUntilContextTimeout(ctx, poll, max(timeout-time.Since(start), poll), true, func(ctx context.Context) (bool, error) {
 		var err error
-		mounted, err = f.volumesMounted(ctx)
+		mounted, err = f.VolumesMounted(ctx)
 		switch {
-		case errors.Is(err, errNoAgentMetrics):
+		case errors.Is(err, ErrNoAgentMetrics):
 			left := time.Until(running.Add(cycle))
-			r.progress.status("%-19s warm-up  %5.0fs  agents' metrics unreachable: waiting one cycle, %.0fs left", mode, time.Since(start).Seconds(), left.Seconds())
+			r.progress.Status("%-19s warm-up  %5.0fs  agents' metrics unreachable: waiting one cycle, %.0fs left", mode, time.Since(start).Seconds(), left.Seconds())
 			if left <= 0 {
-				r.progress.done("%-19s warm-up done in %.1fs (one cycle; the agents' metrics are unreachable)", mode, time.Since(start).Seconds())
+				r.progress.Done("%-19s warm-up done in %.1fs (one cycle; the agents' metrics are unreachable)", mode, time.Since(start).Seconds())
 				return true, nil
 			}
 			return false, nil
@@ -237,9 +228,9 @@ func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want in
 		if time.Since(start) < cycle {
 			starting = fmt.Sprintf(" (agents starting over %.1fs, one cycle)", cycle.Seconds())
 		}
-		r.progress.status("%-19s warm-up  %5.0fs  volumes on disk %d/%d%s", mode, time.Since(start).Seconds(), mounted, want, starting)
+		r.progress.Status("%-19s warm-up  %5.0fs  volumes on disk %d/%d%s", mode, time.Since(start).Seconds(), mounted, want, starting)
 		if mounted >= want {
-			r.progress.done("%-19s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
+			r.progress.Done("%-19s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
 			return true, nil
 		}
 		return false, nil
@@ -252,9 +243,9 @@ func (r *runner) waitForVolumes(ctx context.Context, f fleet, mode Mode, want in
 
 // measure samples the apiserver every sample interval for the phase
 // duration, and fills in the totals and rates.
-func (r *runner) measure(ctx context.Context, f fleet, res *PhaseResult) error {
-	agentStart, err := f.counters(ctx)
-	agentMetrics := !errors.Is(err, errNoAgentMetrics)
+func (r *runner) measure(ctx context.Context, f Phase, res *PhaseResult) error {
+	agentStart, err := f.Counters(ctx)
+	agentMetrics := !errors.Is(err, ErrNoAgentMetrics)
 	if err != nil && agentMetrics {
 		return err
 	}
@@ -286,13 +277,13 @@ func (r *runner) measure(ctx context.Context, f fleet, res *PhaseResult) error {
 			EtcdQPS:      (next.EtcdConfigMapGets() - prev.EtcdConfigMapGets()) / interval,
 		}
 		res.Samples = append(res.Samples, sample)
-		r.progress.status("%-19s measure  %3.0fs/%.0fs  apiserver %7.1f GET/s  etcd %7.1f get/s  (model %.1f)",
+		r.progress.Status("%-19s measure  %3.0fs/%.0fs  apiserver %7.1f GET/s  etcd %7.1f get/s  (model %.1f)",
 			res.Mode, sample.Seconds, r.scenario.PhaseDuration.Seconds(), sample.APIServerQPS, sample.EtcdQPS, res.ExpectedAPIServerQPS)
 		prev, last = next, next
 	}
-	var agentEnd agentCounters
+	var agentEnd Counters
 	if agentMetrics {
-		if agentEnd, err = f.counters(ctx); err != nil {
+		if agentEnd, err = f.Counters(ctx); err != nil {
 			// An agent restarted or became unreachable mid-phase: its
 			// counters would not add up, the apiserver's still do.
 			klog.FromContext(ctx).Info("Agents' counters unreadable at the end of the phase", "mode", res.Mode, "err", err)
@@ -306,18 +297,18 @@ func (r *runner) measure(ctx context.Context, f fleet, res *PhaseResult) error {
 		res.APIServerGetQPS = res.APIServerGetTotal / res.MeasuredSeconds
 		res.EtcdGetQPS = res.EtcdGetTotal / res.MeasuredSeconds
 	}
-	res.AgentMetrics = agentMetrics && agentEnd.requests
+	res.AgentMetrics = agentMetrics && agentEnd.Requests
 	if res.AgentMetrics {
-		res.AgentGetTotal = agentEnd.gets - agentStart.gets
-		res.AgentQuorumGetTotal = agentEnd.quorumGets - agentStart.quorumGets
-		res.AgentPodSyncs = agentEnd.syncs - agentStart.syncs
+		res.AgentGetTotal = agentEnd.Gets - agentStart.Gets
+		res.AgentQuorumGetTotal = agentEnd.QuorumGets - agentStart.QuorumGets
+		res.AgentPodSyncs = agentEnd.Syncs - agentStart.Syncs
 	}
 	if agentMetrics {
-		res.AgentCPUSeconds = agentEnd.cpuSeconds - agentStart.cpuSeconds
-		res.AgentPeakRSSBytes, res.AgentRSSBytes = agentEnd.peakRSSBytes, agentEnd.rssBytes
+		res.AgentCPUSeconds = agentEnd.CPUSeconds - agentStart.CPUSeconds
+		res.AgentPeakRSSBytes, res.AgentRSSBytes = agentEnd.PeakRSSBytes, agentEnd.RSSBytes
 	}
 	res.WindowStart, res.WindowEnd = first.Time, last.Time
-	r.progress.done("%-19s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
+	r.progress.Done("%-19s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
 		res.Mode, res.MeasuredSeconds, res.APIServerGetQPS, res.EtcdGetQPS, res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS)
 	if res.Interrupted {
 		return ctx.Err()

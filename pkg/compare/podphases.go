@@ -140,7 +140,7 @@ func (r *runner) mixPodPhases(ctx context.Context, mode Mode, start time.Time) e
 		if sleepUntil(patchCtx, start.Add(u.offset)) != nil {
 			break
 		}
-		r.progress.status("%-19s mixing   %5.0fs left  pods updated %d/%d (each syncs at once)", mode, time.Until(start).Seconds(), i, len(schedule))
+		r.progress.Status("%-19s mixing   %5.0fs left  pods updated %d/%d (each syncs at once)", mode, time.Until(start).Seconds(), i, len(schedule))
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%s-%d"}}}`, phaseAnnotation, tag, i)
 		g.Go(func() error {
 			if _, err := pods.Patch(patchCtx, u.pod, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -155,7 +155,7 @@ func (r *runner) mixPodPhases(ctx context.Context, mode Mode, start time.Time) e
 	if err := sleepUntil(ctx, start); err != nil {
 		return err
 	}
-	r.progress.done("%-19s mixing done in %.0fs: %d pod updates, so that each pod syncs out of step with its node's others", mode, time.Since(began).Seconds(), len(schedule))
+	r.progress.Done("%-19s mixing done in %.0fs: %d pod updates, so that each pod syncs out of step with its node's others", mode, time.Since(began).Seconds(), len(schedule))
 	return nil
 }
 

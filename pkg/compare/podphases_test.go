@@ -50,7 +50,7 @@ func playOut(t *testing.T, schedule []phaseUpdate, rng *rand.Rand) (pods int, bu
 // and no update falls in the window. The obvious schedule, one update at
 // a uniform time within one mean interval before the window, fails that.
 func TestMixingScheduleGivesTheSteadyState(t *testing.T) {
-	nodes := layout(Scenario{Nodes: 1000, PodsPerNode: 100, ConfigMapsPerPod: 1}, "ns")
+	nodes := Layout(Scenario{Nodes: 1000, PodsPerNode: 100, ConfigMapsPerPod: 1}, "ns")
 	rng := rand.New(rand.NewPCG(1, 2))
 	mean, _ := model.SyncIntervalMoments(playedS)
 	schedule := mixingSchedule(nodes, playedS, rng)

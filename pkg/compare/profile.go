@@ -33,15 +33,15 @@ func (r *runner) startProfile(mode Mode) (stop func(), err error) {
 		heapPath := filepath.Join(r.profileDir, "heap-"+string(mode)+".pprof")
 		heapFile, err := os.Create(heapPath)
 		if err != nil {
-			r.progress.done("%-19s heap profile: %v", mode, err)
+			r.progress.Done("%-19s heap profile: %v", mode, err)
 			return
 		}
 		defer heapFile.Close()
 		runtime.GC() // the live heap, as of now
 		if err := pprof.Lookup("heap").WriteTo(heapFile, 0); err != nil {
-			r.progress.done("%-19s heap profile: %v", mode, err)
+			r.progress.Done("%-19s heap profile: %v", mode, err)
 			return
 		}
-		r.progress.done("%-19s profiles: %s, %s", mode, cpuPath, heapPath)
+		r.progress.Done("%-19s profiles: %s, %s", mode, cpuPath, heapPath)
 	}, nil
 }

@@ -10,10 +10,10 @@ import (
 	"golang.org/x/term"
 )
 
-// progress shows what a long run is doing. On a terminal one status line
+// Progress shows what a long run is doing. On a terminal one status line
 // is redrawn in place; otherwise (CI logs, pipes) a status line is printed
 // at most every 10 s, so logs stay readable.
-type progress struct {
+type Progress struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
@@ -21,16 +21,17 @@ type progress struct {
 	pending  bool // a status line is drawn and not yet ended
 }
 
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w}
+// NewProgress shows progress on w; nil shows none.
+func NewProgress(w io.Writer) *Progress {
+	p := &Progress{w: w}
 	if f, ok := w.(*os.File); ok {
 		p.terminal = term.IsTerminal(int(f.Fd()))
 	}
 	return p
 }
 
-// status replaces the current status line.
-func (p *progress) status(format string, args ...any) {
+// Status replaces the current status line.
+func (p *Progress) Status(format string, args ...any) {
 	if p == nil || p.w == nil {
 		return
 	}
@@ -48,8 +49,8 @@ func (p *progress) status(format string, args ...any) {
 	}
 }
 
-// done prints a line that stays.
-func (p *progress) done(format string, args ...any) {
+// Done prints a line that stays.
+func (p *Progress) Done(format string, args ...any) {
 	if p == nil || p.w == nil {
 		return
 	}

@@ -93,24 +93,6 @@ func newScenarioReport(s Scenario) ScenarioReport {
 	}
 }
 
-// describeDaemonSetRun records what a DaemonSet run measures, and the
-// caveats that come with measuring a shared apiserver.
-func (r *Report) describeDaemonSetRun(ref string, f *daemonSetFleet) {
-	s := &r.Scenario
-	s.DaemonSet, s.AgentNodes = ref, len(f.agentNodes)
-	for _, pods := range f.served {
-		s.ServedPods += len(pods)
-		for _, p := range pods {
-			s.ServedVolumes += len(p.Reads)
-		}
-	}
-	s.Notes = append(s.Notes,
-		"The apiserver counts every client's ConfigMap GETs, not only the agents'. Kubelets with the default Watch "+
-			"change-detection strategy send none; kubelets with the Cache strategy and controllers do, in every phase alike.",
-		"On a control plane with several apiservers, /metrics comes from the one that answered; each counts only the "+
-			"requests it served.")
-}
-
 // table is the results, one row per phase, for the text and Markdown
 // forms.
 func (r *Report) table() report.Table {

@@ -13,7 +13,7 @@ func sampleReport() *Report {
 	r := &Report{Scenario: newScenarioReport(s)}
 	r.Scenario.APIServer = "test"
 	for i, m := range s.Modes {
-		l := expectedLoad(layout(s, DefaultNamespace), s.SyncFrequency, m, s.TTL)
+		l := ExpectedLoad(Layout(s, DefaultNamespace), s.SyncFrequency, m, s.TTL)
 		api, etcd := l.APIServerGetQPS, l.EtcdGetQPS
 		p := PhaseResult{Mode: m, Description: m.Describe(), APIServerGetQPS: api * 0.98, EtcdGetQPS: etcd, ExpectedAPIServerQPS: api,
 			ExpectedEtcdQPS: etcd, MeasuredSeconds: 60, TTLSeconds: 25}

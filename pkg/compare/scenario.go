@@ -53,9 +53,6 @@ type Scenario struct {
 	// measures how long each update takes to reach every volume that
 	// mounts it.
 	UpdateRate float64
-	// Remote says the agents are deployed on a cluster rather than run in
-	// this process, so this machine's limits do not apply.
-	Remote bool
 }
 
 // DefaultScenario is `make demo`: about four minutes on two cores once the
@@ -89,12 +86,15 @@ const (
 	maxExpectedQPS = 250
 )
 
-// Validate fails fast, saying which flag to change.
-func (s Scenario) Validate() error {
+// ValidateFlags checks what the flags alone decide, before a fleet fills
+// in what it decides (a DaemonSet's nodes, sync frequency and window, which
+// its Plan validates with Validate): the command calls it before it
+// connects to anything.
+func (s Scenario) ValidateFlags() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if s.Nodes < 1 {
-		add("--nodes must be at least 1, got %d", s.Nodes)
+	if s.Nodes < 0 {
+		add("--nodes must be 0 (with --daemonset: all of its nodes) or more, got %d", s.Nodes)
 	}
 	if s.PodsPerNode < 1 {
 		add("--pods-per-node must be at least 1, got %d", s.PodsPerNode)
@@ -126,14 +126,21 @@ func (s Scenario) Validate() error {
 	if len(s.Modes) == 0 {
 		add("--modes is empty: choose from %v", Modes)
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
+	return errors.Join(errs...)
+}
 
-	if pods := s.Nodes * s.PodsPerNode; pods > maxPods && !s.Remote {
-		add("%d pods (--nodes × --pods-per-node) is more than this machine can run agents for (%d): lower --nodes or --pods-per-node", pods, maxPods)
+// Validate checks the whole scenario, saying which flag to change: the
+// flags, at least one node, a window of two mean sync intervals, and a
+// load each agent's rate limit serves.
+func (s Scenario) Validate() error {
+	if err := s.ValidateFlags(); err != nil {
+		return err
 	}
-	mean, _ := model.SyncIntervalMoments(s.SyncFrequency)
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s.Nodes < 1 {
+		add("--nodes must be at least 1, got %d", s.Nodes)
+	}
 	if minPhase := MinPhaseDuration(s.SyncFrequency); s.PhaseDuration < minPhase {
 		add("--phase-duration %s is shorter than two mean sync intervals (%s at --sync-frequency %s): raise it to at least %s",
 			s.PhaseDuration, minPhase, s.SyncFrequency, minPhase)
@@ -143,18 +150,37 @@ func (s Scenario) Validate() error {
 	}
 	// The heaviest mode must fit the agents' own rate limit, or the agents
 	// throttle themselves and the numbers no longer show the kubelet.
+	if perNode := s.everySyncGetsPerNode(); perNode > float64(s.AgentQPS)*0.8 {
+		add("every-sync would send %.0f GET/s per node, above 80%% of the agent's rate limit (%v QPS), which would throttle it: lower --pods-per-node or --configmaps-per-pod, or raise --sync-frequency", perNode, s.AgentQPS)
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateOnThisMachine is Validate, and a run whose agents and control
+// plane all share this machine: the fleets of simulated nodes check it.
+func (s Scenario) ValidateOnThisMachine() error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	if pods := s.Nodes * s.PodsPerNode; pods > maxPods {
+		errs = append(errs, fmt.Errorf("%d pods (--nodes × --pods-per-node) is more than this machine can run agents for (%d): lower --nodes or --pods-per-node", pods, maxPods))
+	}
+	if total := s.everySyncGetsPerNode() * float64(s.Nodes); total > maxExpectedQPS {
+		errs = append(errs, fmt.Errorf("every-sync would send %.0f GET/s in total, more than a local apiserver and etcd on this machine serve without queueing (%d): lower --nodes or --pods-per-node, or raise --sync-frequency", total, maxExpectedQPS))
+	}
+	return errors.Join(errs...)
+}
+
+// everySyncGetsPerNode is the heaviest mode's GET rate on one node: every
+// volume of every pod read at each sync.
+func (s Scenario) everySyncGetsPerNode() float64 {
+	mean, _ := model.SyncIntervalMoments(s.SyncFrequency)
 	reads := s.ConfigMapsPerPod
 	if s.ServiceAccountVolume {
 		reads++
 	}
-	perNode := float64(s.PodsPerNode*reads) / mean
-	if perNode > float64(s.AgentQPS)*0.8 {
-		add("every-sync would send %.0f GET/s per node, above 80%% of the agent's rate limit (%v QPS), which would throttle it: lower --pods-per-node or --configmaps-per-pod, or raise --sync-frequency", perNode, s.AgentQPS)
-	}
-	if total := perNode * float64(s.Nodes); total > maxExpectedQPS && !s.Remote {
-		add("every-sync would send %.0f GET/s in total, more than a local apiserver and etcd on this machine serve without queueing (%d): lower --nodes or --pods-per-node, or raise --sync-frequency", total, maxExpectedQPS)
-	}
-	return errors.Join(errs...)
+	return float64(s.PodsPerNode*reads) / mean
 }
 
 // MinPhaseDuration is the shortest measured window that holds two mean
@@ -164,10 +190,10 @@ func MinPhaseDuration(syncFrequency time.Duration) time.Duration {
 	return time.Duration(math.Ceil(2*mean)) * time.Second
 }
 
-// agentConfig is the configuration of node's agent in mode: the mode's
+// AgentConfig is the configuration of node's agent in mode: the mode's
 // settings, the scenario's sync frequency and rate limits, and no HTTP
 // endpoints (many agents share this machine).
-func (s Scenario) agentConfig(mode Mode, node, rootDir string) agent.Config {
+func (s Scenario) AgentConfig(mode Mode, node, rootDir string) agent.Config {
 	spec := mode.spec()
 	cfg := agent.DefaultConfig()
 	cfg.NodeName, cfg.RootDir, cfg.SyncFrequency = node, rootDir, s.SyncFrequency

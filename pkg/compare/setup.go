@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -35,9 +37,10 @@ const (
 	rootCAConfigMap = "kube-root-ca.crt"
 )
 
-// layout assigns pods to nodes and ConfigMaps to pods, deterministically:
-// the run's plan, before admission adds what it adds (observedLayout).
-func layout(s Scenario, namespace string) []model.Node {
+// Layout assigns pods to nodes and ConfigMaps to pods, deterministically:
+// the run's plan, before admission adds what it adds (observedLayout). A
+// fleet on the cluster's own nodes renames the nodes.
+func Layout(s Scenario, namespace string) []model.Node {
 	nodes := make([]model.Node, s.Nodes)
 	for n := range nodes {
 		nodes[n].Name = fmt.Sprintf("%s-node-%03d", namespace, n)
@@ -66,12 +69,12 @@ func configMap(namespace, name string) model.Object {
 	return model.Object{Kind: model.ConfigMap, Namespace: namespace, Name: name}
 }
 
-// modelPod is pod as the model sees it, read as analyze reads a cluster's
+// ModelPod is pod as the model sees it, read as analyze reads a cluster's
 // pods (podrefs): the objects its volumes read, Secrets included, and
 // failing mounts where exists says a required object is missing. Volumes
 // counts what nodeagent's agents keep on disk (all but Secret volumes),
 // which a phase waits for; the model's rates do not depend on it.
-func modelPod(namespace, name string, refs podrefs.Refs, exists podrefs.Existence) model.Pod {
+func ModelPod(namespace, name string, refs podrefs.Refs, exists podrefs.Existence) model.Pod {
 	p := podrefs.ModelPod(namespace, name, refs, exists)
 	p.Volumes = podrefs.NodeagentVolumes(refs)
 	return p
@@ -245,7 +248,7 @@ func observedLayout(ctx context.Context, client kubernetes.Interface, namespace 
 	byNode := map[string][]model.Pod{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], modelPod(pod.Namespace, pod.Name, podrefs.Of(pod), runObjectsExist))
+		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], ModelPod(pod.Namespace, pod.Name, podrefs.Of(pod), runObjectsExist))
 	}
 	out := make([]model.Node, len(planned))
 	for i, n := range planned {
@@ -255,6 +258,28 @@ func observedLayout(ctx context.Context, client kubernetes.Interface, namespace 
 		}
 	}
 	return out, nil
+}
+
+// withServedPods is what a fleet's agents serve, which the model counts:
+// the run's own nodes and pods, plus alsoServed's pods, on every node the
+// fleet's agents run on (alsoServed's keys).
+func withServedPods(own []model.Node, alsoServed map[string][]model.Pod) []model.Node {
+	if alsoServed == nil {
+		return own
+	}
+	out := make([]model.Node, 0, len(alsoServed))
+	seen := map[string]bool{}
+	for _, n := range own {
+		out = append(out, model.Node{Name: n.Name, Pods: slices.Concat(n.Pods, alsoServed[n.Name])})
+		seen[n.Name] = true
+	}
+	for name, pods := range alsoServed {
+		if !seen[name] {
+			out = append(out, model.Node{Name: name, Pods: slices.Clone(pods)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // runParallel runs jobs on workers goroutines, stopping at the first

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/processes"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
@@ -57,9 +58,13 @@ func TestCompareAgentProcesses(t *testing.T) {
 	defer cancel()
 	s := compare.DefaultScenario()
 	s.Nodes, s.PodsPerNode, s.PhaseDuration, s.Modes = 2, 5, 15*time.Second, []compare.Mode{compare.ModeEverySync}
+	agents, err := processes.Agents(e2eutil.NodeagentBinary(t), cp.NodeRESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
 	report, err := compare.Run(ctx, compare.Options{
-		Scenario: s, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: t.TempDir(), Namespace: "compare-processes",
-		NodeIdentity: cp.NodeRESTConfig, AuditLog: cp.AuditLogPath(), AgentBinary: e2eutil.NodeagentBinary(t),
+		Scenario: s, Agents: agents, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: t.TempDir(), Namespace: "compare-processes",
+		AuditLog: cp.AuditLogPath(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/processes"
 )
 
 // TestModelAtRealClusterSettings holds the load model to the real kubelet
@@ -36,9 +37,13 @@ func TestModelAtRealClusterSettings(t *testing.T) {
 	s.SyncFrequency, s.TTL = time.Minute, 30*time.Second
 	s.PhaseDuration, s.SampleInterval = 3*time.Minute, 15*time.Second
 	s.Modes = []compare.Mode{compare.ModeKubeletV136}
+	kubelets, err := processes.Kubelets(binDir, cp.NodeRESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
 	report, err := compare.Run(ctx, compare.Options{
-		Scenario: s, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: t.TempDir(), Namespace: "real-cluster",
-		NodeIdentity: cp.NodeRESTConfig, AuditLog: cp.AuditLogPath(), RefKubeletDir: binDir,
+		Scenario: s, Kubelets: kubelets, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: t.TempDir(), Namespace: "real-cluster",
+		AuditLog: cp.AuditLogPath(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,11 @@
-package compare
+package inprocess
 
 import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/nodeagent-io/nodeagent/internal/procstat"
 )
 
 // The agents run in this process, so the process's own CPU time and memory
@@ -26,7 +28,7 @@ func resetPeakRSS() {
 }
 
 // rss is the process's resident memory now, in bytes (VmRSS).
-func rss() int64 { return statusKB("/proc/self/status", "VmRSS:") * 1024 }
+func rss() int64 { return procstat.KB("/proc/self/status", "VmRSS:") * 1024 }
 
 // peakRSS is the process's peak resident memory in bytes (VmHWM).
-func peakRSS() int64 { return statusKB("/proc/self/status", "VmHWM:") * 1024 }
+func peakRSS() int64 { return procstat.KB("/proc/self/status", "VmHWM:") * 1024 }

@@ -1,4 +1,4 @@
-package compare
+package daemonset
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
 
@@ -74,20 +76,23 @@ func TestCompareAndAnalyzeAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout := withServedPods(nil, nodes, served)
+	var layout []model.Node
+	for _, n := range nodes {
+		layout = append(layout, model.Node{Name: n, Pods: served[n]})
+	}
 	inv, err := analyze.List(ctx, client, "", 500, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ref := range []Mode{ModeKubeletV128, ModeKubeletV136, ModeKubeletV136Watch} {
-		k := ref.spec().kubelet
+	for _, ref := range []compare.Mode{compare.ModeKubeletV128, compare.ModeKubeletV136, compare.ModeKubeletV136Watch} {
+		k, _ := ref.ReferenceKubelet()
 		settings := map[string]analyze.Settings{}
 		for _, n := range inv.Nodes {
-			settings[n.Name] = analyze.Settings{KubeletVersion: "v" + k.release.String(), Version: k.release, Strategy: k.strategy,
+			settings[n.Name] = analyze.Settings{KubeletVersion: "v" + k.Release.String(), Version: k.Release, Strategy: k.Strategy,
 				SyncFrequency: s, TTL: n.TTL, Source: analyze.FromConfigz}
 		}
 		predicted := analyze.Predict(analyze.Cluster{Inventory: inv, Settings: settings}, 10).Total.Predicted.ConfigMaps
-		modelled := expectedLoad(layout, s, ref, 30*time.Second)
+		modelled := compare.ExpectedLoad(layout, s, ref, 30*time.Second)
 		if !sameRate(predicted.APIServerGets, modelled.APIServerGetQPS) || !sameRate(predicted.EtcdReads, modelled.EtcdGetQPS) ||
 			predicted.Watches != modelled.Watches {
 			t.Errorf("%s: analyze predicts %.4f GET/s, %.4f etcd reads/s, %d watches; compare's model %.4f, %.4f, %d",

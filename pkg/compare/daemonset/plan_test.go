@@ -1,22 +1,21 @@
-package compare
+package daemonset
 
 import (
 	"context"
-	"errors"
 	"io"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -60,18 +59,16 @@ func TestServedPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(served) != 1 || len(served["n1"]) != 2 {
-		t.Fatalf("served = %+v, want the two unfinished pods on n1 with mounted ConfigMaps", served)
-	}
-	own := []model.Node{{Name: "n1", Pods: []model.Pod{{Name: "pod-00000", Volumes: 1, Reads: []model.Object{configMap("run", "cm-00000-0")}}}}}
-	nodes := withServedPods(own, []string{"n1", "n2"}, served)
-	if len(nodes) != 2 || nodes[0].Name != "n1" || nodes[1].Name != "n2" {
-		t.Fatalf("layout %+v, want n1 and n2", nodes)
+	if len(served) != 2 || len(served["n1"]) != 2 || len(served["n2"]) != 0 {
+		t.Fatalf("served = %+v, want the two unfinished pods on n1 with mounted ConfigMaps, and n2 with none", served)
 	}
 	// One ConfigMap name in two namespaces is two cache entries.
-	refs := nodes[0].ReadersPerObject()
-	if nodes[0].Volumes() != 4 || len(refs) != 4 || refs[configMap("a", "cfg")] != 1 || refs[configMap("b", "cfg")] != 1 {
-		t.Errorf("n1 has %d volumes, references %v; want the run's 1 and a/cfg, a/extra, b/cfg", nodes[0].Volumes(), refs)
+	refs := model.Node{Pods: served["n1"]}.ReadersPerObject()
+	cm := func(namespace, name string) model.Object {
+		return model.Object{Kind: model.ConfigMap, Namespace: namespace, Name: name}
+	}
+	if len(refs) != 3 || refs[cm("a", "cfg")] != 1 || refs[cm("b", "cfg")] != 1 || refs[cm("a", "extra")] != 1 {
+		t.Errorf("n1's served pods reference %v; want a/cfg, a/extra, b/cfg", refs)
 	}
 }
 
@@ -100,11 +97,12 @@ func TestNodesMatching(t *testing.T) {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}}}
 	}
 	client := fake.NewSimpleClientset(node("a", "general"), node("b", "gpu"), node("c", "general"), node("d", "general"))
-	got, err := nodesMatching(context.Background(), client, "pool=general", []string{"a", "b", "c"})
+	selector, _ := labels.Parse("pool=general")
+	got, err := nodesMatching(context.Background(), client, selector, []string{"a", "b", "c"})
 	if err != nil || !slices.Equal(got, []string{"a", "c"}) {
 		t.Errorf("nodesMatching = %v, %v; want the agents' nodes in pool general, a and c", got, err)
 	}
-	if _, err := nodesMatching(context.Background(), client, "pool=(", nil); err == nil {
+	if _, err := New(Options{DaemonSet: "nodeagent/nodeagent", NodeSelector: "pool=("}); err == nil {
 		t.Error("a malformed selector was accepted")
 	}
 }
@@ -112,7 +110,7 @@ func TestNodesMatching(t *testing.T) {
 // A DaemonSet run takes S, the agents' QPS and the TTL from the cluster,
 // defaults the phase to four mean sync intervals, and refuses watch
 // without the RBAC it needs.
-func TestPrepareDaemonSetRun(t *testing.T) {
+func TestPlanReadsTheCluster(t *testing.T) {
 	objects := func() []runtime.Object {
 		return []runtime.Object{
 			&appsv1.DaemonSet{
@@ -132,49 +130,34 @@ func TestPrepareDaemonSetRun(t *testing.T) {
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{corev1.ObjectTTLAnnotationKey: "15"}}},
 		}
 	}
-	opts := &Options{DaemonSet: "nodeagent/nodeagent", Namespace: "run", Scenario: DefaultScenario()}
-	opts.Scenario.Nodes, opts.Scenario.PhaseDuration = 0, 0
-	opts.Scenario.Modes = []Mode{ModeEverySync, ModeFirstReference}
-	prog := newProgress(io.Discard)
-	_, s, nodes, err := prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, prog)
+	run := compare.RunInfo{Namespace: "run", Scenario: compare.DefaultScenario(), Progress: compare.NewProgress(io.Discard)}
+	run.Scenario.Nodes, run.Scenario.PhaseDuration = 0, 0
+	run.Scenario.Modes = []compare.Mode{compare.ModeEverySync, compare.ModeFirstReference}
+	plan := func() (compare.Plan, error) {
+		f, err := New(Options{DaemonSet: "nodeagent/nodeagent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Client = fake.NewSimpleClientset(objects()...)
+		return f.Plan(context.Background(), run)
+	}
+	p, err := plan()
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, nodes := p.Scenario, p.Nodes
 	// S = 60 s: mean interval 1.25·60 + 0.5 = 75.5 s, four of them 302 s.
 	if s.Nodes != 1 || s.SyncFrequency != time.Minute || s.AgentQPS != 20 || s.TTL != 15*time.Second || s.PhaseDuration != 302*time.Second {
 		t.Errorf("scenario %+v: want 1 node, S 1m and QPS 20 from the args, TTL 15s from the node, phase 302s", s)
 	}
-	if len(nodes) != 1 || nodes[0].Name != "n1" || len(nodes[0].Pods) != opts.Scenario.PodsPerNode {
+	if len(nodes) != 1 || nodes[0].Name != "n1" || len(nodes[0].Pods) != run.Scenario.PodsPerNode || p.SimulatedNodes {
 		t.Errorf("layout %+v: want the run's pods on n1", nodes)
 	}
 
 	// The fake apiserver allows nothing in a SubjectAccessReview.
-	opts.Scenario.Modes = []Mode{ModeWatch}
-	_, _, _, err = prepareDaemonSetRun(context.Background(), fake.NewSimpleClientset(objects()...), opts, prog)
+	run.Scenario.Modes = []compare.Mode{compare.ModeWatch}
+	_, err = plan()
 	if err == nil || !strings.Contains(err.Error(), "deploy/overlays/watch") {
 		t.Errorf("watch without RBAC: got %v, want a refusal naming deploy/overlays/watch", err)
-	}
-}
-
-// runParallel runs every job and returns nil, or the first error.
-func TestRunParallel(t *testing.T) {
-	var ran atomic.Int64
-	jobs := make([]func() error, 120)
-	for i := range jobs {
-		jobs[i] = func() error { ran.Add(1); return nil }
-	}
-	var mu sync.Mutex
-	reported := 0
-	err := runParallel(context.Background(), jobs, 4, func(done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		reported = max(reported, done)
-	}, 10, 130)
-	if err != nil || ran.Load() != 120 || reported != 130 {
-		t.Errorf("got %v after %d jobs, last report %d; want nil after 120, report 130", err, ran.Load(), reported)
-	}
-	jobs[7] = func() error { return errors.New("boom") }
-	if err := runParallel(context.Background(), jobs, 4, nil, 0, 0); err == nil || err.Error() != "boom" {
-		t.Errorf("with a failing job: %v, want boom", err)
 	}
 }

@@ -1,4 +1,4 @@
-package compare
+package daemonset
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +30,11 @@ func TestDaemonSetSwitchAndRestore(t *testing.T) {
 			}}},
 		},
 	})
-	f := &daemonSetFleet{client: client, namespace: "nodeagent", name: "nodeagent", container: "nodeagent",
-		syncFrequency: 5 * time.Second, rolloutTimeout: time.Minute, progress: newProgress(io.Discard)}
+	f, err := New(Options{DaemonSet: "nodeagent/nodeagent", SyncFrequency: 5 * time.Second, RolloutTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client, f.container, f.progress = client, "nodeagent", compare.NewProgress(io.Discard)
 	containers := func() []corev1.Container {
 		ds, err := client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
 		if err != nil {
@@ -42,7 +46,7 @@ func TestDaemonSetSwitchAndRestore(t *testing.T) {
 	if earlier, err := f.saveOriginal(ctx); err != nil || earlier {
 		t.Fatalf("saveOriginal = %v, %v; want a fresh record", earlier, err)
 	}
-	if err := f.start(ctx, ModeEverySync, 0); err != nil {
+	if _, err := f.Start(ctx, compare.ModeEverySync, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"run", "--root-dir=/var/lib/nodeagent", "--configmap-strategy=cache", "--cache-invalidation=every-sync", "--sync-frequency=5s"}

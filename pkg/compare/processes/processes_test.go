@@ -1,9 +1,10 @@
-package compare
+package processes
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -25,16 +26,16 @@ func TestProcessFleetChecksMemory(t *testing.T) {
 // An agent process gets the mode's settings through the agent's own flag
 // spelling; a reference kubelet gets the kubelet's flags and its strategy.
 func TestProcessCommands(t *testing.T) {
-	s := DefaultScenario()
+	s := compare.DefaultScenario()
 	node := model.Node{Name: "n1", Pods: make([]model.Pod, 3)}
-	name, path, args := agentCommand(s, "/bin/nodeagent")(ModeWatchAtSync, node, "/kc", "/root")
+	name, path, args := agentCommand(s, "/bin/nodeagent")(compare.ModeWatchAtSync, node, "/kc", "/root")
 	joined := strings.Join(args, " ")
 	for _, want := range []string{"run --kubeconfig=/kc", "--node-name=n1", "--root-dir=/root", "--configmap-strategy=watch", "--remount-on-change=false", "--sync-frequency=5s", "--http-address="} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("agent %s %s: args %q lack %q", name, path, joined, want)
 		}
 	}
-	name, path, args = kubeletCommand(s, "/bin")(ModeKubeletV128, node, "/kc", "/root")
+	name, path, args = kubeletCommand(s, "/bin")(compare.ModeKubeletV128, node, "/kc", "/root")
 	joined = strings.Join(args, " ")
 	if name != "refkubelet-v1.28" || path != "/bin/refkubelet-v1.28" || !strings.Contains(joined, "--configmap-change-detection-strategy=Cache") || !strings.Contains(joined, "--max-pods=110") {
 		t.Errorf("kubelet-v1.28 runs %s (%s) with %q", name, path, joined)
