@@ -26,13 +26,24 @@ func TestValidateSaysWhatToChange(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := DefaultScenario()
 			tt.change(&s)
-			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err := s.ValidateOnThisMachine(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error mentioning %q", err, tt.want)
 			}
 		})
 	}
-	if err := DefaultScenario().Validate(); err != nil {
+	if err := DefaultScenario().ValidateOnThisMachine(); err != nil {
 		t.Errorf("the default scenario is invalid: %v", err)
+	}
+	// This machine's limits are for fleets on this machine: agents on a
+	// cluster's own nodes may send that much.
+	s := DefaultScenario()
+	s.Nodes, s.PodsPerNode = 400, 30
+	if err := s.Validate(); err != nil {
+		t.Errorf("400 nodes of 30 pods, agents elsewhere: %v", err)
+	}
+	s.Nodes, s.PhaseDuration = 0, 0
+	if err := s.ValidateFlags(); err != nil {
+		t.Errorf("a DaemonSet run's flags, nodes and window left to the cluster: %v", err)
 	}
 }
 
