@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodeagent-io/nodeagent/internal/progress"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -165,7 +167,7 @@ func newRunner(opts Options) (*runner, string, error) {
 		return nil, "", fmt.Errorf("creating --output-dir: %w", err)
 	}
 	return &runner{
-		admin: admin, progress: NewProgress(opts.Progress), auditLog: opts.AuditLog, namespace: opts.Namespace,
+		admin: admin, progress: progress.New(opts.Progress), auditLog: opts.AuditLog, namespace: opts.Namespace,
 		profileDir: opts.ProfileDir, fleetFor: opts.fleetFor,
 	}, version.GitVersion, nil
 }
@@ -231,7 +233,8 @@ func (r *runner) createObjects(ctx context.Context, opts Options) error {
 		what = r.nodesDescription
 	}
 	r.progress.Done("Creating %d pods and their ConfigMaps in namespace %s, on %d %s nodes...", s.Nodes*s.PodsPerNode, opts.Namespace, s.Nodes, what)
-	err := createObjects(ctx, r.admin, opts.Namespace, s, r.nodes, objectOptions{simulatedNodes: r.simulatedNodes, podImage: opts.PodImage}, func(done, total int) {
+	created := objects.Options{SimulatedNodes: r.simulatedNodes, TTL: s.TTL, PodImage: opts.PodImage, ServiceAccountVolume: s.ServiceAccountVolume}
+	err := objects.Create(ctx, r.admin, opts.Namespace, r.nodes, created, func(done, total int) {
 		r.progress.Status("setup    %d/%d objects", done, total)
 	})
 	if err != nil {
@@ -250,7 +253,7 @@ func (r *runner) deleteObjects() {
 	timeout := time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*10*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := deleteObjects(ctx, r.admin, r.namespace); err != nil {
-		r.progress.Done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, r.namespace, runLabel, r.namespace)
+	if err := objects.Delete(ctx, r.admin, r.namespace); err != nil {
+		r.progress.Done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, r.namespace, objects.RunLabel, r.namespace)
 	}
 }

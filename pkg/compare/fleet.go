@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
@@ -51,7 +52,7 @@ type RunInfo struct {
 	Client kubernetes.Interface
 	// OutputDir receives the run's files: a fleet's logs go there.
 	OutputDir string
-	Progress  *Progress
+	Progress  *progress.Progress
 }
 
 // Plan is how a fleet runs a scenario.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
@@ -106,7 +107,7 @@ type latencyProbe struct {
 // newLatencyProbe finds the volume directories of the fleet's nodes (roots
 // maps node names to root directories) and starts watching them.
 func newLatencyProbe(ctx context.Context, client kubernetes.Interface, namespace string, phase Mode, rate float64, roots map[string]string) (*latencyProbe, error) {
-	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: runLabel + "=" + namespace})
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: objects.RunLabel + "=" + namespace})
 	if err != nil {
 		return nil, fmt.Errorf("listing the run's pods: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
@@ -75,7 +76,7 @@ func podsPerConfigMap(nodes []model.Node) int {
 	refs, configMaps := 0, 0
 	for _, n := range nodes {
 		for cm, k := range n.ReadersPerObject() {
-			if cm.Name != rootCAConfigMap {
+			if cm.Name != objects.RootCAConfigMap {
 				refs, configMaps = refs+k, configMaps+1
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
@@ -23,7 +24,7 @@ const (
 )
 
 func classOf(name string) ObjectClass {
-	if name == rootCAConfigMap {
+	if name == objects.RootCAConfigMap {
 		return ClassRootCA
 	}
 	return ClassConfigMaps

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
@@ -85,7 +86,7 @@ type runner struct {
 	// pods, and for a DaemonSet's agents also the cluster's other pods
 	// with ConfigMap volumes on their nodes.
 	served   map[Fleet][]model.Node
-	progress *Progress
+	progress *progress.Progress
 	// auditLog, when set, attributes the ConfigMap requests to nodes.
 	auditLog string
 	// namespace holds the run's pods and ConfigMaps.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
@@ -63,7 +64,7 @@ func (s *ScenarioReport) describeVolumes(nodes []model.Node) {
 	for _, n := range nodes {
 		for _, p := range n.Pods {
 			for _, cm := range p.Reads {
-				if cm.Name == rootCAConfigMap {
+				if cm.Name == objects.RootCAConfigMap {
 					s.ServiceAccountVolumes++
 				}
 			}
@@ -160,7 +161,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, " drawn from %d shared ConfigMaps", s.SharedConfigMaps)
 	}
 	if s.ServiceAccountVolumes > 0 {
-		fmt.Fprintf(&b, ", plus the service-account volume (%s, one per pod, shared per node and namespace)", rootCAConfigMap)
+		fmt.Fprintf(&b, ", plus the service-account volume (%s, one per pod, shared per node and namespace)", objects.RootCAConfigMap)
 	} else {
 		fmt.Fprintf(&b, ", no service-account volume")
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
@@ -62,7 +63,7 @@ type Fleet struct {
 	// Set by Plan.
 	client    kubernetes.Interface
 	container string
-	progress  *compare.Progress
+	progress  *progress.Progress
 	// agentNodes run an agent; served are the pods there, outside the
 	// run's namespace, whose ConfigMap volumes the agents also keep.
 	agentNodes []string

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,7 @@ func TestDaemonSetSwitchAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.client, f.container, f.progress = client, "nodeagent", compare.NewProgress(io.Discard)
+	f.client, f.container, f.progress = client, "nodeagent", progress.New(io.Discard)
 	containers := func() []corev1.Container {
 		ds, err := client.AppsV1().DaemonSets("nodeagent").Get(ctx, "nodeagent", metav1.GetOptions{})
 		if err != nil {

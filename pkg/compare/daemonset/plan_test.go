@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
@@ -130,7 +131,7 @@ func TestPlanReadsTheCluster(t *testing.T) {
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{corev1.ObjectTTLAnnotationKey: "15"}}},
 		}
 	}
-	run := compare.RunInfo{Namespace: "run", Scenario: compare.DefaultScenario(), Progress: compare.NewProgress(io.Discard)}
+	run := compare.RunInfo{Namespace: "run", Scenario: compare.DefaultScenario(), Progress: progress.New(io.Discard)}
 	run.Scenario.Nodes, run.Scenario.PhaseDuration = 0, 0
 	run.Scenario.Modes = []compare.Mode{compare.ModeEverySync, compare.ModeFirstReference}
 	plan := func() (compare.Plan, error) {

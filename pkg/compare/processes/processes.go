@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/internal/procstat"
+	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
@@ -40,7 +41,7 @@ type Fleet struct {
 	scenario compare.Scenario
 	nodes    []model.Node
 	logDir   string
-	progress *compare.Progress
+	progress *progress.Progress
 	// workDir, a temporary directory made at the first Start and removed
 	// at Close, holds each phase's root directories (removed at the
 	// phase's end).

@@ -1,4 +1,6 @@
-package compare
+// Package progress shows what a long run is doing, on a terminal or in a
+// log.
+package progress
 
 import (
 	"fmt"
@@ -21,8 +23,8 @@ type Progress struct {
 	pending  bool // a status line is drawn and not yet ended
 }
 
-// NewProgress shows progress on w; nil shows none.
-func NewProgress(w io.Writer) *Progress {
+// New shows progress on w; nil shows none.
+func New(w io.Writer) *Progress {
 	p := &Progress{w: w}
 	if f, ok := w.(*os.File); ok {
 		p.terminal = term.IsTerminal(int(f.Fd()))
