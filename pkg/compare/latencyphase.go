@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/updateprobe"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
@@ -21,20 +22,20 @@ func (r *runner) measureWithUpdates(ctx context.Context, f Phase, res *PhaseResu
 	if !ok {
 		return errors.New("--update-rate needs the agents' volumes on this machine's disk: not with agents on the cluster's own nodes")
 	}
-	probe, err := newLatencyProbe(ctx, r.admin, r.namespace, res.Mode, r.scenario.UpdateRate, local.LocalRoots())
+	probe, err := updateprobe.New(ctx, r.admin, r.namespace, string(res.Mode), r.scenario.UpdateRate, local.LocalRoots())
 	if err != nil {
 		return err
 	}
-	defer probe.close()
+	defer probe.Close()
 	observeCtx, stopObserving := context.WithCancel(ctx)
 	defer stopObserving()
 	var observing sync.WaitGroup
-	observing.Go(func() { probe.observe(observeCtx) })
+	observing.Go(func() { probe.Observe(observeCtx) })
 
 	updateCtx, stopUpdating := context.WithCancel(ctx)
 	var updateErr error
 	var updating sync.WaitGroup
-	updating.Go(func() { updateErr = probe.update(updateCtx) })
+	updating.Go(func() { updateErr = probe.Update(updateCtx) })
 	measureErr := r.measure(ctx, f, res)
 	stopUpdating()
 	updating.Wait()
@@ -48,7 +49,7 @@ func (r *runner) measureWithUpdates(ctx context.Context, f Phase, res *PhaseResu
 	deadline := time.Now().Add(time.Duration((bound + 5) * float64(time.Second)))
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
-	for unseen := probe.unseen(); unseen > 0 && time.Now().Before(deadline); unseen = probe.unseen() {
+	for unseen := probe.Unseen(); unseen > 0 && time.Now().Before(deadline); unseen = probe.Unseen() {
 		r.progress.Status("%-19s latency  waiting for %d (update, volume) pairs to reach disk, %.0fs at most",
 			res.Mode, unseen, time.Until(deadline).Seconds())
 		select {
@@ -60,8 +61,8 @@ func (r *runner) measureWithUpdates(ctx context.Context, f Phase, res *PhaseResu
 	}
 	stopObserving()
 	observing.Wait()
-	lat := probe.result()
-	lat.Unseen = probe.unseen()
+	lat := probe.Result()
+	lat.Unseen = probe.Unseen()
 	lat.ModelP50Seconds, lat.ModelP99Seconds, lat.BoundSeconds = p50, p99, bound
 	res.Latency = &lat
 	r.progress.Done("%-19s latency  %d updates, %d samples: p50 %s, p99 %s, max %s (the kubelet's behaviour: p50 %s, p99 %s)%s",

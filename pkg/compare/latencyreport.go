@@ -75,16 +75,17 @@ func writeLatencyChart(r *Report, dir string) error {
 	}
 	for _, phase := range r.Phases {
 		l := phase.Latency
-		if l == nil || len(l.seconds) == 0 {
+		if l == nil || len(l.SampleSeconds) == 0 {
 			continue
 		}
 		// At most a thousand points per curve.
-		step := max(1, len(l.seconds)/1000)
+		seconds := l.SampleSeconds
+		step := max(1, len(seconds)/1000)
 		var points []report.Point
-		for i := 0; i < len(l.seconds); i += step {
-			points = append(points, report.Point{X: math.Max(l.seconds[i], 1e-3), Y: float64(i+1) / float64(len(l.seconds))})
+		for i := 0; i < len(seconds); i += step {
+			points = append(points, report.Point{X: math.Max(seconds[i], 1e-3), Y: float64(i+1) / float64(len(seconds))})
 		}
-		points = append(points, report.Point{X: math.Max(l.seconds[len(l.seconds)-1], 1e-3), Y: 1})
+		points = append(points, report.Point{X: math.Max(seconds[len(seconds)-1], 1e-3), Y: 1})
 		c.Series = append(c.Series, report.Series{
 			Label:  fmt.Sprintf("%s: p99 %s", phase.Mode, report.FormatSeconds(l.P99Seconds)),
 			Colour: phase.Mode.spec().colour, Style: report.Curve, Points: points,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/updateprobe"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
@@ -61,8 +62,8 @@ type PhaseResult struct {
 	Audit *AuditResult `json:"audit,omitempty"`
 	// Latency is how long the phase's ConfigMap updates took to reach
 	// disk, when the run updates them (--update-rate).
-	Latency     *LatencyResult `json:"latency,omitempty"`
-	Interrupted bool           `json:"interrupted,omitempty"`
+	Latency     *updateprobe.Result `json:"latency,omitempty"`
+	Interrupted bool                `json:"interrupted,omitempty"`
 
 	// WindowStart and WindowEnd bound the measured window, for reading
 	// the same window from elsewhere (a Prometheus that scraped the run).

@@ -1,4 +1,8 @@
-package compare
+// Package updateprobe measures how long ConfigMap updates take to reach the
+// volumes that mount them: it updates a comparison's ConfigMaps at a steady
+// rate and watches, with inotify, every volume on this machine's disk that
+// mounts one.
+package updateprobe
 
 import (
 	"context"
@@ -23,13 +27,13 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
-// LatencyResult is how long a phase's ConfigMap updates took to reach the
+// Result is how long a phase's ConfigMap updates took to reach the
 // disk of every pod that mounts them: one sample per update and volume,
 // from the moment the apiserver acknowledged the update (it was committed
 // and any reader could see it) to the moment the volume's ..data link
 // points at a generation holding it (or a later one). The JSON keys are
 // stable.
-type LatencyResult struct {
+type Result struct {
 	Updates int `json:"updates"`
 	Samples int `json:"samples"`
 	// APIWriteP50Seconds and APIWriteP99Seconds are how long the
@@ -50,8 +54,9 @@ type LatencyResult struct {
 	// BoundSeconds is the longest the strategy may take, by the model.
 	BoundSeconds float64 `json:"bound_seconds"`
 
-	// seconds are the samples, sorted, for the chart.
-	seconds []float64
+	// SampleSeconds are the samples, sorted, for the chart; not in the
+	// JSON.
+	SampleSeconds []float64 `json:"-"`
 }
 
 // latencyKey is the data key every update rewrites; its value carries the
@@ -59,17 +64,17 @@ type LatencyResult struct {
 // repeats the content of another's.
 const latencyKey = "config.yaml"
 
-func generationValue(configMap string, phase Mode, generation int) string {
+func generationValue(configMap string, phase string, generation int) string {
 	return fmt.Sprintf("name: %s\nphase: %s\ngeneration: %d\n", configMap, phase, generation)
 }
 
 // parseGeneration reads the generation of phase from a volume's file; the
 // content the run created, and an earlier phase's, are generation 0.
-func parseGeneration(data []byte, phase Mode) (int, bool) {
+func parseGeneration(data []byte, phase string) (int, bool) {
 	if !strings.HasPrefix(string(data), "name: ") {
 		return 0, false
 	}
-	if !strings.Contains(string(data), "\nphase: "+string(phase)+"\n") {
+	if !strings.Contains(string(data), "\nphase: "+phase+"\n") {
 		return 0, true
 	}
 	_, rest, _ := strings.Cut(string(data), "generation: ")
@@ -77,14 +82,14 @@ func parseGeneration(data []byte, phase Mode) (int, bool) {
 	return n, err == nil
 }
 
-// latencyProbe updates the run's ConfigMaps at a steady rate and watches,
+// Probe updates the run's ConfigMaps at a steady rate and watches,
 // with inotify, every volume that mounts one, recording when each update
 // reaches each volume. A later generation on disk counts for the earlier
 // updates it supersedes.
-type latencyProbe struct {
+type Probe struct {
 	client    kubernetes.Interface
 	namespace string
-	phase     Mode
+	phase     string
 	rate      float64
 	// volumes maps each updated ConfigMap to the directories of the
 	// volumes that mount it, on every node of the fleet.
@@ -104,9 +109,10 @@ type latencyProbe struct {
 	latencies    []float64
 }
 
-// newLatencyProbe finds the volume directories of the fleet's nodes (roots
-// maps node names to root directories) and starts watching them.
-func newLatencyProbe(ctx context.Context, client kubernetes.Interface, namespace string, phase Mode, rate float64, roots map[string]string) (*latencyProbe, error) {
+// New finds the volume directories of the run's pods in namespace on this
+// machine (roots maps node names to root directories) and starts watching
+// them; phase names the phase in every value the updates write.
+func New(ctx context.Context, client kubernetes.Interface, namespace string, phase string, rate float64, roots map[string]string) (*Probe, error) {
 	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: objects.RunLabel + "=" + namespace})
 	if err != nil {
 		return nil, fmt.Errorf("listing the run's pods: %w", err)
@@ -115,7 +121,7 @@ func newLatencyProbe(ctx context.Context, client kubernetes.Interface, namespace
 	if err != nil {
 		return nil, fmt.Errorf("starting inotify: %w", err)
 	}
-	p := &latencyProbe{
+	p := &Probe{
 		client: client, namespace: namespace, phase: phase, rate: rate, watcher: watcher,
 		volumes: map[string][]string{}, sent: map[string][]time.Time{}, seen: map[string]int{}, dirConfigMap: map[string]string{},
 	}
@@ -156,8 +162,8 @@ func volumeDirOf(root string, uid types.UID, volume string) string {
 	return volumemanager.VolumeDir(root, string(uid), volumemanager.PluginConfigMap, volume)
 }
 
-// observe records the generations that reach disk until ctx ends.
-func (p *latencyProbe) observe(ctx context.Context) {
+// Observe records the generations that reach disk until ctx ends.
+func (p *Probe) Observe(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -179,7 +185,7 @@ func (p *latencyProbe) observe(ctx context.Context) {
 }
 
 // landed records the generation a volume now holds, seen at t.
-func (p *latencyProbe) landed(dir string, t time.Time) {
+func (p *Probe) landed(dir string, t time.Time) {
 	data, err := os.ReadFile(filepath.Join(dir, latencyKey))
 	if err != nil {
 		return // replaced again meanwhile: the next event has it
@@ -199,11 +205,11 @@ func (p *latencyProbe) landed(dir string, t time.Time) {
 	p.seen[dir] = max(p.seen[dir], generation)
 }
 
-// update sends updates round robin over the ConfigMaps until ctx ends, at
+// Update sends updates round robin over the ConfigMaps until ctx ends, at
 // random times at the probe's mean rate (a Poisson process): updates on a
 // fixed period would keep one phase against the agents' own 100 ms and 1 s
 // ticks and measure that phase alone.
-func (p *latencyProbe) update(ctx context.Context) error {
+func (p *Probe) Update(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for i := 0; ; i++ {
@@ -237,8 +243,8 @@ func (p *latencyProbe) update(ctx context.Context) error {
 	}
 }
 
-// unseen counts the (update, volume) pairs not on disk yet.
-func (p *latencyProbe) unseen() int {
+// Unseen counts the (update, volume) pairs not on disk yet.
+func (p *Probe) Unseen() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
@@ -250,22 +256,22 @@ func (p *latencyProbe) unseen() int {
 	return n
 }
 
-// result summarises what the probe saw; close it first.
-func (p *latencyProbe) result() LatencyResult {
+// Result summarises what the probe saw; close it first.
+func (p *Probe) Result() Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := LatencyResult{seconds: slices.Clone(p.latencies)}
+	r := Result{SampleSeconds: slices.Clone(p.latencies)}
 	for _, sent := range p.sent {
 		r.Updates += len(sent)
 	}
-	slices.Sort(r.seconds)
-	r.Samples = len(r.seconds)
+	slices.Sort(r.SampleSeconds)
+	r.Samples = len(r.SampleSeconds)
 	writes := slices.Sorted(slices.Values(p.writes))
 	r.APIWriteP50Seconds, r.APIWriteP99Seconds = model.Quantile(writes, 0.5), model.Quantile(writes, 0.99)
 	if r.Samples > 0 {
-		r.P50Seconds, r.P99Seconds, r.MaxSeconds = model.Quantile(r.seconds, 0.5), model.Quantile(r.seconds, 0.99), r.seconds[r.Samples-1]
+		r.P50Seconds, r.P99Seconds, r.MaxSeconds = model.Quantile(r.SampleSeconds, 0.5), model.Quantile(r.SampleSeconds, 0.99), r.SampleSeconds[r.Samples-1]
 	}
 	return r
 }
 
-func (p *latencyProbe) close() { _ = p.watcher.Close() }
+func (p *Probe) Close() { _ = p.watcher.Close() }
