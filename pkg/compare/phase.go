@@ -131,29 +131,10 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		defer s.Stop()
 	}
 
-	// (2) Warm-up: wait until every volume is on disk.
-	want := 0
-	for _, n := range nodes {
-		want += n.Volumes()
-	}
-	if err := r.waitForVolumes(ctx, phase, plan, mode, want, stagger, warmupStart, time.Now()); err != nil {
-		res.Interrupted = ctx.Err() != nil
-		res.WarmupSeconds = time.Since(warmupStart).Seconds()
+	// (2) and (3): every volume on disk, the pods' phases mixed.
+	if err := r.warmUp(ctx, phase, plan, mode, nodes, stagger, &res, warmupStart); err != nil {
 		return res, err
 	}
-	// (3) Mix the pods' phases: the agents just synced each node's pods
-	// together, and the model is of a node whose pods did not start
-	// together (docs/model.md, "Right after a start"). It takes 2·S.
-	if r.scenario.PodPhases == PhasesMixed {
-		mixingStart := time.Now()
-		if err := r.mixPodPhases(ctx, mode, mixingStart.Add(2*r.scenario.SyncFrequency)); err != nil {
-			res.Interrupted = ctx.Err() != nil
-			res.WarmupSeconds = time.Since(warmupStart).Seconds()
-			return res, err
-		}
-		res.MixingSeconds = time.Since(mixingStart).Seconds()
-	}
-	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 
 	// (4) Measure, updating ConfigMaps meanwhile if asked to.
 	stopProfile, err := r.startProfile(mode)
@@ -170,6 +151,35 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		err = r.attribute(&res, nodes, warmupStart, byClass(prediction))
 	}
 	return res, err
+}
+
+// warmUp waits until every volume of nodes is on disk and, when the run
+// mixes the pods' phases, mixes them; it records the warm-up in res.
+func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode Mode, nodes []model.Node, stagger time.Duration, res *PhaseResult, warmupStart time.Time) error {
+	// (2) Warm-up: wait until every volume is on disk.
+	want := 0
+	for _, n := range nodes {
+		want += n.Volumes()
+	}
+	if err := r.waitForVolumes(ctx, phase, plan, mode, want, stagger, warmupStart, time.Now()); err != nil {
+		res.Interrupted = ctx.Err() != nil
+		res.WarmupSeconds = time.Since(warmupStart).Seconds()
+		return err
+	}
+	// (3) Mix the pods' phases: the agents just synced each node's pods
+	// together, and the model is of a node whose pods did not start
+	// together (docs/model.md, "Right after a start"). It takes 2·S.
+	if r.scenario.PodPhases == PhasesMixed {
+		mixingStart := time.Now()
+		if err := r.mixPodPhases(ctx, mode, mixingStart.Add(2*r.scenario.SyncFrequency)); err != nil {
+			res.Interrupted = ctx.Err() != nil
+			res.WarmupSeconds = time.Since(warmupStart).Seconds()
+			return err
+		}
+		res.MixingSeconds = time.Since(mixingStart).Seconds()
+	}
+	res.WarmupSeconds = time.Since(warmupStart).Seconds()
+	return nil
 }
 
 // ExpectedLoad is the model's ConfigMap load for nodes in mode, at sync
@@ -299,15 +309,8 @@ func (r *runner) measure(ctx context.Context, f Phase, res *PhaseResult) error {
 		res.APIServerGetQPS = res.APIServerGetTotal / res.MeasuredSeconds
 		res.EtcdGetQPS = res.EtcdGetTotal / res.MeasuredSeconds
 	}
-	res.AgentMetrics = agentMetrics && agentEnd.Requests
-	if res.AgentMetrics {
-		res.AgentGetTotal = agentEnd.Gets - agentStart.Gets
-		res.AgentQuorumGetTotal = agentEnd.QuorumGets - agentStart.QuorumGets
-		res.AgentPodSyncs = agentEnd.Syncs - agentStart.Syncs
-	}
 	if agentMetrics {
-		res.AgentCPUSeconds = agentEnd.CPUSeconds - agentStart.CPUSeconds
-		res.AgentPeakRSSBytes, res.AgentRSSBytes = agentEnd.PeakRSSBytes, agentEnd.RSSBytes
+		res.addAgentCounters(agentStart, agentEnd)
 	}
 	res.WindowStart, res.WindowEnd = first.Time, last.Time
 	r.progress.Done("%-19s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
@@ -316,4 +319,17 @@ func (r *runner) measure(ctx context.Context, f Phase, res *PhaseResult) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// addAgentCounters records what the agents' own counters say of the
+// window between start and end.
+func (res *PhaseResult) addAgentCounters(start, end Counters) {
+	res.AgentMetrics = end.Requests
+	if res.AgentMetrics {
+		res.AgentGetTotal = end.Gets - start.Gets
+		res.AgentQuorumGetTotal = end.QuorumGets - start.QuorumGets
+		res.AgentPodSyncs = end.Syncs - start.Syncs
+	}
+	res.AgentCPUSeconds = end.CPUSeconds - start.CPUSeconds
+	res.AgentPeakRSSBytes, res.AgentRSSBytes = end.PeakRSSBytes, end.RSSBytes
 }
