@@ -148,7 +148,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 		err = r.measure(ctx, phase, &res)
 	}
 	if err == nil && r.auditLog != "" {
-		err = r.attribute(&res, nodes, warmupStart, byClass(prediction))
+		err = r.attribute(&res, nodes, warmupStart, prediction)
 	}
 	return res, err
 }
