@@ -75,27 +75,46 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	config, err := clusterConfig(kubeconfig, kubeContext)
-	if err != nil {
-		return err
-	}
-	config.UserAgent = "nodeagent-analyze"
-	config.QPS, config.Burst = qps, burst
-	client, err := kubernetes.NewForConfig(config)
+	client, err := analyzeClient(kubeconfig, kubeContext, qps, burst)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if _, err := client.Discovery().ServerVersion(); err != nil {
-		return fmt.Errorf("cannot reach the cluster at %s: %w", config.Host, err)
-	}
 	result, err := analyze.Run(ctx, client, o)
 	if err != nil {
 		return err
 	}
+	if err := writeAnalysis(stdout, result, output, outputDir, o.Top); err != nil {
+		return err
+	}
+	return failOnFindings(result, failTypes)
+}
+
+// analyzeClient is analyze's client of the cluster kubectl would use (or
+// --kubeconfig's), at analyze's own rate limits, once the cluster answers.
+func analyzeClient(kubeconfig, kubeContext string, qps float32, burst int) (kubernetes.Interface, error) {
+	config, err := clusterConfig(kubeconfig, kubeContext)
+	if err != nil {
+		return nil, err
+	}
+	config.UserAgent = "nodeagent-analyze"
+	config.QPS, config.Burst = qps, burst
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("cannot reach the cluster at %s: %w", config.Host, err)
+	}
+	return client, nil
+}
+
+// writeAnalysis writes the report files into outputDir, when set, and the
+// report on stdout in the chosen format.
+func writeAnalysis(stdout io.Writer, result analyze.Result, output outputFormat, outputDir string, top int) error {
 	if outputDir != "" {
-		if err := result.WriteDir(outputDir, o.Top); err != nil {
+		if err := result.WriteDir(outputDir, top); err != nil {
 			return fmt.Errorf("writing %s: %w", outputDir, err)
 		}
 		fmt.Fprintf(os.Stderr, "wrote report.json, report.md and chart.svg/png to %s\n", outputDir)
@@ -104,16 +123,13 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	case outputJSON:
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		err = enc.Encode(result)
+		return enc.Encode(result)
 	case outputMarkdown:
-		_, err = io.WriteString(stdout, result.Markdown(o.Top))
-	default:
-		err = result.WriteText(stdout, o.Top)
-	}
-	if err != nil {
+		_, err := io.WriteString(stdout, result.Markdown(top))
 		return err
+	default:
+		return result.WriteText(stdout, top)
 	}
-	return failOnFindings(result, failTypes)
 }
 
 // exitFindings is analyze's exit code when --fail-on's findings are found.

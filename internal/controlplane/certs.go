@@ -49,30 +49,10 @@ func writeCredentials(dir string) (*credentials, error) {
 	}
 	c.servingCertFile = filepath.Join(c.servingCertDir, "apiserver.crt")
 
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caDER, err := c.newClientCA()
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	caTemplate := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "nodeagent-test-client-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating client CA: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-
-	c.caCert, c.caKey = caCert, caKey
 	// system:masters is bound to cluster-admin by the apiserver's RBAC
 	// bootstrap policy, so this identity may do anything, /metrics included.
 	adminDER, adminKeyDER, err := c.issueClientCertificate("nodeagent-admin", "system:masters")
@@ -111,6 +91,35 @@ func writeCredentials(dir string) (*credentials, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newClientCA makes the client CA that signs every client certificate of
+// the control plane, keeps it in c, and returns it DER-encoded.
+func (c *credentials) newClientCA() ([]byte, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTemplate := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "nodeagent-test-client-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("creating client CA: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	c.caCert, c.caKey = caCert, caKey
+	return caDER, nil
 }
 
 // issueClientCertificate signs a new key's client certificate for user in

@@ -182,11 +182,56 @@ func (c Cluster) staleSince(p PodInfo, container string, r podrefs.Ref, started 
 // keeps serving to every pod on the node that references the object, new
 // ones included, until the last of them is gone.
 func (c Cluster) immutableRecreated() []Finding {
-	type use struct {
-		pod      PodInfo
-		earliest time.Time // the earliest running container start that required the object
+	byNode := c.requiredObjectsOnWatchNodes()
+	var out []Finding
+	nodes := make([]string, 0, len(byNode))
+	for n := range byNode {
+		nodes = append(nodes, n)
 	}
-	byNode := map[string]map[ObjectRef][]use{}
+	sort.Strings(nodes)
+	for _, node := range nodes {
+		refs := make([]ObjectRef, 0, len(byNode[node]))
+		for ref := range byNode[node] {
+			refs = append(refs, ref)
+		}
+		sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+		for _, ref := range refs {
+			info, known := c.Inventory.Object(ref.Kind, ref.Namespace, ref.Name)
+			if !known || info == nil || !info.Immutable {
+				continue
+			}
+			var witness *objectUse
+			for i, u := range byNode[node][ref] {
+				if !u.earliest.IsZero() && u.earliest.Before(info.Created) && (witness == nil || u.earliest.Before(witness.earliest)) {
+					witness = &byNode[node][ref][i]
+				}
+			}
+			if witness == nil {
+				continue
+			}
+			for _, u := range byNode[node][ref] {
+				out = append(out, Finding{Type: ImmutableRecreated, Pod: u.pod.Namespace + "/" + u.pod.Name, Node: node, Object: ref,
+					Detail: fmt.Sprintf("created at %s, after pod %s/%s on this node was running with it (since %s): the node's kubelet (Watch) keeps the older copy for every pod here",
+						info.Created.UTC().Format(time.RFC3339), witness.pod.Namespace, witness.pod.Name, witness.earliest.UTC().Format(time.RFC3339)),
+					Action: "give new content of an immutable object a new name and point the pods at it; the node drops the old copy only when no pod on it references the name"})
+			}
+		}
+	}
+	return out
+}
+
+// objectUse is a pod's need of an object: the earliest running container
+// start that required it (zero if none has started).
+type objectUse struct {
+	pod      PodInfo
+	earliest time.Time
+}
+
+// requiredObjectsOnWatchNodes lists, for each node whose kubelet uses the
+// Watch strategy, the objects its pods require (not optional), with each
+// pod's earliest container start that required the object.
+func (c Cluster) requiredObjectsOnWatchNodes() map[string]map[ObjectRef][]objectUse {
+	byNode := map[string]map[ObjectRef][]objectUse{}
 	for _, p := range c.Inventory.Pods {
 		if c.Settings[p.Node].Behaviour() != model.Watch {
 			continue
@@ -213,47 +258,13 @@ func (c Cluster) immutableRecreated() []Finding {
 			}
 		}
 		if byNode[p.Node] == nil {
-			byNode[p.Node] = map[ObjectRef][]use{}
+			byNode[p.Node] = map[ObjectRef][]objectUse{}
 		}
 		for ref, at := range uses {
-			byNode[p.Node][ref] = append(byNode[p.Node][ref], use{pod: p, earliest: at})
+			byNode[p.Node][ref] = append(byNode[p.Node][ref], objectUse{pod: p, earliest: at})
 		}
 	}
-	var out []Finding
-	nodes := make([]string, 0, len(byNode))
-	for n := range byNode {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
-	for _, node := range nodes {
-		refs := make([]ObjectRef, 0, len(byNode[node]))
-		for ref := range byNode[node] {
-			refs = append(refs, ref)
-		}
-		sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
-		for _, ref := range refs {
-			info, known := c.Inventory.Object(ref.Kind, ref.Namespace, ref.Name)
-			if !known || info == nil || !info.Immutable {
-				continue
-			}
-			var witness *use
-			for i, u := range byNode[node][ref] {
-				if !u.earliest.IsZero() && u.earliest.Before(info.Created) && (witness == nil || u.earliest.Before(witness.earliest)) {
-					witness = &byNode[node][ref][i]
-				}
-			}
-			if witness == nil {
-				continue
-			}
-			for _, u := range byNode[node][ref] {
-				out = append(out, Finding{Type: ImmutableRecreated, Pod: u.pod.Namespace + "/" + u.pod.Name, Node: node, Object: ref,
-					Detail: fmt.Sprintf("created at %s, after pod %s/%s on this node was running with it (since %s): the node's kubelet (Watch) keeps the older copy for every pod here",
-						info.Created.UTC().Format(time.RFC3339), witness.pod.Namespace, witness.pod.Name, witness.earliest.UTC().Format(time.RFC3339)),
-					Action: "give new content of an immutable object a new name and point the pods at it; the node drops the old copy only when no pod on it references the name"})
-			}
-		}
-	}
-	return out
+	return byNode
 }
 
 // countFindings counts findings by type, every type included.

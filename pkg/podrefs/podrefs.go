@@ -90,25 +90,7 @@ func Of(pod *corev1.Pod) Refs {
 				container.SubPaths = append(container.SubPaths, SubPathMount{Volume: m.Name, MountPath: m.MountPath, SubPath: m.SubPath + m.SubPathExpr})
 			}
 		}
-		for _, e := range c.EnvFrom {
-			if e.ConfigMapRef != nil {
-				container.Env = append(container.Env, Ref{Kind: model.ConfigMap, Name: e.ConfigMapRef.Name, Optional: isTrue(e.ConfigMapRef.Optional)})
-			}
-			if e.SecretRef != nil {
-				container.Env = append(container.Env, Ref{Kind: model.Secret, Name: e.SecretRef.Name, Optional: isTrue(e.SecretRef.Optional)})
-			}
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom == nil {
-				continue
-			}
-			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
-				container.Env = append(container.Env, Ref{Kind: model.ConfigMap, Name: r.Name, Optional: isTrue(r.Optional), Keys: []string{r.Key}})
-			}
-			if r := e.ValueFrom.SecretKeyRef; r != nil {
-				container.Env = append(container.Env, Ref{Kind: model.Secret, Name: r.Name, Optional: isTrue(r.Optional), Keys: []string{r.Key}})
-			}
-		}
+		container.Env = envRefs(c)
 		refs.AtStart = append(refs.AtStart, container.Env...)
 		if len(container.SubPaths)+len(container.Env) > 0 {
 			refs.Containers = append(refs.Containers, container)
@@ -146,6 +128,32 @@ func Of(pod *corev1.Pod) Refs {
 	}
 	refs.Containers = containers
 	return refs
+}
+
+// envRefs are the objects a container's environment reads, once, when it
+// starts: envFrom's whole objects and env's single keys.
+func envRefs(c *corev1.Container) []Ref {
+	var env []Ref
+	for _, e := range c.EnvFrom {
+		if e.ConfigMapRef != nil {
+			env = append(env, Ref{Kind: model.ConfigMap, Name: e.ConfigMapRef.Name, Optional: isTrue(e.ConfigMapRef.Optional)})
+		}
+		if e.SecretRef != nil {
+			env = append(env, Ref{Kind: model.Secret, Name: e.SecretRef.Name, Optional: isTrue(e.SecretRef.Optional)})
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+			env = append(env, Ref{Kind: model.ConfigMap, Name: r.Name, Optional: isTrue(r.Optional), Keys: []string{r.Key}})
+		}
+		if r := e.ValueFrom.SecretKeyRef; r != nil {
+			env = append(env, Ref{Kind: model.Secret, Name: r.Name, Optional: isTrue(r.Optional), Keys: []string{r.Key}})
+		}
+	}
+	return env
 }
 
 // Served says whether a node's kubelet (or agent) keeps pod's volumes
