@@ -1,0 +1,151 @@
+// Command docruns writes and checks the docs' quotes of recorded runs
+// (internal/docruns).
+//
+//	go run ./hack/docruns render FILE...   # make docs: write every quote from its record
+//	go run ./hack/docruns check FILE...    # make verify: fail where a quote or a record's command is out of date
+//	go run ./hack/docruns record -name NAME -command CMD -report DIR/report.json [-took D] -- ARGS...
+//	                                       # keep a compare run as docs/runs/NAME.json
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/internal/docruns"
+	"github.com/nodeagent-io/nodeagent/internal/procstat"
+)
+
+const recordsDir = "docs/runs"
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: docruns render|check|record ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "render":
+		err = renderAll(os.Args[2:], false)
+	case "check":
+		err = renderAll(os.Args[2:], true)
+	case "record":
+		err = record(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q: want render, check or record", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "docruns:", err)
+		os.Exit(1)
+	}
+}
+
+// renderAll writes (or, with check, checks) every quote in files, and
+// checks the records' commands against today's flags.
+func renderAll(files []string, check bool) error {
+	records, err := docruns.Load(recordsDir)
+	if err != nil {
+		return err
+	}
+	var problems []docruns.Problem
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		if check {
+			problems = append(problems, docruns.Check(file, string(data), records)...)
+			continue
+		}
+		rendered, found := docruns.Render(file, string(data), records)
+		problems = append(problems, found...)
+		if rendered != string(data) {
+			if err := os.WriteFile(file, []byte(rendered), 0o644); err != nil {
+				return err
+			}
+			fmt.Println("wrote", file)
+		}
+	}
+	if check {
+		problems = append(problems, docruns.CheckCommands(records, help)...)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(os.Stderr, p)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d problems with the docs' quotes of runs", len(problems))
+	}
+	return nil
+}
+
+// help is `nodeagent SUB --help`, from this checkout's code.
+func help(sub string) (string, error) {
+	var out bytes.Buffer
+	cmd := exec.Command("go", "run", "./cmd/nodeagent", sub, "--help")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%w: %s", err, out.String())
+	}
+	return out.String(), nil
+}
+
+// record keeps a compare run's report as docs/runs/NAME.json.
+func record(args []string) error {
+	fs := flag.NewFlagSet("record", flag.ExitOnError)
+	name := fs.String("name", "", "the record's name (docs/runs/NAME.json)")
+	command := fs.String("command", "", "what the docs tell a reader to run (default: nodeagent and the arguments)")
+	reportPath := fs.String("report", "", "the run's report.json")
+	took := fs.Duration("took", 0, "how long the command ran")
+	note := fs.String("changelog", "", "a line for the record's changelog: what moved since the last run, and why")
+	_ = fs.Parse(args)
+	if *name == "" || *reportPath == "" {
+		return errors.New("record needs -name and -report")
+	}
+	report, err := os.ReadFile(*reportPath)
+	if err != nil {
+		return err
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, report); err != nil {
+		return fmt.Errorf("%s: %w", *reportPath, err)
+	}
+	r := &docruns.Record{
+		Name: *name, Command: *command, Args: fs.Args(), Commit: gitCommit(), Date: time.Now().UTC().Format("2006-01-02"),
+		Machine: machine(), Kind: "compare", Report: compact.Bytes(),
+	}
+	if r.Command == "" {
+		r.Command = "nodeagent " + strings.Join(r.Args, " ")
+	}
+	if *took > 0 {
+		r.Took = took.Round(time.Second).String()
+	}
+	if old, err := docruns.Load(recordsDir); err == nil && old[*name] != nil {
+		r.Changelog = old[*name].Changelog
+	}
+	if *note != "" {
+		r.Changelog = append(r.Changelog, r.Date+": "+*note)
+	}
+	return r.Save(recordsDir)
+}
+
+// gitCommit is the checkout's commit, -dirty when it has changes.
+func gitCommit() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=7").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// machine is this machine in a few words.
+func machine() string {
+	gib := float64(procstat.KB("/proc/meminfo", "MemTotal:")) / (1 << 20)
+	return fmt.Sprintf("%d cores, %.0f GiB, %s/%s", runtime.NumCPU(), gib, runtime.GOOS, runtime.GOARCH)
+}

@@ -1,0 +1,91 @@
+package docruns
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/nodeagent-io/nodeagent/pkg/compare"
+)
+
+// The renderers a marker names (its WHAT):
+//
+//   - run: the run's line, "`COMMAND` at commit C, DATE, MACHINE, took T",
+//     which names the run on the page;
+//   - table: a compare run's tables as the command prints them, in a code
+//     block;
+//   - value FORMAT PATH: one figure of the report (Record.Value), written
+//     with a Go format verb such as %.2f;
+//   - ratio FORMAT PATH PATH: the first figure over the second.
+func render(r *Record, what string, args []string) (string, error) {
+	switch what {
+	case "run":
+		return runLine(r), nil
+	case "table":
+		return table(r)
+	case "value":
+		if len(args) != 2 {
+			return "", fmt.Errorf("value wants a format and a path, got %q", args)
+		}
+		v, err := number(r, args[1])
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(args[0], v), nil
+	case "ratio":
+		if len(args) != 3 {
+			return "", fmt.Errorf("ratio wants a format and two paths, got %q", args)
+		}
+		a, err := number(r, args[1])
+		if err != nil {
+			return "", err
+		}
+		b, err := number(r, args[2])
+		if err != nil {
+			return "", err
+		}
+		if b == 0 {
+			return "", fmt.Errorf("run %s: %s is zero", r.Name, args[2])
+		}
+		return fmt.Sprintf(args[0], a/b), nil
+	}
+	return "", fmt.Errorf("unknown renderer %q: want run, table, value or ratio", what)
+}
+
+// runLine names the run: what to run, on what code, where and when.
+func runLine(r *Record) string {
+	line := fmt.Sprintf("`%s` at commit %s, %s, %s", r.Command, r.Commit, r.Date, r.Machine)
+	if r.Took != "" {
+		line += ", took " + r.Took
+	}
+	return line + " (record: docs/runs/" + r.Name + ".json)"
+}
+
+// table is a compare run's tables, as `nodeagent compare` prints them.
+func table(r *Record) (string, error) {
+	if r.Kind != "compare" {
+		return "", fmt.Errorf("run %s: table renders compare runs, not %q", r.Name, r.Kind)
+	}
+	var report compare.Report
+	if err := json.Unmarshal(r.Report, &report); err != nil {
+		return "", fmt.Errorf("run %s: %w", r.Name, err)
+	}
+	var b strings.Builder
+	b.WriteString("\n```\n")
+	report.WriteTable(&b)
+	b.WriteString("```\n")
+	return b.String(), nil
+}
+
+// number is the figure at path, which must be a number.
+func number(r *Record, path string) (float64, error) {
+	v, err := r.Value(path)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := v.(float64)
+	if !ok {
+		return 0, fmt.Errorf("run %s: %s is %v, not a number", r.Name, path, v)
+	}
+	return f, nil
+}
