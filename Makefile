@@ -44,7 +44,7 @@ CHART_VERSION = $(VERSION:v%=%)
 IMAGE       ?= nodeagent:$(VERSION)
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: release release-tools release-check analyze-scale all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo clean help
+.PHONY: release release-tools release-check analyze-scale all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo demo-record docs clean help
 
 all: build
 
@@ -180,9 +180,13 @@ verify-core: vet staticcheck ## make verify but the reference kubelets' module.
 	@heavy=$$($(GO) list -tags agentonly -deps ./cmd/nodeagent | grep -xE 'k8s.io/client-go/(kubernetes/scheme|informers|gentype)'); \
 	if [ -n "$$heavy" ]; then echo "the agent-only build links $$(echo $$heavy): every API group's types, or server-side apply's; keep it on pkg/coreclient (docs/performance.md)"; exit 1; fi
 	$(GO) run ./hack/doclinks $$(git ls-files '*.md' '*.yaml' '*.go' '*.json')
+	$(GO) run ./hack/docruns check $$(git ls-files '*.md')
 	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent
 	@cd hack/dashboard && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \
 		{ echo "deploy/grafana/nodeagent.json is not what hack/dashboard writes: run make dashboard"; exit 1; }
+
+docs: ## Write the docs' quotes of recorded runs (docs/runs/*.json) between their markers; make verify checks them.
+	$(GO) run ./hack/docruns render $$(git ls-files '*.md')
 
 reference: ## Write docs/reference.md (every command's flags, every metric) from the code.
 	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent -update-reference
@@ -287,6 +291,13 @@ test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and,
 DEMO_ARGS ?=
 demo: controlplane build ## Compare ConfigMap GET load before and after kubernetes#120255 (about 4 minutes).
 	$(BIN)/nodeagent compare --output-dir $(OUTPUT)/compare $(DEMO_ARGS)
+
+demo-record: controlplane build ## make demo, kept as docs/runs/demo.json and written into the docs that quote it (CHANGELOG="why the figures moved").
+	@start=$$(date +%s); $(BIN)/nodeagent compare --output-dir $(OUTPUT)/compare && \
+	$(GO) run ./hack/docruns record -name demo -command "make demo" -report $(OUTPUT)/compare/report.json \
+		-took $$(( $$(date +%s) - start ))s -changelog "$(CHANGELOG)" -- compare --output-dir $(OUTPUT)/compare && \
+	cp $(OUTPUT)/compare/chart.svg docs/images/demo-chart.svg && \
+	$(MAKE) docs
 
 kind-prep: ## Build kind and the kind node image's root file system, which need no Docker engine (make test does it in the background).
 	hack/kind/prepare.sh

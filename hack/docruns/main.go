@@ -112,13 +112,13 @@ func record(args []string) error {
 	if err != nil {
 		return err
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, report); err != nil {
+	trimmed, err := trim(report)
+	if err != nil {
 		return fmt.Errorf("%s: %w", *reportPath, err)
 	}
 	r := &docruns.Record{
 		Name: *name, Command: *command, Args: fs.Args(), Commit: gitCommit(), Date: time.Now().UTC().Format("2006-01-02"),
-		Machine: machine(), Kind: "compare", Report: compact.Bytes(),
+		Machine: machine(), Kind: "compare", Report: trimmed,
 	}
 	if r.Command == "" {
 		r.Command = "nodeagent " + strings.Join(r.Args, " ")
@@ -133,6 +133,23 @@ func record(args []string) error {
 		r.Changelog = append(r.Changelog, r.Date+": "+*note)
 	}
 	return r.Save(recordsDir)
+}
+
+// trim is a compare report without what the docs never quote: each
+// phase's samples, which the chart already drew.
+func trim(report []byte) (json.RawMessage, error) {
+	var r map[string]any
+	if err := json.Unmarshal(report, &r); err != nil {
+		return nil, err
+	}
+	if phases, ok := r["phases"].([]any); ok {
+		for _, p := range phases {
+			if m, ok := p.(map[string]any); ok {
+				delete(m, "samples")
+			}
+		}
+	}
+	return json.Marshal(r)
 }
 
 // gitCommit is the checkout's commit, -dirty when it has changes.
