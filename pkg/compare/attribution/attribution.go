@@ -58,7 +58,7 @@ func Attribute(auditLog string, nodes []model.Node, w Window, expected map[Objec
 		r.QuorumGetQPS = float64(window.QuorumGets) / seconds
 		r.CacheGetQPS = float64(window.CacheGets) / seconds
 	}
-	r.Classes, err = classRates(auditLog, nodes, w.From, w.To, expected)
+	r.Classes, err = classRates(auditLog, nodes, w, expected)
 	return r, err
 }
 
@@ -97,6 +97,12 @@ type ClassResult struct {
 	GetQPS       float64     `json:"get_qps"`
 	QuorumGetQPS float64     `json:"quorum_get_qps"`
 	ExpectedQPS  float64     `json:"expected_get_qps"`
+	// IntervalSeconds is the mean time between one node's consecutive
+	// GETs of one object in the window; ExpectedIntervalSeconds is the
+	// model's, its object-node pairs over its GET/s. See intervals.go for
+	// why this, not the count, is the class's precise figure.
+	IntervalSeconds         float64 `json:"interval_seconds,omitempty"`
+	ExpectedIntervalSeconds float64 `json:"expected_interval_seconds,omitempty"`
 }
 
 // ByClass is a prediction's ConfigMap GET/s for each class of object.
@@ -110,11 +116,16 @@ func ByClass(p model.Prediction) map[ObjectClass]float64 {
 	return byClass
 }
 
-// classRates counts the nodes' ConfigMap GETs in the audit log between
-// from and to by class, beside the model's rates; classes neither
-// measured nor expected are left out.
-func classRates(auditLog string, nodes []model.Node, from, to time.Time, expected map[ObjectClass]float64) ([]ClassResult, error) {
-	gets, err := auditlog.Gets(auditLog, from, to)
+// classRates counts the nodes' ConfigMap GETs in the audit log in the
+// window by class, beside the model's rates, and measures each class's
+// interval between reads; classes neither measured nor expected are left
+// out.
+func classRates(auditLog string, nodes []model.Node, w Window, expected map[ObjectClass]float64) ([]ClassResult, error) {
+	seconds := w.To.Sub(w.From).Seconds()
+	if seconds <= 0 {
+		return nil, nil
+	}
+	gets, err := auditlog.Gets(auditLog, w.PhaseStart, w.To)
 	if err != nil {
 		return nil, err
 	}
@@ -122,28 +133,31 @@ func classRates(auditLog string, nodes []model.Node, from, to time.Time, expecte
 	for _, n := range nodes {
 		users[nodeidentity.User(n.Name)] = true
 	}
-	seconds := to.Sub(from).Seconds()
-	if seconds <= 0 {
-		return nil, nil
-	}
-	rates := map[ObjectClass]*ClassResult{}
-	for _, c := range []ObjectClass{ClassConfigMaps, ClassRootCA} {
-		rates[c] = &ClassResult{Class: c, ExpectedQPS: expected[c]}
-	}
+	var ours []auditlog.Get
 	for _, g := range gets {
-		if !users[g.User] {
-			continue
-		}
-		r := rates[classOf(g.Name)]
-		r.GetQPS += 1 / seconds
-		if g.Quorum {
-			r.QuorumGetQPS += 1 / seconds
+		if users[g.User] {
+			ours = append(ours, g)
 		}
 	}
+	intervals := measureIntervals(ours, w.From, w.To)
 	var out []ClassResult
 	for _, c := range []ObjectClass{ClassConfigMaps, ClassRootCA} {
-		if r := rates[c]; r.GetQPS > 0 || r.ExpectedQPS > 0 {
-			out = append(out, *r)
+		r := ClassResult{Class: c, ExpectedQPS: expected[c]}
+		for _, g := range ours {
+			if classOf(g.Name) != c || g.Received.Before(w.From) {
+				continue
+			}
+			r.GetQPS += 1 / seconds
+			if g.Quorum {
+				r.QuorumGetQPS += 1 / seconds
+			}
+		}
+		r.IntervalSeconds = intervals[c].mean()
+		if r.ExpectedQPS > 0 {
+			r.ExpectedIntervalSeconds = float64(intervals[c].pairs) / r.ExpectedQPS
+		}
+		if r.GetQPS > 0 || r.ExpectedQPS > 0 {
+			out = append(out, r)
 		}
 	}
 	return out, nil

@@ -63,3 +63,46 @@ func TestAttributeSplitsByClass(t *testing.T) {
 		t.Errorf("kube-root-ca.crt: %+v; want 0.3 GET/s, none quorum", rootCA)
 	}
 }
+
+// A class's interval between reads: the intervals with both reads in the
+// window, each weighted by 1/(W − x) for the window's smaller chance of
+// holding a longer one; the model's interval is the class's pairs over its
+// GET/s.
+func TestAttributeMeasuresIntervalsBetweenReads(t *testing.T) {
+	lines := []string{
+		get("system:node:n1", "kube-root-ca.crt", 2, false),  // before the window: no interval
+		get("system:node:n1", "kube-root-ca.crt", 14, false), // ends the interval from 2 s: not taken
+		get("system:node:n1", "kube-root-ca.crt", 22, false), // 8 s, weight 1/10
+		get("system:node:n2", "kube-root-ca.crt", 12, false),
+		get("system:node:n2", "kube-root-ca.crt", 25, false), // 13 s, weight 1/5
+		get("system:node:n1", "cm-1", 5, false),
+		get("system:node:n1", "cm-1", 13, false),
+		get("system:node:n1", "cm-1", 19, false), // 6 s, weight 1/12
+		get("system:node:n2", "cm-2", 14, false),
+		get("system:node:n2", "cm-2", 26, false), // 12 s, weight 1/6
+		get("system:node:n2", "cm-2", 31, false), // after the window
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	nodes := []model.Node{{Name: "n1"}, {Name: "n2"}}
+	expected := map[ObjectClass]float64{ClassConfigMaps: 0.2, ClassRootCA: 0.25}
+	r, err := Attribute(path, nodes, Window{PhaseStart: start, From: start.Add(12 * time.Second), To: start.Add(30 * time.Second)}, expected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, rootCA := r.Classes[0], r.Classes[1]
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if !near(rootCA.IntervalSeconds, 34.0/3) || !near(rootCA.ExpectedIntervalSeconds, 8) {
+		t.Errorf("kube-root-ca.crt: every %.3f s, model %.3f; want 11.333 ((8/10 + 13/5) / (1/10 + 1/5)) and 8 (2 pairs at 0.25 GET/s)",
+			rootCA.IntervalSeconds, rootCA.ExpectedIntervalSeconds)
+	}
+	if !near(own.IntervalSeconds, 10) || !near(own.ExpectedIntervalSeconds, 10) {
+		t.Errorf("run's ConfigMaps: every %.3f s, model %.3f; want 10 ((6/12 + 12/6) / (1/12 + 1/6)) and 10", own.IntervalSeconds, own.ExpectedIntervalSeconds)
+	}
+	if !near(rootCA.GetQPS, 4.0/18) {
+		t.Errorf("kube-root-ca.crt: %.3f GET/s, want the window's 4 reads over 18 s", rootCA.GetQPS)
+	}
+}
