@@ -5,6 +5,8 @@
 //	go run ./hack/docruns check FILE...    # make verify: fail where a quote or a record's command is out of date
 //	go run ./hack/docruns record -name NAME -command CMD -report DIR/report.json [-took D] -- ARGS...
 //	                                       # keep a compare run as docs/runs/NAME.json
+//	go run ./hack/docruns record -name NAME -command CMD -timings KEY=FILE... [-commit C -date D]
+//	                                       # keep a run of timed stages (make test's _output/test-timings.txt)
 package main
 
 import (
@@ -96,29 +98,36 @@ func help(sub string) (string, error) {
 	return out.String(), nil
 }
 
-// record keeps a compare run's report as docs/runs/NAME.json.
+// record keeps a compare run's report, or a run's timed stages, as
+// docs/runs/NAME.json.
 func record(args []string) error {
 	fs := flag.NewFlagSet("record", flag.ExitOnError)
 	name := fs.String("name", "", "the record's name (docs/runs/NAME.json)")
 	command := fs.String("command", "", "what the docs tell a reader to run (default: nodeagent and the arguments)")
-	reportPath := fs.String("report", "", "the run's report.json")
+	reportPath := fs.String("report", "", "the run's report.json (a compare run)")
+	var timings timingsFlag
+	fs.Var(&timings, "timings", "KEY=FILE: a timings file (hack/stages.sh's, hack/e2e-kind.sh's) kept under KEY; repeat for more (a timings run)")
 	took := fs.Duration("took", 0, "how long the command ran")
+	commit := fs.String("commit", "", "the commit the run measured (default: this checkout's), for a run kept after the checkout moved on")
+	date := fs.String("date", "", "the day of the run, YYYY-MM-DD (default: today)")
 	note := fs.String("changelog", "", "a line for the record's changelog: what moved since the last run, and why")
 	_ = fs.Parse(args)
-	if *name == "" || *reportPath == "" {
-		return errors.New("record needs -name and -report")
+	if *name == "" || (*reportPath == "") == (len(timings) == 0) {
+		return errors.New("record needs -name and either -report or -timings")
 	}
-	report, err := os.ReadFile(*reportPath)
+	kind, report, err := readReport(*reportPath, timings)
 	if err != nil {
 		return err
 	}
-	trimmed, err := trim(report)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *reportPath, err)
-	}
 	r := &docruns.Record{
-		Name: *name, Command: *command, Args: fs.Args(), Commit: gitCommit(), Date: time.Now().UTC().Format("2006-01-02"),
-		Machine: machine(), Kind: "compare", Report: trimmed,
+		Name: *name, Command: *command, Args: fs.Args(), Commit: *commit, Date: *date,
+		Machine: machine(), Kind: kind, Report: report,
+	}
+	if r.Commit == "" {
+		r.Commit = gitCommit()
+	}
+	if r.Date == "" {
+		r.Date = time.Now().UTC().Format("2006-01-02")
 	}
 	if r.Command == "" {
 		r.Command = "nodeagent " + strings.Join(r.Args, " ")
@@ -133,6 +142,54 @@ func record(args []string) error {
 		r.Changelog = append(r.Changelog, r.Date+": "+*note)
 	}
 	return r.Save(recordsDir)
+}
+
+// readReport is a compare run's trimmed report, or the stages of the
+// timings files by key.
+func readReport(reportPath string, timings timingsFlag) (string, json.RawMessage, error) {
+	if reportPath != "" {
+		report, err := os.ReadFile(reportPath)
+		if err != nil {
+			return "", nil, err
+		}
+		trimmed, err := trim(report)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", reportPath, err)
+		}
+		return "compare", trimmed, nil
+	}
+	byKey := map[string][]docruns.Stage{}
+	for key, path := range timings {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", nil, err
+		}
+		stages, err := docruns.ParseTimings(f)
+		f.Close()
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", path, err)
+		}
+		byKey[key] = stages
+	}
+	report, err := json.Marshal(byKey)
+	return "timings", report, err
+}
+
+// timingsFlag is -timings KEY=FILE, repeated.
+type timingsFlag map[string]string
+
+func (t *timingsFlag) String() string { return fmt.Sprint(map[string]string(*t)) }
+
+func (t *timingsFlag) Set(v string) error {
+	key, path, ok := strings.Cut(v, "=")
+	if !ok || key == "" || path == "" {
+		return fmt.Errorf("want KEY=FILE, got %q", v)
+	}
+	if *t == nil {
+		*t = timingsFlag{}
+	}
+	(*t)[key] = path
+	return nil
 }
 
 // trim is a compare report without what the docs never quote: each

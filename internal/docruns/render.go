@@ -16,7 +16,11 @@ import (
 //     block;
 //   - value FORMAT PATH: one figure of the report (Record.Value), written
 //     with a Go format verb such as %.2f;
-//   - ratio FORMAT PATH PATH: the first figure over the second.
+//   - ratio FORMAT PATH PATH: the first figure over the second;
+//   - duration PATH: a figure in seconds as "47 m 18 s";
+//   - stages PATH [SKIP...]: a timings run's list of stages as a sentence,
+//     "controlplane 3 m 47 s, refkubelet 6 m 5 s", leaving out the stages
+//     named in SKIP.
 func render(r *Record, what string, args []string) (string, error) {
 	switch what {
 	case "run":
@@ -48,8 +52,22 @@ func render(r *Record, what string, args []string) (string, error) {
 			return "", fmt.Errorf("run %s: %s is zero", r.Name, args[2])
 		}
 		return fmt.Sprintf(args[0], a/b), nil
+	case "duration":
+		if len(args) != 1 {
+			return "", fmt.Errorf("duration wants a path, got %q", args)
+		}
+		v, err := number(r, args[0])
+		if err != nil {
+			return "", err
+		}
+		return FormatSeconds(v), nil
+	case "stages":
+		if len(args) < 1 {
+			return "", fmt.Errorf("stages wants a path, got %q", args)
+		}
+		return stagesLine(r, args[0], args[1:])
 	}
-	return "", fmt.Errorf("unknown renderer %q: want run, table, value or ratio", what)
+	return "", fmt.Errorf("unknown renderer %q: want run, table, value, ratio, duration or stages", what)
 }
 
 // runLine names the run: what to run, on what code, where and when.
