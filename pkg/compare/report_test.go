@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodeagent-io/nodeagent/pkg/compare/attribution"
 )
 
 func sampleReport() *Report {
@@ -81,5 +83,23 @@ func TestReportSaysWhatWasNotMeasured(t *testing.T) {
 	}
 	if strings.Contains(sampleReport().Markdown(), "Not measured") {
 		t.Error("a complete report says something was not measured")
+	}
+}
+
+// The table of object classes shows the interval columns only for a
+// report that measured them, so that records kept before keep their table.
+func TestClassTableShowsIntervalsWhereMeasured(t *testing.T) {
+	r := sampleReport()
+	r.Phases[0].Audit = &AuditResult{Classes: []attribution.ClassResult{{Class: attribution.ClassRootCA, GetQPS: 0.925, ExpectedQPS: 0.923}}}
+	var before strings.Builder
+	r.WriteTable(&before)
+	if strings.Contains(before.String(), "s between reads") || !strings.Contains(before.String(), "kube-root-ca.crt") {
+		t.Errorf("a report without intervals:\n%s", before.String())
+	}
+	r.Phases[0].Audit.Classes[0].IntervalSeconds, r.Phases[0].Audit.Classes[0].ExpectedIntervalSeconds = 32.99, 32.51
+	var after strings.Builder
+	r.WriteTable(&after)
+	if !strings.Contains(after.String(), "s between reads") || !strings.Contains(after.String(), "32.99    32.51         0.99") {
+		t.Errorf("a report with intervals lacks its columns:\n%s", after.String())
 	}
 }
