@@ -104,7 +104,8 @@ func record(args []string) error {
 	fs := flag.NewFlagSet("record", flag.ExitOnError)
 	name := fs.String("name", "", "the record's name (docs/runs/NAME.json)")
 	command := fs.String("command", "", "what the docs tell a reader to run (default: nodeagent and the arguments)")
-	reportPath := fs.String("report", "", "the run's report.json (a compare run)")
+	reportPath := fs.String("report", "", "the run's report.json (a compare run, or with -kind analyze an analyze run)")
+	kind := fs.String("kind", "compare", "what -report is: compare or analyze")
 	var timings timingsFlag
 	fs.Var(&timings, "timings", "KEY=FILE: a timings file (hack/stages.sh's, hack/e2e-kind.sh's) kept under KEY; repeat for more (a timings run)")
 	took := fs.Duration("took", 0, "how long the command ran")
@@ -115,13 +116,19 @@ func record(args []string) error {
 	if *name == "" || (*reportPath == "") == (len(timings) == 0) {
 		return errors.New("record needs -name and either -report or -timings")
 	}
-	kind, report, err := readReport(*reportPath, timings)
+	if *kind != "compare" && *kind != "analyze" {
+		return fmt.Errorf("-kind %q: want compare or analyze", *kind)
+	}
+	report, err := readReport(*reportPath, timings)
 	if err != nil {
 		return err
 	}
 	r := &docruns.Record{
 		Name: *name, Command: *command, Args: fs.Args(), Commit: *commit, Date: *date,
-		Machine: machine(), Kind: kind, Report: report,
+		Machine: machine(), Kind: *kind, Report: report,
+	}
+	if len(timings) > 0 {
+		r.Kind = "timings"
 	}
 	if r.Commit == "" {
 		r.Commit = gitCommit()
@@ -144,35 +151,34 @@ func record(args []string) error {
 	return r.Save(recordsDir)
 }
 
-// readReport is a compare run's trimmed report, or the stages of the
-// timings files by key.
-func readReport(reportPath string, timings timingsFlag) (string, json.RawMessage, error) {
+// readReport is a run's report (a compare report without its samples), or
+// the stages of the timings files by key.
+func readReport(reportPath string, timings timingsFlag) (json.RawMessage, error) {
 	if reportPath != "" {
 		report, err := os.ReadFile(reportPath)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		trimmed, err := trim(report)
 		if err != nil {
-			return "", nil, fmt.Errorf("%s: %w", reportPath, err)
+			return nil, fmt.Errorf("%s: %w", reportPath, err)
 		}
-		return "compare", trimmed, nil
+		return trimmed, nil
 	}
 	byKey := map[string][]docruns.Stage{}
 	for key, path := range timings {
 		f, err := os.Open(path)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		stages, err := docruns.ParseTimings(f)
 		f.Close()
 		if err != nil {
-			return "", nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		byKey[key] = stages
 	}
-	report, err := json.Marshal(byKey)
-	return "timings", report, err
+	return json.Marshal(byKey)
 }
 
 // timingsFlag is -timings KEY=FILE, repeated.

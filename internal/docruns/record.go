@@ -40,8 +40,9 @@ type Record struct {
 	// Took is how long the command ran.
 	Took string `json:"took,omitempty"`
 	// Kind says what Report holds: "compare" is compare's report.json,
-	// "timings" lists of timed stages by key (ParseTimings), such as
-	// `make test`'s stages and those of its kind run.
+	// "analyze" analyze's, "timings" lists of timed stages by key
+	// (ParseTimings), such as `make test`'s stages and those of its kind
+	// run.
 	Kind   string          `json:"kind"`
 	Report json.RawMessage `json:"report"`
 	// Changelog says what earlier runs of this record measured and why

@@ -3,8 +3,10 @@ package docruns
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 )
 
@@ -20,7 +22,10 @@ import (
 //   - duration PATH: a figure in seconds as "47 m 18 s";
 //   - stages PATH [SKIP...]: a timings run's list of stages as a sentence,
 //     "controlplane 3 m 47 s, refkubelet 6 m 5 s", leaving out the stages
-//     named in SKIP.
+//     named in SKIP;
+//   - report TOP: an analyze run's report.md as `nodeagent analyze` writes
+//     it with --top TOP, its title left out and its sections as level-4
+//     headings, to sit inside a page's section.
 func render(r *Record, what string, args []string) (string, error) {
 	switch what {
 	case "run":
@@ -61,13 +66,18 @@ func render(r *Record, what string, args []string) (string, error) {
 			return "", err
 		}
 		return FormatSeconds(v), nil
+	case "report":
+		if len(args) != 1 {
+			return "", fmt.Errorf("report wants the number of rows, got %q", args)
+		}
+		return analyzeReport(r, args[0])
 	case "stages":
 		if len(args) < 1 {
 			return "", fmt.Errorf("stages wants a path, got %q", args)
 		}
 		return stagesLine(r, args[0], args[1:])
 	}
-	return "", fmt.Errorf("unknown renderer %q: want run, table, value, ratio, duration or stages", what)
+	return "", fmt.Errorf("unknown renderer %q: want run, table, value, ratio, duration, stages or report", what)
 }
 
 // runLine names the run: what to run, on what code, where and when.
@@ -93,6 +103,24 @@ func table(r *Record) (string, error) {
 	report.WriteTable(&b)
 	b.WriteString("```\n")
 	return b.String(), nil
+}
+
+// analyzeReport is an analyze run's report.md, demoted to sit inside a
+// page's section.
+func analyzeReport(r *Record, topArg string) (string, error) {
+	if r.Kind != "analyze" {
+		return "", fmt.Errorf("run %s: report renders analyze runs, not %q", r.Name, r.Kind)
+	}
+	top, err := strconv.Atoi(topArg)
+	if err != nil || top < 1 {
+		return "", fmt.Errorf("report wants a number of rows of at least 1, got %q", topArg)
+	}
+	var result analyze.Result
+	if err := json.Unmarshal(r.Report, &result); err != nil {
+		return "", fmt.Errorf("run %s: %w", r.Name, err)
+	}
+	md := strings.TrimPrefix(result.Markdown(top), "# nodeagent analyze\n")
+	return strings.ReplaceAll(md, "\n## ", "\n#### "), nil
 }
 
 // number is the figure at path, which must be a number.

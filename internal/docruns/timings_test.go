@@ -32,3 +32,22 @@ func TestTimingsRecordRenders(t *testing.T) {
 		t.Error("a line without seconds parsed")
 	}
 }
+
+// An analyze run's report sits inside a page's section: no title, its
+// sections at level 4; and only analyze records render so.
+func TestAnalyzeReportRenders(t *testing.T) {
+	records := map[string]*Record{
+		"e2e":  {Name: "e2e", Command: "make e2e", Kind: "analyze", Report: json.RawMessage(`{"cluster":{"nodes":5,"pods":30}}`)},
+		"demo": demoRecord()["demo"],
+	}
+	got, problems := Render("page.md", "<!-- run e2e run --><!-- /run -->\n<!-- run e2e report 10 --><!-- /run -->\n", records)
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	if strings.Contains(got, "# nodeagent analyze") || !strings.Contains(got, "\n#### Predicted load") || !strings.Contains(got, "5 nodes, 30") {
+		t.Errorf("rendered:\n%s", got)
+	}
+	if _, problems := Render("page.md", "<!-- run demo run --><!-- /run --><!-- run demo report 10 --><!-- /run -->", records); len(problems) == 0 {
+		t.Error("a compare record rendered as an analyze report")
+	}
+}
