@@ -104,8 +104,8 @@ func record(args []string) error {
 	fs := flag.NewFlagSet("record", flag.ExitOnError)
 	name := fs.String("name", "", "the record's name (docs/runs/NAME.json)")
 	command := fs.String("command", "", "what the docs tell a reader to run (default: nodeagent and the arguments)")
-	reportPath := fs.String("report", "", "the run's report.json (a compare run, or with -kind analyze an analyze run)")
-	kind := fs.String("kind", "compare", "what -report is: compare or analyze")
+	reportPath := fs.String("report", "", "the run's report: compare's or analyze's report.json, or the e2e suite's _output/reliability/rows.json")
+	kind := fs.String("kind", "compare", "what -report is: compare, analyze or reliability")
 	var timings timingsFlag
 	fs.Var(&timings, "timings", "KEY=FILE: a timings file (hack/stages.sh's, hack/e2e-kind.sh's) kept under KEY; repeat for more (a timings run)")
 	took := fs.Duration("took", 0, "how long the command ran")
@@ -116,8 +116,8 @@ func record(args []string) error {
 	if *name == "" || (*reportPath == "") == (len(timings) == 0) {
 		return errors.New("record needs -name and either -report or -timings")
 	}
-	if *kind != "compare" && *kind != "analyze" {
-		return fmt.Errorf("-kind %q: want compare or analyze", *kind)
+	if *kind != "compare" && *kind != "analyze" && *kind != "reliability" {
+		return fmt.Errorf("-kind %q: want compare, analyze or reliability", *kind)
 	}
 	report, err := readReport(*reportPath, timings)
 	if err != nil {

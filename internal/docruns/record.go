@@ -40,7 +40,8 @@ type Record struct {
 	// Took is how long the command ran.
 	Took string `json:"took,omitempty"`
 	// Kind says what Report holds: "compare" is compare's report.json,
-	// "analyze" analyze's, "timings" lists of timed stages by key
+	// "analyze" analyze's, "reliability" the e2e suite's rows.json of
+	// faults and storms (internal/faulttable), "timings" lists of timed stages by key
 	// (ParseTimings), such as `make test`'s stages and those of its kind
 	// run.
 	Kind   string          `json:"kind"`

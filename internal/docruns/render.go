@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodeagent-io/nodeagent/internal/faulttable"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 )
@@ -23,6 +24,8 @@ import (
 //   - stages PATH [SKIP...]: a timings run's list of stages as a sentence,
 //     "controlplane 3 m 47 s, refkubelet 6 m 5 s", leaving out the stages
 //     named in SKIP;
+//   - rows: a reliability run's table (internal/faulttable), as the e2e
+//     suite writes it;
 //   - report TOP: an analyze run's report.md as `nodeagent analyze` writes
 //     it with --top TOP, its title left out and its sections as level-4
 //     headings, to sit inside a page's section.
@@ -66,6 +69,8 @@ func render(r *Record, what string, args []string) (string, error) {
 			return "", err
 		}
 		return FormatSeconds(v), nil
+	case "rows":
+		return faultRows(r)
 	case "report":
 		if len(args) != 1 {
 			return "", fmt.Errorf("report wants the number of rows, got %q", args)
@@ -77,7 +82,7 @@ func render(r *Record, what string, args []string) (string, error) {
 		}
 		return stagesLine(r, args[0], args[1:])
 	}
-	return "", fmt.Errorf("unknown renderer %q: want run, table, value, ratio, duration, stages or report", what)
+	return "", fmt.Errorf("unknown renderer %q: want run, table, value, ratio, duration, stages, rows or report", what)
 }
 
 // runLine names the run: what to run, on what code, where and when.
@@ -121,6 +126,20 @@ func analyzeReport(r *Record, topArg string) (string, error) {
 	}
 	md := strings.TrimPrefix(result.Markdown(top), "# nodeagent analyze\n")
 	return strings.ReplaceAll(md, "\n## ", "\n#### "), nil
+}
+
+// faultRows is a reliability run's table.
+func faultRows(r *Record) (string, error) {
+	if r.Kind != "reliability" {
+		return "", fmt.Errorf("run %s: rows renders reliability runs, not %q", r.Name, r.Kind)
+	}
+	var report struct {
+		Rows []faulttable.Row `json:"rows"`
+	}
+	if err := json.Unmarshal(r.Report, &report); err != nil {
+		return "", fmt.Errorf("run %s: %w", r.Name, err)
+	}
+	return "\n" + faulttable.Markdown(report.Rows), nil
 }
 
 // number is the figure at path, which must be a number.

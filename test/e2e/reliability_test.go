@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/faulttable"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
@@ -55,7 +55,9 @@ func recordReliability(t *testing.T, row reliabilityRow) {
 	reliability.rows = append(reliability.rows, row)
 }
 
-// writeReliabilityTable writes the rows recorded, if any, as Markdown.
+// writeReliabilityTable writes the rows recorded, if any, as the Markdown
+// table of docs/reliability.md and as rows.json beside it, which
+// `go run ./hack/docruns record -kind reliability` keeps for the docs.
 func writeReliabilityTable() error {
 	reliability.mu.Lock()
 	defer reliability.mu.Unlock()
@@ -66,24 +68,25 @@ func writeReliabilityTable() error {
 	if path == "" {
 		path = filepath.Join("..", "..", "_output", "reliability", "table.md")
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "| Fault | Strategy | Reads checked | Bad reads | Data lost | Recovery | Requests | Test |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|\n")
+	rows := make([]faulttable.Row, 0, len(reliability.rows))
 	for _, r := range reliability.rows {
-		recovery := "n/a"
-		if r.Recovery > 0 {
-			recovery = r.Recovery.Round(10 * time.Millisecond).String()
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | `%s` |\n",
-			r.Fault, r.Strategy, r.Reads.Reads, r.Reads.Bad(), r.DataLost, recovery, r.Requests, r.Test)
+		rows = append(rows, faulttable.Row{Fault: r.Fault, Strategy: r.Strategy, Reads: r.Reads.Reads, BadReads: r.Reads.Bad(),
+			DataLost: r.DataLost, RecoverySeconds: r.Recovery.Seconds(), Requests: r.Requests, Test: r.Test})
+	}
+	data, err := json.MarshalIndent(map[string][]faulttable.Row{"rows": rows}, "", "  ")
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(faulttable.Markdown(rows)), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("reliability table (%d rows) written to %s\n", len(reliability.rows), path)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), "rows.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("reliability table (%d rows) written to %s and rows.json beside it\n", len(reliability.rows), path)
 	return nil
 }
 

@@ -51,3 +51,16 @@ func TestAnalyzeReportRenders(t *testing.T) {
 		t.Error("a compare record rendered as an analyze report")
 	}
 }
+
+// A reliability run's rows render as the e2e suite's table.
+func TestReliabilityRowsRender(t *testing.T) {
+	records := map[string]*Record{"faults": {Name: "faults", Command: "make e2e", Kind: "reliability",
+		Report: json.RawMessage(`{"rows":[{"fault":"disk full","strategy":"watch","reads":4089,"bad_reads":0,"data_lost":"none","recovery_seconds":0.1,"requests":"n/a","test":"TestDiskFaults/disk_full"}]}`)}}
+	got, problems := Render("page.md", "<!-- run faults run --><!-- /run -->\n<!-- run faults rows --><!-- /run -->\n", records)
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	if !strings.Contains(got, "\n| Fault | Strategy |") || !strings.Contains(got, "| disk full | watch | 4089 | 0 | none | 100ms | n/a | `TestDiskFaults/disk_full` |\n<!-- /run -->") {
+		t.Errorf("rendered:\n%s", got)
+	}
+}
