@@ -3,8 +3,8 @@
 //
 //	go run ./hack/docruns render FILE...   # make docs: write every quote from its record
 //	go run ./hack/docruns check FILE...    # make verify: fail where a quote or a record's command is out of date
-//	go run ./hack/docruns record -name NAME -command CMD -report DIR/report.json [-took D] -- ARGS...
-//	                                       # keep a compare run as docs/runs/NAME.json
+//	go run ./hack/docruns record -name NAME -command CMD -report DIR/report.json [-kind analyze|reliability] [-took D] -- ARGS...
+//	                                       # keep a compare run (or an analyze run, or the e2e suite's reliability rows) as docs/runs/NAME.json
 //	go run ./hack/docruns record -name NAME -command CMD -timings KEY=FILE... [-commit C -date D]
 //	                                       # keep a run of timed stages (make test's _output/test-timings.txt)
 package main

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,19 +66,10 @@ func stagesLine(r *Record, path string, skip []string) (string, error) {
 		if !ok || !isNumber {
 			return "", fmt.Errorf("run %s: %s holds %v, not a stage", r.Name, path, e)
 		}
-		if contains(skip, name) {
+		if slices.Contains(skip, name) {
 			continue
 		}
 		parts = append(parts, name+" "+FormatSeconds(seconds))
 	}
 	return strings.Join(parts, ", "), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
