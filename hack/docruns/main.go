@@ -3,8 +3,8 @@
 //
 //	go run ./hack/docruns render FILE...   # make docs: write every quote from its record
 //	go run ./hack/docruns check FILE...    # make verify: fail where a quote or a record's command is out of date
-//	go run ./hack/docruns record -name NAME -command CMD -report DIR/report.json [-kind analyze|reliability] [-took D] -- ARGS...
-//	                                       # keep a compare run (or an analyze run, or the e2e suite's reliability rows) as docs/runs/NAME.json
+//	go run ./hack/docruns record -name NAME -command CMD -report DIR/report.json [-kind analyze|reliability|table] [-took D] -- ARGS...
+//	                                       # keep a compare run (or an analyze run, the e2e suite's reliability rows, a test's table) as docs/runs/NAME.json
 //	go run ./hack/docruns record -name NAME -command CMD -timings KEY=FILE... [-commit C -date D]
 //	                                       # keep a run of timed stages (make test's _output/test-timings.txt)
 package main
@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +106,7 @@ func record(args []string) error {
 	name := fs.String("name", "", "the record's name (docs/runs/NAME.json)")
 	command := fs.String("command", "", "what the docs tell a reader to run (default: nodeagent and the arguments)")
 	reportPath := fs.String("report", "", "the run's report: compare's or analyze's report.json, or the e2e suite's _output/reliability/rows.json")
-	kind := fs.String("kind", "compare", "what -report is: compare, analyze or reliability")
+	kind := fs.String("kind", "compare", "what -report is: compare, analyze, reliability, or table (an e2e test's _output/tables/NAME.json)")
 	var timings timingsFlag
 	fs.Var(&timings, "timings", "KEY=FILE: a timings file (hack/stages.sh's, hack/e2e-kind.sh's) kept under KEY; repeat for more (a timings run)")
 	took := fs.Duration("took", 0, "how long the command ran")
@@ -116,8 +117,8 @@ func record(args []string) error {
 	if *name == "" || (*reportPath == "") == (len(timings) == 0) {
 		return errors.New("record needs -name and either -report or -timings")
 	}
-	if *kind != "compare" && *kind != "analyze" && *kind != "reliability" {
-		return fmt.Errorf("-kind %q: want compare, analyze or reliability", *kind)
+	if !slices.Contains([]string{"compare", "analyze", "reliability", "table"}, *kind) {
+		return fmt.Errorf("-kind %q: want compare, analyze, reliability or table", *kind)
 	}
 	report, err := readReport(*reportPath, timings)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/faulttable"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // The renderers a marker names (its WHAT):
@@ -17,6 +18,10 @@ import (
 //     which names the run on the page;
 //   - table: a compare run's tables as the command prints them, in a code
 //     block;
+//   - latency: a compare run's update latency per mode, as report.md's
+//     Markdown table;
+//   - resources: a compare run's CPU, memory and GET/s per mode, as a
+//     Markdown table (compare.Report.ResourceTable);
 //   - value FORMAT PATH: one figure of the report (Record.Value), written
 //     with a Go format verb such as %.2f;
 //   - ratio FORMAT PATH PATH: the first figure over the second;
@@ -25,7 +30,8 @@ import (
 //     "controlplane 3 m 47 s, refkubelet 6 m 5 s", leaving out the stages
 //     named in SKIP;
 //   - rows: a reliability run's table (internal/faulttable), as the e2e
-//     suite writes it;
+//     suite writes it, or a table run's table (an e2e test's
+//     report.Table);
 //   - report TOP: an analyze run's report.md as `nodeagent analyze` writes
 //     it with --top TOP, its title left out and its sections as level-4
 //     headings, to sit inside a page's section.
@@ -35,6 +41,15 @@ func render(r *Record, what string, args []string) (string, error) {
 		return runLine(r), nil
 	case "table":
 		return table(r)
+	case "latency", "resources":
+		run, err := compareReport(r, what)
+		if err != nil {
+			return "", err
+		}
+		if what == "latency" {
+			return "\n" + run.LatencyTable().Markdown(), nil
+		}
+		return "\n" + run.ResourceTable().Markdown(), nil
 	case "value":
 		if len(args) != 2 {
 			return "", fmt.Errorf("value wants a format and a path, got %q", args)
@@ -70,6 +85,9 @@ func render(r *Record, what string, args []string) (string, error) {
 		}
 		return FormatSeconds(v), nil
 	case "rows":
+		if r.Kind == "table" {
+			return tableRows(r)
+		}
 		return faultRows(r)
 	case "report":
 		if len(args) != 1 {
@@ -82,7 +100,7 @@ func render(r *Record, what string, args []string) (string, error) {
 		}
 		return stagesLine(r, args[0], args[1:])
 	}
-	return "", fmt.Errorf("unknown renderer %q: want run, table, value, ratio, duration, stages, rows or report", what)
+	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, value, ratio, duration, stages, rows or report", what)
 }
 
 // runLine names the run: what to run, on what code, where and when.
@@ -94,18 +112,27 @@ func runLine(r *Record) string {
 	return line + " (record: docs/runs/" + r.Name + ".json)"
 }
 
-// table is a compare run's tables, as `nodeagent compare` prints them.
-func table(r *Record) (string, error) {
+// compareReport is a compare run's report, for the renderer what.
+func compareReport(r *Record, what string) (*compare.Report, error) {
 	if r.Kind != "compare" {
-		return "", fmt.Errorf("run %s: table renders compare runs, not %q", r.Name, r.Kind)
+		return nil, fmt.Errorf("run %s: %s renders compare runs, not %q", r.Name, what, r.Kind)
 	}
 	var report compare.Report
 	if err := json.Unmarshal(r.Report, &report); err != nil {
-		return "", fmt.Errorf("run %s: %w", r.Name, err)
+		return nil, fmt.Errorf("run %s: %w", r.Name, err)
+	}
+	return &report, nil
+}
+
+// table is a compare run's tables, as `nodeagent compare` prints them.
+func table(r *Record) (string, error) {
+	run, err := compareReport(r, "table")
+	if err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	b.WriteString("\n```\n")
-	report.WriteTable(&b)
+	run.WriteTable(&b)
 	b.WriteString("```\n")
 	return b.String(), nil
 }
@@ -140,6 +167,19 @@ func faultRows(r *Record) (string, error) {
 		return "", fmt.Errorf("run %s: %w", r.Name, err)
 	}
 	return "\n" + faulttable.Markdown(report.Rows), nil
+}
+
+// tableRows is a table run's table: what an e2e test measured, as it
+// wrote it.
+func tableRows(r *Record) (string, error) {
+	var t report.Table
+	if err := json.Unmarshal(r.Report, &t); err != nil {
+		return "", fmt.Errorf("run %s: %w", r.Name, err)
+	}
+	if len(t.Header) == 0 {
+		return "", fmt.Errorf("run %s: its table has no header", r.Name)
+	}
+	return "\n" + t.Markdown(), nil
 }
 
 // number is the figure at path, which must be a number.

@@ -20,7 +20,7 @@ func TestLatencyReport(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	if rows := r.latencyTable().Rows; len(rows) != 1 {
+	if rows := r.LatencyTable().Rows; len(rows) != 1 {
 		t.Errorf("%d latency rows, want watch's", len(rows))
 	}
 	dir := t.TempDir()

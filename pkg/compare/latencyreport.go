@@ -19,9 +19,9 @@ func (r *Report) hasLatency() bool {
 	return false
 }
 
-// latencyTable is the latency of each phase that measured it, for the
-// text and Markdown forms.
-func (r *Report) latencyTable() report.Table {
+// LatencyTable is the latency of each phase that measured it, for the
+// text and Markdown forms (and docs/latency.md's quotes of recorded runs).
+func (r *Report) LatencyTable() report.Table {
 	out := report.Table{Header: []string{"mode", "updates", "samples", "p50", "p99", "max", "kubelet p50", "kubelet p99", "kubelet bound", "not on disk", "update ack p99"}}
 	for _, p := range r.Phases {
 		l := p.Latency
@@ -41,7 +41,7 @@ func (r *Report) latencyTable() report.Table {
 // writeLatencyTable prints the latency table as aligned text.
 func (r *Report) writeLatencyTable(w io.Writer) {
 	fmt.Fprintf(w, "\nUpdate latency, from the apiserver's acknowledgement of an update to the new bytes on disk, per (update, volume):\n\n")
-	_ = r.latencyTable().WriteText(w)
+	_ = r.LatencyTable().WriteText(w)
 }
 
 // latencyMarkdown is report.md's latency section.
@@ -56,7 +56,7 @@ func (r *Report) latencyMarkdown() string {
 		"the model of docs/model.md for the kubelet's behaviour with the same strategy, at S = %gs and the TTL in effect; beside "+
 		"`watch`, which remounts on the change, they are the kubelet's Watch strategy, which waits for each pod's next sync.\n\n",
 		s.UpdateRate, s.SyncFrequencySeconds)
-	b.WriteString(r.latencyTable().Markdown())
+	b.WriteString(r.LatencyTable().Markdown())
 	fmt.Fprintf(&b, "\n![update latency](latency.svg)\n")
 	return b.String()
 }

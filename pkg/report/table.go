@@ -10,10 +10,11 @@ import (
 	"text/tabwriter"
 )
 
-// Table is a header and rows of cells, already formatted.
+// Table is a header and rows of cells, already formatted. Its JSON is
+// what e2e tests write for a table record (internal/docruns).
 type Table struct {
-	Header []string
-	Rows   [][]string
+	Header []string   `json:"header"`
+	Rows   [][]string `json:"rows"`
 }
 
 // WriteText prints t as right-aligned text columns, two spaces apart.

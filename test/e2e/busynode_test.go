@@ -16,6 +16,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // A busy node: seventy pods of mixed volumes, some failing on purpose
@@ -236,7 +237,23 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 	})
 	t.Logf("a FailedMount for every pod whose remount fails, after the change: %v", posted)
 	noSlower(t, "a FailedMount for every failed remount", posted[agentNode], posted[kubeletNode])
+
+	window := to.Sub(from).Seconds()
+	gets := func(n int) string { return fmt.Sprintf("%d (%.1f/s)", n, float64(n)/window) }
+	writeDocTable(t, "busy-node", report.Table{
+		Header: []string{"", "nodeagent", "kubelet v1.36"},
+		Rows: [][]string{
+			{"every healthy volume on disk, from the pods' creation", seconds(mounted[agentNode]), seconds(mounted[kubeletNode])},
+			{"a `FailedMount` posted for every failing pod", seconds(evented[agentNode]), seconds(evented[kubeletNode])},
+			{fmt.Sprintf("ConfigMap GETs over %.0f s (audit log)", window), gets(a.Gets()), gets(k.Gets())},
+			{fmt.Sprintf("a `FailedMount` for each of the %d pods whose remount fails, after a ConfigMap is deleted and a listed key removed", len(readers)),
+				seconds(posted[agentNode]), seconds(posted[kubeletNode])},
+		},
+	})
 }
+
+// seconds is a measured time as the docs' tables show it.
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
 // noSlower holds nodeagent to the kubelet's time for the same work on the
 // same pods, with two seconds of slack: one poll of the test, and the

@@ -170,9 +170,9 @@ func TestPrometheusRulesMatchCompare(t *testing.T) {
 	out := t.TempDir()
 	runCompare(t, "compare-prometheus", out, "--nodes=4", "--pods-per-node=5", "--sync-frequency=2s", "--ttl=6s",
 		"--phase-duration=45s", "--modes=every-sync,first-reference", "--metrics-address="+agentsAddr)
-	report := e2eutil.ReadReport(t, out)
-	if len(report.Phases) != 2 {
-		t.Fatalf("%d phases, want 2", len(report.Phases))
+	run := e2eutil.ReadReport(t, out)
+	if len(run.Phases) != 2 {
+		t.Fatalf("%d phases, want 2", len(run.Phases))
 	}
 	// The last scrape and rule evaluation of the run.
 	time.Sleep(5 * time.Second)
@@ -180,8 +180,9 @@ func TestPrometheusRulesMatchCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chartPrometheus(t, prom, report)
-	for _, p := range report.Phases {
+	chartPrometheus(t, prom, run)
+	measured := report.Table{Header: []string{"phase", "series", "Prometheus, averaged over the window", "compare"}}
+	for _, p := range run.Phases {
 		// The rates whose windows lie inside the measured window.
 		span := fmt.Sprintf("%ds", int(p.WindowEnd.Sub(p.WindowStart.Add(window)).Seconds()))
 		avg := func(series string) (float64, bool) {
@@ -196,6 +197,7 @@ func TestPrometheusRulesMatchCompare(t *testing.T) {
 				return
 			}
 			t.Logf("%s: %s: Prometheus %.2f/s, compare %.2f/s", p.Mode, what, got, want)
+			measured.Rows = append(measured.Rows, []string{string(p.Mode), "`" + series + "`", fmt.Sprintf("%.2f /s", got), fmt.Sprintf("%.2f /s", want)})
 		}
 		secs := p.MeasuredSeconds
 		within("apiserver GETs", `resource:apiserver_request_gets:rate5m{resource="configmaps"}`, p.APIServerGetQPS)
@@ -224,6 +226,7 @@ func TestPrometheusRulesMatchCompare(t *testing.T) {
 			t.Errorf("%s: %v nodes' agents scraped, want 4", p.Mode, nodes)
 		}
 	}
+	writeDocTable(t, "prometheus", measured)
 }
 
 // quorumGets creates a Secret and reads it and a ConfigMap back without a
