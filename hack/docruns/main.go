@@ -3,7 +3,7 @@
 //
 //	go run ./hack/docruns render FILE...   # make docs: write every quote from its record
 //	go run ./hack/docruns check FILE...    # make verify: fail where a quote or a record's command is out of date
-//	go run ./hack/docruns record -name NAME -command CMD -report DIR/report.json [-kind analyze|reliability|table] [-took D] -- ARGS...
+//	go run ./hack/docruns record -name NAME -command CMD -report DIR/report.json [-kind analyze|reliability|table|bench] [-took D] -- ARGS...
 //	                                       # keep a compare run (or an analyze run, the e2e suite's reliability rows, a test's table) as docs/runs/NAME.json
 //	go run ./hack/docruns record -name NAME -command CMD -timings KEY=FILE... [-commit C -date D]
 //	                                       # keep a run of timed stages (make test's _output/test-timings.txt)
@@ -106,7 +106,7 @@ func record(args []string) error {
 	name := fs.String("name", "", "the record's name (docs/runs/NAME.json)")
 	command := fs.String("command", "", "what the docs tell a reader to run (default: nodeagent and the arguments)")
 	reportPath := fs.String("report", "", "the run's report: compare's or analyze's report.json, or the e2e suite's _output/reliability/rows.json")
-	kind := fs.String("kind", "compare", "what -report is: compare, analyze, reliability, or table (an e2e test's _output/tables/NAME.json)")
+	kind := fs.String("kind", "compare", "what -report is: compare, analyze, reliability, table (an e2e test's _output/tables/NAME.json), or bench (make bench's _output/bench.txt)")
 	var timings timingsFlag
 	fs.Var(&timings, "timings", "KEY=FILE: a timings file (hack/stages.sh's, hack/e2e-kind.sh's) kept under KEY; repeat for more (a timings run)")
 	took := fs.Duration("took", 0, "how long the command ran")
@@ -117,10 +117,10 @@ func record(args []string) error {
 	if *name == "" || (*reportPath == "") == (len(timings) == 0) {
 		return errors.New("record needs -name and either -report or -timings")
 	}
-	if !slices.Contains([]string{"compare", "analyze", "reliability", "table"}, *kind) {
-		return fmt.Errorf("-kind %q: want compare, analyze, reliability or table", *kind)
+	if !slices.Contains([]string{"compare", "analyze", "reliability", "table", "bench"}, *kind) {
+		return fmt.Errorf("-kind %q: want compare, analyze, reliability, table or bench", *kind)
 	}
-	report, err := readReport(*reportPath, timings)
+	report, err := readReport(*reportPath, *kind, timings)
 	if err != nil {
 		return err
 	}
@@ -152,13 +152,20 @@ func record(args []string) error {
 	return r.Save(recordsDir)
 }
 
-// readReport is a run's report (a compare report without its samples), or
-// the stages of the timings files by key.
-func readReport(reportPath string, timings timingsFlag) (json.RawMessage, error) {
+// readReport is a run's report (a compare report without its samples,
+// benchmarks summarised), or the stages of the timings files by key.
+func readReport(reportPath, kind string, timings timingsFlag) (json.RawMessage, error) {
 	if reportPath != "" {
 		report, err := os.ReadFile(reportPath)
 		if err != nil {
 			return nil, err
+		}
+		if kind == "bench" {
+			run, err := docruns.ParseBench(bytes.NewReader(report))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", reportPath, err)
+			}
+			return json.Marshal(run)
 		}
 		trimmed, err := trim(report)
 		if err != nil {

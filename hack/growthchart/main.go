@@ -6,6 +6,7 @@
 // node, one line per mode. docs/compare.md shows it.
 //
 //	go run ./hack/growthchart -o docs/images/growth.svg _output/scale/100 _output/scale/300 _output/scale/1000
+//	go run ./hack/growthchart -o docs/images/growth.svg docs/runs/scale-100.json docs/runs/scale-300.json docs/runs/scale-1000.json
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -48,7 +50,7 @@ func main() {
 	out := flag.String("o", "growth.svg", "chart to write (.svg or .png)")
 	flag.Parse()
 	if flag.NArg() < 2 {
-		fmt.Fprintln(os.Stderr, "usage: growthchart -o chart.svg <compare output dir>... (two or more runs)")
+		fmt.Fprintln(os.Stderr, "usage: growthchart -o chart.svg <compare output dir or docs/runs/NAME.json>... (two or more runs)")
 		os.Exit(2)
 	}
 	if err := run(*out, flag.Args()); err != nil {
@@ -88,14 +90,37 @@ func run(out string, dirs []string) error {
 	return save(out, panels)
 }
 
-// readRuns reads each run's report.json.
+// readReport is the report.json of a compare output directory, or the
+// report kept in a run's record (docs/runs/NAME.json, internal/docruns).
+func readReport(path string) ([]byte, error) {
+	if !strings.HasSuffix(path, ".json") {
+		return os.ReadFile(filepath.Join(path, "report.json"))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var record struct {
+		Kind   string          `json:"kind"`
+		Report json.RawMessage `json:"report"`
+	}
+	if err := json.Unmarshal(data, &record); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if record.Kind != "compare" {
+		return nil, fmt.Errorf("%s: a record of a %q run, not of a compare run", path, record.Kind)
+	}
+	return record.Report, nil
+}
+
+// readRuns reads each run's report.
 func readRuns(dirs []string) (*growth, error) {
 	g := &growth{model: map[string]plotter.XYs{}}
 	for range metrics {
 		g.series = append(g.series, map[string]plotter.XYs{})
 	}
 	for _, dir := range dirs {
-		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		data, err := readReport(dir)
 		if err != nil {
 			return nil, err
 		}

@@ -93,3 +93,44 @@ func TestCompareTablesAndTableRunsRender(t *testing.T) {
 		t.Error("a table record rendered as a compare run's latency")
 	}
 }
+
+// go test's benchmark output becomes each benchmark's median and
+// confidence interval, and a page quotes them as benchstat writes them.
+func TestBenchRunRenders(t *testing.T) {
+	out := "goos: linux\npkg: example.com/m/pkg/writer\n" +
+		"BenchmarkWriteFirst/small-2   1000  5000 ns/op  4096 B/op  12 allocs/op\n" +
+		"BenchmarkWriteFirst/small-2   1000  5100 ns/op  4096 B/op  12 allocs/op\n" +
+		"BenchmarkWriteFirst/small-2   1000  4900 ns/op  4096 B/op  12 allocs/op\n" +
+		"BenchmarkWriteFirst/small-2   1000  5000 ns/op  4096 B/op  12 allocs/op\n" +
+		"BenchmarkWriteFirst/small-2   1000  5050 ns/op  4096 B/op  12 allocs/op\n" +
+		"BenchmarkWriteFirst/small-2   1000  4950 ns/op  4096 B/op  12 allocs/op\n" +
+		"pkg: example.com/m/pkg/cache\nBenchmarkLookup-2  50000000  14.6 ns/op\n"
+	run, err := ParseBench(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Benchmarks) != 2 || run.Benchmarks[0].Name != "WriteFirst/small" || run.Benchmarks[0].Package != "example.com/m/pkg/writer" {
+		t.Fatalf("benchmarks %+v", run.Benchmarks)
+	}
+	if s := run.Benchmarks[0].Units["sec/op"]; s.Samples != 6 || s.Median < 4.99e-6 || s.Median > 5.01e-6 || s.Low == nil || *s.Low >= s.Median || *s.High <= s.Median {
+		t.Errorf("WriteFirst/small sec/op %+v, want the median 5 µs of 6 samples inside its interval", s)
+	}
+	report, err := json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]*Record{"bench": {Name: "bench", Command: "make bench", Kind: "bench", Report: report}}
+	got, problems := Render("page.md", "<!-- run bench run --><!-- /run -->\n<!-- run bench bench WriteFirst --><!-- /run -->\n", records)
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	if !strings.Contains(got, "| `WriteFirst/small` | 5.00 µs ± 2 % | 4.00 KiB ± 0 % | 12 ± 0 % |\n<!-- /run -->") || strings.Contains(got, "Lookup") {
+		t.Errorf("rendered:\n%s", got)
+	}
+	if _, problems := Render("page.md", "<!-- run bench run --><!-- /run --><!-- run bench bench Nothing --><!-- /run -->", records); len(problems) == 0 {
+		t.Error("a prefix that names no benchmark rendered")
+	}
+	if _, err := ParseBench(strings.NewReader("PASS\n")); err == nil {
+		t.Error("output without benchmarks parsed")
+	}
+}

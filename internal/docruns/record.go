@@ -42,7 +42,8 @@ type Record struct {
 	// Kind says what Report holds: "compare" is compare's report.json,
 	// "analyze" analyze's, "reliability" the e2e suite's rows.json of
 	// faults and storms (internal/faulttable), "table" an e2e test's
-	// table (pkg/report.Table), "timings" lists of timed stages by key
+	// table (pkg/report.Table), "bench" go test's benchmarks summarised
+	// (BenchRun), "timings" lists of timed stages by key
 	// (ParseTimings), such as `make test`'s stages and those of its kind
 	// run.
 	Kind   string          `json:"kind"`

@@ -32,6 +32,8 @@ import (
 //   - rows: a reliability run's table (internal/faulttable), as the e2e
 //     suite writes it, or a table run's table (an e2e test's
 //     report.Table);
+//   - bench [PREFIX...]: a bench run's benchmarks (those whose names start
+//     with a PREFIX) as a Markdown table, as benchstat summarises them;
 //   - report TOP: an analyze run's report.md as `nodeagent analyze` writes
 //     it with --top TOP, its title left out and its sections as level-4
 //     headings, to sit inside a page's section.
@@ -94,13 +96,26 @@ func render(r *Record, what string, args []string) (string, error) {
 			return "", fmt.Errorf("report wants the number of rows, got %q", args)
 		}
 		return analyzeReport(r, args[0])
+	case "bench":
+		if r.Kind != "bench" {
+			return "", fmt.Errorf("run %s: bench renders bench runs, not %q", r.Name, r.Kind)
+		}
+		var run BenchRun
+		if err := json.Unmarshal(r.Report, &run); err != nil {
+			return "", fmt.Errorf("run %s: %w", r.Name, err)
+		}
+		table, err := benchTable(run, args)
+		if err != nil {
+			return "", fmt.Errorf("run %s: %w", r.Name, err)
+		}
+		return "\n" + table, nil
 	case "stages":
 		if len(args) < 1 {
 			return "", fmt.Errorf("stages wants a path, got %q", args)
 		}
 		return stagesLine(r, args[0], args[1:])
 	}
-	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, value, ratio, duration, stages, rows or report", what)
+	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, value, ratio, duration, stages, rows, bench or report", what)
 }
 
 // runLine names the run: what to run, on what code, where and when.

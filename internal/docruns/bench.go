@@ -1,0 +1,153 @@
+package docruns
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+	"golang.org/x/perf/benchunit"
+)
+
+// BenchRun is a bench run's report: each benchmark of `go test -bench`'s
+// output (`make bench`'s _output/bench.txt) summarised as benchstat
+// summarises it, the median of its samples and the median's 95 %
+// confidence interval, with no assumption on the samples' distribution.
+type BenchRun struct {
+	Benchmarks []Benchmark `json:"benchmarks"`
+}
+
+// Benchmark is one benchmark's summary per unit (sec/op, B/op,
+// allocs/op, as benchfmt tidies go test's units).
+type Benchmark struct {
+	// Name is the benchmark's name without "Benchmark" and without the
+	// GOMAXPROCS suffix, sub-benchmarks included: "WriteFirst/small".
+	Name    string                  `json:"name"`
+	Package string                  `json:"package"`
+	Units   map[string]BenchSummary `json:"units"`
+}
+
+// BenchSummary is a sample's median, its confidence interval and its
+// size. Too few samples give no interval: Low and High are then absent.
+type BenchSummary struct {
+	Median  float64  `json:"median"`
+	Low     *float64 `json:"low,omitempty"`
+	High    *float64 `json:"high,omitempty"`
+	Samples int      `json:"samples"`
+}
+
+// ParseBench summarises go test's benchmark output, benchmarks in the
+// order they first appear.
+func ParseBench(r io.Reader) (BenchRun, error) {
+	type key struct{ pkg, name string }
+	var order []key
+	samples := map[key]map[string][]float64{}
+	reader := benchfmt.NewReader(r, "bench.txt")
+	for reader.Scan() {
+		res, ok := reader.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		base, parts := res.Name.Parts()
+		name := string(base)
+		for _, p := range parts {
+			if !strings.HasPrefix(string(p), "-") {
+				name += string(p)
+			}
+		}
+		k := key{res.GetConfig("pkg"), name}
+		if samples[k] == nil {
+			samples[k] = map[string][]float64{}
+			order = append(order, k)
+		}
+		for _, v := range res.Values {
+			samples[k][v.Unit] = append(samples[k][v.Unit], v.Value)
+		}
+	}
+	if err := reader.Err(); err != nil {
+		return BenchRun{}, err
+	}
+	if len(order) == 0 {
+		return BenchRun{}, fmt.Errorf("no benchmark results")
+	}
+	var run BenchRun
+	for _, k := range order {
+		b := Benchmark{Name: k.name, Package: k.pkg, Units: map[string]BenchSummary{}}
+		for unit, values := range samples[k] {
+			s := benchmath.AssumeNothing.Summary(benchmath.NewSample(values, &benchmath.DefaultThresholds), 0.95)
+			summary := BenchSummary{Median: s.Center, Samples: len(values)}
+			if !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) {
+				summary.Low, summary.High = &s.Lo, &s.Hi
+			}
+			b.Units[unit] = summary
+		}
+		run.Benchmarks = append(run.Benchmarks, b)
+	}
+	return run, nil
+}
+
+// benchTable is a bench run's benchmarks whose names start with one of
+// prefixes (all, without any), as a Markdown table: per benchmark, its
+// time, bytes and allocations per operation, each as benchstat writes
+// them, the median ± the confidence interval's widest side in per cent.
+func benchTable(run BenchRun, prefixes []string) (string, error) {
+	var b strings.Builder
+	b.WriteString("| benchmark | time/op | B/op | allocs/op |\n|---|---|---|---|\n")
+	rows := 0
+	for _, bench := range run.Benchmarks {
+		if len(prefixes) > 0 && !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(bench.Name, p) }) {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", bench.Name,
+			bench.Units["sec/op"].format("s"), bench.Units["B/op"].format("B"), bench.Units["allocs/op"].format(""))
+		rows++
+	}
+	if rows == 0 {
+		return "", fmt.Errorf("no benchmark named %q", prefixes)
+	}
+	return b.String(), nil
+}
+
+// format is the summary as benchstat writes it, to three figures:
+// "14.6 ns ± 1 %", "4.00 KiB ± 0 %"; a count of allocations whole.
+func (s BenchSummary) format(unit string) string {
+	if s.Samples == 0 {
+		return "-"
+	}
+	var value string
+	switch unit {
+	case "":
+		value = fmt.Sprintf("%.0f", s.Median)
+	case "B":
+		value = withPrefix(benchunit.Scale(s.Median, benchunit.Binary), unit)
+	default:
+		value = withPrefix(benchunit.Scale(s.Median, benchunit.Decimal), unit)
+	}
+	if s.Low == nil || s.High == nil {
+		return value + " ± ∞"
+	}
+	spread := (benchmath.Summary{Center: s.Median, Lo: *s.Low, Hi: *s.High}).PctRangeString()
+	return value + " ± " + strings.TrimSuffix(spread, "%") + " %"
+}
+
+// withPrefix writes benchunit's "14.60n" as "14.6 ns" and "1.500Ki" as
+// "1.50 KiB": three figures, a space, the prefix and the unit.
+func withPrefix(scaled, unit string) string {
+	i := strings.IndexFunc(scaled, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(scaled)
+	}
+	number, prefix := scaled[:i], scaled[i:]
+	if prefix == "u" {
+		prefix = "µ"
+	}
+	if v, err := strconv.ParseFloat(number, 64); err == nil && v > 0 {
+		decimals := max(0, 2-int(math.Floor(math.Log10(v))))
+		number = strconv.FormatFloat(v, 'f', decimals, 64)
+	}
+	return number + " " + prefix + unit
+}
