@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
@@ -186,11 +187,9 @@ func TestAnalyzeAtScale(t *testing.T) {
 	if r.Cluster.Pods < pods || r.Cluster.Nodes < nodes {
 		t.Errorf("analyze saw %d nodes and %d pods, want at least %d and %d", r.Cluster.Nodes, r.Cluster.Pods, nodes, pods)
 	}
-	if table := os.Getenv("NODEAGENT_ANALYZE_SCALE_TABLE"); table != "" {
-		row := fmt.Sprintf("| %d | %d | %d | %d | %.1f s | %.0f MiB | %.0f |\n", nodes, pods, namespaces*configMapsPerNamespace,
-			namespaces*secretsPerNamespace, wall.Seconds(), float64(peak)/(1<<20), lists)
-		if err := os.WriteFile(table, []byte(row), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
+	writeDocTable(t, "analyze-scale", report.Table{
+		Header: []string{"nodes", "pods", "ConfigMaps", "Secrets", "wall time", "peak memory", "requests"},
+		Rows: [][]string{{fmt.Sprint(nodes), fmt.Sprint(pods), fmt.Sprint(namespaces * configMapsPerNamespace), fmt.Sprint(namespaces * secretsPerNamespace),
+			fmt.Sprintf("%.1f s", wall.Seconds()), fmt.Sprintf("%.0f MiB", float64(peak)/(1<<20)), fmt.Sprintf("%.0f LISTs", lists)}},
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
@@ -181,12 +182,15 @@ func TestAnalyzeKindKubeletsWatch(t *testing.T) {
 		return strings.Join(wrong, "; ")
 	})
 	checkSettings(t, r, model.StrategyWatch, time.Minute)
+	watches := report.Table{Header: []string{"node", "ConfigMap watches", "Secret watches"}}
 	for _, n := range r.Nodes {
 		if s := n.Predicted.Sum(); s.APIServerGets != 0 || s.Watches == 0 {
 			t.Errorf("%s on Watch: predicted %.2f GET/s and %d watches; want none and some", n.Name, s.APIServerGets, s.Watches)
 		}
 		t.Logf("%s: %d ConfigMap and %d Secret watches, as predicted", n.Name, n.Predicted.ConfigMaps.Watches, n.Predicted.Secrets.Watches)
+		watches.Rows = append(watches.Rows, []string{n.Name, fmt.Sprint(n.Predicted.ConfigMaps.Watches), fmt.Sprint(n.Predicted.Secrets.Watches)})
 	}
+	writeDocTable(t, "analyze-watch", watches)
 }
 
 // checkAnalyzeCache holds analyze's prediction for the kind kubelets on the
@@ -199,6 +203,7 @@ func checkAnalyzeCache(t *testing.T, syncFrequency time.Duration, window auditlo
 	checkSettings(t, r, model.StrategyCache, syncFrequency)
 	tally := auditTally(t, window)
 	seconds := window.To.Sub(window.From).Seconds()
+	gets := report.Table{Header: []string{"node", "behaviour", "GET/s predicted", "GET/s audited"}}
 	for _, n := range r.Nodes {
 		user := "system:node:" + n.Name
 		audited := float64(tally.Counts["configmaps"][user].Gets()+tally.Counts["secrets"][user].Gets()) / seconds
@@ -207,5 +212,7 @@ func checkAnalyzeCache(t *testing.T, syncFrequency time.Duration, window auditlo
 		if math.Abs(audited-predicted) > 0.1*predicted {
 			t.Errorf("%s: audited %.2f GET/s, predicted %.2f: more than 10 %% apart", n.Name, audited, predicted)
 		}
+		gets.Rows = append(gets.Rows, []string{n.Name, string(n.Behaviour), fmt.Sprintf("%.2f", predicted), fmt.Sprintf("%.2f", audited)})
 	}
+	writeDocTable(t, "analyze-cache", gets)
 }

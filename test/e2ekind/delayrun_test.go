@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // delayValueKey is the one key of every ConfigMap an update-delay run
@@ -138,11 +139,11 @@ func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end t
 // checkUpdateDelays requires, for each node analyze reported, every
 // measured delay within its predicted longest (to within one poll, the
 // measurement's resolution) and the measured median within 25 % of the
-// predicted median; it logs both and returns one line per node for a
-// report.
-func checkUpdateDelays(t testing.TB, nodes []analyze.NodeResult, measured map[string][]float64, poll time.Duration) []string {
+// predicted median; it logs both and returns them as a table, one row
+// per node, for the docs.
+func checkUpdateDelays(t testing.TB, nodes []analyze.NodeResult, measured map[string][]float64, poll time.Duration) report.Table {
 	t.Helper()
-	var lines []string
+	table := report.Table{Header: []string{"node", "behaviour", "S", "T", "delays measured", "median", "predicted median", "longest", "predicted longest"}}
 	for _, n := range nodes {
 		delays := slices.Clone(measured[n.Name])
 		if n.UpdateDelay == nil || len(delays) == 0 || n.SettingsSource != analyze.FromConfigz {
@@ -154,7 +155,9 @@ func checkUpdateDelays(t testing.TB, nodes []analyze.NodeResult, measured map[st
 		line := fmt.Sprintf("%s (%s, S = %gs, T = %gs): %d delays measured, median %.2f s, longest %.2f s; predicted median %.2f s, longest %.2f s",
 			n.Name, n.Behaviour, n.SyncFrequencySeconds, n.TTLSeconds, len(delays), median, longest, n.UpdateDelay.Median, n.UpdateDelay.Max)
 		t.Log(line)
-		lines = append(lines, line)
+		table.Rows = append(table.Rows, []string{n.Name, string(n.Behaviour), fmt.Sprintf("%g s", n.SyncFrequencySeconds), fmt.Sprintf("%g s", n.TTLSeconds),
+			fmt.Sprint(len(delays)), fmt.Sprintf("%.2f s", median), fmt.Sprintf("%.2f s", n.UpdateDelay.Median),
+			fmt.Sprintf("%.2f s", longest), fmt.Sprintf("%.2f s", n.UpdateDelay.Max)})
 		if longest > n.UpdateDelay.Max+poll.Seconds() {
 			t.Errorf("%s: an update took %.2f s, longer than the predicted longest %.2f s", n.Name, longest, n.UpdateDelay.Max)
 		}
@@ -162,5 +165,5 @@ func checkUpdateDelays(t testing.TB, nodes []analyze.NodeResult, measured map[st
 			t.Errorf("%s: measured median %.2f s, more than 25 %% from the predicted %.2f s", n.Name, median, n.UpdateDelay.Median)
 		}
 	}
-	return lines
+	return table
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 const (
@@ -262,15 +263,15 @@ func TestBesideKubeletCache(t *testing.T) {
 	checkAnalyzeCache(t, cacheSyncPeriod, auditlog.Window{From: from, To: to})
 }
 
-// writeBesideReport keeps the figures next to the compare reports.
+// writeBesideReport keeps the figures for docs/compare.md: each side's
+// requests over the window, from the audit log.
 func writeBesideReport(t *testing.T, kubelets, agents auditlog.Counts, seconds float64) {
-	line := func(who string, c auditlog.Counts) string {
-		return fmt.Sprintf("| %s | %.2f | %d | %d | %d | %d |\n", who, float64(c.Gets())/seconds, c.QuorumGets, c.CacheGets, c.Watches, c.Errors)
+	row := func(who string, c auditlog.Counts) []string {
+		return []string{who, fmt.Sprintf("%.2f", float64(c.Gets())/seconds), fmt.Sprint(c.QuorumGets), fmt.Sprint(c.CacheGets),
+			fmt.Sprint(c.QuorumLists + c.CacheLists), fmt.Sprint(c.Watches), fmt.Sprint(c.Errors)}
 	}
-	report := fmt.Sprintf("Over %.0f s, %d nodes, S = %s, TTL 0 (three nodes):\n\n", seconds, 3, cacheSyncPeriod) +
-		"| client | GET/s | quorum GETs | cached GETs | watches | errors |\n|---|---|---|---|---|---|\n" +
-		line("kind kubelets v1.36, Cache", kubelets) + line("nodeagent first-reference", agents)
-	if err := os.WriteFile(filepath.Join(outputDir, "beside-kubelet-cache.md"), []byte(report), 0o644); err != nil {
-		t.Error(err)
-	}
+	writeDocTable(t, "beside-kubelet-cache", report.Table{
+		Header: []string{"client", fmt.Sprintf("GET/s over %.0f s", seconds), "quorum GETs", "cached GETs", "lists", "watches", "errors"},
+		Rows:   [][]string{row("kind kubelets v1.36, Cache", kubelets), row("nodeagent first-reference", agents)},
+	})
 }

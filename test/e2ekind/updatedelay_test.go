@@ -45,7 +45,7 @@ const (
 // until it holds the new value. Then `nodeagent analyze` predicts the two
 // nodes' delays, and every measured delay must be within the node's
 // predicted longest and the measured median within 25 % of the predicted
-// median. The figures are written to _output/e2e-kind/update-delay.md.
+// median. The figures are written to _output/e2e-kind/update-delay.json.
 func TestUpdateDelayInContainers(t *testing.T) {
 	ctx := context.Background()
 	nodes := clusterNodes(t)
@@ -125,12 +125,7 @@ func TestUpdateDelayInContainers(t *testing.T) {
 	if len(r.Nodes) != 2 {
 		t.Fatalf("analyze saw %d nodes, want the two workers", len(r.Nodes))
 	}
-	lines := checkUpdateDelays(t, r.Nodes, delays, delayPoll)
-	report := fmt.Sprintf("Over %s of updates, %d pods per worker, each mounting %d ConfigMaps, each updated every %s on average:\n\n- %s\n",
-		delayWindow, delayPods, delayConfigMaps, delayMeanGap, strings.Join(lines, "\n- "))
-	if err := os.WriteFile(filepath.Join(outputDir, "update-delay.md"), []byte(report), 0o644); err != nil {
-		t.Error(err)
-	}
+	writeDocTable(t, "update-delay", checkUpdateDelays(t, r.Nodes, delays, delayPoll))
 }
 
 // setNodeTTL annotates a node with the TTL its kubelet's Cache keeps
