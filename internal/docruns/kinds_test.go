@@ -75,7 +75,8 @@ func TestCompareTablesAndTableRunsRender(t *testing.T) {
 		"busy": {Name: "busy", Command: "make e2e", Kind: "table", Report: json.RawMessage(`{"header":["","nodeagent","kubelet v1.36"],"rows":[["GETs","1,000","996"]]}`)},
 	}
 	page := "<!-- run idle run --><!-- /run --><!-- run busy run --><!-- /run -->\n" +
-		"<!-- run idle resources --><!-- /run -->\n<!-- run idle latency --><!-- /run -->\n<!-- run busy rows --><!-- /run -->\n"
+		"<!-- run idle resources --><!-- /run -->\n<!-- run idle latency --><!-- /run -->\n<!-- run busy rows --><!-- /run -->\n" +
+		"nodeagent sent <!-- run busy value %s rows/0/1 --><!-- /run --> GETs.\n"
 	got, problems := Render("page.md", page, records)
 	if len(problems) > 0 {
 		t.Fatalf("problems: %v", problems)
@@ -84,6 +85,7 @@ func TestCompareTablesAndTableRunsRender(t *testing.T) {
 		"| `watch` | 1.5 millicores | 28.0 / 30.0 MiB | 0.00 |\n",
 		"| watch | 750 | 15000 | 7 ms | 55 ms | 132 ms | 37.8 s | 83.5 s | 91.2 s | 0 | 9 ms |\n",
 		"| GETs | 1,000 | 996 |\n<!-- /run -->",
+		"sent <!-- run busy value %s rows/0/1 -->1,000<!-- /run --> GETs",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rendered:\n%s\nwant it to hold %q", got, want)

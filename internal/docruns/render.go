@@ -23,7 +23,8 @@ import (
 //   - resources: a compare run's CPU, memory and GET/s per mode, as a
 //     Markdown table (compare.Report.ResourceTable);
 //   - value FORMAT PATH: one figure of the report (Record.Value), written
-//     with a Go format verb such as %.2f;
+//     with a Go format verb such as %.2f, or a cell of a table run's
+//     table, rows/ROW/COLUMN, written with %s;
 //   - ratio FORMAT PATH PATH: the first figure over the second;
 //   - duration PATH: a figure in seconds as "47 m 18 s";
 //   - stages PATH [SKIP...]: a timings run's list of stages as a sentence,
@@ -56,11 +57,15 @@ func render(r *Record, what string, args []string) (string, error) {
 		if len(args) != 2 {
 			return "", fmt.Errorf("value wants a format and a path, got %q", args)
 		}
-		v, err := number(r, args[1])
+		v, err := r.Value(args[1])
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf(args[0], v), nil
+		switch v := v.(type) {
+		case float64, string:
+			return fmt.Sprintf(args[0], v), nil
+		}
+		return "", fmt.Errorf("run %s: %s is %v, not a number or a string", r.Name, args[1], v)
 	case "ratio":
 		if len(args) != 3 {
 			return "", fmt.Errorf("ratio wants a format and two paths, got %q", args)
