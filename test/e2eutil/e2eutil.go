@@ -1,6 +1,7 @@
 // Package e2eutil holds what the end-to-end tests on the local control
 // plane (test/e2e) and on kind (test/e2ekind) share: the nodeagent binary
-// under test, and running `nodeagent compare` and reading its report.
+// under test, running `nodeagent compare` and reading its report, and
+// writing the tables the docs quote.
 package e2eutil
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
 // NodeagentBinary is the binary under test: $NODEAGENT_BIN (make e2e and
@@ -56,4 +58,25 @@ func ReadReport(t testing.TB, dir string) *compare.Report {
 		t.Fatal(err)
 	}
 	return &report
+}
+
+// WriteDocTable writes what a test measured as DIR/NAME.json, the table
+// a page of docs/ shows: `go run ./hack/docruns record -kind table
+// -report DIR/NAME.json` keeps it as a record. A test that failed writes
+// nothing, so a record is always of a passing run.
+func WriteDocTable(t testing.TB, dir, name string, table report.Table) {
+	t.Helper()
+	if t.Failed() {
+		return
+	}
+	path := filepath.Join(dir, name+".json")
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = report.WriteJSON(path, table)
+	}
+	if err != nil {
+		t.Errorf("writing the docs' table: %v", err)
+		return
+	}
+	t.Logf("the docs' table: %s", path)
 }
