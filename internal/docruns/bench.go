@@ -145,8 +145,11 @@ func withPrefix(scaled, unit string) string {
 	if prefix == "u" {
 		prefix = "µ"
 	}
-	if v, err := strconv.ParseFloat(number, 64); err == nil && v > 0 {
-		decimals := max(0, 2-int(math.Floor(math.Log10(v))))
+	if v, err := strconv.ParseFloat(number, 64); err == nil {
+		decimals := 0
+		if v > 0 {
+			decimals = max(0, 2-int(math.Floor(math.Log10(v))))
+		}
 		number = strconv.FormatFloat(v, 'f', decimals, 64)
 	}
 	return number + " " + prefix + unit
