@@ -225,9 +225,9 @@ bench: ## Go benchmarks of the hot paths, six samples each, to _output/bench.txt
 
 # Update latency per strategy on one node (docs/latency.md): 10, 110 and 1,000
 # pods, twenty to a ConfigMap, S = 1m (the kubelet's default), five updates a
-# second. About fifteen minutes per pod count.
+# second. About 23 minutes per pod count.
 LATENCY_PODS ?= 10 110 1000
-latency: controlplane build ## Update latency per strategy at 10, 110 and 1,000 pods on one node, to _output/latency/<pods>/ (about 45 minutes).
+latency: controlplane build ## Update latency per strategy at 10, 110 and 1,000 pods on one node, to _output/latency/<pods>/ (about 70 minutes).
 	@for pods in $(LATENCY_PODS); do \
 		$(BIN)/nodeagent compare --nodes 1 --pods-per-node $$pods --shared-configmaps $$(( (pods + 19) / 20 )) \
 			--sync-frequency 1m --phase-duration 151s --sample-interval 10s --update-rate 5 \
@@ -252,7 +252,7 @@ scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30
 # The idle cost of one node's agent beside the real kubelet's (docs/performance.md,
 # "Idle cost"): 110 pods, each its own ConfigMap, every agent and
 # kubelet its own process; S = 1m over 5 minutes, then S = 10s over 2.
-idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's (about 50 minutes).
+idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's (about 60 minutes).
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 1m --phase-duration 5m --sample-interval 30s --agent-processes \
 		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/1m
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 10s --phase-duration 2m --sample-interval 10s --agent-processes \
