@@ -182,7 +182,7 @@ func TestAnalyzeKindKubeletsWatch(t *testing.T) {
 		return strings.Join(wrong, "; ")
 	})
 	checkSettings(t, r, model.StrategyWatch, time.Minute)
-	watches := report.Table{Header: []string{"node", "ConfigMap watches", "Secret watches"}}
+	watches := report.Table{Header: []string{"node", "ConfigMap watches predicted", "Secret watches predicted"}}
 	for _, n := range r.Nodes {
 		if s := n.Predicted.Sum(); s.APIServerGets != 0 || s.Watches == 0 {
 			t.Errorf("%s on Watch: predicted %.2f GET/s and %d watches; want none and some", n.Name, s.APIServerGets, s.Watches)
