@@ -23,8 +23,8 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
-	"github.com/nodeagent-io/nodeagent/pkg/report"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
