@@ -44,7 +44,7 @@ CHART_VERSION = $(VERSION:v%=%)
 IMAGE       ?= nodeagent:$(VERSION)
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: release release-tools release-check analyze-scale all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo demo-record docs clean help
+.PHONY: release release-tools release-check analyze-scale footprint all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo demo-record docs clean help
 
 all: build
 
@@ -257,6 +257,12 @@ idle: controlplane build refkubelet ## CPU and memory of one node's agent with 1
 		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/1m
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 10s --phase-duration 2m --sample-interval 10s --agent-processes \
 		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/10s
+
+# What nodeagent's binaries hold in memory before any work (docs/performance.md,
+# "Where the memory is"): each started against an apiserver that refuses
+# every connection, its /proc status read after five seconds.
+footprint: build ## Resident memory of nodeagent and nodeagent-agent with no work, the binary's pages and anonymous memory apart, to _output/tables/footprint.json (seconds).
+	$(GO) run ./hack/footprint -o $(OUTPUT)/tables/footprint.json $(abspath $(BIN))/nodeagent $(abspath $(BIN))/nodeagent-agent
 
 # nodeagent analyze at the scale of the clusters that suffer most
 # (docs/performance.md, "analyze at 5,000 nodes"): the local apiserver
