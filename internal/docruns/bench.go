@@ -1,6 +1,7 @@
 package docruns
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -88,6 +89,23 @@ func ParseBench(r io.Reader) (BenchRun, error) {
 		run.Benchmarks = append(run.Benchmarks, b)
 	}
 	return run, nil
+}
+
+// benchRows is a bench run's benchmarks whose names start with one of
+// prefixes, for the bench renderer.
+func benchRows(r *Record, prefixes []string) (string, error) {
+	if r.Kind != "bench" {
+		return "", fmt.Errorf("run %s: bench renders bench runs, not %q", r.Name, r.Kind)
+	}
+	var run BenchRun
+	if err := json.Unmarshal(r.Report, &run); err != nil {
+		return "", fmt.Errorf("run %s: %w", r.Name, err)
+	}
+	table, err := benchTable(run, prefixes)
+	if err != nil {
+		return "", fmt.Errorf("run %s: %w", r.Name, err)
+	}
+	return "\n" + table, nil
 }
 
 // benchTable is a bench run's benchmarks whose names start with one of

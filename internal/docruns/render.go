@@ -102,18 +102,7 @@ func render(r *Record, what string, args []string) (string, error) {
 		}
 		return analyzeReport(r, args[0])
 	case "bench":
-		if r.Kind != "bench" {
-			return "", fmt.Errorf("run %s: bench renders bench runs, not %q", r.Name, r.Kind)
-		}
-		var run BenchRun
-		if err := json.Unmarshal(r.Report, &run); err != nil {
-			return "", fmt.Errorf("run %s: %w", r.Name, err)
-		}
-		table, err := benchTable(run, args)
-		if err != nil {
-			return "", fmt.Errorf("run %s: %w", r.Name, err)
-		}
-		return "\n" + table, nil
+		return benchRows(r, args)
 	case "stages":
 		if len(args) < 1 {
 			return "", fmt.Errorf("stages wants a path, got %q", args)
