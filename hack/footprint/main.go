@@ -10,16 +10,15 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/internal/procstat"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
@@ -92,33 +91,12 @@ func measure(bin string, settle time.Duration) ([]string, error) {
 		_ = cmd.Wait()
 	}()
 	time.Sleep(settle)
-	status, err := readStatus(cmd.Process.Pid)
-	if err != nil {
-		return nil, fmt.Errorf("%s exited before it settled: %w", bin, err)
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	rss := procstat.KB(status, "VmRSS:")
+	if rss == 0 {
+		return nil, fmt.Errorf("%s exited before it settled", bin)
 	}
-	mib := func(key string) string { return fmt.Sprintf("%.1f MiB", float64(status[key])/1024) }
+	mib := func(kb int64) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 	return []string{"`" + filepath.Base(bin) + "`", fmt.Sprintf("%.1f MiB", float64(info.Size())/(1<<20)),
-		mib("VmRSS"), mib("RssFile"), mib("RssAnon")}, nil
-}
-
-// readStatus is /proc/<pid>/status's sizes, in KiB.
-func readStatus(pid int) (map[string]int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sizes := map[string]int64{}
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		key, value, ok := strings.Cut(scanner.Text(), ":")
-		fields := strings.Fields(value)
-		if !ok || len(fields) != 2 || fields[1] != "kB" {
-			continue
-		}
-		if n, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
-			sizes[key] = n
-		}
-	}
-	return sizes, scanner.Err()
+		mib(rss), mib(procstat.KB(status, "RssFile:")), mib(procstat.KB(status, "RssAnon:"))}, nil
 }
