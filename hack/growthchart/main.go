@@ -26,6 +26,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/nodeagent-io/nodeagent/internal/docruns"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 )
 
@@ -100,10 +101,7 @@ func readReport(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var record struct {
-		Kind   string          `json:"kind"`
-		Report json.RawMessage `json:"report"`
-	}
+	var record docruns.Record
 	if err := json.Unmarshal(data, &record); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

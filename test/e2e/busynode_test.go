@@ -243,17 +243,14 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 	writeDocTable(t, "busy-node", report.Table{
 		Header: []string{"", "nodeagent", "kubelet v1.36"},
 		Rows: [][]string{
-			{"every healthy volume on disk, from the pods' creation", seconds(mounted[agentNode]), seconds(mounted[kubeletNode])},
-			{"a `FailedMount` posted for every failing pod", seconds(evented[agentNode]), seconds(evented[kubeletNode])},
+			{"every healthy volume on disk, from the pods' creation", report.FormatSeconds(mounted[agentNode].Seconds()), report.FormatSeconds(mounted[kubeletNode].Seconds())},
+			{"a `FailedMount` posted for every failing pod", report.FormatSeconds(evented[agentNode].Seconds()), report.FormatSeconds(evented[kubeletNode].Seconds())},
 			{fmt.Sprintf("ConfigMap GETs over %.0f s (audit log)", window), gets(a.Gets()), gets(k.Gets())},
 			{fmt.Sprintf("a `FailedMount` for each of the %d pods whose remount fails, after a ConfigMap is deleted and a listed key removed", len(readers)),
-				seconds(posted[agentNode]), seconds(posted[kubeletNode])},
+				report.FormatSeconds(posted[agentNode].Seconds()), report.FormatSeconds(posted[kubeletNode].Seconds())},
 		},
 	})
 }
-
-// seconds is a measured time as the docs' tables show it.
-func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
 // noSlower holds nodeagent to the kubelet's time for the same work on the
 // same pods, with two seconds of slack: one poll of the test, and the
