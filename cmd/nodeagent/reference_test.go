@@ -16,7 +16,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
 var updateReference = flag.Bool("update-reference", false, "rewrite docs/reference.md from the code")
@@ -96,7 +96,7 @@ func agentMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	m.GetSent(configmapcache.StrategyCache, "0")
 	m.Lookup(configmapcache.LookupFresh)
 	m.WorkDone(podworkers.KindSync, nil, time.Millisecond)
-	m.OperationDone(volumemanager.OpMount, nil, time.Millisecond)
+	m.OperationDone(reconciler.Mount, nil, time.Millisecond)
 	m.PodUpdate(podconfig.Sync)
 	m.VolumeWritten()
 	m.VolumesMounted(1)

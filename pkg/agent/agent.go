@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -32,6 +31,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
 	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
@@ -132,7 +132,7 @@ type Agent struct {
 
 	configMaps configmapcache.Manager
 	env        *envReader
-	volumes    *volumemanager.Manager
+	volumes    volumeManager
 	workers    *podworkers.PodWorkers
 	events     record.EventBroadcaster
 	recorder   record.EventRecorder
@@ -141,10 +141,24 @@ type Agent struct {
 	sharedEvents bool
 	ttl          func() time.Duration
 	startTime    time.Time
+}
 
-	// publishing orders the sets of active pods handed to the volume
-	// manager (publishActivePods): the one built last is handed in last.
-	publishing sync.Mutex
+// volumeManager is what the agent asks of its volume manager
+// (volumemanager.Manager).
+type volumeManager interface {
+	Run(ctx context.Context)
+	// WaitForAttachAndMount and WaitForUnmount are a pod sync's and a
+	// pod teardown's.
+	WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error
+	WaitForUnmount(ctx context.Context, pod *corev1.Pod) error
+	// PodActive, PodInactive and PodsSynced tell it, change by change,
+	// which pods must keep their volumes.
+	PodActive(uid types.UID)
+	PodInactive(uid types.UID)
+	PodsSynced()
+	RemountConfigMap(namespace, name string)
+	RemoveOrphanedPodDirs() (int, error)
+	Volumes() []volumemanager.VolumeStatus
 }
 
 // Option changes how New builds an agent, beyond what its Config says.
@@ -279,37 +293,25 @@ func (a *Agent) listPods() []*corev1.Pod {
 	pods, _ := a.podLister.List(labels.Everything())
 	served := pods[:0:0]
 	for _, pod := range pods {
-		if !volumemanager.IsMirrorPod(pod) {
+		if !podrefs.IsMirrorPod(pod) {
 			served = append(served, pod)
 		}
 	}
 	return served
 }
 
-// publishActivePods hands the volume manager the pods whose volumes must
-// stay: bound here, not being deleted, not finished, not mirror pods. The
-// pod informer's handler calls it for every event before the pod workers
-// hear of the event, so a new pod is in the manager's set before its first
-// sync can ask for its volumes; and once more when the informer has
-// synced, which lets the manager unmount. The informer's store has the
-// change before its handlers run, so the set is the store's at the event
-// or later.
-//
-// The lock order is structural: the manager calls nothing of the agent's,
-// so a.publishing, held across the hand-over, can only be taken before the
-// manager's own lock.
-func (a *Agent) publishActivePods() {
-	a.publishing.Lock()
-	defer a.publishing.Unlock()
-	synced := a.podInformer.HasSynced()
-	pods, _ := a.podLister.List(labels.Everything())
-	active := make(sets.Set[types.UID], len(pods))
-	for _, pod := range pods {
-		if !podworkers.ShouldTearDown(pod) && !volumemanager.IsMirrorPod(pod) {
-			active.Insert(pod.UID)
-		}
+// tellVolumes tells the volume manager whether pod must keep its volumes
+// (podrefs.KeepsVolumes): bound here, not being deleted, not finished, not
+// a mirror pod. The pod informer's handler calls it for every event
+// before the pod workers hear of the event, so a new pod is active in the
+// manager before its first sync can ask for its volumes. The work is the
+// one pod's, whatever the number of pods on the node.
+func (a *Agent) tellVolumes(pod *corev1.Pod, gone bool) {
+	if gone || !podrefs.KeepsVolumes(pod) {
+		a.volumes.PodInactive(pod.UID)
+	} else {
+		a.volumes.PodActive(pod.UID)
 	}
-	a.volumes.SetActivePods(volumemanager.ActivePodSet{UIDs: active, Synced: synced})
 }
 
 // Run starts everything and blocks until ctx ends. Files on disk stay.
@@ -350,9 +352,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	informers.Go(func() { a.podInformer.RunWithContext(ctx) })
 	informers.Go(func() { a.nodeInformer.RunWithContext(ctx) })
 	informers.Go(func() {
-		// The pod source's sync lets the volume manager unmount.
+		// The pod source's sync lets the volume manager unmount: every
+		// pod of the first list has been told by then.
 		if cache.WaitForCacheSync(ctx.Done(), a.podInformer.HasSynced) {
-			a.publishActivePods()
+			a.volumes.PodsSynced()
 		}
 	})
 	logger.Info("Agent started", "strategy", a.cfg.Strategy, "invalidation", a.cfg.Invalidation,
@@ -387,15 +390,16 @@ func (a *Agent) Volumes() []volumemanager.VolumeStatus { return a.volumes.Volume
 func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			a.publishActivePods()
-			if pod := obj.(*corev1.Pod); !volumemanager.IsMirrorPod(pod) {
+			pod := obj.(*corev1.Pod)
+			a.tellVolumes(pod, false)
+			if !podrefs.IsMirrorPod(pod) {
 				a.workers.UpdatePod(pod)
 			}
 		},
 		UpdateFunc: func(oldObj, obj any) {
-			a.publishActivePods()
 			old, pod := oldObj.(*corev1.Pod), obj.(*corev1.Pod)
-			if volumemanager.IsMirrorPod(pod) {
+			a.tellVolumes(pod, false)
+			if podrefs.IsMirrorPod(pod) {
 				return
 			}
 			change := podconfig.Classify(old, pod)
@@ -405,11 +409,15 @@ func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			a.publishActivePods()
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
 			}
-			if pod, ok := obj.(*corev1.Pod); ok && !volumemanager.IsMirrorPod(pod) {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			a.tellVolumes(pod, true)
+			if !podrefs.IsMirrorPod(pod) {
 				a.workers.DeletePod(pod)
 			}
 		},

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // envReader reads the ConfigMaps of containers' environments the way the
@@ -39,7 +38,7 @@ func (r *envReader) read(pod *corev1.Pod) error {
 	started := r.started[pod.UID].Clone()
 	r.mu.Unlock()
 	var errs []error
-	volumemanager.VisitContainers(pod, func(c *corev1.Container) {
+	podrefs.VisitContainers(pod, func(c *corev1.Container) {
 		if started.Has(c.Name) {
 			return
 		}

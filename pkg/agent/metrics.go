@@ -8,7 +8,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
 // Metrics are one agent's Prometheus metrics, on a registry of its own so
@@ -105,7 +105,7 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 	for _, rv := range []string{"0", ResourceVersionUnset} {
 		m.configMapGets.WithLabelValues(string(strategy), rv)
 	}
-	for _, op := range []volumemanager.Operation{volumemanager.OpMount, volumemanager.OpRemount, volumemanager.OpUnmount} {
+	for _, op := range []reconciler.OperationKind{reconciler.Mount, reconciler.Remount, reconciler.Unmount} {
 		for _, r := range []string{"success", "error"} {
 			m.volumeOps.WithLabelValues(string(op), r)
 		}
@@ -144,14 +144,14 @@ func (m *Metrics) WorkDone(kind podworkers.Kind, err error, d time.Duration) {
 	m.podWorkDuration.WithLabelValues(string(kind)).Observe(d.Seconds())
 }
 
-// OperationDone implements volumemanager.Recorder.
-func (m *Metrics) OperationDone(op volumemanager.Operation, err error, d time.Duration) {
+// OperationDone implements reconciler.Recorder.
+func (m *Metrics) OperationDone(op reconciler.OperationKind, err error, d time.Duration) {
 	m.volumeOps.WithLabelValues(string(op), result(err)).Inc()
 	m.volumeOpDuration.WithLabelValues(string(op)).Observe(d.Seconds())
 }
 
-// VolumeWritten implements volumemanager.Recorder.
+// VolumeWritten implements reconciler.Recorder.
 func (m *Metrics) VolumeWritten() { m.volumeWrites.Inc() }
 
-// VolumesMounted implements volumemanager.Recorder.
+// VolumesMounted implements reconciler.Recorder.
 func (m *Metrics) VolumesMounted(n int) { m.volumesMounted.Set(float64(n)) }

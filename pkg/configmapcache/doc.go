@@ -8,7 +8,7 @@
 // remount, once per ConfigMap a volume reads; the agent reads the ConfigMaps
 // of containers' environments once, at a pod's first sync. The pod workers
 // call RegisterPod on every sync and UnregisterPod when a pod is torn down.
-// RegisterPod registers every name the pod references (ReferencedNames):
+// RegisterPod registers every name the pod references (podrefs.ConfigMapNames):
 // ConfigMap volumes, projected volumes' configMap sources, env and envFrom.
 // A name must be registered by some pod before it can be read.
 //

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // Strategy is how changes to ConfigMaps are detected (see the package doc).
@@ -200,14 +202,14 @@ func (r *registry) GetConfigMap(namespace, name string) (*corev1.ConfigMap, erro
 func (r *registry) Stop() { r.store.Stop() }
 
 func (r *registry) RegisterPod(pod *corev1.Pod) {
-	names := ReferencedNames(pod)
+	names := podrefs.ConfigMapNames(pod)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prev := r.pods[pod.UID]
 	r.pods[pod.UID] = pod
 	prevNames := sets.New[string]()
 	if prev != nil {
-		prevNames = ReferencedNames(prev)
+		prevNames = podrefs.ConfigMapNames(prev)
 	}
 	if r.invalidation == InvalidateEverySync {
 		// Before #120255: add every name again, then drop the previous
@@ -237,7 +239,7 @@ func (r *registry) UnregisterPod(pod *corev1.Pod) {
 		return
 	}
 	delete(r.pods, pod.UID)
-	for name := range ReferencedNames(prev) {
+	for name := range podrefs.ConfigMapNames(prev) {
 		r.store.DeleteReference(prev.Namespace, name)
 	}
 }

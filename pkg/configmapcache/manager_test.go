@@ -9,10 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 const ns = "default"
@@ -73,7 +74,7 @@ func simulateSyncs(t *testing.T, m Manager, clk *testingclock.FakeClock, pods []
 				continue
 			}
 			m.RegisterPod(pod)
-			for name := range ReferencedNames(pod) {
+			for name := range podrefs.ConfigMapNames(pod) {
 				if _, err := m.GetConfigMap(pod.Namespace, name); err != nil {
 					t.Fatalf("GetConfigMap(%s) at %s: %v", name, step, err)
 				}
@@ -184,34 +185,6 @@ func TestNewRejectsUnknownModes(t *testing.T) {
 		if _, err := New(opts); err == nil {
 			t.Errorf("New(%+v) succeeded, want an error", opts)
 		}
-	}
-}
-
-// Every name the kubelet's RegisterPod registers: ConfigMap volumes (mounted
-// or not), projected configMap sources, and env references of every kind of
-// container.
-func TestReferencedNames(t *testing.T) {
-	pod := podUsing("a", "volume")
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		Sources: []corev1.VolumeProjection{
-			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}},
-			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "not-a-configmap"}}},
-		}}}})
-	keyRef := func(name string) []corev1.EnvVar {
-		return []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "k"}}}}
-	}
-	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Env: keyRef("init-env")}}
-	pod.Spec.Containers = []corev1.Container{{Name: "app", EnvFrom: []corev1.EnvFromSource{
-		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-envfrom"}}}}}}
-	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Env: keyRef("debug-env")}}}
-	got := sets.List(ReferencedNames(pod))
-	want := []string{"app-envfrom", "debug-env", "init-env", "kube-root-ca.crt", "volume"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("ReferencedNames: got %v, want %v", got, want)
-	}
-	if got, want := sets.List(EnvNames(pod)), []string{"app-envfrom", "debug-env", "init-env"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("EnvNames: got %v, want %v", got, want)
 	}
 }
 

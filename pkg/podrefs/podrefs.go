@@ -1,11 +1,22 @@
-// Package podrefs says which pods a node serves, which ConfigMaps and
-// Secrets a pod makes its node's kubelet read, and when: on every sync of
-// the pod (the objects behind the volumes its containers mount, which the
-// kubelet remounts), or only when a container starts (environment
-// variables, image pull secrets); and, per container, what it holds as it
-// was when it started (subPath mounts, environment).
+// Package podrefs is a pod as its node serves it, the one place where the
+// agent, analyze and compare learn it:
 //
-// Contract: Of is a pure function of the pod spec. A volume counts only if
+//   - which pods a node serves (Served) and keeps volumes for (KeepsVolumes);
+//   - which ConfigMaps and Secrets a pod makes its node's kubelet read, and
+//     when: on every sync of the pod (the objects behind the volumes its
+//     containers mount, which the kubelet remounts), or only when a
+//     container starts (environment variables, image pull secrets); and,
+//     per container, what it holds as it was when it started (subPath
+//     mounts, environment) (Of);
+//   - which ConfigMap names a sync registers with the ConfigMap manager
+//     (ConfigMapNames, registered.go);
+//   - which volumes nodeagent's agent keeps on disk, and where, in the
+//     kubelet's layout (KeptVolumes, VolumeDir, kept.go).
+//
+// Everything here is a pure function of the pod spec; the package reads no
+// API and imports nothing of nodeagent's but the load model's kinds.
+//
+// Contract of Of: A volume counts only if
 // some container (init, regular or ephemeral) mounts it, as in the
 // kubelet's volume manager. ConfigMap, Secret and projected volumes read
 // objects; a projected volume reads its ConfigMap and Secret sources in
@@ -18,7 +29,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
 // Ref is one read of one object.
@@ -78,11 +88,11 @@ type SubPathMount struct {
 // Of returns what pod references.
 func Of(pod *corev1.Pod) Refs {
 	var refs Refs
-	if volumemanager.IsMirrorPod(pod) {
+	if IsMirrorPod(pod) {
 		return refs
 	}
 	mounted := map[string]bool{}
-	volumemanager.VisitContainers(pod, func(c *corev1.Container) {
+	VisitContainers(pod, func(c *corev1.Container) {
 		container := Container{Name: c.Name}
 		for _, m := range c.VolumeMounts {
 			mounted[m.Name] = true

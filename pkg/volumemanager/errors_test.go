@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // Every row of the error table in docs/kubelet-behaviour.md, for a first mount and for a remount.
@@ -107,7 +108,7 @@ func TestErrorTable(t *testing.T) {
 
 func checkVisible(t *testing.T, h *harness, pod *corev1.Pod, want []string) {
 	t.Helper()
-	_, err := os.Stat(VolumeDir(h.root, string(pod.UID), PluginConfigMap, "v"))
+	_, err := os.Stat(podrefs.VolumeDir(h.root, string(pod.UID), podrefs.PluginConfigMap, "v"))
 	if want == nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("volume directory exists (%v), want no volume", err)
@@ -205,7 +206,7 @@ func TestReconstructAfterRestart(t *testing.T) {
 	h.sync(kept)
 	h.sync(gone)
 	// A crash leftover inside the kept volume.
-	stale := filepath.Join(VolumeDir(h.root, "kept", PluginConfigMap, "v"), "..data_tmp")
+	stale := filepath.Join(podrefs.VolumeDir(h.root, "kept", podrefs.PluginConfigMap, "v"), "..data_tmp")
 	os.Symlink("..nowhere", stale)
 
 	// Restart: a new manager on the same root; gone was deleted meanwhile.
@@ -220,7 +221,7 @@ func TestReconstructAfterRestart(t *testing.T) {
 	// Before kept's first sync, its volume stays; gone's goes.
 	h.step()
 	h.mustRead(kept, "v", "a", "1")
-	if _, err := os.Stat(VolumeDir(h.root, "gone", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(podrefs.VolumeDir(h.root, "gone", podrefs.PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("the volume of a pod deleted while the agent was down is still there")
 	}
 	// kept's first sync adopts its volume and remounts it with new data.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The volume manager's two 100 ms passes on a node with 1,000 pods, for
@@ -20,8 +22,7 @@ func mountedNode(b *testing.B) *harness {
 	for i := range 50 {
 		h.cms.set(fmt.Sprintf("cm-%02d", i), map[string]string{"config.yaml": "a: 1\n"})
 	}
-	for i := range benchPods {
-		pod := newPod(fmt.Sprintf("uid-%04d", i), volumeSpec{name: "config", configMap: fmt.Sprintf("cm-%02d", i%50)})
+	for _, pod := range podsOf() {
 		h.mark(pod)
 	}
 	h.step()
@@ -31,22 +32,30 @@ func mountedNode(b *testing.B) *harness {
 	return h
 }
 
+// podsOf returns the pods of mountedNode.
+func podsOf() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i := range benchPods {
+		pods = append(pods, newPod(fmt.Sprintf("uid-%04d", i), volumeSpec{name: "config", configMap: fmt.Sprintf("cm-%02d", i%50)}))
+	}
+	return pods
+}
+
 func BenchmarkPopulatorPass(b *testing.B) {
 	b.Run("1000-pods-steady", func(b *testing.B) {
 		h := mountedNode(b)
 		for b.Loop() {
-			h.m.populate()
+			h.m.populator.Pass()
 		}
 	})
 	b.Run("1000-pods-all-marked", func(b *testing.B) {
 		h := mountedNode(b)
+		pods := podsOf()
 		for b.Loop() {
-			h.m.mu.Lock()
-			for _, dp := range h.m.desired {
-				h.m.markPod(dp)
+			for _, pod := range pods {
+				h.m.populator.MarkPod(pod)
 			}
-			h.m.mu.Unlock()
-			h.m.populate()
+			h.m.populator.Pass()
 		}
 	})
 }
@@ -56,11 +65,11 @@ func BenchmarkReconcilerPass(b *testing.B) {
 		h := mountedNode(b)
 		ctx := context.Background()
 		for b.Loop() {
-			h.m.reconcile(ctx)
+			h.m.reconciler.Pass(ctx)
 		}
-		h.m.running.Wait()
-		if n := len(h.m.ops); n != 0 {
-			b.Fatalf("the steady pass started %d operations", n)
+		h.m.reconciler.Wait()
+		if n := h.writes.operations.Load(); n != benchPods {
+			b.Fatalf("the steady pass started %d operations", n-benchPods)
 		}
 	})
 }

@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // pendingWork is what the next passes will look at.
 func (h *harness) pendingWork() (unprocessed, pending int) {
-	h.m.mu.Lock()
-	defer h.m.mu.Unlock()
-	return len(h.m.unprocessed), len(h.m.pending)
+	return h.m.populator.Backlog(), h.m.reconciler.Backlog()
 }
 
 // The passes look only at what changed: nothing once every volume is
@@ -37,13 +37,13 @@ func TestPassesLookOnlyAtWhatChanged(t *testing.T) {
 	if u, _ := h.pendingWork(); u != 1 {
 		t.Fatalf("after one sync: %d pods unprocessed, want 1", u)
 	}
-	h.m.populate()
+	h.m.populator.Pass()
 	if u, p := h.pendingWork(); u != 0 || p != 2 {
 		t.Fatalf("after the populator: %d pods unprocessed, %d volumes pending; want 0 and 2", u, p)
 	}
 	h.cms.set("a", map[string]string{"k": "2"})
-	h.m.reconcile(context.Background())
-	h.m.running.Wait()
+	h.m.reconciler.Pass(context.Background())
+	h.m.reconciler.Wait()
 	h.mustRead(one, "x", "k", "2")
 	h.mustRead(two, "x", "k", "1") // not synced, not watched: not remounted
 
@@ -74,15 +74,15 @@ func TestActivePodsComparedWhenHandedIn(t *testing.T) {
 	h.activeMu.Lock()
 	h.active.Delete(types.UID("gone"))
 	h.activeMu.Unlock()
-	h.m.populate()
-	h.m.reconcile(context.Background())
-	h.m.running.Wait()
+	h.m.populator.Pass()
+	h.m.reconciler.Pass(context.Background())
+	h.m.reconciler.Wait()
 	if _, err := h.read(gone, "v", "k"); err != nil {
 		t.Fatalf("a pass with no new set of active pods unmounted a volume: %v", err)
 	}
 
 	h.step() // hands the set in
-	if _, err := os.Stat(VolumeDir(h.root, "gone", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(podrefs.VolumeDir(h.root, "gone", podrefs.PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the volume of a pod that left the active set is still there: %v", err)
 	}
 	h.mustRead(kept, "v", "k", "1")
@@ -102,7 +102,7 @@ func TestSyncOfAnInactivePodMountsNothing(t *testing.T) {
 	cancel()
 	_ = h.m.WaitForAttachAndMount(ctx, pod)
 	h.step()
-	if _, err := os.Stat(VolumeDir(h.root, "late", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(podrefs.VolumeDir(h.root, "late", podrefs.PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a pod not in the active set got its volume: %v", err)
 	}
 	if len(h.m.Volumes()) != 0 {
@@ -132,7 +132,7 @@ func TestPodMarkedDuringAPassIsNotDropped(t *testing.T) {
 			done = true
 		default:
 		}
-		h.m.populate()
+		h.m.populator.Pass()
 	}
 	h.step()
 	h.mustRead(added, "v", "k", "1")

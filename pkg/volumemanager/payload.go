@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
 
@@ -80,12 +81,12 @@ type payloadSources struct {
 	nodeAllocatable func() (corev1.ResourceList, error)
 }
 
-// payload computes the files of volume v of pod, and the resourceVersions
+// volumePayload computes the files of volume v of pod, and the resourceVersions
 // of the ConfigMaps read. A missing optional ConfigMap contributes no
 // files. For a projected volume every source is tried and all errors are
 // returned together, as the kubelet does; sources nodeagent does not serve
-// (Volume.NotServed) are skipped.
-func (v Volume) payload(pod *corev1.Pod, src payloadSources) (map[string]atomicwriter.FileProjection, string, error) {
+// (podrefs.KeptVolume.NotServed) are skipped.
+func volumePayload(v podrefs.KeptVolume, pod *corev1.Pod, src payloadSources) (map[string]atomicwriter.FileProjection, string, error) {
 	if v.ConfigMap != nil {
 		cm, err := getConfigMap(src.configMaps, pod.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // serviceAccountPod is a pod as the ServiceAccount admission plugin leaves
@@ -44,7 +46,7 @@ func serviceAccountPod(uid string) *corev1.Pod {
 }
 
 func projectedDir(h *harness, pod *corev1.Pod, volume string) string {
-	return VolumeDir(h.root, string(pod.UID), PluginProjected, volume)
+	return podrefs.VolumeDir(h.root, string(pod.UID), podrefs.PluginProjected, volume)
 }
 
 func TestServiceAccountVolume(t *testing.T) {
@@ -73,7 +75,7 @@ func TestServiceAccountVolume(t *testing.T) {
 	}
 	vs := h.m.Volumes()
 	want := VolumeStatus{
-		PodUID: "p", Pod: "ns/pod-p", Volume: "kube-api-access-x7k2p", Plugin: PluginProjected, ConfigMaps: []string{"kube-root-ca.crt"},
+		PodUID: "p", Pod: "ns/pod-p", Volume: "kube-api-access-x7k2p", Plugin: podrefs.PluginProjected, ConfigMaps: []string{"kube-root-ca.crt"},
 		Path: dir, State: StateMounted, ResourceVersion: "kube-root-ca.crt=1", NotServed: []string{"serviceAccountToken token"},
 	}
 	if len(vs) != 1 {
@@ -113,7 +115,7 @@ func TestProjectedSourcesFailTogether(t *testing.T) {
 	}
 
 	h.cms.set("kube-root-ca.crt", map[string]string{"ca.crt": "ca"})
-	h.clock.Step(h.m.ops[volumeKey{"p", "kube-api-access-x7k2p"}].retryDelay)
+	h.stepToRetry("p", "kube-api-access-x7k2p")
 	h.step()
 	h.step()
 	names, _ := filepath.Glob(filepath.Join(projectedDir(h, pod, "kube-api-access-x7k2p"), "[a-z]*"))
@@ -205,8 +207,8 @@ func TestVolumesTheKubeletSetsUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := len(PodVolumes(tt.pod)); got != tt.want {
-				t.Errorf("PodVolumes: got %d volumes, want %d", got, tt.want)
+			if got := len(podrefs.KeptVolumes(tt.pod)); got != tt.want {
+				t.Errorf("KeptVolumes: got %d volumes, want %d", got, tt.want)
 			}
 		})
 	}
@@ -221,7 +223,7 @@ func TestFSGroupOwnership(t *testing.T) {
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg", items: []corev1.KeyToPath{{Key: "a", Path: "sub/a", Mode: ptr.To[int32](0o600)}}})
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](4321)}
 	h.sync(pod)
-	dir := VolumeDir(h.root, "p", PluginConfigMap, "v")
+	dir := podrefs.VolumeDir(h.root, "p", podrefs.PluginConfigMap, "v")
 	check := func(path string, wantMode os.FileMode) {
 		t.Helper()
 		info, err := os.Stat(filepath.Join(dir, path))
@@ -261,7 +263,7 @@ func TestNestedMountPointsSurviveWrites(t *testing.T) {
 	if got := h.visible(pod, "v"); !reflect.DeepEqual(got, []string{"b", "cache"}) {
 		t.Errorf("visible entries %v, want [b cache]", got)
 	}
-	if info, err := os.Lstat(filepath.Join(VolumeDir(h.root, "p", PluginConfigMap, "v"), "cache")); err != nil || !info.IsDir() {
+	if info, err := os.Lstat(filepath.Join(podrefs.VolumeDir(h.root, "p", podrefs.PluginConfigMap, "v"), "cache")); err != nil || !info.IsDir() {
 		t.Errorf("cache: %v, %v; want a real directory", info, err)
 	}
 }
@@ -303,18 +305,18 @@ func (b *blockingConfigMaps) GetConfigMap(namespace, name string) (*corev1.Confi
 func TestChangeDuringFirstMountIsNotLost(t *testing.T) {
 	h := newHarness(t)
 	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 10), release: make(chan struct{})}
-	h.m.opts.ConfigMaps = blocking
+	h.m = h.newManager(func(o *Options) { o.ConfigMaps = blocking })
 	h.cms.set("cfg", map[string]string{"a": "old"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	h.mark(pod)
 	h.publish()
-	h.m.populate()
-	h.m.reconcile(context.Background())
+	h.m.populator.Pass()
+	h.m.reconciler.Pass(context.Background())
 	<-blocking.reading // the first mount has read "old"
 	h.cms.set("cfg", map[string]string{"a": "new"})
 	h.m.RemountConfigMap("ns", "cfg")
 	close(blocking.release)
-	h.m.running.Wait()
+	h.m.reconciler.Wait()
 	h.mustRead(pod, "v", "a", "old")
 	h.step()
 	h.mustRead(pod, "v", "a", "new")
@@ -325,7 +327,7 @@ func TestChangeEndsTheBackoffOfAFailingVolume(t *testing.T) {
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	for range 5 { // a backoff of 8 s by now
 		h.sync(pod)
-		h.clock.Step(h.m.ops[volumeKey{"p", "v"}].retryDelay)
+		h.stepToRetry("p", "v")
 	}
 	h.sync(pod)
 	h.cms.set("cfg", map[string]string{"a": "1"})

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
 // The remount that every pod sync does when nothing changed, for `make
@@ -36,15 +39,16 @@ func BenchmarkRemountUnchanged(b *testing.B) {
 				pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 				h.sync(pod)
 				h.sync(pod) // stamped now
-				v := h.m.actual[volumeKey{pod.UID, "v"}]
-				op := operation{kind: OpRemount, key: v.key, pod: pod, spec: v.spec, dir: v.dir, lastHash: v.contentHash}
+				v, _ := h.m.actual.Get(cache.VolumeKey{PodUID: pod.UID, Volume: "v"})
+				op := reconciler.Operation{Kind: reconciler.Remount, Key: v.Key, Pod: pod, Spec: v.Spec, Dir: v.Dir, LastHash: v.ContentHash}
 				if stamped {
-					op.lastStamp = v.stamp
+					op.LastStamp = v.Stamp
 				}
+				setUp := &executor{configMaps: h.cms, clock: h.clock}
 				b.SetBytes(int64(size.keys * size.bytes))
 				for b.Loop() {
-					if res, err := h.m.setUp(context.Background(), klog.Background(), op); err != nil || res.wrote {
-						b.Fatalf("wrote %v, %v", res.wrote, err)
+					if res, err := setUp.SetUp(context.Background(), klog.Background(), op); err != nil || res.Wrote {
+						b.Fatalf("wrote %v, %v", res.Wrote, err)
 					}
 				}
 			})

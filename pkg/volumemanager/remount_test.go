@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
 
@@ -36,7 +37,7 @@ func TestUnchangedRemountSkipsTheDisk(t *testing.T) {
 	writes := countWrites(t)
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
-	dir := VolumeDir(h.root, "p", PluginConfigMap, "v")
+	dir := podrefs.VolumeDir(h.root, "p", podrefs.PluginConfigMap, "v")
 	step := func(what string, wantWrites int, want string) {
 		t.Helper()
 		h.sync(pod)
@@ -100,9 +101,8 @@ func (l *countingLimiter) Release(int64) {
 func TestDiskLimiter(t *testing.T) {
 	h := newHarness(t)
 	limiter := &countingLimiter{slots: make(chan struct{}, 2)}
-	h.m.opts.DiskLimiter = limiter
 	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 100), release: make(chan struct{}), only: "slow"}
-	h.m.opts.ConfigMaps = blocking
+	h.m = h.newManager(func(o *Options) { o.DiskLimiter, o.ConfigMaps = limiter, blocking })
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	h.cms.set("slow", map[string]string{"a": "1"})
 	var pods []*corev1.Pod
@@ -117,8 +117,8 @@ func TestDiskLimiter(t *testing.T) {
 		h.mark(pod)
 	}
 	h.publish()
-	h.m.populate()
-	h.m.reconcile(context.Background())
+	h.m.populator.Pass()
+	h.m.reconciler.Pass(context.Background())
 	<-blocking.reading
 	<-blocking.reading
 	// With both hanging reads in flight, the other twenty mount.
@@ -130,7 +130,7 @@ func TestDiskLimiter(t *testing.T) {
 		h.mustRead(pod, "v", "a", "1")
 	}
 	close(blocking.release)
-	h.m.running.Wait()
+	h.m.reconciler.Wait()
 	if limiter.mostHeld > 2 {
 		t.Errorf("%d operations held the disk at once, want at most 2", limiter.mostHeld)
 	}

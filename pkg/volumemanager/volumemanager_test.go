@@ -21,6 +21,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
 // fakeConfigMaps is a ConfigMapGetter backed by a map, with injectable errors.
@@ -107,10 +110,13 @@ func newHarness(t testing.TB) *harness {
 	return h
 }
 
-func (h *harness) newManager() *Manager {
-	m, err := New(Options{
-		RootDir: h.root, ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes,
-	})
+// newManager returns a manager on the harness's fakes, changed by opts.
+func (h *harness) newManager(opts ...func(*Options)) *Manager {
+	o := Options{RootDir: h.root, ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	m, err := New(o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -120,16 +126,33 @@ func (h *harness) newManager() *Manager {
 	return m
 }
 
-// publish hands the manager the test's active pods, as the agent does at
-// every pod event, if they changed since the last hand-over.
+// publish tells the manager how the test's active pods changed since the
+// last time, pod by pod, as the agent does at each pod event, and that the
+// pod source has synced.
 func (h *harness) publish() {
 	h.activeMu.Lock()
 	defer h.activeMu.Unlock()
-	if h.published != nil && h.published.Equal(h.active) {
-		return
+	if h.published == nil {
+		h.published = sets.New[types.UID]()
+		defer h.m.PodsSynced()
+	}
+	for uid := range h.active.Difference(h.published) {
+		h.m.PodActive(uid)
+	}
+	for uid := range h.published.Difference(h.active) {
+		h.m.PodInactive(uid)
 	}
 	h.published = h.active.Clone()
-	h.m.SetActivePods(ActivePodSet{UIDs: h.published, Synced: true})
+}
+
+// stepToRetry moves the clock to the retry of pod's failing volume.
+func (h *harness) stepToRetry(pod types.UID, volume string) {
+	h.t.Helper()
+	f, ok := h.m.reconciler.Failure(cache.VolumeKey{PodUID: pod, Volume: volume})
+	if !ok {
+		h.t.Fatalf("volume %s/%s has not failed", pod, volume)
+	}
+	h.clock.SetTime(f.RetryAt)
 }
 
 // setActive changes the test's active pods and hands them in.
@@ -144,9 +167,9 @@ func (h *harness) setActive(change func(active sets.Set[types.UID])) {
 // one reconciler pass and waits for the operations they started.
 func (h *harness) step() {
 	h.publish()
-	h.m.populate()
-	h.m.reconcile(context.Background())
-	h.m.running.Wait()
+	h.m.populator.Pass()
+	h.m.reconciler.Pass(context.Background())
+	h.m.reconciler.Wait()
 }
 
 // stepAndPoll is step, then the time of one poll of the waits.
@@ -173,7 +196,7 @@ func (h *harness) mark(pod *corev1.Pod) {
 }
 
 func (h *harness) read(pod *corev1.Pod, volume, path string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(VolumeDir(h.root, string(pod.UID), PluginConfigMap, volume), path))
+	data, err := os.ReadFile(filepath.Join(podrefs.VolumeDir(h.root, string(pod.UID), podrefs.PluginConfigMap, volume), path))
 	return string(data), err
 }
 
@@ -186,7 +209,7 @@ func (h *harness) mustRead(pod *corev1.Pod, volume, path, want string) {
 }
 
 func (h *harness) visible(pod *corev1.Pod, volume string) []string {
-	entries, err := os.ReadDir(VolumeDir(h.root, string(pod.UID), PluginConfigMap, volume))
+	entries, err := os.ReadDir(podrefs.VolumeDir(h.root, string(pod.UID), podrefs.PluginConfigMap, volume))
 	if err != nil {
 		return nil
 	}
@@ -225,11 +248,14 @@ func newPod(uid string, volumes ...volumeSpec) *corev1.Pod {
 
 // countingRecorder counts the generations written.
 type countingRecorder struct {
-	nopRecorder
-	written atomic.Int64
+	written, operations atomic.Int64
 }
 
 func (r *countingRecorder) VolumeWritten() { r.written.Add(1) }
+func (r *countingRecorder) OperationDone(reconciler.OperationKind, error, time.Duration) {
+	r.operations.Add(1)
+}
+func (r *countingRecorder) VolumesMounted(int) {}
 
 func TestMountRemountUnmount(t *testing.T) {
 	h := newHarness(t)
@@ -239,7 +265,7 @@ func TestMountRemountUnmount(t *testing.T) {
 	h.sync(pod)
 	h.mustRead(pod, "v", "a", "1")
 	h.mustRead(pod, "v", "b", "2")
-	if _, err := os.Stat(VolumeDir(h.root, "p1", PluginConfigMap, "idle")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(podrefs.VolumeDir(h.root, "p1", podrefs.PluginConfigMap, "idle")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("a volume that no container mounts was set up")
 	}
 
@@ -273,7 +299,7 @@ func TestMountRemountUnmount(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(VolumeDir(h.root, "p1", PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(podrefs.VolumeDir(h.root, "p1", podrefs.PluginConfigMap, "v")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("volume directory still exists after unmount")
 	}
 	if n, err := h.m.RemoveOrphanedPodDirs(); err != nil || n != 1 {
@@ -342,7 +368,7 @@ func TestWaitsEndAtAPollNotOnTheMount(t *testing.T) {
 	h.setActive(func(active sets.Set[types.UID]) { active.Insert(a.UID, b.UID) })
 	done := make(chan string, 2)
 	desired := func(n int) func() bool {
-		return func() bool { h.m.mu.Lock(); defer h.m.mu.Unlock(); return len(h.m.desired) == n }
+		return func() bool { return h.m.populator.Backlog() == 1 }
 	}
 	// a's volume is mounted in one pass, b's in the next.
 	for i, pod := range []*corev1.Pod{a, b} {

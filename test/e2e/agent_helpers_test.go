@@ -21,7 +21,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
@@ -145,7 +145,7 @@ func (a *agentProcess) metrics() *apimetrics.Snapshot {
 }
 
 func (a *agentProcess) volumePath(pod *corev1.Pod, volume, file string) string {
-	return filepath.Join(volumemanager.VolumeDir(a.rootDir, string(pod.UID), volumemanager.PluginConfigMap, volume), file)
+	return filepath.Join(podrefs.VolumeDir(a.rootDir, string(pod.UID), podrefs.PluginConfigMap, volume), file)
 }
 
 // waitForFile waits until path holds want.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // propertyVolumes is how many random volumes one run of the property test
@@ -99,7 +99,7 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 	}
 
 	volumeDir := func(root string, pod *corev1.Pod) string {
-		return volumemanager.VolumeDir(root, string(pod.UID), volumemanager.PluginConfigMap, "cfg")
+		return podrefs.VolumeDir(root, string(pod.UID), podrefs.PluginConfigMap, "cfg")
 	}
 	mounted := func(root string, pod *corev1.Pod) bool {
 		_, err := os.Lstat(filepath.Join(volumeDir(root, pod), "..data"))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // nodeKubeconfig writes a kubeconfig with node's own client identity, so
@@ -88,14 +88,14 @@ func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency
 // service-account volume's name dropped so that two pods' keys match.
 func volumeDirs(rootDir string, pod *corev1.Pod) map[string]string {
 	dirs := map[string]string{}
-	for _, plugin := range volumemanager.Plugins {
-		entries, _ := os.ReadDir(volumemanager.VolumeDir(rootDir, string(pod.UID), plugin, ""))
+	for _, plugin := range podrefs.Plugins {
+		entries, _ := os.ReadDir(podrefs.VolumeDir(rootDir, string(pod.UID), plugin, ""))
 		for _, e := range entries {
 			name := e.Name()
 			if strings.HasPrefix(name, "kube-api-access-") {
 				name = "kube-api-access"
 			}
-			dirs[string(plugin)+"/"+name] = volumemanager.VolumeDir(rootDir, string(pod.UID), plugin, e.Name())
+			dirs[string(plugin)+"/"+name] = podrefs.VolumeDir(rootDir, string(pod.UID), plugin, e.Name())
 		}
 	}
 	return dirs

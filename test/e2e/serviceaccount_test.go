@@ -20,6 +20,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 )
 
@@ -37,7 +38,7 @@ func serviceAccountVolume(t *testing.T, pod *corev1.Pod) string {
 }
 
 func projectedPath(a *agentProcess, pod *corev1.Pod, volume, file string) string {
-	return filepath.Join(volumemanager.VolumeDir(a.rootDir, string(pod.UID), volumemanager.PluginProjected, volume), file)
+	return filepath.Join(podrefs.VolumeDir(a.rootDir, string(pod.UID), podrefs.PluginProjected, volume), file)
 }
 
 // The pod's kube-api-access volume, as the real admission plugin made it, is

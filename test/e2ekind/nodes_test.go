@@ -18,7 +18,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // The two writers of a pod's volumes on a node.
@@ -43,7 +43,7 @@ func nodeExec(node string, args ...string) ([]byte, error) {
 // volumeDir is where root's writer keeps a pod's volume; plugin is
 // configmap or projected.
 func volumeDir(root string, uid types.UID, plugin, volume string) string {
-	return volumemanager.VolumeDir(root, string(uid), volumemanager.Plugin("kubernetes.io~"+plugin), volume)
+	return podrefs.VolumeDir(root, string(uid), podrefs.Plugin("kubernetes.io~"+plugin), volume)
 }
 
 // readTree reads a volume directory on a node (internal/volumetree). A

@@ -24,7 +24,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // Fleet runs one process per simulated node.
@@ -281,8 +281,8 @@ func (p *phase) VolumesMounted(context.Context) (int, error) {
 		return 0, err
 	}
 	matches := 0
-	for _, plugin := range volumemanager.Plugins {
-		found, err := filepath.Glob(filepath.Join(volumemanager.VolumeDir(filepath.Join(p.dir, "*"), "*", plugin, "*"), "..data"))
+	for _, plugin := range podrefs.Plugins {
+		found, err := filepath.Glob(filepath.Join(podrefs.VolumeDir(filepath.Join(p.dir, "*"), "*", plugin, "*"), "..data"))
 		if err != nil {
 			return 0, err
 		}

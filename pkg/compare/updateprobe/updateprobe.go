@@ -24,7 +24,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // Result is how long a phase's ConfigMap updates took to reach the
@@ -159,7 +159,7 @@ func New(ctx context.Context, client kubernetes.Interface, namespace string, pha
 // volumeDirOf is where a ConfigMap volume lives under a root directory, for
 // nodeagent and the kubelet alike.
 func volumeDirOf(root string, uid types.UID, volume string) string {
-	return volumemanager.VolumeDir(root, string(uid), volumemanager.PluginConfigMap, volume)
+	return podrefs.VolumeDir(root, string(uid), podrefs.PluginConfigMap, volume)
 }
 
 // Observe records the generations that reach disk until ctx ends.

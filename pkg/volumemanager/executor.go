@@ -13,8 +13,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
 // volumeDirMode is the mode of a volume's own directory: the kubelet
@@ -25,16 +28,34 @@ const volumeDirMode os.FileMode = 0o777
 // writeVolume is the atomic writer; tests count its calls.
 var writeVolume = atomicwriter.Write
 
-// setUpResult describes what a successful set-up left on disk.
-type setUpResult struct {
-	resourceVersion string
-	contentHash     string
-	stamp           atomicwriter.Stamp
-	// wrote: a new generation was written, not just found in place.
-	wrote bool
+// executor does the disk work of the reconciler's operations: it is the
+// volume manager's reconciler.Executor.
+type executor struct {
+	configMaps      ConfigMapGetter
+	nodeAllocatable func() (corev1.ResourceList, error)
+	diskLimiter     DiskLimiter
+	clock           clock.PassiveClock
 }
 
-// setUp writes the volume of op (a mount or a remount) in the kubelet's
+// TearDown removes the volume's directory.
+func (e *executor) TearDown(ctx context.Context, op reconciler.Operation) error {
+	return e.onDisk(ctx, func() error { return os.RemoveAll(op.Dir) })
+}
+
+// onDisk runs work, which touches the disk, holding a slot of the
+// DiskLimiter if there is one.
+func (e *executor) onDisk(ctx context.Context, work func() error) error {
+	if e.diskLimiter == nil {
+		return work()
+	}
+	if err := e.diskLimiter.Acquire(ctx, 1); err != nil {
+		return fmt.Errorf("waiting for the disk: %w", err)
+	}
+	defer e.diskLimiter.Release(1)
+	return work()
+}
+
+// SetUp writes the volume of op (a mount or a remount) in the kubelet's
 // order:
 //
 //	(1) compute the payload, reading the ConfigMaps: an error here leaves
@@ -55,30 +76,30 @@ type setUpResult struct {
 // volume, as in the kubelet. An error in a remount leaves the previous
 // content readable (the kubelet deletes the volume after a failed write;
 // nodeagent keeps it).
-func (m *Manager) setUp(ctx context.Context, logger klog.Logger, op operation) (res setUpResult, err error) {
+func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.Operation) (res reconciler.Result, err error) {
 	// (1)
-	payload, rv, err := op.spec.payload(op.pod, payloadSources{configMaps: m.opts.ConfigMaps, nodeAllocatable: m.opts.NodeAllocatable})
+	payload, rv, err := volumePayload(op.Spec, op.Pod, payloadSources{configMaps: e.configMaps, nodeAllocatable: e.nodeAllocatable})
 	if err != nil {
-		return setUpResult{}, err
+		return reconciler.Result{}, err
 	}
-	res = setUpResult{resourceVersion: rv, contentHash: contentHash(payloadBytes(payload))}
-	err = m.onDisk(ctx, func() error {
-		if op.kind == OpRemount && res.contentHash == op.lastHash && op.lastStamp.Intact(op.dir) {
-			res.stamp = op.lastStamp
+	res = reconciler.Result{ResourceVersion: rv, ContentHash: contentHash(payloadBytes(payload))}
+	err = e.onDisk(ctx, func() error {
+		if op.Kind == reconciler.Remount && res.ContentHash == op.LastHash && op.LastStamp.Intact(op.Dir) {
+			res.Stamp = op.LastStamp
 			return nil
 		}
-		res.wrote, res.stamp, err = m.writeVolume(logger, op, payload)
+		res.Wrote, res.Stamp, err = e.writeVolume(logger, op, payload)
 		return err
 	})
 	if err != nil {
-		return setUpResult{}, err
+		return reconciler.Result{}, err
 	}
 	return res, nil
 }
 
 // writeVolume does steps (2) to (4) of setUp.
-func (m *Manager) writeVolume(logger klog.Logger, op operation, payload map[string]atomicwriter.FileProjection) (wrote bool, stamp atomicwriter.Stamp, err error) {
-	pod, v, dir := op.pod, op.spec, op.dir
+func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payload map[string]atomicwriter.FileProjection) (wrote bool, stamp atomicwriter.Stamp, err error) {
+	pod, v, dir := op.Pod, op.Spec, op.Dir
 	// (2)
 	if _, statErr := os.Lstat(dir); errors.Is(statErr, fs.ErrNotExist) {
 		defer func() {
@@ -103,7 +124,7 @@ func (m *Manager) writeVolume(logger klog.Logger, op operation, payload map[stri
 	if err != nil {
 		return false, stamp, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
 	}
-	stamp, stampErr := atomicwriter.StampOf(dir, slices.Collect(maps.Keys(payload)), m.clock.Now())
+	stamp, stampErr := atomicwriter.StampOf(dir, slices.Collect(maps.Keys(payload)), e.clock.Now())
 	if stampErr != nil {
 		// Written, but not stamped: the next remount compares in full.
 		logger.V(2).Info("Stamping the volume failed", "err", stampErr)
@@ -134,7 +155,7 @@ func ensureVolumeDir(dir string) error {
 // alone: they are not part of the payload.
 func makeNestedMountpoints(pod *corev1.Pod, volume, dir string) error {
 	var errs []string
-	VisitContainers(pod, func(c *corev1.Container) {
+	podrefs.VisitContainers(pod, func(c *corev1.Container) {
 		var mine, all []string
 		for _, mount := range c.VolumeMounts {
 			p := filepath.Clean(mount.MountPath)

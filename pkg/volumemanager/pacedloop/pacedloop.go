@@ -1,14 +1,25 @@
-package volumemanager
+// Package pacedloop runs a pass on a fixed grid, but only at the grid
+// points where one is due. The volume manager's populator and reconciler
+// each run on one, so that they act on a change at the same point as the
+// kubelet's loops, which run every 100 ms, and an idle node wakes neither.
+//
+// Contract:
+//   - passes run at origin + k·period on the loop's clock, at least one
+//     period apart, never two at once;
+//   - a pass is due after a Kick (any number of kicks between two passes
+//     make one pass) or once the time the last pass returned has come;
+//   - Kick never blocks, and may be called before Run starts: the kick then
+//     waits for it.
+package pacedloop
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 )
 
-// pacedLoop runs a pass at the points of a fixed grid, origin + k·period on
+// Loop runs a pass at the points of a fixed grid, origin + k·period on
 // its clock, as a loop that runs every period would, but only at the
 // points where a pass is due: after a kick (something changed since the
 // last pass) or once the time the last pass asked to be run again has
@@ -19,7 +30,7 @@ import (
 // spends about a millicore on the wake-ups alone (the scheduler, the
 // timer, the futex), whatever the pass then does, and the populator and the
 // reconciler were two such loops (docs/performance.md, "Idle cost").
-type pacedLoop struct {
+type Loop struct {
 	clock  clock.WithTicker
 	origin time.Time
 	period time.Duration
@@ -28,29 +39,30 @@ type pacedLoop struct {
 	kicks chan struct{}
 }
 
-func newPacedLoop(c clock.WithTicker, origin time.Time, period time.Duration) *pacedLoop {
-	return &pacedLoop{clock: c, origin: origin, period: period, kicks: make(chan struct{}, 1)}
+// New returns a loop whose grid starts at origin.
+func New(c clock.WithTicker, origin time.Time, period time.Duration) *Loop {
+	return &Loop{clock: c, origin: origin, period: period, kicks: make(chan struct{}, 1)}
 }
 
-// kick asks for a pass at the next grid point. It never blocks.
-func (l *pacedLoop) kick() {
+// Kick asks for a pass at the next grid point. It never blocks.
+func (l *Loop) Kick() {
 	select {
 	case l.kicks <- struct{}{}:
 	default:
 	}
 }
 
-// run runs pass at the grid points where one is due, until ctx ends. pass
+// Run runs pass at the grid points where one is due, until ctx ends. pass
 // returns when it must run again even if nothing kicks it (a retry's
 // backoff ending), or the zero time for never.
-func (l *pacedLoop) run(ctx context.Context, pass func(context.Context) time.Time) {
+func (l *Loop) Run(ctx context.Context, pass func(context.Context) time.Time) {
 	var again, last time.Time
 	for {
 		if !l.waitDue(ctx, again) {
 			return
 		}
 		at := l.nextPoint(l.clock.Now(), last)
-		if !l.sleepUntil(ctx, at) {
+		if !l.SleepUntil(ctx, at) {
 			return
 		}
 		last = at
@@ -60,7 +72,7 @@ func (l *pacedLoop) run(ctx context.Context, pass func(context.Context) time.Tim
 
 // waitDue blocks until a kick comes or again (if not zero) has come, and
 // says false if ctx ended first.
-func (l *pacedLoop) waitDue(ctx context.Context, again time.Time) bool {
+func (l *Loop) waitDue(ctx context.Context, again time.Time) bool {
 	var due <-chan time.Time
 	if !again.IsZero() {
 		wait := again.Sub(l.clock.Now())
@@ -82,7 +94,7 @@ func (l *pacedLoop) waitDue(ctx context.Context, again time.Time) bool {
 
 // nextPoint is the first grid point at or after now and after last, the
 // point of the previous pass: passes stay at least a period apart.
-func (l *pacedLoop) nextPoint(now, last time.Time) time.Time {
+func (l *Loop) nextPoint(now, last time.Time) time.Time {
 	k := (now.Sub(l.origin) + l.period - 1) / l.period
 	at := l.origin.Add(max(k, 0) * l.period)
 	if !last.IsZero() && !at.After(last) {
@@ -91,9 +103,9 @@ func (l *pacedLoop) nextPoint(now, last time.Time) time.Time {
 	return at
 }
 
-// sleepUntil waits for at on the clock, and says false if ctx ended
+// SleepUntil waits for at on the clock, and says false if ctx ended
 // first.
-func (l *pacedLoop) sleepUntil(ctx context.Context, at time.Time) bool {
+func (l *Loop) SleepUntil(ctx context.Context, at time.Time) bool {
 	wait := at.Sub(l.clock.Now())
 	if wait <= 0 {
 		return ctx.Err() == nil
@@ -106,41 +118,4 @@ func (l *pacedLoop) sleepUntil(ctx context.Context, at time.Time) bool {
 	case <-timer.C():
 		return true
 	}
-}
-
-// runLoops runs the populator and the reconciler, each on its paced loop,
-// half a period apart, and the reconciler's woken passes, until ctx ends.
-func (m *Manager) runLoops(ctx context.Context) {
-	period := m.opts.LoopPeriod
-	var loops sync.WaitGroup
-	loops.Go(func() {
-		m.populatorLoop.run(ctx, func(context.Context) time.Time {
-			m.populate()
-			return time.Time{} // never due without a kick
-		})
-	})
-	loops.Go(func() {
-		m.reconcilerLoop.run(ctx, func(ctx context.Context) time.Time {
-			return m.reconcile(ctx)
-		})
-	})
-	loops.Go(func() {
-		// A pass as soon as RemountConfigMap asks, then at least half a
-		// period before the next woken one: under an update storm a
-		// volume takes at most thirty remounts a second (twenty woken,
-		// ten on the grid), and the changes in between coalesce in
-		// changeSeen.
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-m.changeSeen:
-				m.reconcile(ctx)
-			}
-			if !m.reconcilerLoop.sleepUntil(ctx, m.clock.Now().Add(period/2)) {
-				return
-			}
-		}
-	})
-	loops.Wait()
 }

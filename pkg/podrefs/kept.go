@@ -1,4 +1,4 @@
-package volumemanager
+package podrefs
 
 import (
 	"path/filepath"
@@ -19,10 +19,11 @@ const (
 // Plugins lists the volume kinds nodeagent writes.
 var Plugins = []Plugin{PluginConfigMap, PluginProjected}
 
-// Volume is one volume of a pod that nodeagent writes: a ConfigMap volume,
-// or a projected volume (of which it writes the configMap and downwardAPI
-// sources). Exactly one of ConfigMap and Projected is set.
-type Volume struct {
+// KeptVolume is one volume of a pod that nodeagent's agent keeps on disk:
+// a ConfigMap volume, or a projected volume (of which it writes the
+// configMap and downwardAPI sources). Exactly one of ConfigMap and
+// Projected is set.
+type KeptVolume struct {
 	Name      string
 	Plugin    Plugin
 	ConfigMap *corev1.ConfigMapVolumeSource
@@ -41,7 +42,7 @@ func PodDir(rootDir, podUID string) string {
 }
 
 // ConfigMapNames returns the ConfigMaps the volume reads, sorted.
-func (v Volume) ConfigMapNames() []string {
+func (v KeptVolume) ConfigMapNames() []string {
 	if v.ConfigMap != nil {
 		return []string{v.ConfigMap.Name}
 	}
@@ -55,10 +56,10 @@ func (v Volume) ConfigMapNames() []string {
 	return names
 }
 
-// readsConfigMap reports whether the volume's content comes in part from
+// ReadsConfigMap reports whether the volume's content comes in part from
 // the named ConfigMap. It allocates nothing: every watch event asks it of
 // every volume in the ConfigMap's namespace.
-func (v Volume) readsConfigMap(name string) bool {
+func (v KeptVolume) ReadsConfigMap(name string) bool {
 	if v.ConfigMap != nil {
 		return v.ConfigMap.Name == name
 	}
@@ -75,7 +76,7 @@ func (v Volume) readsConfigMap(name string) bool {
 // cluster trust bundles and pod certificates. Serving them would need a
 // token minter or read access to Secrets, which nodeagent's RBAC does not
 // have on purpose. They never fail the volume.
-func (v Volume) NotServed() []string {
+func (v KeptVolume) NotServed() []string {
 	if v.Projected == nil {
 		return nil
 	}
@@ -95,13 +96,14 @@ func (v Volume) NotServed() []string {
 	return out
 }
 
-// PodVolumes returns the volumes of a pod that nodeagent writes, by name:
+// KeptVolumes returns the volumes of a pod that nodeagent's agent keeps on
+// disk, by name:
 // its ConfigMap and projected volumes that at least one container (init,
 // regular or ephemeral) mounts. A volume that nothing mounts is never set
 // up, as in the kubelet. Mirror pods get none: their static pod's volumes
 // belong to the kubelet that runs it.
-func PodVolumes(pod *corev1.Pod) map[string]Volume {
-	volumes := map[string]Volume{}
+func KeptVolumes(pod *corev1.Pod) map[string]KeptVolume {
+	volumes := map[string]KeptVolume{}
 	if IsMirrorPod(pod) {
 		return volumes
 	}
@@ -118,12 +120,19 @@ func PodVolumes(pod *corev1.Pod) map[string]Volume {
 		}
 		switch {
 		case v.ConfigMap != nil:
-			volumes[v.Name] = Volume{Name: v.Name, Plugin: PluginConfigMap, ConfigMap: v.ConfigMap}
+			volumes[v.Name] = KeptVolume{Name: v.Name, Plugin: PluginConfigMap, ConfigMap: v.ConfigMap}
 		case v.Projected != nil:
-			volumes[v.Name] = Volume{Name: v.Name, Plugin: PluginProjected, Projected: v.Projected}
+			volumes[v.Name] = KeptVolume{Name: v.Name, Plugin: PluginProjected, Projected: v.Projected}
 		}
 	}
 	return volumes
+}
+
+// KeepsVolumes says whether a node agent keeps pod's volumes on disk now:
+// the pod is served (Served) and is not a mirror pod, whose static pod's
+// volumes belong to the kubelet that runs it.
+func KeepsVolumes(pod *corev1.Pod) bool {
+	return Served(pod) && !IsMirrorPod(pod)
 }
 
 // IsMirrorPod reports whether pod is the API's mirror of a kubelet's

@@ -1,6 +1,13 @@
-package volumemanager
+package reconciler
 
-import "time"
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+)
 
 // The reconciler retries a failed operation after a delay per volume that
 // starts at initialRetryDelay and doubles up to maxRetryDelay, as the
@@ -31,12 +38,12 @@ type volumeOp struct {
 	retryDelay time.Duration
 }
 
-// op returns key's record, making one. Called with m.mu held.
-func (m *Manager) op(key volumeKey) *volumeOp {
-	o, ok := m.ops[key]
+// op returns key's record, making one. Called with r.mu held.
+func (r *Reconciler) op(key cache.VolumeKey) *volumeOp {
+	o, ok := r.ops[key]
 	if !ok {
 		o = &volumeOp{}
-		m.ops[key] = o
+		r.ops[key] = o
 	}
 	return o
 }
@@ -60,4 +67,53 @@ func (o *volumeOp) failed(err error, now time.Time, retryAtOnce bool) {
 // waiting says whether a failed volume still waits for its retry at now.
 func (o *volumeOp) waiting(now time.Time) bool {
 	return o.retryDelay > 0 && now.Sub(o.failedAt) < o.retryDelay
+}
+
+// retryAt is when a failed volume's retry comes due.
+func (o *volumeOp) retryAt() time.Time { return o.failedAt.Add(o.retryDelay) }
+
+// Failure is a volume's last failed operation, as Failure reports it.
+type Failure struct {
+	Err string
+	At  time.Time
+	// RetryAt is when the reconciler tries again, unless something the
+	// volume reads changes first.
+	RetryAt time.Time
+}
+
+// Failure returns key's last failure, if its last operation failed.
+func (r *Reconciler) Failure(key cache.VolumeKey) (Failure, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o, ok := r.ops[key]
+	if !ok || o.err == "" {
+		return Failure{}, false
+	}
+	return Failure{Err: o.err, At: o.failedAt, RetryAt: o.retryAt()}, true
+}
+
+// Failures returns every volume whose last operation failed.
+func (r *Reconciler) Failures() map[cache.VolumeKey]Failure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[cache.VolumeKey]Failure{}
+	for key, o := range r.ops {
+		if o.err != "" {
+			out[key] = Failure{Err: o.err, At: o.failedAt, RetryAt: o.retryAt()}
+		}
+	}
+	return out
+}
+
+// Busy returns the pods with an operation in flight.
+func (r *Reconciler) Busy() sets.Set[types.UID] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := sets.New[types.UID]()
+	for key, o := range r.ops {
+		if o.inFlight {
+			out.Insert(key.PodUID)
+		}
+	}
+	return out
 }

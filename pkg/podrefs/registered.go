@@ -1,18 +1,18 @@
-package configmapcache
+package podrefs
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// ReferencedNames returns the names of every ConfigMap a pod references, in
+// ConfigMapNames returns the names of every ConfigMap a pod references, in
 // its namespace, as the kubelet's RegisterPod collects them: ConfigMap
 // volumes, the configMap sources of projected volumes, and the env and
 // envFrom references of every init, regular and ephemeral container. A
 // volume that no container mounts still counts: the reference decides what
 // the manager keeps, not what is written to disk.
-func ReferencedNames(pod *corev1.Pod) sets.Set[string] {
-	names := EnvNames(pod)
+func ConfigMapNames(pod *corev1.Pod) sets.Set[string] {
+	names := EnvConfigMapNames(pod)
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.ConfigMap != nil:
@@ -28,10 +28,10 @@ func ReferencedNames(pod *corev1.Pod) sets.Set[string] {
 	return names
 }
 
-// EnvNames returns the ConfigMaps that a pod's containers read into their
+// EnvConfigMapNames returns the ConfigMaps that a pod's containers read into their
 // environment (env[].valueFrom.configMapKeyRef and envFrom[].configMapRef),
 // which the kubelet reads when it starts a container.
-func EnvNames(pod *corev1.Pod) sets.Set[string] {
+func EnvConfigMapNames(pod *corev1.Pod) sets.Set[string] {
 	names := sets.New[string]()
 	visit := func(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
 		for _, e := range envFrom {

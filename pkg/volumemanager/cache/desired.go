@@ -1,0 +1,213 @@
+// Package cache holds the volume manager's two states of world, as plain
+// data structures with their own locks (docs/architecture.md, "The volume
+// manager"):
+//
+//   - DesiredState: the volumes that some source wants on disk, each with
+//     the pod it is for and the directory it goes to. A source is whoever
+//     decides that a volume should exist: the pod workers' syncs, through
+//     the populator, today; a CSI publish call next. The reconciler reads
+//     the desired volumes and never learns which source put them there.
+//   - ActualState: the volumes on disk, each with its remountRequired flag
+//     and what it holds.
+//
+// Contract: every method takes the state's own lock and calls nothing
+// outside the package while holding it, so callers may hold their own
+// locks across a call; each returns copies, never a pointer into the state.
+package cache
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+// VolumeKey names a volume on the node. Volume names are unique within a
+// pod, and the volumes nodeagent writes are per pod, so two pods never
+// share one.
+type VolumeKey struct {
+	PodUID types.UID
+	Volume string
+}
+
+func (k VolumeKey) String() string { return string(k.PodUID) + "/" + k.Volume }
+
+// Source is who wants a volume on disk.
+type Source string
+
+const (
+	// SourcePods are the volumes of the pods the pod workers sync.
+	SourcePods Source = "pods"
+)
+
+// DesiredVolume is one volume a source wants on disk.
+type DesiredVolume struct {
+	Key VolumeKey
+	// Pod is the pod the volume is for: its namespace holds the
+	// ConfigMaps, its fsGroup and downward API fields shape the files, its
+	// containers' mounts make the nested mount points. Nil means "keep":
+	// leave what is on disk as it is, neither set up nor removed (a volume
+	// found on disk at start whose pod has not synced yet).
+	Pod  *corev1.Pod
+	Spec podrefs.KeptVolume
+	// Dir is where the volume lives.
+	Dir string
+}
+
+// Keep says the volume is only to be kept as it is (Pod is nil).
+func (v DesiredVolume) Keep() bool { return v.Pod == nil }
+
+// owner is one source's claim on one pod's volumes.
+type owner struct {
+	source Source
+	pod    types.UID
+}
+
+// DesiredState is the desired state of world. The zero value is not
+// usable; call NewDesiredState.
+type DesiredState struct {
+	mu sync.RWMutex
+	// volumes by key, and by owner (the keys each source set per pod)
+	// and by namespace (for ConfigMap changes).
+	volumes     map[VolumeKey]DesiredVolume
+	byOwner     map[owner]sets.Set[VolumeKey]
+	byNamespace map[string]sets.Set[VolumeKey]
+}
+
+// NewDesiredState returns an empty desired state.
+func NewDesiredState() *DesiredState {
+	return &DesiredState{
+		volumes:     map[VolumeKey]DesiredVolume{},
+		byOwner:     map[owner]sets.Set[VolumeKey]{},
+		byNamespace: map[string]sets.Set[VolumeKey]{},
+	}
+}
+
+// SetPodVolumes makes volumes all that source wants of pod, replacing what
+// it wanted before, and returns the keys it wanted before and those it
+// wants now: every volume whose desire may have changed. Each volume's
+// Key.PodUID must be pod. Two sources must not want one key (a pod's volume
+// names are unique, and each source serves its own kinds of volume).
+func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []DesiredVolume) (touched []VolumeKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	touched = s.deleteLocked(owner{source, pod})
+	if len(volumes) == 0 {
+		return touched
+	}
+	keys := sets.New[VolumeKey]()
+	for _, v := range volumes {
+		keys.Insert(v.Key)
+		s.volumes[v.Key] = v
+		ns := namespaceOf(v)
+		if s.byNamespace[ns] == nil {
+			s.byNamespace[ns] = sets.New[VolumeKey]()
+		}
+		s.byNamespace[ns].Insert(v.Key)
+		touched = append(touched, v.Key)
+	}
+	s.byOwner[owner{source, pod}] = keys
+	return touched
+}
+
+// DeletePod forgets every volume source wanted of pod, and returns their
+// keys.
+func (s *DesiredState) DeletePod(source Source, pod types.UID) []VolumeKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleteLocked(owner{source, pod})
+}
+
+func (s *DesiredState) deleteLocked(o owner) []VolumeKey {
+	keys, ok := s.byOwner[o]
+	if !ok {
+		return nil
+	}
+	out := make([]VolumeKey, 0, len(keys))
+	for key := range keys {
+		if v, ok := s.volumes[key]; ok {
+			ns := namespaceOf(v)
+			s.byNamespace[ns].Delete(key)
+			if s.byNamespace[ns].Len() == 0 {
+				delete(s.byNamespace, ns)
+			}
+			delete(s.volumes, key)
+		}
+		out = append(out, key)
+	}
+	delete(s.byOwner, o)
+	return out
+}
+
+// Get returns the desired volume key, if any source wants it.
+func (s *DesiredState) Get(key VolumeKey) (DesiredVolume, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.volumes[key]
+	return v, ok
+}
+
+// Has says whether source wants any volume of pod.
+func (s *DesiredState) Has(source Source, pod types.UID) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.byOwner[owner{source, pod}]
+	return ok
+}
+
+// Pods returns the pods source wants volumes of.
+func (s *DesiredState) Pods(source Source) []types.UID {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []types.UID
+	for o := range s.byOwner {
+		if o.source == source {
+			out = append(out, o.pod)
+		}
+	}
+	return out
+}
+
+// PodUIDs returns every pod some source wants volumes of.
+func (s *DesiredState) PodUIDs() sets.Set[types.UID] {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := sets.New[types.UID]()
+	for o := range s.byOwner {
+		out.Insert(o.pod)
+	}
+	return out
+}
+
+// VolumesReading returns the volumes set up from the ConfigMap
+// namespace/name (kept volumes, which are not set up, are left out). It
+// looks only at the namespace's volumes and allocates nothing for those
+// that do not read it: every watch event asks it.
+func (s *DesiredState) VolumesReading(namespace, name string) []VolumeKey {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []VolumeKey
+	for key := range s.byNamespace[namespace] {
+		if v := s.volumes[key]; !v.Keep() && v.Spec.ReadsConfigMap(name) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// Len is the number of desired volumes.
+func (s *DesiredState) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.volumes)
+}
+
+func namespaceOf(v DesiredVolume) string {
+	if v.Pod == nil {
+		return ""
+	}
+	return v.Pod.Namespace
+}

@@ -1,0 +1,92 @@
+package reconciler
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+)
+
+// start runs one operation in its own goroutine. Called with r.mu held.
+func (r *Reconciler) start(ctx context.Context, op Operation) {
+	r.op(op.Key).inFlight = true
+	r.running.Add(1)
+	go func() {
+		defer r.running.Done()
+		logger := klog.FromContext(ctx).WithValues("operation", op.Kind, "volume", op.Key.Volume, "podUID", op.Key.PodUID)
+		if op.Pod != nil {
+			logger = logger.WithValues("pod", klog.KObj(op.Pod))
+		}
+		begin := r.clock.Now()
+		var res Result
+		var err error
+		if op.Kind == Unmount {
+			err = r.opts.Executor.TearDown(ctx, op)
+		} else {
+			res, err = r.opts.Executor.SetUp(ctx, logger, op)
+		}
+		r.opts.Recorder.OperationDone(op.Kind, err, r.clock.Since(begin))
+		if res.Wrote {
+			r.opts.Recorder.VolumeWritten()
+		}
+		r.finish(ctx, logger, op, res, err)
+	}()
+}
+
+// finish records an operation's result in the actual state, hands the
+// volume back if it still needs something, and reports a failure as a
+// FailedMount event on the pod, for a remount as for a first mount.
+func (r *Reconciler) finish(ctx context.Context, logger klog.Logger, op Operation, res Result, err error) {
+	r.mu.Lock()
+	o := r.op(op.Key)
+	// A ConfigMap change seen while the operation ran may have come after
+	// its read: read again now, whatever the outcome.
+	changed := o.changedMeanwhile
+	o.inFlight, o.changedMeanwhile = false, false
+	switch {
+	case err != nil:
+		o.failed(err, r.clock.Now(), changed)
+		if op.Kind == Remount {
+			r.opts.Actual.MarkRemountRequired(op.Key)
+		}
+	case op.Kind == Unmount:
+		r.opts.Actual.MarkUnmounted(op.Key)
+		delete(r.ops, op.Key)
+	default:
+		r.opts.Actual.MarkMounted(cache.MountedVolume{
+			Key: op.Key, Pod: op.Pod, Spec: op.Spec, Dir: op.Dir, RemountRequired: changed,
+			ResourceVersion: res.ResourceVersion, ContentHash: res.ContentHash, Stamp: res.Stamp,
+		})
+		delete(r.ops, op.Key)
+	}
+	// What changed while it ran, or its failure, is for the next pass.
+	if !r.settled(op.Key) {
+		r.handOverLocked(op.Key)
+	}
+	// Under the lock, so that the gauge's values come in order.
+	r.opts.Recorder.VolumesMounted(r.opts.Actual.Len())
+	r.mu.Unlock()
+	if changed {
+		select {
+		case r.changeSeen <- struct{}{}:
+		default:
+		}
+	}
+
+	if err == nil {
+		logger.V(4).Info("Volume operation succeeded", "resourceVersion", res.ResourceVersion)
+		return
+	}
+	if ctx.Err() != nil {
+		// The manager is stopping: the operation was cut short, not failed.
+		logger.V(2).Info("Volume operation abandoned at shutdown", "err", err)
+		return
+	}
+	logger.Error(err, "Volume operation failed; will retry with backoff")
+	if op.Pod != nil && r.opts.Events != nil && op.Kind != Unmount {
+		r.opts.Events.Eventf(op.Pod, corev1.EventTypeWarning, "FailedMount",
+			"MountVolume.SetUp failed for volume %q: %v", op.Key.Volume, err)
+	}
+}

@@ -1,0 +1,73 @@
+package volumemanager
+
+import (
+	"sort"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+// State is what /debug/volumes says of a volume.
+type State string
+
+const (
+	StateMounted        State = "mounted"
+	StateRemountPending State = "remount-pending"
+	StateMountFailing   State = "mount-failing"
+)
+
+// VolumeStatus is one volume as /debug/volumes shows it.
+type VolumeStatus struct {
+	PodUID          string         `json:"podUID"`
+	Pod             string         `json:"pod,omitempty"`
+	Volume          string         `json:"volume"`
+	Plugin          podrefs.Plugin `json:"plugin"`
+	ConfigMaps      []string       `json:"configMaps,omitempty"`
+	Path            string         `json:"path"`
+	State           State          `json:"state"`
+	ResourceVersion string         `json:"resourceVersion,omitempty"`
+	ContentHash     string         `json:"contentHash,omitempty"`
+	LastError       string         `json:"lastError,omitempty"`
+	// NotServed lists the projected sources left out of the volume
+	// (service-account tokens, Secrets, ...): nodeagent does not serve
+	// them, and they never fail the volume.
+	NotServed []string `json:"notServed,omitempty"`
+}
+
+// Volumes lists every volume on disk, and every desired volume that is
+// failing to mount, sorted by pod UID and volume name.
+func (m *Manager) Volumes() []VolumeStatus {
+	failures := m.reconciler.Failures()
+	var out []VolumeStatus
+	for _, v := range m.actual.List() {
+		s := VolumeStatus{
+			PodUID: string(v.Key.PodUID), Volume: v.Key.Volume, Plugin: v.Spec.Plugin, Path: v.Dir, State: StateMounted,
+			ResourceVersion: v.ResourceVersion, ContentHash: v.ContentHash, LastError: failures[v.Key].Err,
+		}
+		if v.RemountRequired {
+			s.State = StateRemountPending
+		}
+		if v.Pod != nil {
+			s.Pod = v.Pod.Namespace + "/" + v.Pod.Name
+			s.ConfigMaps, s.NotServed = v.Spec.ConfigMapNames(), v.Spec.NotServed()
+		}
+		out = append(out, s)
+	}
+	for key, f := range failures {
+		if m.actual.Has(key) {
+			continue
+		}
+		s := VolumeStatus{PodUID: string(key.PodUID), Volume: key.Volume, State: StateMountFailing, LastError: f.Err}
+		if want, ok := m.desired.Get(key); ok && !want.Keep() {
+			s.Pod = want.Pod.Namespace + "/" + want.Pod.Name
+			s.Plugin, s.ConfigMaps, s.NotServed, s.Path = want.Spec.Plugin, want.Spec.ConfigMapNames(), want.Spec.NotServed(), want.Dir
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].PodUID != out[j].PodUID {
+			return out[i].PodUID < out[j].PodUID
+		}
+		return out[i].Volume < out[j].Volume
+	})
+	return out
+}

@@ -1,0 +1,123 @@
+package volumemanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+)
+
+// WaitForAttachAndMount marks pod for reprocessing (the populator's next
+// pass re-reads its volumes and has those on disk remounted), and waits
+// until every volume it mounts is on disk. A volume awaiting a remount
+// counts as mounted, so in steady state this returns at once.
+//
+// Beyond the kubelet, which waits its full timeout (2 m 3 s) for a volume
+// that cannot mount, it returns an error as soon as every missing volume
+// has failed since the call began: the pod worker then retries the pod
+// after its error backoff (10 s), so a broken volume delays its healthy
+// siblings' remounts by seconds, not minutes.
+func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error {
+	start := m.clock.Now()
+	m.populator.MarkPod(pod)
+
+	want := podrefs.KeptVolumes(pod)
+	var failedFast error
+	err := m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+		var missing []string
+		allFailed := true
+		for name := range want {
+			key := cache.VolumeKey{PodUID: pod.UID, Volume: name}
+			if m.actual.Has(key) {
+				continue
+			}
+			missing = append(missing, name)
+			if f, ok := m.reconciler.Failure(key); !ok || f.At.Before(start) {
+				allFailed = false
+			}
+		}
+		sort.Strings(missing)
+		why := m.describeMissing(pod.UID, missing)
+		if len(missing) > 0 && allFailed {
+			failedFast = errors.New(why)
+			return true, why
+		}
+		return len(missing) == 0, why
+	})
+	if err != nil {
+		return err
+	}
+	return failedFast
+}
+
+// WaitForUnmount removes pod's volumes from the desired state and waits
+// until every volume of the pod that no source wants is gone from disk.
+func (m *Manager) WaitForUnmount(ctx context.Context, pod *corev1.Pod) error {
+	m.populator.DropPod(pod.UID)
+	return m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+		var left []string
+		for _, name := range m.actual.PodVolumes(pod.UID) {
+			if _, wanted := m.desired.Get(cache.VolumeKey{PodUID: pod.UID, Volume: name}); !wanted {
+				left = append(left, name)
+			}
+		}
+		sort.Strings(left)
+		return len(left) == 0, fmt.Sprintf("volumes still mounted: %v", left)
+	})
+}
+
+// waitPollInterval is how often WaitForAttachAndMount and WaitForUnmount
+// look at the actual state, as the kubelet's do. They poll rather than wake
+// on each change on purpose: pods whose syncs started together finish their
+// waits together, at the same poll, and so stay on the same pod-worker
+// ticks from then on and share their ConfigMaps' GETs, as the kubelet's
+// pods do (docs/kubelet-behaviour.md, "Pod syncs"). The files are on disk
+// as soon as the reconciler writes them either way.
+const waitPollInterval = 300 * time.Millisecond
+
+// waitUntil evaluates done at once and then every waitPollInterval, until
+// it holds, ctx ends or timeout passes.
+func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done func() (bool, string)) error {
+	// In steady state the first look succeeds: no timer, no ticker.
+	if ok, _ := done(); ok {
+		return nil
+	}
+	timer := m.clock.NewTimer(timeout)
+	defer timer.Stop()
+	poll := m.clock.NewTicker(waitPollInterval)
+	defer poll.Stop()
+	for {
+		ok, why := done()
+		if ok {
+			return nil
+		}
+		select {
+		case <-poll.C():
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", why, ctx.Err())
+		case <-timer.C():
+			return fmt.Errorf("timed out after %s: %s", timeout, why)
+		}
+	}
+}
+
+// describeMissing says which volumes are not mounted and why, if known.
+func (m *Manager) describeMissing(uid types.UID, missing []string) string {
+	parts := make([]string, 0, len(missing))
+	for _, name := range missing {
+		if f, ok := m.reconciler.Failure(cache.VolumeKey{PodUID: uid, Volume: name}); ok {
+			parts = append(parts, fmt.Sprintf("%s (%s)", name, f.Err))
+		} else {
+			parts = append(parts, name)
+		}
+	}
+	return "unmounted volumes: " + strings.Join(parts, ", ")
+}
