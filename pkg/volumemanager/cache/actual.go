@@ -77,12 +77,14 @@ func (s *ActualState) MarkUnmounted(key VolumeKey) {
 	delete(s.volumes, key)
 }
 
-// MarkRemountRequired flags key for a remount, if it is on disk.
-func (s *ActualState) MarkRemountRequired(key VolumeKey) {
+// MarkRemountRequired flags each of keys that is on disk for a remount.
+func (s *ActualState) MarkRemountRequired(keys ...VolumeKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := s.volumes[key]; ok {
-		v.RemountRequired = true
+	for _, key := range keys {
+		if v, ok := s.volumes[key]; ok {
+			v.RemountRequired = true
+		}
 	}
 }
 

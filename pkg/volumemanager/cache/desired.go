@@ -87,14 +87,26 @@ func NewDesiredState() *DesiredState {
 }
 
 // SetPodVolumes makes volumes all that source wants of pod, replacing what
-// it wanted before, and returns the keys it wanted before and those it
-// wants now: every volume whose desire may have changed. Each volume's
-// Key.PodUID must be pod. Two sources must not want one key (a pod's volume
-// names are unique, and each source serves its own kinds of volume).
-func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []DesiredVolume) (touched []VolumeKey) {
+// it wanted before, and appends to touched the keys it wanted before and
+// those it wants now: every volume whose desire may have changed. Each
+// volume's Key.PodUID must be pod. Two sources must not want one key (a
+// pod's volume names are unique, and each source serves its own kinds of
+// volume).
+//
+// A pod's syncs mostly set the volumes it had: that case replaces them in
+// place and allocates nothing.
+func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []DesiredVolume, touched []VolumeKey) []VolumeKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	touched = s.deleteLocked(owner{source, pod})
+	o := owner{source, pod}
+	if s.sameVolumesLocked(o, volumes) {
+		for _, v := range volumes {
+			s.volumes[v.Key] = v
+			touched = append(touched, v.Key)
+		}
+		return touched
+	}
+	touched = s.deleteLocked(o, touched)
 	if len(volumes) == 0 {
 		return touched
 	}
@@ -109,8 +121,24 @@ func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []Des
 		s.byNamespace[ns].Insert(v.Key)
 		touched = append(touched, v.Key)
 	}
-	s.byOwner[owner{source, pod}] = keys
+	s.byOwner[o] = keys
 	return touched
+}
+
+// sameVolumesLocked says whether volumes have exactly the keys o wants
+// now, in the same namespace: only their content may change.
+func (s *DesiredState) sameVolumesLocked(o owner, volumes []DesiredVolume) bool {
+	keys, ok := s.byOwner[o]
+	if !ok || len(keys) != len(volumes) {
+		return false
+	}
+	for _, v := range volumes {
+		old, ok := s.volumes[v.Key]
+		if !ok || !keys.Has(v.Key) || namespaceOf(old) != namespaceOf(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // DeletePod forgets every volume source wanted of pod, and returns their
@@ -118,15 +146,15 @@ func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []Des
 func (s *DesiredState) DeletePod(source Source, pod types.UID) []VolumeKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.deleteLocked(owner{source, pod})
+	return s.deleteLocked(owner{source, pod}, nil)
 }
 
-func (s *DesiredState) deleteLocked(o owner) []VolumeKey {
+// deleteLocked forgets what o wants and appends its keys to out.
+func (s *DesiredState) deleteLocked(o owner, out []VolumeKey) []VolumeKey {
 	keys, ok := s.byOwner[o]
 	if !ok {
-		return nil
+		return out
 	}
-	out := make([]VolumeKey, 0, len(keys))
 	for key := range keys {
 		if v, ok := s.volumes[key]; ok {
 			ns := namespaceOf(v)

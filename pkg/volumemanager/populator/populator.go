@@ -39,14 +39,14 @@ import (
 
 // desiredPods is what the populator changes of the desired state.
 type desiredPods interface {
-	SetPodVolumes(source cache.Source, pod types.UID, volumes []cache.DesiredVolume) []cache.VolumeKey
+	SetPodVolumes(source cache.Source, pod types.UID, volumes []cache.DesiredVolume, touched []cache.VolumeKey) []cache.VolumeKey
 	DeletePod(source cache.Source, pod types.UID) []cache.VolumeKey
 	Pods(source cache.Source) []types.UID
 }
 
 // remountFlagger flags volumes on disk for a remount (the actual state).
 type remountFlagger interface {
-	MarkRemountRequired(key cache.VolumeKey)
+	MarkRemountRequired(keys ...cache.VolumeKey)
 }
 
 // Options configure New.
@@ -68,6 +68,8 @@ type Options struct {
 type Populator struct {
 	opts Options
 	loop *pacedloop.Loop
+	// podsDir is podrefs.PodDir(RootDir, "") with a trailing slash.
+	podsDir string
 
 	// mu guards everything below. Held, it is taken before the
 	// reconciler's and the states' locks, never after.
@@ -81,6 +83,11 @@ type Populator struct {
 	// has compared it with the desired pods.
 	active           sets.Set[types.UID]
 	synced, compared bool
+	// A pass's scratch space, kept so that a pass allocates little:
+	// the volumes of the pod it processes, the volumes it flags for a
+	// remount, and those it hands over.
+	volumes         []cache.DesiredVolume
+	flag, handOvers []cache.VolumeKey
 }
 
 // New returns a populator; call Run to start its loop.
@@ -92,11 +99,12 @@ func New(opts Options) *Populator {
 		opts.Period = 100 * time.Millisecond
 	}
 	return &Populator{
-		opts:   opts,
-		loop:   pacedloop.New(opts.Clock, opts.Origin, opts.Period),
-		marked: map[types.UID]*corev1.Pod{},
-		gone:   sets.New[types.UID](),
-		active: sets.New[types.UID](),
+		opts:    opts,
+		loop:    pacedloop.New(opts.Clock, opts.Origin, opts.Period),
+		podsDir: podrefs.PodDir(opts.RootDir, "") + "/",
+		marked:  map[types.UID]*corev1.Pod{},
+		gone:    sets.New[types.UID](),
+		active:  sets.New[types.UID](),
 	}
 }
 
@@ -187,7 +195,7 @@ func (p *Populator) Keep(found []cache.MountedVolume) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for uid, volumes := range byPod {
-		p.opts.HandOver(p.opts.Desired.SetPodVolumes(cache.SourcePods, uid, volumes)...)
+		p.opts.HandOver(p.opts.Desired.SetPodVolumes(cache.SourcePods, uid, volumes, nil)...)
 	}
 }
 
@@ -225,25 +233,33 @@ func (p *Populator) Pass() {
 		p.process(pod)
 	}
 	clear(p.marked)
+	// The desired state first, then the flags, then the hand-over: the
+	// reconciler finds every flagged volume desired as the pod is now.
+	if len(p.flag) > 0 {
+		p.opts.Actual.MarkRemountRequired(p.flag...)
+		p.flag = p.flag[:0]
+	}
+	if len(p.handOvers) > 0 {
+		p.opts.HandOver(p.handOvers...)
+		p.handOvers = p.handOvers[:0]
+	}
 }
 
-// process re-reads one marked pod's volumes into the desired state, flags
-// those on disk for a remount (which also adopts volumes found on disk),
-// and hands every volume it had or has to the reconciler. Called with p.mu
-// held.
+// process re-reads one marked pod's volumes into the desired state, and
+// notes them to be flagged for a remount (which also adopts volumes found
+// on disk) and every volume it had or has to be handed to the reconciler,
+// at the end of the pass. Called with p.mu held.
 func (p *Populator) process(pod *corev1.Pod) {
-	kept := podrefs.KeptVolumes(pod)
-	volumes := make([]cache.DesiredVolume, 0, len(kept))
-	for name, spec := range kept {
+	p.volumes = p.volumes[:0]
+	for name, spec := range podrefs.KeptVolumes(pod) {
 		key := cache.VolumeKey{PodUID: pod.UID, Volume: name}
-		dir := podrefs.VolumeDir(p.opts.RootDir, string(pod.UID), spec.Plugin, name)
-		volumes = append(volumes, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir})
+		// podrefs.VolumeDir without its Clean: the API's UIDs, plugin
+		// and volume names are single clean path elements.
+		dir := p.podsDir + string(pod.UID) + "/volumes/" + string(spec.Plugin) + "/" + name
+		p.volumes = append(p.volumes, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir})
+		p.flag = append(p.flag, key)
 	}
-	touched := p.opts.Desired.SetPodVolumes(cache.SourcePods, pod.UID, volumes)
-	for _, v := range volumes {
-		p.opts.Actual.MarkRemountRequired(v.Key)
-	}
-	p.opts.HandOver(touched...)
+	p.handOvers = p.opts.Desired.SetPodVolumes(cache.SourcePods, pod.UID, p.volumes, p.handOvers)
 }
 
 // drop removes a pod's volumes from the desired state and hands them to

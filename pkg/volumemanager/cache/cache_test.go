@@ -1,0 +1,108 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+func configMapVolume(pod *corev1.Pod, name, configMap string) DesiredVolume {
+	return DesiredVolume{
+		Key: VolumeKey{PodUID: pod.UID, Volume: name}, Pod: pod, Dir: "/d/" + name,
+		Spec: podrefs.KeptVolume{Name: name, Plugin: podrefs.PluginConfigMap, ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}},
+	}
+}
+
+func sorted(keys []VolumeKey) string {
+	s := make([]string, 0, len(keys))
+	for _, k := range keys {
+		s = append(s, k.String())
+	}
+	slices.Sort(s)
+	return fmt.Sprint(s)
+}
+
+// Two sources want volumes of one pod; each replaces and deletes only its
+// own, and the reconciler's view (Get, VolumesReading) holds both.
+func TestDesiredStateKeepsEachSourceApart(t *testing.T) {
+	const other Source = "second"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
+	s := NewDesiredState()
+	if got := sorted(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm"), configMapVolume(pod, "b", "cm")}, nil)); got != "[u/a u/b]" {
+		t.Errorf("first set touched %s, want [u/a u/b]", got)
+	}
+	s.SetPodVolumes(other, "u", []DesiredVolume{configMapVolume(pod, "c", "cm")}, nil)
+	if got := sorted(s.VolumesReading("ns", "cm")); got != "[u/a u/b u/c]" {
+		t.Errorf("VolumesReading: %s, want all three", got)
+	}
+	// The pod source's new version drops b: a, b (before) and a (now).
+	if got := sorted(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil)); got != "[u/a u/a u/b]" {
+		t.Errorf("second set touched %s", got)
+	}
+	if _, ok := s.Get(VolumeKey{"u", "b"}); ok {
+		t.Error("b is still desired after its source dropped it")
+	}
+	if got := sorted(s.DeletePod(SourcePods, "u")); got != "[u/a]" {
+		t.Errorf("DeletePod touched %s, want [u/a]", got)
+	}
+	if v, ok := s.Get(VolumeKey{"u", "c"}); !ok || v.Dir != "/d/c" {
+		t.Errorf("the other source's volume: %+v, %v", v, ok)
+	}
+	if !s.Has(other, "u") || s.Has(SourcePods, "u") || s.Len() != 1 {
+		t.Errorf("Has(other) %v, Has(pods) %v, Len %d; want true, false, 1", s.Has(other, "u"), s.Has(SourcePods, "u"), s.Len())
+	}
+	if got := s.VolumesReading("ns", "other-cm"); len(got) != 0 {
+		t.Errorf("VolumesReading of an unread ConfigMap: %v", got)
+	}
+}
+
+// Kept volumes (found on disk, pod not synced) are never set up: a
+// ConfigMap change does not reach them.
+func TestKeptVolumesReadNothing(t *testing.T) {
+	s := NewDesiredState()
+	s.SetPodVolumes(SourcePods, "u", []DesiredVolume{{Key: VolumeKey{"u", "v"}, Spec: podrefs.KeptVolume{Name: "v", Plugin: podrefs.PluginConfigMap}}}, nil)
+	if v, _ := s.Get(VolumeKey{"u", "v"}); !v.Keep() {
+		t.Error("a volume with no pod is not kept")
+	}
+	if got := s.VolumesReading("", "cm"); len(got) != 0 {
+		t.Errorf("VolumesReading found kept volumes: %v", got)
+	}
+}
+
+// A remount asked for while a volume is written survives the write's
+// record; TakeRemount clears the flag and returns it set.
+func TestActualStateRemountFlag(t *testing.T) {
+	s := NewActualState()
+	key := VolumeKey{"u", "v"}
+	s.MarkRemountRequired(key) // not on disk: nothing to flag
+	if s.Has(key) {
+		t.Fatal("flagging a volume not on disk recorded it")
+	}
+	s.MarkMounted(MountedVolume{Key: key, Dir: "/d", ContentHash: "h1"})
+	s.MarkRemountRequired(key)
+	if v, _ := s.TakeRemount(key); !v.RemountRequired {
+		t.Error("TakeRemount returned the volume unflagged")
+	}
+	s.MarkRemountRequired(key) // during the remount
+	s.MarkMounted(MountedVolume{Key: key, Dir: "/d", ContentHash: "h2"})
+	if v, _ := s.Get(key); !v.RemountRequired || v.ContentHash != "h2" {
+		t.Errorf("after the remount: %+v; want h2, still flagged", v)
+	}
+	if s.AddFound(MountedVolume{Key: key}) {
+		t.Error("AddFound replaced a volume this process mounted")
+	}
+	if got := s.PodVolumes(types.UID("u")); fmt.Sprint(got) != "[v]" {
+		t.Errorf("PodVolumes: %v", got)
+	}
+	s.MarkUnmounted(key)
+	if s.Len() != 0 {
+		t.Error("MarkUnmounted left the volume")
+	}
+}

@@ -1,0 +1,70 @@
+package volumemanager
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+)
+
+// A second source of desired volumes (as a CSI publish call will be): the
+// reconciler mounts its volume at the directory the source names, keeps
+// it up to date on a ConfigMap change, leaves it through the pod's syncs
+// and teardown, and removes it when its source lets it go.
+func TestASecondSourceOfVolumes(t *testing.T) {
+	const second cache.Source = "second"
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
+	h.sync(pod)
+
+	dir := filepath.Join(t.TempDir(), "target")
+	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
+	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
+	h.m.reconciler.HandOver(h.m.desired.SetPodVolumes(second, pod.UID, []cache.DesiredVolume{{Key: key, Pod: pod, Spec: spec, Dir: dir}}, nil)...)
+	h.step()
+	readPublished := func() string {
+		data, _ := os.ReadFile(filepath.Join(dir, "a"))
+		return string(data)
+	}
+	if got := readPublished(); got != "1" {
+		t.Fatalf("the second source's volume holds %q, want 1", got)
+	}
+
+	h.sync(pod) // the pod source re-reads its own volumes only
+	h.cms.set("cfg", map[string]string{"a": "2"})
+	h.m.RemountConfigMap("ns", "cfg")
+	h.step()
+	if got := readPublished(); got != "2" {
+		t.Errorf("after a change: %q, want 2", got)
+	}
+	h.mustRead(pod, "v", "a", "2")
+
+	// The pod's teardown waits for the pod's volumes, not the other's.
+	h.setActive(func(active sets.Set[types.UID]) { active.Delete(pod.UID) })
+	done := make(chan error, 1)
+	go func() { done <- h.m.WaitForUnmount(context.Background(), pod) }()
+	for len(done) == 0 {
+		h.stepAndPoll()
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := readPublished(); got != "2" {
+		t.Errorf("the pod's teardown removed the other source's volume: %q", got)
+	}
+	h.m.reconciler.HandOver(h.m.desired.DeletePod(second, pod.UID)...)
+	h.step()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the volume its source let go is still there: %v", err)
+	}
+}
