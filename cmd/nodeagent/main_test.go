@@ -22,7 +22,7 @@ func TestDispatch(t *testing.T) {
 		{"version", []string{"version"}, 0, "nodeagent ", ""},
 		{"version help", []string{"version", "--help"}, 0, "--output", ""},
 		{"bad version output", []string{"version", "-o", "yaml"}, 1, "", "unknown --output"},
-		{"run: unknown strategy", []string{"run", "--configmap-strategy=poll"}, 1, "", "choose one of [get cache watch]"},
+		{"run: unknown strategy", []string{"run", "--configmap-strategy=poll"}, 1, "", "choose one of [Watch Cache Get]"},
 		{"run: unknown invalidation", []string{"run", "--cache-invalidation=never"}, 1, "", "choose one of [every-sync first-reference]"},
 		{"run: empty node name", []string{"run", "--node-name=", "--kubeconfig=/dev/null"}, 1, "", "--node-name is empty"},
 		{"run: bad log format", []string{"run", "--logging-format=xml"}, 1, "", "--logging-format"},

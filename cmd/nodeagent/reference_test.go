@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
@@ -92,8 +93,8 @@ and this page does not.
 // series so that its labels show.
 func agentMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	t.Helper()
-	m := agent.NewMetrics(configmapcache.StrategyCache, configmapcache.InvalidateFirstReference, "reference")
-	m.GetSent(configmapcache.StrategyCache, "0")
+	m := agent.NewMetrics(model.StrategyCache, configmapcache.InvalidateFirstReference, "reference")
+	m.GetSent(model.StrategyCache, "0")
 	m.Lookup(configmapcache.LookupFresh)
 	m.WorkDone(podworkers.KindSync, nil, time.Millisecond)
 	m.OperationDone(reconciler.Mount, nil, time.Millisecond)

@@ -1,10 +1,15 @@
 // Package cliflag holds pflag values that nodeagent's commands share.
 package cliflag
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Choice is a pflag.Value for a typed string that takes one of a fixed set
-// of values, refusing any other when the flag is parsed.
+// of values, in any case (`--configmap-strategy watch` is Watch), refusing
+// any other when the flag is parsed. The value set is the choice's own
+// spelling.
 type Choice[T ~string] struct {
 	value   *T
 	choices []T
@@ -20,7 +25,7 @@ func (c *Choice[T]) Type() string   { return "string" }
 
 func (c *Choice[T]) Set(s string) error {
 	for _, v := range c.choices {
-		if string(v) == s {
+		if strings.EqualFold(string(v), s) {
 			*c.value = v
 			return nil
 		}

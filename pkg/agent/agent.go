@@ -30,6 +30,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/version"
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
@@ -51,7 +52,7 @@ type Config struct {
 	NodeName      string
 	RootDir       string
 	SyncFrequency time.Duration
-	Strategy      configmapcache.Strategy
+	Strategy      model.Strategy
 	Invalidation  configmapcache.Invalidation
 	// RemountOnChange makes the watch strategy remount the pods that use
 	// a ConfigMap as soon as the watch delivers a change (beyond the
@@ -79,7 +80,7 @@ func DefaultConfig() Config {
 	return Config{
 		RootDir:         "/var/lib/nodeagent",
 		SyncFrequency:   time.Minute,
-		Strategy:        configmapcache.StrategyCache,
+		Strategy:        model.StrategyCache,
 		Invalidation:    configmapcache.InvalidateFirstReference,
 		RemountOnChange: true,
 		KubeAPIQPS:      50,

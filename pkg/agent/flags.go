@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/cliflag"
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // The flags of `nodeagent run`, spelled here only: the command binds them
@@ -47,11 +48,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.NodeName, FlagNodeName, c.NodeName, "The node whose pods this agent serves. Default: $NODE_NAME, else the hostname.")
 	fs.StringVar(&c.RootDir, FlagRootDir, c.RootDir, "Directory for pod volumes: <root-dir>/pods/<uid>/volumes/kubernetes.io~configmap/<volume>.")
 	fs.DurationVar(&c.SyncFrequency, FlagSyncFrequency, c.SyncFrequency, "Period S of the periodic pod sync; each pod is resynced after S plus up to S/2 of jitter.")
-	fs.Var(cliflag.NewChoice(&c.Strategy, configmapcache.Strategies), FlagConfigMapStrategy,
-		"How ConfigMap changes are detected: get (a quorum GET per remount), cache (TTL cache) or watch (one watch per ConfigMap).")
+	fs.Var(cliflag.NewChoice(&c.Strategy, model.Strategies), FlagConfigMapStrategy,
+		"How ConfigMap changes are detected, as the kubelet's configMapAndSecretChangeDetectionStrategy (any case): Get (a quorum GET per remount), Cache (TTL cache) or Watch (one watch per ConfigMap).")
 	fs.Var(cliflag.NewChoice(&c.Invalidation, configmapcache.Invalidations), FlagCacheInvalidation,
-		"When the cache strategy drops a cached ConfigMap: every-sync (the kubelet before kubernetes#120255: a quorum GET per pod sync) or first-reference (after it).")
-	fs.BoolVar(&c.RemountOnChange, FlagRemountOnChange, c.RemountOnChange, "With --configmap-strategy=watch, remount the pods that use a ConfigMap as soon as the watch sees it change, instead of at their next sync.")
+		"When the Cache strategy drops a cached ConfigMap: every-sync (the kubelet before kubernetes#120255: a quorum GET per pod sync) or first-reference (after it).")
+	fs.BoolVar(&c.RemountOnChange, FlagRemountOnChange, c.RemountOnChange, "With --configmap-strategy=Watch, remount the pods that use a ConfigMap as soon as the watch sees it change, instead of at their next sync.")
 	fs.Float32Var(&c.KubeAPIQPS, FlagKubeAPIQPS, c.KubeAPIQPS, "Queries per second to the apiserver, as in the kubelet.")
 	fs.IntVar(&c.KubeAPIBurst, FlagKubeAPIBurst, c.KubeAPIBurst, "Burst of queries to the apiserver, as in the kubelet.")
 	fs.Float32Var(&c.EventQPS, FlagEventQPS, c.EventQPS, "Events posted per second, on a client of their own, as the kubelet's --event-qps; 0 is no limit.")

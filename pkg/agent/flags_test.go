@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // Args writes what AddFlags reads: a Config survives the round trip, so
@@ -13,7 +14,7 @@ import (
 func TestArgsRoundTrip(t *testing.T) {
 	want := DefaultConfig()
 	want.NodeName, want.RootDir, want.HTTPAddress = "node-1", "/tmp/x", ""
-	want.Strategy, want.Invalidation, want.RemountOnChange = configmapcache.StrategyWatch, configmapcache.InvalidateEverySync, false
+	want.Strategy, want.Invalidation, want.RemountOnChange = model.StrategyWatch, configmapcache.InvalidateEverySync, false
 	want.KubeAPIQPS, want.KubeAPIBurst, want.ContentType = 12.5, 25, ContentTypeJSON
 	want.EventQPS, want.EventBurst = 7.5, 15
 	want.Profiling = true

@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podconfig"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
@@ -50,7 +52,7 @@ const (
 )
 
 // NewMetrics registers the agent's metrics on a new registry.
-func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.Invalidation, version string) *Metrics {
+func NewMetrics(strategy model.Strategy, invalidation configmapcache.Invalidation, version string) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		configMapGets: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -95,7 +97,7 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "nodeagent_info",
 		Help:        "Always 1; the labels say how this agent is configured.",
-		ConstLabels: prometheus.Labels{"version": version, "strategy": string(strategy), "invalidation": string(invalidation)},
+		ConstLabels: prometheus.Labels{"version": version, "strategy": strategyLabel(strategy), "invalidation": string(invalidation)},
 	})
 	info.Set(1)
 	m.Registry.MustRegister(m.configMapGets, m.cacheLookups, m.podWork, m.podWorkDuration,
@@ -103,7 +105,7 @@ func NewMetrics(strategy configmapcache.Strategy, invalidation configmapcache.In
 	// Pre-create the series tools compare, so that a zero is a zero and
 	// not a missing series.
 	for _, rv := range []string{"0", ResourceVersionUnset} {
-		m.configMapGets.WithLabelValues(string(strategy), rv)
+		m.configMapGets.WithLabelValues(strategyLabel(strategy), rv)
 	}
 	for _, op := range []reconciler.OperationKind{reconciler.Mount, reconciler.Remount, reconciler.Unmount} {
 		for _, r := range []string{"success", "error"} {
@@ -126,11 +128,11 @@ func result(err error) string {
 }
 
 // GetSent implements configmapcache.Recorder.
-func (m *Metrics) GetSent(strategy configmapcache.Strategy, resourceVersion string) {
+func (m *Metrics) GetSent(strategy model.Strategy, resourceVersion string) {
 	if resourceVersion == "" {
 		resourceVersion = ResourceVersionUnset
 	}
-	m.configMapGets.WithLabelValues(string(strategy), resourceVersion).Inc()
+	m.configMapGets.WithLabelValues(strategyLabel(strategy), resourceVersion).Inc()
 }
 
 // Lookup implements configmapcache.Recorder.
@@ -155,3 +157,8 @@ func (m *Metrics) VolumeWritten() { m.volumeWrites.Inc() }
 
 // VolumesMounted implements reconciler.Recorder.
 func (m *Metrics) VolumesMounted(n int) { m.volumesMounted.Set(float64(n)) }
+
+// strategyLabel is a strategy as the metrics' strategy label spells it:
+// in lower case (get, cache, watch), as it always has, so that the queries,
+// recording rules and alerts written against it keep working.
+func strategyLabel(s model.Strategy) string { return strings.ToLower(string(s)) }

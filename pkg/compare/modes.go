@@ -142,7 +142,7 @@ func withKubeletBehaviours(specs []modeSpec) []modeSpec {
 
 // cacheOptions are the agent's cache options in this mode; for a reference
 // kubelet, those of the agent that behaves as it does (for the report).
-func (s *modeSpec) cacheOptions() (configmapcache.Strategy, configmapcache.Invalidation) {
+func (s *modeSpec) cacheOptions() (model.Strategy, configmapcache.Invalidation) {
 	strategy, invalidation, err := configmapcache.ForBehaviour(s.behaviour)
 	if err != nil {
 		panic(err) // every behaviour has settings (TestEveryBehaviourHasSettings)

@@ -8,7 +8,7 @@ import (
 
 // setting is a strategy with its invalidation: the agent's cache options.
 type setting struct {
-	strategy     Strategy
+	strategy     model.Strategy
 	invalidation Invalidation
 }
 
@@ -17,15 +17,15 @@ type setting struct {
 // kubelet releases and strategies behave so). The invalidation matters to
 // the cache strategy only; the others take the flag's default.
 var settings = map[model.Behaviour]setting{
-	model.Get:            {StrategyGet, InvalidateFirstReference},
-	model.EverySync:      {StrategyCache, InvalidateEverySync},
-	model.FirstReference: {StrategyCache, InvalidateFirstReference},
-	model.Watch:          {StrategyWatch, InvalidateFirstReference},
+	model.Get:            {model.StrategyGet, InvalidateFirstReference},
+	model.EverySync:      {model.StrategyCache, InvalidateEverySync},
+	model.FirstReference: {model.StrategyCache, InvalidateFirstReference},
+	model.Watch:          {model.StrategyWatch, InvalidateFirstReference},
 }
 
 // ForBehaviour is the strategy and invalidation with which the agent
 // behaves as b.
-func ForBehaviour(b model.Behaviour) (Strategy, Invalidation, error) {
+func ForBehaviour(b model.Behaviour) (model.Strategy, Invalidation, error) {
 	s, ok := settings[b]
 	if !ok {
 		return "", "", fmt.Errorf("configmapcache: no settings behave as %q", b)

@@ -9,10 +9,10 @@ import (
 // Every behaviour of the model has the agent settings of its own name.
 func TestEveryBehaviourHasSettings(t *testing.T) {
 	want := map[model.Behaviour]setting{
-		model.Get:            {StrategyGet, InvalidateFirstReference},
-		model.EverySync:      {StrategyCache, InvalidateEverySync},
-		model.FirstReference: {StrategyCache, InvalidateFirstReference},
-		model.Watch:          {StrategyWatch, InvalidateFirstReference},
+		model.Get:            {model.StrategyGet, InvalidateFirstReference},
+		model.EverySync:      {model.StrategyCache, InvalidateEverySync},
+		model.FirstReference: {model.StrategyCache, InvalidateFirstReference},
+		model.Watch:          {model.StrategyWatch, InvalidateFirstReference},
 	}
 	for _, b := range model.Behaviours {
 		strategy, invalidation, err := ForBehaviour(b)

@@ -14,16 +14,16 @@
 //
 // When a GET is sent, and with which resourceVersion:
 //
-//   - Strategy get: every GetConfigMap sends a GET without resourceVersion,
+//   - Strategy Get: every GetConfigMap sends a GET without resourceVersion,
 //     a quorum read that the apiserver forwards to etcd. Nothing is cached.
-//   - Strategy cache: entries are keyed by namespace/name and shared by every
+//   - Strategy Cache: entries are keyed by namespace/name and shared by every
 //     pod that references the name. GetConfigMap sends no GET while the
 //     entry is fresh: it holds an object and now < lastFetch + TTL, the TTL
 //     being read on every check (a negative TTL makes nothing fresh). Otherwise it sends one GET, with
 //     resourceVersion "0" (served from the apiserver's watch cache) when
 //     a good object is cached, and without resourceVersion when none is: the
 //     first read, the read after an invalidation, after a NotFound.
-//   - Strategy watch: one reflector per referenced name (a LIST and a WATCH
+//   - Strategy Watch: one reflector per referenced name (a LIST and a WATCH
 //     with field selector metadata.name=<name>, watches of at least 30
 //     minutes), started on the first reference and stopped when the last pod
 //     drops it, or once the ConfigMap is seen to be immutable. A watch whose

@@ -13,16 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
-)
-
-// Strategy is how changes to ConfigMaps are detected (see the package doc).
-type Strategy string
-
-const (
-	StrategyGet   Strategy = "get"
-	StrategyCache Strategy = "cache"
-	StrategyWatch Strategy = "watch"
 )
 
 // Invalidation is when the cache strategy drops a cached object.
@@ -35,11 +27,8 @@ const (
 	InvalidateFirstReference Invalidation = "first-reference"
 )
 
-// Strategies and Invalidations list the valid values, for flag help.
-var (
-	Strategies    = []Strategy{StrategyGet, StrategyCache, StrategyWatch}
-	Invalidations = []Invalidation{InvalidateEverySync, InvalidateFirstReference}
-)
+// Invalidations lists the valid values, for flag help.
+var Invalidations = []Invalidation{InvalidateEverySync, InvalidateFirstReference}
 
 // Lookup is the outcome of one read of the cache strategy, for metrics.
 type Lookup string
@@ -56,7 +45,7 @@ const (
 type Recorder interface {
 	// GetSent counts a GET sent to the apiserver; resourceVersion is "0"
 	// or "" (a quorum read).
-	GetSent(strategy Strategy, resourceVersion string)
+	GetSent(strategy model.Strategy, resourceVersion string)
 	// Lookup counts a cache-strategy read by outcome.
 	Lookup(outcome Lookup)
 }
@@ -71,7 +60,7 @@ type ConfigMapClient interface {
 
 // Options configure New.
 type Options struct {
-	Strategy     Strategy
+	Strategy     model.Strategy
 	Invalidation Invalidation
 	// ConfigMaps returns the client of a namespace. The watch strategy's
 	// reflectors stream their initial list when that client can (see
@@ -128,22 +117,22 @@ func New(opts Options) (Manager, error) {
 	}
 	get := newGetter(opts.ConfigMaps, opts.Strategy, opts.Recorder)
 	switch opts.Strategy {
-	case StrategyGet:
+	case model.StrategyGet:
 		return getManager{get: get}, nil
-	case StrategyCache:
+	case model.StrategyCache:
 		switch opts.Invalidation {
 		case InvalidateEverySync, InvalidateFirstReference:
 		default:
 			return nil, fmt.Errorf("configmapcache: unknown invalidation %q (want one of %v)", opts.Invalidation, Invalidations)
 		}
 		return newRegistry(newTTLStore(get, opts.Clock, opts.TTL, opts.Recorder), opts.Invalidation), nil
-	case StrategyWatch:
+	case model.StrategyWatch:
 		// Adding a watch reference never drops data, so the invalidation
 		// mode makes no difference here; first-reference keeps the counts
 		// simple.
 		return newRegistry(newWatchStore(opts.ConfigMaps, opts.OnChange, opts.Clock, opts.SyncFrequency), InvalidateFirstReference), nil
 	default:
-		return nil, fmt.Errorf("configmapcache: unknown strategy %q (want one of %v)", opts.Strategy, Strategies)
+		return nil, fmt.Errorf("configmapcache: unknown strategy %q (want one of %v)", opts.Strategy, model.Strategies)
 	}
 }
 
@@ -154,7 +143,7 @@ type getFunc func(namespace, name string, opts metav1.GetOptions) (*corev1.Confi
 // of hanging the volume's operation.
 const getTimeout = 30 * time.Second
 
-func newGetter(configMaps func(namespace string) ConfigMapClient, strategy Strategy, rec Recorder) getFunc {
+func newGetter(configMaps func(namespace string) ConfigMapClient, strategy model.Strategy, rec Recorder) getFunc {
 	return func(namespace, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
 		rec.GetSent(strategy, opts.ResourceVersion)
 		ctx, cancel := context.WithTimeout(context.Background(), getTimeout)
@@ -246,5 +235,5 @@ func (r *registry) UnregisterPod(pod *corev1.Pod) {
 
 type nopRecorder struct{}
 
-func (nopRecorder) GetSent(Strategy, string) {}
-func (nopRecorder) Lookup(Lookup)            {}
+func (nopRecorder) GetSent(model.Strategy, string) {}
+func (nopRecorder) Lookup(Lookup)                  {}

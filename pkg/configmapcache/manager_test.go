@@ -13,6 +13,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
@@ -45,7 +46,7 @@ func getCounts(client *fake.Clientset) map[string]int {
 	return counts
 }
 
-func newTestManager(t *testing.T, strategy Strategy, inv Invalidation, ttl time.Duration, objects ...runtime.Object) (Manager, *fake.Clientset, *testingclock.FakeClock) {
+func newTestManager(t *testing.T, strategy model.Strategy, inv Invalidation, ttl time.Duration, objects ...runtime.Object) (Manager, *fake.Clientset, *testingclock.FakeClock) {
 	t.Helper()
 	client := fake.NewClientset(objects...)
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
@@ -98,18 +99,18 @@ func TestGetCountsOverThirtyMinutes(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		strategy Strategy
+		strategy model.Strategy
 		inv      Invalidation
 		want     map[string]int
 	}{
-		{"every-sync: one quorum GET per pod sync", StrategyCache, InvalidateEverySync,
+		{"every-sync: one quorum GET per pod sync", model.StrategyCache, InvalidateEverySync,
 			map[string]int{"": pods * syncsPerPod}},
 		// One quorum GET per pod at its first reference; then a refresh
 		// at resourceVersion 0 at the first sync at or after each TTL:
 		// t = 300, 600, ..., 1800 s, six per pod.
-		{"first-reference: quorum GET once, then TTL refreshes at resourceVersion 0", StrategyCache, InvalidateFirstReference,
+		{"first-reference: quorum GET once, then TTL refreshes at resourceVersion 0", model.StrategyCache, InvalidateFirstReference,
 			map[string]int{"": pods, "0": pods * int(duration/ttl)}},
-		{"get: a quorum GET per remount", StrategyGet, "",
+		{"get: a quorum GET per remount", model.StrategyGet, "",
 			map[string]int{"": pods * syncsPerPod}},
 	}
 	for _, tt := range tests {
@@ -128,7 +129,7 @@ func TestGetCountsOverThirtyMinutes(t *testing.T) {
 // kubelet); after that the two pods' syncs together refresh it once per TTL:
 // the first sync at or after 340, 640, ... s, that is 375, 675, ..., 1575 s.
 func TestPodsSharingAConfigMapShareRefreshes(t *testing.T) {
-	m, client, clk := newTestManager(t, StrategyCache, InvalidateFirstReference, 300*time.Second, configMap("shared"))
+	m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, 300*time.Second, configMap("shared"))
 	pods := []*corev1.Pod{podUsing("a", "shared"), podUsing("b", "shared")}
 	simulateSyncs(t, m, clk, pods, 75*time.Second, 40*time.Second, 30*time.Minute)
 	want := map[string]int{"": 2, "0": 5}
@@ -140,7 +141,7 @@ func TestPodsSharingAConfigMapShareRefreshes(t *testing.T) {
 // A TTL of zero is a TTL of zero: every remount refreshes, from the watch
 // cache after the first read.
 func TestZeroTTLRefreshesOnEveryRemount(t *testing.T) {
-	m, client, clk := newTestManager(t, StrategyCache, InvalidateFirstReference, 0, configMap("cm"))
+	m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, 0, configMap("cm"))
 	simulateSyncs(t, m, clk, []*corev1.Pod{podUsing("a", "cm")}, 75*time.Second, 0, 10*75*time.Second)
 	want := map[string]int{"": 1, "0": 10}
 	if got := getCounts(client); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -151,7 +152,7 @@ func TestZeroTTLRefreshesOnEveryRemount(t *testing.T) {
 // Names a new version of a pod adds are fetched by quorum read; names it
 // drops are released; unchanged names keep their cache.
 func TestRegisterPodFollowsReferenceChanges(t *testing.T) {
-	m, client, _ := newTestManager(t, StrategyCache, InvalidateFirstReference, time.Hour, configMap("a"), configMap("b"))
+	m, client, _ := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Hour, configMap("a"), configMap("b"))
 	m.RegisterPod(podUsing("p", "a"))
 	if _, err := m.GetConfigMap(ns, "a"); err != nil {
 		t.Fatal(err)
@@ -179,8 +180,8 @@ func TestNewRejectsUnknownModes(t *testing.T) {
 	client := fake.NewClientset()
 	for _, opts := range []Options{
 		{Strategy: "poll", ConfigMaps: fakeConfigMaps(client)},
-		{Strategy: StrategyCache, Invalidation: "sometimes", ConfigMaps: fakeConfigMaps(client)},
-		{Strategy: StrategyCache, Invalidation: InvalidateEverySync},
+		{Strategy: model.StrategyCache, Invalidation: "sometimes", ConfigMaps: fakeConfigMaps(client)},
+		{Strategy: model.StrategyCache, Invalidation: InvalidateEverySync},
 	} {
 		if _, err := New(opts); err == nil {
 			t.Errorf("New(%+v) succeeded, want an error", opts)
@@ -191,7 +192,7 @@ func TestNewRejectsUnknownModes(t *testing.T) {
 // A negative TTL, which the kubelet takes as it is, makes no entry fresh:
 // every read refreshes at resourceVersion "0".
 func TestNegativeTTLIsNeverFresh(t *testing.T) {
-	m, client, clk := newTestManager(t, StrategyCache, InvalidateFirstReference, -15*time.Second, configMap("cm"))
+	m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, -15*time.Second, configMap("cm"))
 	m.RegisterPod(podUsing("a", "cm"))
 	for range 4 {
 		if _, err := m.GetConfigMap(ns, "cm"); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,7 +15,7 @@ import (
 )
 
 func TestTTLBoundary(t *testing.T) {
-	m, client, clk := newTestManager(t, StrategyCache, InvalidateFirstReference, 5*time.Minute, configMap("cm"))
+	m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, 5*time.Minute, configMap("cm"))
 	m.RegisterPod(podUsing("a", "cm"))
 	read := func() {
 		t.Helper()
@@ -42,7 +43,7 @@ func TestConcurrentReadersShareOneGet(t *testing.T) {
 	for i := range 10 {
 		objects = append(objects, configMap(fmt.Sprintf("cm-%d", i)))
 	}
-	m, client, _ := newTestManager(t, StrategyCache, InvalidateFirstReference, time.Minute, objects...)
+	m, client, _ := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, objects...)
 	for i := range 10 {
 		m.RegisterPod(podUsing(fmt.Sprint(i), fmt.Sprintf("cm-%d", i)))
 	}
@@ -69,7 +70,7 @@ func failGets(client *fake.Clientset, err error) {
 
 func TestErrorsAreNeverFresh(t *testing.T) {
 	t.Run("a server error keeps the cached object and retries at resourceVersion 0", func(t *testing.T) {
-		m, client, clk := newTestManager(t, StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
+		m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
 		m.RegisterPod(podUsing("a", "cm"))
 		if _, err := m.GetConfigMap(ns, "cm"); err != nil {
 			t.Fatal(err)
@@ -88,7 +89,7 @@ func TestErrorsAreNeverFresh(t *testing.T) {
 		}
 	})
 	t.Run("a server error with nothing cached is returned and nothing is cached", func(t *testing.T) {
-		m, client, _ := newTestManager(t, StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
+		m, client, _ := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
 		m.RegisterPod(podUsing("a", "cm"))
 		failGets(client, apierrors.NewServiceUnavailable("etcd is down"))
 		if _, err := m.GetConfigMap(ns, "cm"); !apierrors.IsServiceUnavailable(err) {
@@ -103,7 +104,7 @@ func TestErrorsAreNeverFresh(t *testing.T) {
 		}
 	})
 	t.Run("NotFound is cached as an error and refetched by quorum read every time", func(t *testing.T) {
-		m, client, _ := newTestManager(t, StrategyCache, InvalidateFirstReference, time.Hour)
+		m, client, _ := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Hour)
 		m.RegisterPod(podUsing("a", "missing"))
 		for range 3 {
 			if _, err := m.GetConfigMap(ns, "missing"); !apierrors.IsNotFound(err) {
@@ -115,7 +116,7 @@ func TestErrorsAreNeverFresh(t *testing.T) {
 		}
 	})
 	t.Run("a ConfigMap deleted after caching turns into NotFound", func(t *testing.T) {
-		m, client, clk := newTestManager(t, StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
+		m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
 		m.RegisterPod(podUsing("a", "cm"))
 		if _, err := m.GetConfigMap(ns, "cm"); err != nil {
 			t.Fatal(err)
@@ -131,7 +132,7 @@ func TestErrorsAreNeverFresh(t *testing.T) {
 func TestNeverGoesBackwards(t *testing.T) {
 	newer := configMap("cm")
 	newer.ResourceVersion, newer.Data = "20", map[string]string{"k": "new"}
-	m, client, clk := newTestManager(t, StrategyCache, InvalidateFirstReference, time.Minute, newer)
+	m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, newer)
 	m.RegisterPod(podUsing("a", "cm"))
 	if _, err := m.GetConfigMap(ns, "cm"); err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func TestNeverGoesBackwards(t *testing.T) {
 }
 
 func TestUnregisteredNameIsAnError(t *testing.T) {
-	for _, strategy := range []Strategy{StrategyCache, StrategyWatch} {
+	for _, strategy := range []model.Strategy{model.StrategyCache, model.StrategyWatch} {
 		m, _, _ := newTestManager(t, strategy, InvalidateFirstReference, time.Minute, configMap("cm"))
 		if _, err := m.GetConfigMap(ns, "cm"); err == nil {
 			t.Errorf("%s: GetConfigMap of an unregistered name succeeded", strategy)
@@ -163,7 +164,7 @@ type countingRecorder struct {
 	lookups map[Lookup]int
 }
 
-func (r *countingRecorder) GetSent(_ Strategy, rv string) {
+func (r *countingRecorder) GetSent(_ model.Strategy, rv string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gets[rv]++
@@ -178,7 +179,7 @@ func (r *countingRecorder) Lookup(outcome Lookup) {
 func TestRecorderSeesEveryGetAndLookup(t *testing.T) {
 	client := fake.NewClientset(configMap("cm"))
 	rec := &countingRecorder{gets: map[string]int{}, lookups: map[Lookup]int{}}
-	m, err := New(Options{Strategy: StrategyCache, Invalidation: InvalidateEverySync, ConfigMaps: fakeConfigMaps(client), Recorder: rec,
+	m, err := New(Options{Strategy: model.StrategyCache, Invalidation: InvalidateEverySync, ConfigMaps: fakeConfigMaps(client), Recorder: rec,
 		TTL: func() time.Duration { return time.Hour }})
 	if err != nil {
 		t.Fatal(err)

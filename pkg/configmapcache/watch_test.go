@@ -14,12 +14,13 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 func TestWatchStrategySendsNoGets(t *testing.T) {
 	client := fake.NewClientset(configMap("cm"))
 	var changes atomic.Int32
-	m, err := New(Options{Strategy: StrategyWatch, ConfigMaps: fakeConfigMaps(client), OnChange: func(string, string) { changes.Add(1) }})
+	m, err := New(Options{Strategy: model.StrategyWatch, ConfigMaps: fakeConfigMaps(client), OnChange: func(string, string) { changes.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestWatchStopsForImmutableConfigMaps(t *testing.T) {
 	immutable := configMap("frozen")
 	immutable.Immutable = new(true)
 	client := fake.NewClientset(immutable)
-	m, err := New(Options{Strategy: StrategyWatch, ConfigMaps: fakeConfigMaps(client)})
+	m, err := New(Options{Strategy: model.StrategyWatch, ConfigMaps: fakeConfigMaps(client)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestWatchStopsForImmutableConfigMaps(t *testing.T) {
 func TestWatchStopEndsEveryWatch(t *testing.T) {
 	client := fake.NewClientset(configMap("cm"))
 	var changes atomic.Int32
-	m, err := New(Options{Strategy: StrategyWatch, ConfigMaps: fakeConfigMaps(client), OnChange: func(string, string) { changes.Add(1) }})
+	m, err := New(Options{Strategy: model.StrategyWatch, ConfigMaps: fakeConfigMaps(client), OnChange: func(string, string) { changes.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestWatchStopEndsEveryWatch(t *testing.T) {
 func TestWatchOfAnIdleConfigMapStops(t *testing.T) {
 	client := fake.NewClientset(configMap("env"), configMap("vol"))
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
-	m, err := New(Options{Strategy: StrategyWatch, ConfigMaps: fakeConfigMaps(client), Clock: clk, SyncFrequency: 30 * time.Second})
+	m, err := New(Options{Strategy: model.StrategyWatch, ConfigMaps: fakeConfigMaps(client), Clock: clk, SyncFrequency: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestWatchOfAnIdleConfigMapStops(t *testing.T) {
 // The reflectors ask for watches of at least 30 minutes, as the kubelet's.
 func TestWatchTimeoutIsAtLeastThirtyMinutes(t *testing.T) {
 	client := fake.NewClientset(configMap("cm"))
-	m, err := New(Options{Strategy: StrategyWatch, ConfigMaps: fakeConfigMaps(client)})
+	m, err := New(Options{Strategy: model.StrategyWatch, ConfigMaps: fakeConfigMaps(client)})
 	if err != nil {
 		t.Fatal(err)
 	}

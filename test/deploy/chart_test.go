@@ -205,7 +205,7 @@ func TestChartValues(t *testing.T) {
 	}
 	container := lookup(ds, "spec", "template", "spec", "containers").([]interface{})[0].(map[string]interface{})
 	args := fmt.Sprint(container["args"])
-	if want := "[run --root-dir=/var/lib/na --http-address=0.0.0.0:9100 --configmap-strategy=cache " +
+	if want := "[run --root-dir=/var/lib/na --http-address=0.0.0.0:9100 --configmap-strategy=Cache " +
 		"--cache-invalidation=every-sync --logging-format=json --sync-frequency=30s --kube-api-qps=20]"; args != want {
 		t.Errorf("args %s, want %s", args, want)
 	}

@@ -214,7 +214,7 @@ func TestAgentCountsAgreeWithAPIServer(t *testing.T) {
 	modeArgs := map[string][]string{
 		"every-sync":      {"--cache-invalidation=every-sync"},
 		"first-reference": {"--cache-invalidation=first-reference"},
-		"watch":           {"--configmap-strategy=watch"},
+		"watch":           {"--configmap-strategy=Watch"},
 	}
 	for _, mode := range []string{"every-sync", "first-reference", "watch"} {
 		t.Run(mode, func(t *testing.T) {

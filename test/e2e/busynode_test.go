@@ -118,7 +118,7 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 		createNode(t, n.name, 0)
 	}
 	agent := startAgentWith(t, agentNode, nodeKubeconfig(t, agentNode), "--sync-frequency="+busySync.String(),
-		"--configmap-strategy=cache", "--cache-invalidation=first-reference")
+		"--configmap-strategy=Cache", "--cache-invalidation=first-reference")
 	kubelet := startRefKubelet(t, "v1.36", kubeletNode, "Cache", busySync)
 	nodes[0].rootDir, nodes[1].rootDir = agent.rootDir, kubelet.rootDir
 

@@ -55,11 +55,11 @@ const (
 func TestDifferentialAgainstRealKubelets(t *testing.T) {
 	pairs := []differentialPair{
 		{name: "before #120255", agentNode: "diff-every-sync", kubeletNode: "diff-kubelet-v128", kubeletBuild: "v1.28", everySync: true,
-			agentArgs: []string{"--configmap-strategy=cache", "--cache-invalidation=every-sync"}},
+			agentArgs: []string{"--configmap-strategy=Cache", "--cache-invalidation=every-sync"}},
 		{name: "after #120255", agentNode: "diff-first-reference", kubeletNode: "diff-kubelet-v136", kubeletBuild: "v1.36",
-			agentArgs: []string{"--configmap-strategy=cache", "--cache-invalidation=first-reference"}},
+			agentArgs: []string{"--configmap-strategy=Cache", "--cache-invalidation=first-reference"}},
 		{name: "watch", agentNode: "diff-watch", kubeletNode: "diff-kubelet-v136-watch", kubeletBuild: "v1.36", watch: true,
-			agentArgs: []string{"--configmap-strategy=watch"}},
+			agentArgs: []string{"--configmap-strategy=Watch"}},
 	}
 	started := time.Now()
 	ns := createNamespace(t, "differential")

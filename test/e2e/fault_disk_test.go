@@ -103,7 +103,7 @@ func TestDiskFaults(t *testing.T) {
 			createConfigMap(t, ns, "data", generationData(1, keys, size))
 			createConfigMap(t, ns, "small", generationData(1, 2, 100))
 			a := startAgentOpts(t, agentOptions{node: node, rootDir: root, wrapper: wrapper,
-				args: []string{"--configmap-strategy=watch", "--sync-frequency=2s"}})
+				args: []string{"--configmap-strategy=Watch", "--sync-frequency=2s"}})
 			victim := createPod(t, ns, "victim", node, volume{name: "cfg", configMap: "data"})
 			bystander := createPod(t, ns, "bystander", node, volume{name: "cfg", configMap: "data"})
 			side := createPod(t, ns, "side", node, volume{name: "cfg", configMap: "small"})

@@ -31,7 +31,7 @@ func TestSIGKILLDuringUpdateStorm(t *testing.T) {
 	for _, name := range names {
 		createConfigMap(t, ns, name, generationData(1, keys, size))
 	}
-	a := startAgent(t, node, "--configmap-strategy=watch", "--sync-frequency=2s")
+	a := startAgent(t, node, "--configmap-strategy=Watch", "--sync-frequency=2s")
 	dirs := map[string][]string{}
 	volumeOf := map[string]string{} // volume directory: its ConfigMap
 	for i := range 8 {

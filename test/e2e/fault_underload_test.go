@@ -82,7 +82,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	for _, name := range names {
 		createConfigMap(t, ns, name, generationData(1, keys, size))
 	}
-	a := startAgentOpts(t, agentOptions{node: node, kubeconfig: kubeconfig, args: []string{"--configmap-strategy=watch", "--sync-frequency=2s"}})
+	a := startAgentOpts(t, agentOptions{node: node, kubeconfig: kubeconfig, args: []string{"--configmap-strategy=Watch", "--sync-frequency=2s"}})
 	dirs, volumeOf := map[string][]string{}, map[string]string{}
 	for i := range 8 {
 		pod := createPod(t, ns, fmt.Sprintf("app-%d", i), node, volume{name: "cfg", configMap: names[i%len(names)]})

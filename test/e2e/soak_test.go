@@ -52,7 +52,7 @@ func TestSoak(t *testing.T) {
 		gens[name] = 1
 	}
 	watchesBefore := configMapWatches(t)
-	a := startAgentOpts(t, agentOptions{node: node, kubeconfig: kubeconfig, args: []string{"--configmap-strategy=watch", "--sync-frequency=5s"}})
+	a := startAgentOpts(t, agentOptions{node: node, kubeconfig: kubeconfig, args: []string{"--configmap-strategy=Watch", "--sync-frequency=5s"}})
 	pid := a.proc.Pid()
 	pods := map[string]*corev1.Pod{}
 	podSeq := 0

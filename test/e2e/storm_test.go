@@ -36,12 +36,12 @@ const (
 var stormStrategies = []stormStrategy{
 	// Every sync reads the ConfigMap from etcd: the last update is on disk
 	// after each pod's next sync, at most 1.5·S away.
-	{"cache, every-sync", []string{"--configmap-strategy=cache", "--cache-invalidation=every-sync"}, stormSync*3/2 + stormSlack},
+	{"cache, every-sync", []string{"--configmap-strategy=Cache", "--cache-invalidation=every-sync"}, stormSync*3/2 + stormSlack},
 	// A sync may find the cached copy fresh for up to the TTL.
-	{"cache, first-reference", []string{"--configmap-strategy=cache", "--cache-invalidation=first-reference"}, stormSync*3/2 + stormTTL*time.Second + stormSlack},
-	{"watch, remount on change", []string{"--configmap-strategy=watch"}, stormSlack},
+	{"cache, first-reference", []string{"--configmap-strategy=Cache", "--cache-invalidation=first-reference"}, stormSync*3/2 + stormTTL*time.Second + stormSlack},
+	{"watch, remount on change", []string{"--configmap-strategy=Watch"}, stormSlack},
 	// The watch keeps the copy current; the files follow at the next sync.
-	{"watch, remount at sync", []string{"--configmap-strategy=watch", "--remount-on-change=false"}, stormSync*3/2 + stormSlack},
+	{"watch, remount at sync", []string{"--configmap-strategy=Watch", "--remount-on-change=false"}, stormSync*3/2 + stormSlack},
 }
 
 // stormDuration and stormRate are the storm: NODEAGENT_STORM_SECONDS and

@@ -50,7 +50,7 @@ func TestDaemonSetSwitchAndRestore(t *testing.T) {
 	if _, err := f.Start(ctx, compare.ModeEverySync, 0); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"run", "--root-dir=/var/lib/nodeagent", "--configmap-strategy=cache", "--cache-invalidation=every-sync", "--sync-frequency=5s"}
+	want := []string{"run", "--root-dir=/var/lib/nodeagent", "--configmap-strategy=Cache", "--cache-invalidation=every-sync", "--sync-frequency=5s"}
 	if got := containers(); !slices.Equal(got[1].Args, want) || !slices.Equal(got[0].Args, []string{"--keep"}) {
 		t.Fatalf("every-sync args %q and %q, want %q and the sidecar untouched", got[1].Args, got[0].Args, want)
 	}

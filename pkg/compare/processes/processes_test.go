@@ -30,7 +30,7 @@ func TestProcessCommands(t *testing.T) {
 	node := model.Node{Name: "n1", Pods: make([]model.Pod, 3)}
 	name, path, args := agentCommand(s, "/bin/nodeagent")(compare.ModeWatchAtSync, node, "/kc", "/root")
 	joined := strings.Join(args, " ")
-	for _, want := range []string{"run --kubeconfig=/kc", "--node-name=n1", "--root-dir=/root", "--configmap-strategy=watch", "--remount-on-change=false", "--sync-frequency=5s", "--http-address="} {
+	for _, want := range []string{"run --kubeconfig=/kc", "--node-name=n1", "--root-dir=/root", "--configmap-strategy=Watch", "--remount-on-change=false", "--sync-frequency=5s", "--http-address="} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("agent %s %s: args %q lack %q", name, path, joined, want)
 		}

@@ -42,13 +42,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - --root-dir={{ .Values.rootDir }}
 - --http-address={{ .Values.httpAddress }}
 {{- if eq .Values.mode "before" }}
-- --configmap-strategy=cache
+- --configmap-strategy=Cache
 - --cache-invalidation=every-sync
 {{- else if eq .Values.mode "after" }}
-- --configmap-strategy=cache
+- --configmap-strategy=Cache
 - --cache-invalidation=first-reference
 {{- else if eq .Values.mode "watch" }}
-- --configmap-strategy=watch
+- --configmap-strategy=Watch
 {{- else }}
 {{- fail (printf "mode %q: want before, after or watch" .Values.mode) }}
 {{- end }}
