@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // syntheticCluster is a large cluster: nodes × podsPerNode pods spread
@@ -18,7 +19,7 @@ import (
 // v1.36 Cache, the rest v1.36 Watch; S = 1 m, T = 300 s (the TTL of a
 // cluster this size).
 func syntheticCluster(nodes, podsPerNode int) Cluster {
-	inv := &Inventory{SecretsListed: true}
+	inv := &inventory.Inventory{SecretsListed: true}
 	settings := make(map[string]Settings, nodes)
 	for n := range nodes {
 		name := fmt.Sprint("node-", n)
@@ -30,14 +31,14 @@ func syntheticCluster(nodes, podsPerNode int) Cluster {
 		case 1:
 			s.Strategy = model.StrategyCache
 		}
-		inv.Nodes = append(inv.Nodes, NodeInfo{Name: name, KubeletVersion: s.KubeletVersion})
+		inv.Nodes = append(inv.Nodes, inventory.NodeInfo{Name: name, KubeletVersion: s.KubeletVersion})
 		settings[name] = s
 		for p := range podsPerNode {
 			ns := fmt.Sprint("team-", (n*podsPerNode+p)%500)
 			pod := fmt.Sprintf("pod-%d-%d", n, p)
 			refs := podrefs.Refs{Volumes: []podrefs.Volume{cm(pod), secret(pod), cm("shared"),
 				{Name: "kube-api-access", Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: rootCA}}}}}
-			inv.Pods = append(inv.Pods, PodInfo{Namespace: ns, Name: pod, Node: name, Refs: refs})
+			inv.Pods = append(inv.Pods, inventory.PodInfo{Namespace: ns, Name: pod, Node: name, Refs: refs})
 			inv.AddObject(model.ConfigMap, ns, pod, false)
 			inv.AddObject(model.Secret, ns, pod, false)
 		}

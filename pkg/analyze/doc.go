@@ -7,7 +7,7 @@
 //
 // The pieces, in the order a run uses them:
 //
-//   - Inventory (inventory.go, objects.go) lists nodes, pods, ConfigMaps
+//   - inventory.Inventory (pkg/podrefs/inventory) lists nodes, pods, ConfigMaps
 //     and, where the caller may, Secrets, in pages, keeping of each only
 //     what the model and the findings need (references, containers' start
 //     times, immutability, change times, key names): never an object's

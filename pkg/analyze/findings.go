@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // FindingType is a kind of configuration that does not reach a container,
@@ -94,7 +95,7 @@ func typeRank(t FindingType) int {
 }
 
 // podFindings are one pod's findings but immutableRecreated.
-func (c Cluster) podFindings(p PodInfo) []Finding {
+func (c Cluster) podFindings(p inventory.PodInfo) []Finding {
 	var out []Finding
 	add := func(t FindingType, container string, r podrefs.Ref, detail, action string) {
 		out = append(out, Finding{Type: t, Pod: p.Namespace + "/" + p.Name, Container: container, Node: p.Node,
@@ -159,7 +160,7 @@ func (c Cluster) podFindings(p PodInfo) []Finding {
 
 // staleSince is a staleSinceStart finding where r's object changed after
 // the container started.
-func (c Cluster) staleSince(p PodInfo, container string, r podrefs.Ref, started time.Time, how string) []Finding {
+func (c Cluster) staleSince(p inventory.PodInfo, container string, r podrefs.Ref, started time.Time, how string) []Finding {
 	info, known := c.Inventory.Object(r.Kind, p.Namespace, r.Name)
 	if !known || info == nil || !info.Changed.After(started) {
 		return nil
@@ -223,7 +224,7 @@ func (c Cluster) immutableRecreated() []Finding {
 // objectUse is a pod's need of an object: the earliest running container
 // start that required it (zero if none has started).
 type objectUse struct {
-	pod      PodInfo
+	pod      inventory.PodInfo
 	earliest time.Time
 }
 

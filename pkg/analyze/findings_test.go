@@ -12,20 +12,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
-// findingsWorld builds a cluster from pods and objects as List reads them.
+// findingsWorld builds a cluster from pods and objects as inventory.List reads them.
 type findingsWorld struct {
-	inv      *Inventory
+	inv      *inventory.Inventory
 	settings map[string]Settings
 }
 
 func newFindingsWorld() *findingsWorld {
-	return &findingsWorld{inv: &Inventory{SecretsListed: true}, settings: map[string]Settings{}}
+	return &findingsWorld{inv: &inventory.Inventory{SecretsListed: true}, settings: map[string]Settings{}}
 }
 
 func (w *findingsWorld) node(name string, strategy model.Strategy) {
-	w.inv.Nodes = append(w.inv.Nodes, NodeInfo{Name: name, KubeletVersion: "v1.36.3", TTL: 15 * time.Second})
+	w.inv.Nodes = append(w.inv.Nodes, inventory.NodeInfo{Name: name, KubeletVersion: "v1.36.3", TTL: 15 * time.Second})
 	w.settings[name] = Settings{KubeletVersion: "v1.36.3", Version: version.MustParseGeneric("1.36.3"), Strategy: strategy,
 		SyncFrequency: time.Minute, TTL: 15 * time.Second, Source: FromConfigz}
 }
@@ -41,7 +42,7 @@ func (w *findingsWorld) configMap(name string, immutable bool, created, changed 
 	for _, k := range keys {
 		cm.Data[k] = "v"
 	}
-	w.inv.AddObjectInfo(model.ConfigMap, "ns", name, configMapInfo(cm))
+	w.inv.AddObjectInfo(model.ConfigMap, "ns", name, inventory.ConfigMapInfo(cm))
 }
 
 // pod adds a running pod whose one container started at started.
@@ -53,7 +54,7 @@ func (w *findingsWorld) pod(name, node string, started time.Time, c corev1.Conta
 	if !started.IsZero() {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}
 	}
-	w.inv.Pods = append(w.inv.Pods, podInfo(p))
+	w.inv.Pods = append(w.inv.Pods, inventory.PodInfoOf(p))
 }
 
 // found lists the findings as "type pod/container object" lines, sorted.

@@ -5,12 +5,13 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // Cluster is an inventory with every node's settings: what the model
 // needs, and what what-ifs change.
 type Cluster struct {
-	Inventory *Inventory
+	Inventory *inventory.Inventory
 	Settings  map[string]Settings
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 func near(t *testing.T, what string, got, want float64) {
@@ -31,9 +32,9 @@ func secret(name string) podrefs.Volume {
 // oneNode is a cluster of one node with the given kubelet and pods, every
 // object they name existing in namespace ns.
 func oneNode(v string, strategy model.Strategy, s, ttl time.Duration, pods ...podrefs.Refs) Cluster {
-	inv := &Inventory{SecretsListed: true, Nodes: []NodeInfo{{Name: "node", KubeletVersion: v}}}
+	inv := &inventory.Inventory{SecretsListed: true, Nodes: []inventory.NodeInfo{{Name: "node", KubeletVersion: v}}}
 	for i, refs := range pods {
-		inv.Pods = append(inv.Pods, PodInfo{Namespace: "ns", Name: fmt.Sprint("pod-", i), Node: "node", Refs: refs})
+		inv.Pods = append(inv.Pods, inventory.PodInfo{Namespace: "ns", Name: fmt.Sprint("pod-", i), Node: "node", Refs: refs})
 		for _, vol := range refs.Volumes {
 			for _, r := range vol.Reads {
 				inv.AddObject(r.Kind, "ns", r.Name, false)
@@ -109,14 +110,14 @@ func TestPredictSharingAndSpecialObjects(t *testing.T) {
 	optional := podrefs.Refs{Volumes: []podrefs.Volume{{Name: "opt", Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: "gone", Optional: true}}}}}
 	required := podrefs.Refs{Volumes: []podrefs.Volume{{Name: "req", Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: "gone"}}}}}
 	c = oneNode("1.36.3", model.StrategyCache, time.Minute, 300*time.Second)
-	c.Inventory.Pods = []PodInfo{{Namespace: "ns", Name: "a", Node: "node", Refs: optional}}
+	c.Inventory.Pods = []inventory.PodInfo{{Namespace: "ns", Name: "a", Node: "node", Refs: optional}}
 	r := Predict(c, 10)
 	near(t, "a missing optional ConfigMap, apiserver", r.Total.Predicted.ConfigMaps.APIServerGets, 1/75.5)
 	near(t, "a missing optional ConfigMap, quorum", r.Total.Predicted.ConfigMaps.QuorumGets, 1/75.5)
 	if !r.Objects[0].Missing {
 		t.Errorf("the missing ConfigMap is not marked missing: %+v", r.Objects[0])
 	}
-	c.Inventory.Pods = []PodInfo{{Namespace: "ns", Name: "a", Node: "node", Refs: required}}
+	c.Inventory.Pods = []inventory.PodInfo{{Namespace: "ns", Name: "a", Node: "node", Refs: required}}
 	near(t, "a missing required ConfigMap", Predict(c, 10).Total.Predicted.ConfigMaps.QuorumGets, 1/122.0)
 }
 
@@ -125,17 +126,17 @@ func TestPredictSharingAndSpecialObjects(t *testing.T) {
 // figures docs/model.md derives and compare measures, and each what-if
 // moves them the way the kubelet's history says.
 func TestPredictDemoAndWhatIfs(t *testing.T) {
-	inv := &Inventory{SecretsListed: true}
+	inv := &inventory.Inventory{SecretsListed: true}
 	settings := map[string]Settings{}
 	for n := range 20 {
 		node := fmt.Sprint("node-", n)
-		inv.Nodes = append(inv.Nodes, NodeInfo{Name: node, KubeletVersion: "v1.28.15"})
+		inv.Nodes = append(inv.Nodes, inventory.NodeInfo{Name: node, KubeletVersion: "v1.28.15"})
 		settings[node] = Settings{KubeletVersion: "v1.28.15", Version: version.MustParseGeneric("1.28.15"), Strategy: model.StrategyCache,
 			SyncFrequency: 5 * time.Second, TTL: 25 * time.Second, Source: FromConfigz}
 		for p := range 10 {
 			name := fmt.Sprintf("cm-%d-%d", n, p)
 			inv.AddObject(model.ConfigMap, "demo", name, false)
-			inv.Pods = append(inv.Pods, PodInfo{Namespace: "demo", Name: name, Node: node, Refs: podrefs.Refs{Volumes: []podrefs.Volume{
+			inv.Pods = append(inv.Pods, inventory.PodInfo{Namespace: "demo", Name: name, Node: node, Refs: podrefs.Refs{Volumes: []podrefs.Volume{
 				cm(name), {Name: "kube-api-access", Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: rootCA}}}}}})
 		}
 	}

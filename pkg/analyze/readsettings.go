@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -13,7 +14,7 @@ import (
 // reader may read it (nil: never), assume otherwise. A node whose /configz
 // fails falls back to assume with a note; the others go on. warnings say
 // what applies to every node.
-func ReadSettings(ctx context.Context, reader configzReader, nodes []NodeInfo, assume Assumptions, workers int, progress Progress) (map[string]Settings, []string, error) {
+func ReadSettings(ctx context.Context, reader configzReader, nodes []inventory.NodeInfo, assume Assumptions, workers int, progress inventory.Progress) (map[string]Settings, []string, error) {
 	settings := make(map[string]Settings, len(nodes))
 	for _, n := range nodes {
 		settings[n.Name] = nodeSettings(n, assume)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // Options are a run's settings, with defaults from DefaultOptions.
@@ -78,7 +79,7 @@ func (o Options) Validate() error {
 func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, error) {
 	progress := o.progress()
 	start := time.Now()
-	inv, err := List(ctx, client, o.NodeSelector, o.PageSize, progress)
+	inv, err := inventory.List(ctx, client, o.NodeSelector, o.PageSize, progress)
 	if err != nil {
 		return Result{}, err
 	}
@@ -125,7 +126,7 @@ func (o Options) printf(format string, args ...any) {
 
 // progress prints a line per page of a long list, and one when a list
 // is done.
-func (o Options) progress() Progress {
+func (o Options) progress() inventory.Progress {
 	return func(resource string, listed int, done bool) {
 		if done {
 			o.printf("listed %d %s\n", listed, resource)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // Source says where a node's strategy and sync frequency came from.
@@ -50,7 +51,7 @@ type Assumptions struct {
 
 // nodeSettings reads a Node's version and TTL and takes the strategy and
 // sync frequency from assume; the caller replaces them with /configz's.
-func nodeSettings(node NodeInfo, assume Assumptions) Settings {
+func nodeSettings(node inventory.NodeInfo, assume Assumptions) Settings {
 	s := Settings{
 		KubeletVersion: node.KubeletVersion,
 		Strategy:       assume.Strategy,

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
 
@@ -30,7 +31,7 @@ func TestBehaviourByVersionAndStrategy(t *testing.T) {
 		{"v1.26.1", model.StrategyGet, model.Get, 450 * time.Second},
 		{"not-a-version", model.StrategyCache, model.FirstReference, 45 * time.Minute},
 	} {
-		s := nodeSettings(NodeInfo{Name: "n", KubeletVersion: tt.version, TTL: 15 * time.Second}, Assumptions{Strategy: tt.strategy, SyncFrequency: time.Minute})
+		s := nodeSettings(inventory.NodeInfo{Name: "n", KubeletVersion: tt.version, TTL: 15 * time.Second}, Assumptions{Strategy: tt.strategy, SyncFrequency: time.Minute})
 		if got := s.Behaviour(); got != tt.want {
 			t.Errorf("%s %s: behaviour %s, want %s", tt.version, tt.strategy, got, tt.want)
 		}
@@ -62,7 +63,7 @@ func TestTTLAnnotation(t *testing.T) {
 	} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: tt.annotations}}
 		node.Status.NodeInfo.KubeletVersion = "v1.36.0"
-		s := nodeSettings(nodeInfo(node), Assumptions{Strategy: model.StrategyCache})
+		s := nodeSettings(inventory.NodeInfoOf(node), Assumptions{Strategy: model.StrategyCache})
 		if s.TTL != tt.want || (len(s.Notes) > 0) != tt.flagged {
 			t.Errorf("annotations %v: TTL %s, notes %q; want %s, flagged %v", tt.annotations, s.TTL, s.Notes, tt.want, tt.flagged)
 		}
@@ -113,7 +114,7 @@ func (f fakeConfigz) read(_ context.Context, node string) ([]byte, error) {
 // A node whose /configz fails falls back to the assumptions, with a note;
 // without the permission nothing is read and the result says so once.
 func TestReadSettings(t *testing.T) {
-	nodes := []NodeInfo{{Name: "a", KubeletVersion: "v1.36.0"}, {Name: "b", KubeletVersion: "v1.28.0"}}
+	nodes := []inventory.NodeInfo{{Name: "a", KubeletVersion: "v1.36.0"}, {Name: "b", KubeletVersion: "v1.28.0"}}
 	assume := Assumptions{Strategy: model.StrategyWatch, SyncFrequency: time.Minute}
 	reader := fakeConfigz{allow: true, bodies: map[string]string{"a": `{"kubeletconfig":{"syncFrequency":"10s","configMapAndSecretChangeDetectionStrategy":"Cache"}}`}}
 	settings, warnings, err := ReadSettings(context.Background(), reader, nodes, assume, 4, nil)

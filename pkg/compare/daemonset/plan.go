@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
-	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // What a DaemonSet run must know of the cluster beyond its own objects.
@@ -28,12 +28,12 @@ import (
 // servedPods lists the pods, outside the run's namespace, that the
 // deployed agents serve, on each of nodes (a key for every node, pods or
 // not), read as nodeagent analyze reads
-// a cluster (analyze.List): the same filter of served pods
+// a cluster (inventory.List): the same filter of served pods
 // (podrefs.Served), the same references and the same objects, so that a
 // missing object is a failing mount here as there. A pod whose volumes
 // read nothing is left out.
 func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string, runNamespace string) (map[string][]model.Pod, error) {
-	inv, err := analyze.List(ctx, client, "", 500, nil)
+	inv, err := inventory.List(ctx, client, "", 500, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster's pods and objects: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
 
@@ -80,7 +81,7 @@ func TestCompareAndAnalyzeAgree(t *testing.T) {
 	for _, n := range nodes {
 		layout = append(layout, model.Node{Name: n, Pods: served[n]})
 	}
-	inv, err := analyze.List(ctx, client, "", 500, nil)
+	inv, err := inventory.List(ctx, client, "", 500, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,16 @@
-package analyze
+// Package inventory reads a cluster as its nodes serve it: each node and
+// the settings it carries (kubelet version, TTL), each served pod with its
+// references (podrefs.Of) and its containers' start times, and which
+// ConfigMaps and Secrets exist, whether they are immutable, when they
+// changed and the names of their keys, never their data. analyze reads a
+// cluster through it, and so does compare's DaemonSet fleet for the pods
+// its agents serve besides the run's: one filter of served pods
+// (podrefs.Served), one reading of each.
+//
+// List pages through nodes, pods, ConfigMaps and Secrets with client-go's
+// pager; a user who may not list Secrets gets an inventory that says so
+// (SecretsListed false), not an error.
+package inventory
 
 import (
 	"context"
@@ -44,8 +56,8 @@ type NodeInfo struct {
 	TTLMissing string
 }
 
-// nodeInfo is what analyze keeps of n.
-func nodeInfo(n *corev1.Node) NodeInfo {
+// NodeInfoOf is what the inventory keeps of n.
+func NodeInfoOf(n *corev1.Node) NodeInfo {
 	info := NodeInfo{Name: n.Name, KubeletVersion: n.Status.NodeInfo.KubeletVersion}
 	d, err := ttl.FromAnnotations(n.Annotations)
 	info.TTL = ttl.OrDefault(d, err)
@@ -66,8 +78,8 @@ type PodInfo struct {
 	FirstStarted time.Time
 }
 
-// podInfo is what analyze keeps of a served pod.
-func podInfo(p *corev1.Pod) PodInfo {
+// PodInfoOf is what the inventory keeps of a served pod.
+func PodInfoOf(p *corev1.Pod) PodInfo {
 	info := PodInfo{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Refs: podrefs.Of(p)}
 	names := make([]string, 0, len(info.Refs.Containers))
 	for _, c := range info.Refs.Containers {
@@ -111,7 +123,7 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	err := each(ctx, "nodes", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.Nodes().List(ctx, o)
 	}, func(obj runtime.Object) {
-		inv.Nodes = append(inv.Nodes, nodeInfo(obj.(*corev1.Node)))
+		inv.Nodes = append(inv.Nodes, NodeInfoOf(obj.(*corev1.Node)))
 	}, metav1.ListOptions{LabelSelector: nodeSelector})
 	if err != nil {
 		return nil, err
@@ -131,7 +143,7 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		if !podrefs.Served(p) || (nodeSelector != "" && !selected[p.Spec.NodeName]) {
 			return
 		}
-		inv.Pods = append(inv.Pods, podInfo(p))
+		inv.Pods = append(inv.Pods, PodInfoOf(p))
 	}, running)
 	if err != nil {
 		return nil, err
@@ -140,7 +152,7 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		return core.ConfigMaps("").List(ctx, o)
 	}, func(obj runtime.Object) {
 		c := obj.(*corev1.ConfigMap)
-		inv.AddObjectInfo(model.ConfigMap, c.Namespace, c.Name, configMapInfo(c))
+		inv.AddObjectInfo(model.ConfigMap, c.Namespace, c.Name, ConfigMapInfo(c))
 	}, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -149,7 +161,7 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		return core.Secrets("").List(ctx, o)
 	}, func(obj runtime.Object) {
 		s := obj.(*corev1.Secret)
-		inv.AddObjectInfo(model.Secret, s.Namespace, s.Name, secretInfo(s))
+		inv.AddObjectInfo(model.Secret, s.Namespace, s.Name, SecretInfo(s))
 	}, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
 		inv.SecretsListed = false

@@ -1,4 +1,4 @@
-package analyze
+package inventory
 
 import (
 	"sort"
@@ -49,7 +49,8 @@ func objectInfo(meta metav1.ObjectMeta, immutable *bool, keys []string) *ObjectI
 	return info
 }
 
-func configMapInfo(c *corev1.ConfigMap) *ObjectInfo {
+// ConfigMapInfo is what the inventory keeps of a ConfigMap.
+func ConfigMapInfo(c *corev1.ConfigMap) *ObjectInfo {
 	keys := make([]string, 0, len(c.Data)+len(c.BinaryData))
 	for k := range c.Data {
 		keys = append(keys, k)
@@ -60,7 +61,8 @@ func configMapInfo(c *corev1.ConfigMap) *ObjectInfo {
 	return objectInfo(c.ObjectMeta, c.Immutable, keys)
 }
 
-func secretInfo(s *corev1.Secret) *ObjectInfo {
+// SecretInfo is what the inventory keeps of a Secret: never its data.
+func SecretInfo(s *corev1.Secret) *ObjectInfo {
 	keys := make([]string, 0, len(s.Data)) // StringData is write-only: never returned
 	for k := range s.Data {
 		keys = append(keys, k)
