@@ -16,14 +16,15 @@ func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 		if !ref.IsReferenceKubelet() || agentMode.IsReferenceKubelet() {
 			t.Errorf("%s / %s: IsReferenceKubelet wrong", ref, agentMode)
 		}
-		if ref.Counterpart() != agentMode || agentMode.Counterpart() != ref {
-			t.Errorf("%s and %s are not each other's counterpart", ref, agentMode)
+		if pairs := ref.spec().pairsWith; pairs[0] != agentMode {
+			t.Errorf("%s pairs first with %v, want %s", ref, pairs, agentMode)
 		}
 		// The model of a reference kubelet is its counterpart's.
 		s := DefaultScenario()
 		nodes := Layout(s, DefaultNamespace)
-		refLoad := ExpectedLoad(nodes, s.SyncFrequency, ref, s.TTL)
-		load := ExpectedLoad(nodes, s.SyncFrequency, agentMode, s.TTL)
+		ttls := sameTTL(nodes, s.TTL)
+		refLoad := Prediction(nodes, s.SyncFrequency, ref, ttls).ByKind[model.ConfigMap]
+		load := Prediction(nodes, s.SyncFrequency, agentMode, ttls).ByKind[model.ConfigMap]
 		// The model sums a map: the order, and so the last bits, vary.
 		if !nearlyEqual(refLoad.APIServerGetQPS, load.APIServerGetQPS) || !nearlyEqual(refLoad.EtcdGetQPS, load.EtcdGetQPS) || refLoad.Watches != load.Watches {
 			t.Errorf("%s: model %+v, %s's %+v", ref, refLoad, agentMode, load)
@@ -33,9 +34,6 @@ func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 		if rb, ab := ref.spec().behaviour, agentMode.spec().behaviour; rb != ab {
 			t.Errorf("%s behaves as %s, %s as %s", ref, rb, agentMode, ab)
 		}
-	}
-	if ModeGet.Counterpart() != "" {
-		t.Errorf("get has counterpart %q; the kubelet's Get strategy is not measured", ModeGet.Counterpart())
 	}
 	if _, err := ParseModes("kubelet-v1.28,every-sync,kubelet-v1.36,first-reference"); err != nil {
 		t.Error(err)

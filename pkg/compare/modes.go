@@ -172,24 +172,6 @@ func (m Mode) spec() *modeSpec {
 // IsReferenceKubelet says whether m runs the real kubelet.
 func (m Mode) IsReferenceKubelet() bool { return m.spec().kubelet != nil }
 
-// Counterpart pairs a reference kubelet with the nodeagent mode of the
-// same behaviour, and a nodeagent mode with the reference kubelet that
-// pairs with it; "" when there is none (get).
-func (m Mode) Counterpart() Mode {
-	s := m.spec()
-	if s.kubelet != nil {
-		return s.pairsWith[0]
-	}
-	for _, ref := range modeSpecs {
-		for _, agentMode := range ref.pairsWith {
-			if agentMode == m {
-				return ref.mode
-			}
-		}
-	}
-	return ""
-}
-
 // Colour is the mode's colour in every chart; black for an unknown mode
 // (a report from another version).
 func (m Mode) Colour() color.RGBA {

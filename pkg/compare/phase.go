@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -15,7 +14,6 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/updateprobe"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
-	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
 
 // Sample is the GET rate over one sample interval of a phase.
@@ -27,12 +25,17 @@ type Sample struct {
 
 // PhaseResult is what one mode measured. The JSON keys are stable.
 type PhaseResult struct {
-	Mode          Mode    `json:"mode"`
-	Strategy      string  `json:"strategy"`
-	Invalidation  string  `json:"invalidation"`
-	Description   string  `json:"description"`
-	TTLSeconds    float64 `json:"ttl_seconds"`
-	WarmupSeconds float64 `json:"warmup_seconds"`
+	Mode         Mode   `json:"mode"`
+	Strategy     string `json:"strategy"`
+	Invalidation string `json:"invalidation"`
+	Description  string `json:"description"`
+	// TTLSeconds is the TTL most of the phase's nodes use; where they
+	// differ, TTLLowestSeconds and TTLHighestSeconds bound them (each
+	// node's model uses its own).
+	TTLSeconds        float64 `json:"ttl_seconds"`
+	TTLLowestSeconds  float64 `json:"ttl_lowest_seconds,omitempty"`
+	TTLHighestSeconds float64 `json:"ttl_highest_seconds,omitempty"`
+	WarmupSeconds     float64 `json:"warmup_seconds"`
 	// MixingSeconds is the part of the warm-up spent mixing the pods'
 	// sync phases (Scenario.PodPhases): 2·S.
 	MixingSeconds        float64 `json:"mixing_seconds,omitempty"`
@@ -105,12 +108,16 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	res := PhaseResult{Mode: mode, Strategy: string(strategy), Invalidation: string(invalidation), Description: spec.description}
 	f := r.fleetFor(mode)
 	nodes, plan := r.served[f], r.plans[f]
-	ttlInEffect, err := NodeTTL(ctx, r.admin, nodes[0].Name)
+	ttls, err := nodeTTLs(ctx, r.admin, nodes)
 	if err != nil {
 		return res, err
 	}
+	ttlInEffect, lowest, highest := CommonTTL(ttls)
 	res.TTLSeconds = ttlInEffect.Seconds()
-	prediction := model.Predict(withSettings(nodes, r.scenario.SyncFrequency, mode, ttlInEffect))
+	if lowest != highest {
+		res.TTLLowestSeconds, res.TTLHighestSeconds = lowest.Seconds(), highest.Seconds()
+	}
+	prediction := Prediction(nodes, r.scenario.SyncFrequency, mode, ttls)
 	expected := prediction.ByKind[model.ConfigMap]
 	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS, res.ExpectedWatches = expected.APIServerGetQPS, expected.EtcdGetQPS, expected.Watches
 
@@ -180,35 +187,6 @@ func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode Mode, 
 	}
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
 	return nil
-}
-
-// ExpectedLoad is the model's ConfigMap load for nodes in mode, at sync
-// frequency syncFrequency and TTL ttl: what a phase measures (the
-// apiserver's ConfigMap requests; nodeagent serves no Secret), and the
-// report's model column.
-func ExpectedLoad(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) model.Load {
-	return model.Predict(withSettings(nodes, syncFrequency, mode, ttl)).ByKind[model.ConfigMap]
-}
-
-// withSettings is nodes with the phase's settings, as the model takes them.
-func withSettings(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttl time.Duration) []model.Node {
-	behaviour := mode.spec().behaviour
-	out := make([]model.Node, len(nodes))
-	for i, n := range nodes {
-		n.SyncFrequency, n.TTL, n.Behaviour = syncFrequency, ttl, behaviour
-		out[i] = n
-	}
-	return out
-}
-
-// NodeTTL is the TTL an agent on node uses: its annotation, or the
-// default when it has none.
-func NodeTTL(ctx context.Context, client kubernetes.Interface, node string) (time.Duration, error) {
-	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("reading node %s: %w", node, err)
-	}
-	return ttl.OrDefault(ttl.FromAnnotations(n.Annotations)), nil
 }
 
 // waitForVolumes waits until the agents have want volumes on disk. When

@@ -192,7 +192,11 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\nModes:\n\n")
 	for _, p := range r.Phases {
-		fmt.Fprintf(&b, "- `%s`: %s. TTL in effect %gs; ", p.Mode, p.Description, p.TTLSeconds)
+		fmt.Fprintf(&b, "- `%s`: %s. TTL in effect %gs", p.Mode, p.Description, p.TTLSeconds)
+		if p.TTLLowestSeconds != p.TTLHighestSeconds {
+			fmt.Fprintf(&b, " on most nodes (%g to %gs; each node's model uses its own)", p.TTLLowestSeconds, p.TTLHighestSeconds)
+		}
+		fmt.Fprintf(&b, "; ")
 		switch {
 		case !p.AgentMetrics && s.DaemonSet == "":
 			fmt.Fprintf(&b, "one process per node, whose requests the audit log counts; CPU %.1fs, RSS %.0f MiB at the end of the window and %.0f MiB at its peak, all processes, from /proc.\n",

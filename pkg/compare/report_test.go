@@ -6,16 +6,28 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare/attribution"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
+
+// sameTTL gives every node of nodes the TTL d.
+func sameTTL(nodes []model.Node, d time.Duration) map[string]time.Duration {
+	ttls := make(map[string]time.Duration, len(nodes))
+	for _, n := range nodes {
+		ttls[n.Name] = d
+	}
+	return ttls
+}
 
 func sampleReport() *Report {
 	s := DefaultScenario()
 	r := &Report{Scenario: newScenarioReport(s)}
 	r.Scenario.APIServer = "test"
 	for i, m := range s.Modes {
-		l := ExpectedLoad(Layout(s, DefaultNamespace), s.SyncFrequency, m, s.TTL)
+		layout := Layout(s, DefaultNamespace)
+		l := Prediction(layout, s.SyncFrequency, m, sameTTL(layout, s.TTL)).ByKind[model.ConfigMap]
 		api, etcd := l.APIServerGetQPS, l.EtcdGetQPS
 		p := PhaseResult{Mode: m, Description: m.Describe(), APIServerGetQPS: api * 0.98, EtcdGetQPS: etcd, ExpectedAPIServerQPS: api,
 			ExpectedEtcdQPS: etcd, MeasuredSeconds: 60, TTLSeconds: 25}

@@ -28,16 +28,6 @@ const DefaultTTL = time.Minute
 // Annotation is the Node annotation written by the TTL controller.
 const Annotation = corev1.ObjectTTLAnnotationKey
 
-// FromNode returns the TTL a Node's annotation asks for, and whether it
-// holds a valid one.
-func FromNode(node *corev1.Node) (time.Duration, bool) {
-	if node == nil {
-		return 0, false
-	}
-	ttl, err := FromAnnotations(node.Annotations)
-	return ttl, err == nil
-}
-
 // FromAnnotations reads the TTL from a Node's annotations, or says why
 // there is none: the kubelet then uses DefaultTTL, and so does whoever
 // predicts it (nodeagent analyze, compare's model).

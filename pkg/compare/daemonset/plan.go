@@ -27,16 +27,12 @@ import (
 
 // servedPods lists the pods, outside the run's namespace, that the
 // deployed agents serve, on each of nodes (a key for every node, pods or
-// not), read as nodeagent analyze reads
-// a cluster (inventory.List): the same filter of served pods
-// (podrefs.Served), the same references and the same objects, so that a
-// missing object is a failing mount here as there. A pod whose volumes
-// read nothing is left out.
-func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string, runNamespace string) (map[string][]model.Pod, error) {
-	inv, err := inventory.List(ctx, client, "", 500, nil)
-	if err != nil {
-		return nil, fmt.Errorf("reading the cluster's pods and objects: %w", err)
-	}
+// not), from the cluster's inventory as nodeagent analyze reads it
+// (inventory.List): the same filter of served pods (podrefs.Served), the
+// same references and the same objects, so that a missing object is a
+// failing mount here as there. A pod whose volumes read nothing is left
+// out.
+func servedPods(inv *inventory.Inventory, nodes []string, runNamespace string) map[string][]model.Pod {
 	served := make(map[string][]model.Pod, len(nodes))
 	for _, n := range nodes {
 		served[n] = nil
@@ -50,7 +46,21 @@ func servedPods(ctx context.Context, client kubernetes.Interface, nodes []string
 			served[pod.Node] = append(served[pod.Node], p)
 		}
 	}
-	return served, nil
+	return served
+}
+
+// nodesTTL is the TTL most of nodes carry, as the inventory read it (the
+// annotation, or the default): what the scenario reports. Each phase
+// reads every node's own again, for its model.
+func nodesTTL(inv *inventory.Inventory, nodes []string) time.Duration {
+	ttls := make(map[string]time.Duration, len(nodes))
+	for _, n := range inv.Nodes {
+		if slices.Contains(nodes, n.Name) {
+			ttls[n.Name] = n.TTL
+		}
+	}
+	common, _, _ := compare.CommonTTL(ttls)
+	return common
 }
 
 // canWatchConfigMaps asks the apiserver whether the ServiceAccount may
@@ -100,16 +110,18 @@ func (f *Fleet) Plan(ctx context.Context, run compare.RunInfo) (compare.Plan, er
 	if err != nil {
 		return compare.Plan{}, err
 	}
-	s, err := f.scenario(ctx, run.Scenario, t.args, candidates)
+	inv, err := inventory.List(ctx, f.client, "", 500, nil)
+	if err != nil {
+		return compare.Plan{}, fmt.Errorf("reading the cluster's pods and objects: %w", err)
+	}
+	s, err := f.scenario(run.Scenario, t.args, candidates, inv)
 	if err != nil {
 		return compare.Plan{}, err
 	}
 	if err := f.checkWatchRBAC(ctx, t, s.Modes); err != nil {
 		return compare.Plan{}, err
 	}
-	if f.served, err = servedPods(ctx, f.client, t.nodes, run.Namespace); err != nil {
-		return compare.Plan{}, err
-	}
+	f.served = servedPods(inv, t.nodes, run.Namespace)
 	nodes := compare.Layout(s, run.Namespace)
 	for i := range nodes {
 		nodes[i].Name = candidates[i]
@@ -142,7 +154,7 @@ func (f *Fleet) candidates(ctx context.Context, agentNodes []string) ([]string, 
 // scenario is the run's scenario as the cluster sets it: the nodes (0:
 // every candidate), the agents' S and QPS, the nodes' TTL, and a window
 // of four mean sync intervals, at least a minute, unless one was given.
-func (f *Fleet) scenario(ctx context.Context, s compare.Scenario, args, candidates []string) (compare.Scenario, error) {
+func (f *Fleet) scenario(s compare.Scenario, args, candidates []string, inv *inventory.Inventory) (compare.Scenario, error) {
 	if s.Nodes > len(candidates) {
 		return s, fmt.Errorf("--nodes %d: DaemonSet %s has ready agents on %d matching nodes only", s.Nodes, f.opts.DaemonSet, len(candidates))
 	}
@@ -166,10 +178,7 @@ func (f *Fleet) scenario(ctx context.Context, s compare.Scenario, args, candidat
 		}
 		s.AgentQPS = float32(qps)
 	}
-	var err error
-	if s.TTL, err = compare.NodeTTL(ctx, f.client, candidates[0]); err != nil {
-		return s, err
-	}
+	s.TTL = nodesTTL(inv, candidates[:s.Nodes])
 	if s.PhaseDuration == 0 {
 		s.PhaseDuration = max(time.Minute, (4 * model.MeanSyncInterval(s.SyncFrequency)).Round(time.Second))
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 func podWithConfigMaps(namespace, name, node string, phase corev1.PodPhase, mounted, unmounted []string) *corev1.Pod {
@@ -56,10 +57,11 @@ func TestServedPods(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "extra"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "cfg"}},
 	)
-	served, err := servedPods(context.Background(), client, []string{"n1", "n2"}, "run")
+	inv, err := inventory.List(context.Background(), client, "", 500, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	served := servedPods(inv, []string{"n1", "n2"}, "run")
 	if len(served) != 2 || len(served["n1"]) != 2 || len(served["n2"]) != 0 {
 		t.Fatalf("served = %+v, want the two unfinished pods on n1 with mounted ConfigMaps, and n2 with none", served)
 	}

@@ -73,17 +73,14 @@ func TestCompareAndAnalyzeAgree(t *testing.T) {
 	client := fake.NewClientset(objects...)
 	ctx := context.Background()
 
-	served, err := servedPods(ctx, client, nodes, "run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var layout []model.Node
-	for _, n := range nodes {
-		layout = append(layout, model.Node{Name: n, Pods: served[n]})
-	}
 	inv, err := inventory.List(ctx, client, "", 500, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	served := servedPods(inv, nodes, "run")
+	var layout []model.Node
+	for _, n := range nodes {
+		layout = append(layout, model.Node{Name: n, Pods: served[n]})
 	}
 	for _, ref := range []compare.Mode{compare.ModeKubeletV128, compare.ModeKubeletV136, compare.ModeKubeletV136Watch} {
 		k, _ := ref.ReferenceKubelet()
@@ -93,7 +90,11 @@ func TestCompareAndAnalyzeAgree(t *testing.T) {
 				SyncFrequency: s, TTL: n.TTL, Source: analyze.FromConfigz}
 		}
 		predicted := analyze.Predict(analyze.Cluster{Inventory: inv, Settings: settings}, 10).Total.Predicted.ConfigMaps
-		modelled := compare.ExpectedLoad(layout, s, ref, 30*time.Second)
+		ttls := map[string]time.Duration{}
+		for _, n := range layout {
+			ttls[n.Name] = 30 * time.Second
+		}
+		modelled := compare.Prediction(layout, s, ref, ttls).ByKind[model.ConfigMap]
 		if !sameRate(predicted.APIServerGets, modelled.APIServerGetQPS) || !sameRate(predicted.EtcdReads, modelled.EtcdGetQPS) ||
 			predicted.Watches != modelled.Watches {
 			t.Errorf("%s: analyze predicts %.4f GET/s, %.4f etcd reads/s, %d watches; compare's model %.4f, %.4f, %d",
