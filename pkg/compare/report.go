@@ -31,9 +31,10 @@ type ScenarioReport struct {
 	// AgentNodes is how many nodes run an agent of the DaemonSet; the
 	// run's pods are on Nodes of them.
 	AgentNodes int `json:"agent_nodes,omitempty"`
-	// ServedPods and ServedVolumes count the other pods on those nodes
-	// with ConfigMap volumes, which the agents keep too and the model
-	// includes.
+	// ServedPods counts the other pods on those nodes whose volumes read
+	// ConfigMaps or Secrets, which the model includes; ServedVolumes the
+	// volumes of theirs that the agents keep on disk (ConfigMap and
+	// projected volumes that mount; the key keeps its older name).
 	ServedPods    int `json:"served_pods,omitempty"`
 	ServedVolumes int `json:"served_configmap_volumes,omitempty"`
 	// ServiceAccountVolume records whether the run's pods kept the
@@ -174,7 +175,7 @@ func (r *Report) Markdown() string {
 	}
 	if s.DaemonSet != "" {
 		fmt.Fprintf(&b, "Agents: DaemonSet %s on %d nodes, switched between the modes by a rollout; the run's pods are on %d of them. "+
-			"The agents also keep %d ConfigMap volumes of %d other pods on those nodes, which the model includes.\n\n",
+			"The agents also keep %d ConfigMap and projected volumes of %d other pods on those nodes, which the model includes.\n\n",
 			s.DaemonSet, s.AgentNodes, s.Nodes, s.ServedVolumes, s.ServedPods)
 	}
 	if len(r.NotMeasured) > 0 {

@@ -53,11 +53,12 @@ func configMap(namespace, name string) model.Object {
 // ModelPod is pod as the model sees it, read as analyze reads a cluster's
 // pods (podrefs): the objects its volumes read, Secrets included, and
 // failing mounts where exists says a required object is missing. Volumes
-// counts what nodeagent's agents keep on disk (all but Secret volumes),
-// which a phase waits for; the model's rates do not depend on it.
+// counts what nodeagent's agents keep on disk (podrefs.AgentVolumes: no
+// Secret volume, no volume whose required ConfigMap is missing), which a
+// phase waits for; the model's rates do not depend on it.
 func ModelPod(namespace, name string, refs podrefs.Refs, exists podrefs.Existence) model.Pod {
 	p := podrefs.ModelPod(namespace, name, refs, exists)
-	p.Volumes = podrefs.NodeagentVolumes(refs)
+	p.Volumes = podrefs.AgentVolumes(namespace, refs, exists)
 	return p
 }
 

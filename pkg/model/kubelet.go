@@ -37,8 +37,6 @@ type KubeletRule struct {
 	Strategy  Strategy
 	Since     *version.Version
 	Behaviour Behaviour
-	// Change is the Kubernetes change that made the rule.
-	Change string
 }
 
 // KubeletRules is the table of kubelet behaviours, in release order within
@@ -47,7 +45,8 @@ type KubeletRule struct {
 var KubeletRules = []KubeletRule{
 	{Strategy: StrategyGet, Behaviour: Get},
 	{Strategy: StrategyCache, Behaviour: EverySync},
-	{Strategy: StrategyCache, Since: version.MajorMinor(1, 29), Behaviour: FirstReference, Change: "kubernetes#120255"},
+	// kubernetes#120255: only a pod's first reference invalidates.
+	{Strategy: StrategyCache, Since: version.MajorMinor(1, 29), Behaviour: FirstReference},
 	{Strategy: StrategyWatch, Behaviour: Watch},
 }
 

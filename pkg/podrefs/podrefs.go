@@ -176,16 +176,35 @@ func Served(pod *corev1.Pod) bool {
 		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// NodeagentVolumes counts the volumes of refs that nodeagent's agent
-// keeps on disk: all but Secret volumes.
-func NodeagentVolumes(refs Refs) int {
+// AgentVolumes counts the volumes of refs, a pod's in namespace, that nodeagent's agent keeps on
+// disk, given which objects exist: its ConfigMap and projected volumes,
+// but not those a missing required ConfigMap keeps from mounting (the
+// agent retries them, and they never reach disk). The agent serves no
+// Secret, so Secret volumes are left out and a projected volume's Secret
+// sources never fail it. A key that items name and the object lacks also
+// fails a mount; Existence does not say, so such a volume is counted.
+func AgentVolumes(namespace string, refs Refs, exists Existence) int {
 	n := 0
 	for _, v := range refs.Volumes {
-		if !v.Secret {
+		if !v.Secret && !missesConfigMap(namespace, v, exists) {
 			n++
 		}
 	}
 	return n
+}
+
+// missesConfigMap says whether a required ConfigMap that volume v reads in
+// namespace is missing.
+func missesConfigMap(namespace string, v Volume, exists Existence) bool {
+	for _, r := range v.Reads {
+		if r.Kind != model.ConfigMap || r.Optional {
+			continue
+		}
+		if found, _, _ := exists(r.Kind, namespace, r.Name); !found {
+			return true
+		}
+	}
+	return false
 }
 
 // volumeReads is what one volume reads on a remount.

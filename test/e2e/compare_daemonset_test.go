@@ -233,10 +233,26 @@ func TestCompareDaemonSet(t *testing.T) {
 
 // With pod IPs the apiserver's proxy can reach, the run reads the agents'
 // own /metrics: the warm-up waits for every volume, and the agents' GET
-// count matches the apiserver's.
+// count matches the apiserver's. A pod on the node whose required
+// ConfigMap is missing has a volume that never mounts: the warm-up waits
+// for the volumes the agents keep, not for that one (it once did, and timed
+// out).
 func TestCompareDaemonSetReadsAgentMetrics(t *testing.T) {
 	ip := proxyableIP(t)
 	c := startDSCluster(t, ip, "ds-node-a")
+	ctx := context.Background()
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "broken"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	broken := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.PodSpec{
+		NodeName:   "ds-node-a",
+		Containers: []corev1.Container{{Name: "app", Image: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/app"}}}},
+		Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "never-created"}}}}},
+	}}
+	if _, err := c.client.CoreV1().Pods("broken").Create(ctx, broken, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	out := t.TempDir()
 	output, err := c.compare(t, "compare-ds-metrics", out, "--phase-duration=15s", "--modes=every-sync").CombinedOutput()
 	t.Logf("nodeagent compare:\n%s", output)

@@ -210,7 +210,7 @@ func (f *Fleet) describe(s *compare.ScenarioReport) {
 	for _, pods := range f.served {
 		s.ServedPods += len(pods)
 		for _, p := range pods {
-			s.ServedVolumes += len(p.Reads)
+			s.ServedVolumes += p.Volumes
 		}
 	}
 	s.Notes = append(s.Notes,

@@ -3,6 +3,7 @@ package daemonset
 import (
 	"context"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -162,5 +163,50 @@ func TestPlanReadsTheCluster(t *testing.T) {
 	_, err = plan()
 	if err == nil || !strings.Contains(err.Error(), "deploy/overlays/watch") {
 		t.Errorf("watch without RBAC: got %v, want a refusal naming deploy/overlays/watch", err)
+	}
+}
+
+// What the agents keep on disk, which a phase's warm-up waits for and the
+// report counts: not a volume whose required ConfigMap is missing (it
+// never mounts: waiting for it timed a run out), not a Secret volume, and
+// a volume once however many objects it reads.
+func TestServedVolumesAreTheAgentsOnDisk(t *testing.T) {
+	secret := podWithConfigMaps("a", "secret", "n1", corev1.PodRunning, []string{"cfg"}, nil)
+	secret.Spec.Volumes = append(secret.Spec.Volumes, corev1.Volume{Name: "s", VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}})
+	secret.Spec.Containers[0].VolumeMounts = append(secret.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "s"})
+	projected := podWithConfigMaps("a", "projected", "n1", corev1.PodRunning, nil, nil)
+	projected.Spec.Volumes = []corev1.Volume{{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "extra"}}},
+			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "missing-secret"}}},
+		}}}}}
+	projected.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "p"}}
+	client := fake.NewSimpleClientset(secret, projected,
+		podWithConfigMaps("a", "broken", "n1", corev1.PodRunning, []string{"cfg", "gone"}, nil),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cfg"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "extra"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "creds"}},
+	)
+	inv, err := inventory.List(context.Background(), client, "", 500, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Fleet{served: servedPods(inv, []string{"n1"}, "run")}
+	volumes := map[string]int{}
+	for _, p := range f.served["n1"] {
+		volumes[p.Name] = p.Volumes
+	}
+	// secret: cfg (its Secret volume is the kubelet's); projected: one
+	// volume of three reads, whose missing Secret source the agent does
+	// not serve; broken: cfg, not gone.
+	if want := map[string]int{"a/secret": 1, "a/projected": 1, "a/broken": 1}; !maps.Equal(volumes, want) {
+		t.Errorf("volumes the agents keep: %v, want %v", volumes, want)
+	}
+	var r compare.ScenarioReport
+	f.describe(&r)
+	if r.ServedPods != 3 || r.ServedVolumes != 3 {
+		t.Errorf("report: %d pods, %d volumes; want 3 and 3", r.ServedPods, r.ServedVolumes)
 	}
 }
