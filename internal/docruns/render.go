@@ -54,34 +54,9 @@ func render(r *Record, what string, args []string) (string, error) {
 		}
 		return "\n" + run.ResourceTable().Markdown(), nil
 	case "value":
-		if len(args) != 2 {
-			return "", fmt.Errorf("value wants a format and a path, got %q", args)
-		}
-		v, err := r.Value(args[1])
-		if err != nil {
-			return "", err
-		}
-		switch v := v.(type) {
-		case float64, string:
-			return fmt.Sprintf(args[0], v), nil
-		}
-		return "", fmt.Errorf("run %s: %s is %v, not a number or a string", r.Name, args[1], v)
+		return value(r, args)
 	case "ratio":
-		if len(args) != 3 {
-			return "", fmt.Errorf("ratio wants a format and two paths, got %q", args)
-		}
-		a, err := number(r, args[1])
-		if err != nil {
-			return "", err
-		}
-		b, err := number(r, args[2])
-		if err != nil {
-			return "", err
-		}
-		if b == 0 {
-			return "", fmt.Errorf("run %s: %s is zero", r.Name, args[2])
-		}
-		return fmt.Sprintf(args[0], a/b), nil
+		return ratio(r, args)
 	case "duration":
 		if len(args) != 1 {
 			return "", fmt.Errorf("duration wants a path, got %q", args)
@@ -202,4 +177,40 @@ func number(r *Record, path string) (float64, error) {
 		return 0, fmt.Errorf("run %s: %s is %v, not a number", r.Name, path, v)
 	}
 	return f, nil
+}
+
+// value renders the renderer "value FORMAT PATH": one number or string of
+// the record, formatted.
+func value(r *Record, args []string) (string, error) {
+	if len(args) != 2 {
+		return "", fmt.Errorf("value wants a format and a path, got %q", args)
+	}
+	v, err := r.Value(args[1])
+	if err != nil {
+		return "", err
+	}
+	switch v := v.(type) {
+	case float64, string:
+		return fmt.Sprintf(args[0], v), nil
+	}
+	return "", fmt.Errorf("run %s: %s is %v, not a number or a string", r.Name, args[1], v)
+}
+
+// ratio renders "ratio FORMAT A B": two numbers of the record, divided.
+func ratio(r *Record, args []string) (string, error) {
+	if len(args) != 3 {
+		return "", fmt.Errorf("ratio wants a format and two paths, got %q", args)
+	}
+	a, err := number(r, args[1])
+	if err != nil {
+		return "", err
+	}
+	b, err := number(r, args[2])
+	if err != nil {
+		return "", err
+	}
+	if b == 0 {
+		return "", fmt.Errorf("run %s: %s is zero", r.Name, args[2])
+	}
+	return fmt.Sprintf(args[0], a/b), nil
 }

@@ -210,7 +210,17 @@ func New(restConfig *rest.Config, cfg Config, opts ...Option) (*Agent, error) {
 		a.events = record.NewBroadcaster()
 	}
 	a.recorder = a.events.NewRecorder(coreclient.Scheme, corev1.EventSource{Component: "nodeagent", Host: cfg.NodeName})
+	if err := a.buildComponents(client); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
 
+// buildComponents builds the agent's ConfigMap manager, volume manager and
+// pod workers, wired as the kubelet wires its own.
+func (a *Agent) buildComponents(client *coreclient.Client) error {
+	cfg := a.cfg
+	var err error
 	var onChange func(namespace, name string)
 	if cfg.RemountOnChange {
 		// The volume manager reads ConfigMaps through the manager, and a
@@ -224,7 +234,7 @@ func New(restConfig *rest.Config, cfg Config, opts ...Option) (*Agent, error) {
 		TTL:        a.ttl, Recorder: a.Metrics, OnChange: onChange, SyncFrequency: cfg.SyncFrequency,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.env = newEnvReader(a.configMaps.GetConfigMap)
 	a.volumes, err = volumemanager.New(volumemanager.Options{
@@ -232,7 +242,7 @@ func New(restConfig *rest.Config, cfg Config, opts ...Option) (*Agent, error) {
 		NodeAllocatable: a.nodeAllocatable, Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.workers = podworkers.New(podworkers.Options{
 		Sync:          a.syncPod,
@@ -242,7 +252,7 @@ func New(restConfig *rest.Config, cfg Config, opts ...Option) (*Agent, error) {
 		SyncFrequency: cfg.SyncFrequency,
 		Recorder:      a.Metrics,
 	})
-	return a, nil
+	return nil
 }
 
 // syncPod is the kubelet's SyncPod as far as ConfigMaps go: register the

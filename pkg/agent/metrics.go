@@ -94,6 +94,13 @@ func NewMetrics(strategy model.Strategy, invalidation configmapcache.Invalidatio
 			Help: "Pod updates from the API, by what they changed: sync (spec, labels, annotations, deletion), status-only or ignored (bookkeeping). Only sync updates, and status updates that finish a pod, reach the pod workers.",
 		}, []string{"change"}),
 	}
+	m.register(strategy, invalidation, version)
+	return m
+}
+
+// register registers m's metrics and nodeagent_info, and makes the series
+// tools compare, so that a zero is a zero and not a missing series.
+func (m *Metrics) register(strategy model.Strategy, invalidation configmapcache.Invalidation, version string) {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "nodeagent_info",
 		Help:        "Always 1; the labels say how this agent is configured.",
@@ -102,8 +109,6 @@ func NewMetrics(strategy model.Strategy, invalidation configmapcache.Invalidatio
 	info.Set(1)
 	m.Registry.MustRegister(m.configMapGets, m.cacheLookups, m.podWork, m.podWorkDuration,
 		m.volumeOps, m.volumeOpDuration, m.volumesMounted, m.volumeWrites, m.podUpdates, info)
-	// Pre-create the series tools compare, so that a zero is a zero and
-	// not a missing series.
 	for _, rv := range []string{"0", ResourceVersionUnset} {
 		m.configMapGets.WithLabelValues(strategyLabel(strategy), rv)
 	}
@@ -112,7 +117,6 @@ func NewMetrics(strategy model.Strategy, invalidation configmapcache.Invalidatio
 			m.volumeOps.WithLabelValues(string(op), r)
 		}
 	}
-	return m
 }
 
 // PodUpdate counts one pod update from the API by what it changed.

@@ -96,66 +96,85 @@ func typeRank(t FindingType) int {
 
 // podFindings are one pod's findings but immutableRecreated.
 func (c Cluster) podFindings(p inventory.PodInfo) []Finding {
-	var out []Finding
-	add := func(t FindingType, container string, r podrefs.Ref, detail, action string) {
-		out = append(out, Finding{Type: t, Pod: p.Namespace + "/" + p.Name, Container: container, Node: p.Node,
-			Object: ObjectRef{Kind: r.Kind, Namespace: p.Namespace, Name: r.Name}, Detail: detail, Action: action})
-	}
-	// Missing objects and keys, once per pod and object (or key).
-	reported := map[string]bool{}
-	checkExists := func(container string, r podrefs.Ref, where string) {
-		info, known := c.Inventory.Object(r.Kind, p.Namespace, r.Name)
-		if !known || r.Optional {
-			return
-		}
-		if info == nil {
-			if id := "missing " + string(r.Kind) + r.Name; !reported[id] {
-				reported[id] = true
-				add(Missing, container, r, fmt.Sprintf("%s reads it and it does not exist: the pod cannot start (FailedMount or CreateContainerConfigError)", where),
-					"create it, or mark the reference optional")
-			}
-			return
-		}
-		for _, key := range r.Keys {
-			if id := "key " + string(r.Kind) + r.Name + "/" + key; !info.HasKey(key) && !reported[id] {
-				reported[id] = true
-				add(MissingKey, container, r, fmt.Sprintf("%s names key %q, which it does not hold: the volume fails to mount, or the container to start", where, key),
-					"add the key, or mark the reference optional")
-			}
-		}
-	}
+	f := &podFindings{c: c, p: p, reported: map[string]bool{}}
 	for _, v := range p.Refs.Volumes {
 		for _, r := range v.Reads {
-			checkExists("", r, "volume "+v.Name)
+			f.checkExists("", r, "volume "+v.Name)
 		}
 	}
 	for _, ctr := range p.Refs.Containers {
-		started, running := p.Started[ctr.Name]
-		for _, m := range ctr.SubPaths {
-			for _, r := range m.Reads {
-				add(SubPathNeverUpdated, ctr.Name, r, fmt.Sprintf("mounted at %s through subPath %q of volume %s: the container keeps the content it started with", m.MountPath, m.SubPath, m.Volume),
-					"mount the volume without subPath (a directory), or restart the container after each update")
-				if running {
-					out = append(out, c.staleSince(p, ctr.Name, r, started, "subPath mount "+m.MountPath)...)
-				}
-			}
+		f.container(ctr)
+	}
+	return f.out
+}
+
+// podFindings gathers one pod's findings.
+type podFindings struct {
+	c   Cluster
+	p   inventory.PodInfo
+	out []Finding
+	// reported holds the missing objects and keys found, so that each
+	// is reported once per pod.
+	reported map[string]bool
+}
+
+func (f *podFindings) add(t FindingType, container string, r podrefs.Ref, detail, action string) {
+	f.out = append(f.out, Finding{Type: t, Pod: f.p.Namespace + "/" + f.p.Name, Container: container, Node: f.p.Node,
+		Object: ObjectRef{Kind: r.Kind, Namespace: f.p.Namespace, Name: r.Name}, Detail: detail, Action: action})
+}
+
+// checkExists reports r's object, or a key it names, missing, once per
+// pod and object (or key), unless the read is optional or the object's
+// kind could not be listed.
+func (f *podFindings) checkExists(container string, r podrefs.Ref, where string) {
+	info, known := f.c.Inventory.Object(r.Kind, f.p.Namespace, r.Name)
+	if !known || r.Optional {
+		return
+	}
+	if info == nil {
+		if id := "missing " + string(r.Kind) + r.Name; !f.reported[id] {
+			f.reported[id] = true
+			f.add(Missing, container, r, fmt.Sprintf("%s reads it and it does not exist: the pod cannot start (FailedMount or CreateContainerConfigError)", where),
+				"create it, or mark the reference optional")
 		}
-		for _, r := range ctr.Env {
-			checkExists(ctr.Name, r, "the environment of container "+ctr.Name)
-			info, known := c.Inventory.Object(r.Kind, p.Namespace, r.Name)
-			if known && info == nil {
-				continue // missing: a finding of its own
-			}
-			if info == nil || !info.Immutable {
-				add(EnvNeverUpdated, ctr.Name, r, "read into the environment when the container starts: a later update never reaches it",
-					"restart the container after each update (a rollout), or mount the object as a volume")
-			}
+		return
+	}
+	for _, key := range r.Keys {
+		if id := "key " + string(r.Kind) + r.Name + "/" + key; !info.HasKey(key) && !f.reported[id] {
+			f.reported[id] = true
+			f.add(MissingKey, container, r, fmt.Sprintf("%s names key %q, which it does not hold: the volume fails to mount, or the container to start", where, key),
+				"add the key, or mark the reference optional")
+		}
+	}
+}
+
+// container reports what one container holds as it was when it started:
+// its subPath mounts and its environment, and where they are stale.
+func (f *podFindings) container(ctr podrefs.Container) {
+	started, running := f.p.Started[ctr.Name]
+	for _, m := range ctr.SubPaths {
+		for _, r := range m.Reads {
+			f.add(SubPathNeverUpdated, ctr.Name, r, fmt.Sprintf("mounted at %s through subPath %q of volume %s: the container keeps the content it started with", m.MountPath, m.SubPath, m.Volume),
+				"mount the volume without subPath (a directory), or restart the container after each update")
 			if running {
-				out = append(out, c.staleSince(p, ctr.Name, r, started, "environment")...)
+				f.out = append(f.out, f.c.staleSince(f.p, ctr.Name, r, started, "subPath mount "+m.MountPath)...)
 			}
 		}
 	}
-	return out
+	for _, r := range ctr.Env {
+		f.checkExists(ctr.Name, r, "the environment of container "+ctr.Name)
+		info, known := f.c.Inventory.Object(r.Kind, f.p.Namespace, r.Name)
+		if known && info == nil {
+			continue // missing: a finding of its own
+		}
+		if info == nil || !info.Immutable {
+			f.add(EnvNeverUpdated, ctr.Name, r, "read into the environment when the container starts: a later update never reaches it",
+				"restart the container after each update (a rollout), or mount the object as a volume")
+		}
+		if running {
+			f.out = append(f.out, f.c.staleSince(f.p, ctr.Name, r, started, "environment")...)
+		}
+	}
 }
 
 // staleSince is a staleSinceStart finding where r's object changed after

@@ -27,6 +27,9 @@ type Options struct {
 	// RESTConfig reaches the apiserver as an identity that may create
 	// Nodes, pods and ConfigMaps and read /metrics.
 	RESTConfig *rest.Config
+	// Fleet names the kind of fleet that runs the agents (FleetKind.Name),
+	// for the report.
+	Fleet string
 	// APIServer says what is measured, for the report ("local control
 	// plane", or the cluster's address).
 	APIServer string
@@ -39,9 +42,6 @@ type Options struct {
 	Namespace string
 	// Keep leaves the created objects in place after the run.
 	Keep bool
-	// PodImage is the image of the run's pods, which the kubelets of real
-	// nodes start. Default DefaultPodImage.
-	PodImage string
 	// AuditLog is the apiserver's audit log of ConfigMap reads (the local
 	// control plane's AuditLogPath). When set, each phase reports its
 	// nodes' quorum and cached GETs and the watches they opened, as the
@@ -62,9 +62,6 @@ const DefaultPodImage = "registry.k8s.io/pause:3.10"
 func (o *Options) validate() error {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
-	}
-	if o.PodImage == "" {
-		o.PodImage = DefaultPodImage
 	}
 	for _, m := range o.Scenario.Modes {
 		if o.fleetFor(m) == nil {
@@ -117,7 +114,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	report := &Report{Scenario: newScenarioReport(r.scenario), StartedAt: time.Now().UTC()}
-	report.Scenario.APIServer, report.Scenario.APIServerVersion = opts.APIServer, version
+	report.Scenario.APIServer, report.Scenario.APIServerVersion, report.Scenario.Fleet = opts.APIServer, version, opts.Fleet
 	for _, f := range fleets {
 		if describe := r.plans[f].Describe; describe != nil {
 			describe(&report.Scenario)
@@ -192,9 +189,6 @@ func (r *runner) plan(ctx context.Context, opts Options, fleets []Fleet) error {
 			return errors.New("the reference kubelets run on simulated nodes beside the agents: not beside agents on the cluster's own nodes")
 		}
 	}
-	if r.scenario.UpdateRate > 0 && !r.simulatedNodes {
-		return errors.New("--update-rate measures updates arriving on this machine's disk: not with agents on the cluster's own nodes")
-	}
 	return nil
 }
 
@@ -233,7 +227,13 @@ func (r *runner) createObjects(ctx context.Context, opts Options) error {
 		what = r.nodesDescription
 	}
 	r.progress.Done("Creating %d pods and their ConfigMaps in namespace %s, on %d %s nodes...", s.Nodes*s.PodsPerNode, opts.Namespace, s.Nodes, what)
-	created := objects.Options{SimulatedNodes: r.simulatedNodes, TTL: s.TTL, PodImage: opts.PodImage, ServiceAccountVolume: s.ServiceAccountVolume}
+	image := DefaultPodImage
+	for _, p := range r.plans {
+		if p.PodImage != "" {
+			image = p.PodImage
+		}
+	}
+	created := objects.Options{SimulatedNodes: r.simulatedNodes, TTL: s.TTL, PodImage: image, ServiceAccountVolume: s.ServiceAccountVolume}
 	err := objects.Create(ctx, r.admin, opts.Namespace, r.nodes, created, func(done, total int) {
 		r.progress.Status("setup    %d/%d objects", done, total)
 	})

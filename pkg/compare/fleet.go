@@ -78,6 +78,9 @@ type Plan struct {
 	// Describe, when set, adds to the report what a reader must know of
 	// the fleet.
 	Describe func(*ScenarioReport)
+	// PodImage is the image of the run's pods, for a fleet on nodes whose
+	// kubelets start them; default DefaultPodImage.
+	PodImage string
 }
 
 // Phase is a fleet's agents while they run one mode.
@@ -115,7 +118,20 @@ type Counters struct {
 	// RSSBytes is resident memory now, PeakRSSBytes its peak since the
 	// phase's first Counters call (where the fleet can reset the peak).
 	RSSBytes, PeakRSSBytes int64
+	// Resources says whose CPU time and memory these are.
+	Resources ResourceScope
 }
+
+// ResourceScope is whose CPU time and memory a fleet measures.
+type ResourceScope string
+
+const (
+	// ResourcesOwn: each agent's own process, from /proc.
+	ResourcesOwn ResourceScope = "own"
+	// ResourcesShared: the compare process, whose agents share it with
+	// the run's own work.
+	ResourcesShared ResourceScope = "shared"
+)
 
 // AddFrom adds one agent's metrics to c.
 func (c *Counters) AddFrom(s *apimetrics.Snapshot) {

@@ -20,7 +20,8 @@ import (
 func (r *runner) measureWithUpdates(ctx context.Context, f Phase, res *PhaseResult, nodes []model.Node, ttl time.Duration) error {
 	local, ok := f.(onThisMachine)
 	if !ok {
-		return errors.New("--update-rate needs the agents' volumes on this machine's disk: not with agents on the cluster's own nodes")
+		// compare.CheckFleet refuses --update-rate for such a fleet.
+		return errors.New("the fleet's agents write no volumes on this machine's disk, where updates are watched")
 	}
 	probe, err := updateprobe.New(ctx, r.admin, r.namespace, string(res.Mode), r.scenario.UpdateRate, local.LocalRoots())
 	if err != nil {

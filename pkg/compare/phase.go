@@ -58,7 +58,11 @@ type PhaseResult struct {
 	AgentPeakRSSBytes   int64   `json:"agent_peak_rss_bytes"`
 	// AgentRSSBytes is the agents' resident memory at the end of the
 	// measured window.
-	AgentRSSBytes int64    `json:"agent_rss_bytes"`
+	AgentRSSBytes int64 `json:"agent_rss_bytes"`
+	// AgentResources says whose CPU time and memory the three above
+	// are: each agent's own process's, or this process's, shared with
+	// the run's work; empty where the fleet cannot measure them.
+	AgentResources ResourceScope `json:"agent_resources,omitempty"`
 	Samples       []Sample `json:"samples"`
 	// Audit is the nodes' requests from the apiserver's audit log, when
 	// the run has one (the local control plane).
@@ -239,37 +243,9 @@ func (r *runner) measure(ctx context.Context, f Phase, res *PhaseResult) error {
 	if err != nil && agentMetrics {
 		return err
 	}
-	first, err := apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient())
+	first, last, err := r.sampleWindow(ctx, res)
 	if err != nil {
 		return err
-	}
-	prev, last := first, first
-	ticker := time.NewTicker(r.scenario.SampleInterval)
-	defer ticker.Stop()
-	deadline := first.Time.Add(r.scenario.PhaseDuration)
-	for last.Time.Before(deadline) {
-		select {
-		case <-ctx.Done():
-			res.Interrupted = true
-		case <-ticker.C:
-		}
-		if res.Interrupted {
-			break
-		}
-		next, err := apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient())
-		if err != nil {
-			return err
-		}
-		interval := next.Time.Sub(prev.Time).Seconds()
-		sample := Sample{
-			Seconds:      next.Time.Sub(first.Time).Seconds(),
-			APIServerQPS: (next.APIServerConfigMapGets() - prev.APIServerConfigMapGets()) / interval,
-			EtcdQPS:      (next.EtcdConfigMapGets() - prev.EtcdConfigMapGets()) / interval,
-		}
-		res.Samples = append(res.Samples, sample)
-		r.progress.Status("%-19s measure  %3.0fs/%.0fs  apiserver %7.1f GET/s  etcd %7.1f get/s  (model %.1f)",
-			res.Mode, sample.Seconds, r.scenario.PhaseDuration.Seconds(), sample.APIServerQPS, sample.EtcdQPS, res.ExpectedAPIServerQPS)
-		prev, last = next, next
 	}
 	var agentEnd Counters
 	if agentMetrics {
@@ -299,6 +275,43 @@ func (r *runner) measure(ctx context.Context, f Phase, res *PhaseResult) error {
 	return nil
 }
 
+// sampleWindow scrapes the apiserver's counters at the window's start and
+// every sample interval until the phase duration has passed (or ctx ends:
+// res.Interrupted), recording each interval's rates in res.Samples; it
+// returns the first and the last scrape.
+func (r *runner) sampleWindow(ctx context.Context, res *PhaseResult) (first, last *apimetrics.Snapshot, err error) {
+	if first, err = apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient()); err != nil {
+		return nil, nil, err
+	}
+	prev, last := first, first
+	ticker := time.NewTicker(r.scenario.SampleInterval)
+	defer ticker.Stop()
+	deadline := first.Time.Add(r.scenario.PhaseDuration)
+	for last.Time.Before(deadline) {
+		select {
+		case <-ctx.Done():
+			res.Interrupted = true
+			return first, last, nil
+		case <-ticker.C:
+		}
+		next, err := apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient())
+		if err != nil {
+			return nil, nil, err
+		}
+		interval := next.Time.Sub(prev.Time).Seconds()
+		sample := Sample{
+			Seconds:      next.Time.Sub(first.Time).Seconds(),
+			APIServerQPS: (next.APIServerConfigMapGets() - prev.APIServerConfigMapGets()) / interval,
+			EtcdQPS:      (next.EtcdConfigMapGets() - prev.EtcdConfigMapGets()) / interval,
+		}
+		res.Samples = append(res.Samples, sample)
+		r.progress.Status("%-19s measure  %3.0fs/%.0fs  apiserver %7.1f GET/s  etcd %7.1f get/s  (model %.1f)",
+			res.Mode, sample.Seconds, r.scenario.PhaseDuration.Seconds(), sample.APIServerQPS, sample.EtcdQPS, res.ExpectedAPIServerQPS)
+		prev, last = next, next
+	}
+	return first, last, nil
+}
+
 // addAgentCounters records what the agents' own counters say of the
 // window between start and end.
 func (res *PhaseResult) addAgentCounters(start, end Counters) {
@@ -310,4 +323,5 @@ func (res *PhaseResult) addAgentCounters(start, end Counters) {
 	}
 	res.AgentCPUSeconds = end.CPUSeconds - start.CPUSeconds
 	res.AgentPeakRSSBytes, res.AgentRSSBytes = end.PeakRSSBytes, end.RSSBytes
+	res.AgentResources = end.Resources
 }

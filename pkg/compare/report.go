@@ -25,6 +25,10 @@ type ScenarioReport struct {
 	Modes                []Mode  `json:"modes"`
 	APIServer            string  `json:"apiserver"`
 	APIServerVersion     string  `json:"apiserver_version,omitempty"`
+	// Fleet is how the agents ran (compare's --fleet); FleetDescription,
+	// where the fleet gives one, says what a reader must know of it.
+	Fleet            string `json:"fleet,omitempty"`
+	FleetDescription string `json:"fleet_description,omitempty"`
 	// DaemonSet names the deployed agents measured; empty when the agents
 	// ran in the compare process on simulated nodes.
 	DaemonSet string `json:"daemonset,omitempty"`
@@ -173,10 +177,8 @@ func (r *Report) Markdown() string {
 	} else {
 		b.WriteString("Pod phases: mixed. In the two sync periods before each window every pod was updated once or twice, on a schedule that leaves its syncs out of step with its node's other pods', as on a node whose pods started at different times: the steady state the model describes (docs/model.md, \"Right after a start\").\n\n")
 	}
-	if s.DaemonSet != "" {
-		fmt.Fprintf(&b, "Agents: DaemonSet %s on %d nodes, switched between the modes by a rollout; the run's pods are on %d of them. "+
-			"The agents also keep %d ConfigMap and projected volumes of %d other pods on those nodes, which the model includes.\n\n",
-			s.DaemonSet, s.AgentNodes, s.Nodes, s.ServedVolumes, s.ServedPods)
+	if s.FleetDescription != "" {
+		fmt.Fprintf(&b, "%s\n\n", s.FleetDescription)
 	}
 	if len(r.NotMeasured) > 0 {
 		fmt.Fprintf(&b, "Not measured: %s (the run had not reached them when this report was written, or ended before them).\n\n", joinModes(r.NotMeasured))
@@ -198,18 +200,7 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, " on most nodes (%g to %gs; each node's model uses its own)", p.TTLLowestSeconds, p.TTLHighestSeconds)
 		}
 		fmt.Fprintf(&b, "; ")
-		switch {
-		case !p.AgentMetrics && s.DaemonSet == "":
-			fmt.Fprintf(&b, "one process per node, whose requests the audit log counts; CPU %.1fs, RSS %.0f MiB at the end of the window and %.0f MiB at its peak, all processes, from /proc.\n",
-				p.AgentCPUSeconds, float64(p.AgentRSSBytes)/(1<<20), float64(p.AgentPeakRSSBytes)/(1<<20))
-		case !p.AgentMetrics:
-			fmt.Fprintf(&b, "the agents' own metrics were not reachable through the apiserver's pod proxy.\n")
-		case s.DaemonSet != "":
-			fmt.Fprintf(&b, "%.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum).\n", p.AgentPodSyncs, p.AgentGetTotal, p.AgentQuorumGetTotal)
-		default:
-			fmt.Fprintf(&b, "%.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum), CPU %.1fs, peak RSS %.0f MiB (this process's, shared with the run's own work: `--agent-processes` measures each agent alone).\n",
-				p.AgentPodSyncs, p.AgentGetTotal, p.AgentQuorumGetTotal, p.AgentCPUSeconds, float64(p.AgentPeakRSSBytes)/(1<<20))
-		}
+		b.WriteString(p.agentsLine())
 	}
 	fmt.Fprintf(&b, "\nGET/s is `apiserver_request_total{resource=\"configmaps\",verb=\"GET\"}` and etcd get/s is "+
 		"`etcd_requests_total{resource=\"configmaps\",operation=\"get\"}`, both read from the apiserver's own /metrics over the "+
@@ -254,4 +245,27 @@ func joinModes(modes []Mode) string {
 		names[i] = "`" + string(m) + "`"
 	}
 	return strings.Join(names, ", ")
+}
+
+// agentsLine is what the phase's agents said of themselves, as far as the
+// fleet could measure: their counters where their metrics were read, and
+// their CPU time and memory where the fleet measures them.
+func (p PhaseResult) agentsLine() string {
+	resources := func(what string) string {
+		return fmt.Sprintf("CPU %.1fs, RSS %.0f MiB at the end of the window and %.0f MiB at its peak, %s",
+			p.AgentCPUSeconds, float64(p.AgentRSSBytes)/(1<<20), float64(p.AgentPeakRSSBytes)/(1<<20), what)
+	}
+	var parts []string
+	if p.AgentMetrics {
+		parts = append(parts, fmt.Sprintf("%.0f pod syncs, %.0f GETs sent by the agents (%.0f quorum)", p.AgentPodSyncs, p.AgentGetTotal, p.AgentQuorumGetTotal))
+	} else {
+		parts = append(parts, "the agents' own counters were not read (the apiserver's and its audit log's count their requests)")
+	}
+	switch p.AgentResources {
+	case ResourcesOwn:
+		parts = append(parts, resources("all processes, one per node, from /proc"))
+	case ResourcesShared:
+		parts = append(parts, resources("this process's, shared with the run's own work (`--fleet processes` measures each agent alone)"))
+	}
+	return strings.Join(parts, "; ") + ".\n"
 }

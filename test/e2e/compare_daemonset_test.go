@@ -101,7 +101,7 @@ func (c *dsCluster) waitRestored(t *testing.T) {
 
 func (c *dsCluster) compare(t *testing.T, namespace, out string, extra ...string) *exec.Cmd {
 	return exec.Command(e2eutil.NodeagentBinary(t), append([]string{"compare",
-		"--kubeconfig=" + c.cp.KubeconfigPath, "--daemonset=nodeagent/nodeagent",
+		"--kubeconfig=" + c.cp.KubeconfigPath, "--fleet=daemonset", // its default target: nodeagent/nodeagent
 		"--pods-per-node=5", "--sync-frequency=2s", "--sample-interval=5s",
 		"--namespace=" + namespace, "--output-dir=" + out}, extra...)...)
 }

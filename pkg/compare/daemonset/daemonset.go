@@ -53,6 +53,9 @@ type Options struct {
 	NodeSelector string
 	// RolloutTimeout bounds each rollout of the DaemonSet. Default 5 m.
 	RolloutTimeout time.Duration
+	// PodImage is the image of the run's pods, which the nodes' kubelets
+	// start. Default compare.DefaultPodImage.
+	PodImage string
 }
 
 // Fleet is the agents of a DaemonSet deployed on the cluster.

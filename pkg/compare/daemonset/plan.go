@@ -131,7 +131,7 @@ func (f *Fleet) Plan(ctx context.Context, run compare.RunInfo) (compare.Plan, er
 		// A rollout may take its whole timeout; each ask scrapes every agent
 		// through the apiserver.
 		WarmupExtra: f.opts.RolloutTimeout, WarmupPoll: 2 * time.Second,
-		Describe: f.describe,
+		Describe: f.describe, PodImage: f.opts.PodImage,
 	}, nil
 }
 
@@ -213,6 +213,9 @@ func (f *Fleet) describe(s *compare.ScenarioReport) {
 			s.ServedVolumes += p.Volumes
 		}
 	}
+	s.FleetDescription = fmt.Sprintf("Agents: DaemonSet %s on %d nodes, switched between the modes by a rollout; the run's pods are on %d of them. "+
+		"The agents also keep %d ConfigMap and projected volumes of %d other pods on those nodes, which the model includes.",
+		s.DaemonSet, s.AgentNodes, s.Nodes, s.ServedVolumes, s.ServedPods)
 	s.Notes = append(s.Notes,
 		"The apiserver counts every client's ConfigMap GETs, not only the agents'. Kubelets with the default Watch "+
 			"change-detection strategy send none; kubelets with the Cache strategy and controllers do, in every phase alike.",

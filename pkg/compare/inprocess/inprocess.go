@@ -186,7 +186,7 @@ func (p *phase) Counters(context.Context) (compare.Counters, error) {
 		p.measuring, p.cpuAtStart = true, cpuTime()
 		resetPeakRSS()
 	}
-	c := compare.Counters{CPUSeconds: (cpuTime() - p.cpuAtStart).Seconds(), RSSBytes: rss(), PeakRSSBytes: peakRSS()}
+	c := compare.Counters{CPUSeconds: (cpuTime() - p.cpuAtStart).Seconds(), RSSBytes: rss(), PeakRSSBytes: peakRSS(), Resources: compare.ResourcesShared}
 	var errs []error
 	for _, a := range p.agents {
 		s, err := apimetrics.Gather(a.Metrics.Registry)

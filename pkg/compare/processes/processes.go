@@ -315,7 +315,7 @@ func (p *phase) Counters(context.Context) (compare.Counters, error) {
 			_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", proc.Pid()), []byte("5"), 0)
 		}
 	}
-	var c compare.Counters
+	c := compare.Counters{Resources: compare.ResourcesOwn}
 	var cpu time.Duration
 	for _, proc := range p.procs {
 		u := procstat.Of(proc.Pid())
