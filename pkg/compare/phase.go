@@ -63,7 +63,7 @@ type PhaseResult struct {
 	// are: each agent's own process's, or this process's, shared with
 	// the run's work; empty where the fleet cannot measure them.
 	AgentResources ResourceScope `json:"agent_resources,omitempty"`
-	Samples       []Sample `json:"samples"`
+	Samples        []Sample      `json:"samples"`
 	// Audit is the nodes' requests from the apiserver's audit log, when
 	// the run has one (the local control plane).
 	Audit *AuditResult `json:"audit,omitempty"`
