@@ -22,6 +22,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/daemonset"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/inprocess"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/processes"
 )
 
@@ -119,7 +120,7 @@ func checkCompareFlags(fs *pflag.FlagSet, s *compare.Scenario, flags *compareFla
 	if !fs.Changed("modes") && kind.DefaultModes != "" {
 		flags.modes = kind.DefaultModes
 	}
-	if s.Modes, err = compare.ParseModes(flags.modes); err != nil {
+	if s.Modes, err = modes.ParseModes(flags.modes); err != nil {
 		return nil, fmt.Errorf("--modes: %w", err)
 	}
 	if s.PodPhases, err = compare.ParsePodPhases(flags.podPhases); err != nil {
@@ -217,7 +218,7 @@ func localFleets(opts *compare.Options, cp *controlplane.ControlPlane, kind *com
 	if opts.Agents, err = kind.New(env); err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(opts.Scenario.Modes, compare.Mode.IsReferenceKubelet) {
+	if !slices.ContainsFunc(opts.Scenario.Modes, modes.Mode.IsReferenceKubelet) {
 		return nil
 	}
 	binDir, err := controlplane.FindBinDir()

@@ -27,7 +27,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/nodeagent-io/nodeagent/internal/docruns"
-	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 )
 
 // report is the part of report.json this reads.
@@ -161,17 +161,16 @@ func (g *growth) panel(i int) (*plot.Plot, error) {
 		p.Legend.YOffs = vg.Points(24)
 	}
 	p.Add(plotter.NewGrid())
-	modes := slices.Sorted(maps.Keys(g.series[i]))
-	for _, mode := range modes {
+	for _, mode := range slices.Sorted(maps.Keys(g.series[i])) {
 		line, points, err := plotter.NewLinePoints(sortedByX(g.series[i][mode]))
 		if err != nil {
 			return nil, err
 		}
-		c := compare.Mode(mode).Colour()
+		c := modes.Mode(mode).Colour()
 		line.Color, line.Width, points.Color, points.Shape = c, vg.Points(1.5), c, draw.CircleGlyph{}
 		p.Add(line, points)
 		p.Legend.Add(mode, line)
-		if i == 0 && mode != string(compare.ModeWatch) {
+		if i == 0 && mode != string(modes.Watch) {
 			modelLine, err := plotter.NewLine(sortedByX(g.model[mode]))
 			if err != nil {
 				return nil, err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/faulttable"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
-	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
@@ -21,7 +21,7 @@ import (
 //   - latency: a compare run's update latency per mode, as report.md's
 //     Markdown table;
 //   - resources: a compare run's CPU, memory and GET/s per mode, as a
-//     Markdown table (compare.Report.ResourceTable);
+//     Markdown table (results.Report.ResourceTable);
 //   - value FORMAT PATH: one figure of the report (Record.Value), written
 //     with a Go format verb such as %.2f, or a cell of a table run's
 //     table, rows/ROW/COLUMN, written with %s;
@@ -97,11 +97,11 @@ func runLine(r *Record) string {
 }
 
 // compareReport is a compare run's report, for the renderer what.
-func compareReport(r *Record, what string) (*compare.Report, error) {
+func compareReport(r *Record, what string) (*results.Report, error) {
 	if r.Kind != "compare" {
 		return nil, fmt.Errorf("run %s: %s renders compare runs, not %q", r.Name, what, r.Kind)
 	}
-	var report compare.Report
+	var report results.Report
 	if err := json.Unmarshal(r.Report, &report); err != nil {
 		return nil, fmt.Errorf("run %s: %w", r.Name, err)
 	}

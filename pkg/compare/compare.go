@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeagent-io/nodeagent/internal/progress"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -75,7 +77,7 @@ func (o *Options) validate() error {
 }
 
 // fleetFor is the fleet that runs mode.
-func (o *Options) fleetFor(mode Mode) Fleet {
+func (o *Options) fleetFor(mode modes.Mode) Fleet {
 	if mode.IsReferenceKubelet() {
 		return o.Kubelets
 	}
@@ -86,7 +88,7 @@ func (o *Options) fleetFor(mode Mode) Fleet {
 func (o *Options) fleets() []Fleet {
 	var out []Fleet
 	for _, f := range []Fleet{o.Agents, o.Kubelets} {
-		if f != nil && slices.ContainsFunc(o.Scenario.Modes, func(m Mode) bool { return o.fleetFor(m) == f }) {
+		if f != nil && slices.ContainsFunc(o.Scenario.Modes, func(m modes.Mode) bool { return o.fleetFor(m) == f }) {
 			out = append(out, f)
 		}
 	}
@@ -96,7 +98,7 @@ func (o *Options) fleets() []Fleet {
 // Run performs the comparison and writes its report files. When ctx ends
 // early (Ctrl-C) it stops the current phase, still writes what was
 // measured, and returns the report with Interrupted set and ctx's error.
-func Run(ctx context.Context, opts Options) (*Report, error) {
+func Run(ctx context.Context, opts Options) (*results.Report, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := r.plan(ctx, opts, fleets); err != nil {
 		return nil, err
 	}
-	report := &Report{Scenario: newScenarioReport(r.scenario), StartedAt: time.Now().UTC()}
+	report := &results.Report{Scenario: newScenarioReport(r.scenario), StartedAt: time.Now().UTC()}
 	report.Scenario.APIServer, report.Scenario.APIServerVersion, report.Scenario.Fleet = opts.APIServer, version, opts.Fleet
 	for _, f := range fleets {
 		if describe := r.plans[f].Describe; describe != nil {
@@ -123,7 +125,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if !opts.Keep {
 		defer r.deleteObjects()
 	}
-	fail := func(err error) (*Report, error) {
+	fail := func(err error) (*results.Report, error) {
 		report.Interrupted = ctx.Err() != nil
 		return report, errors.Join(err, report.WriteFiles(opts.OutputDir))
 	}
@@ -135,7 +137,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return fail(err)
 	}
-	report.Scenario.describeVolumes(own)
+	report.Scenario.DescribeVolumes(own)
 	r.served = map[Fleet][]model.Node{}
 	for _, f := range fleets {
 		r.served[f] = withServedPods(own, r.plans[f].AlsoServed)
@@ -194,7 +196,7 @@ func (r *runner) plan(ctx context.Context, opts Options, fleets []Fleet) error {
 
 // runPhases measures the modes in order, writing the report so far after
 // each phase, until the last or the first that fails.
-func (r *runner) runPhases(ctx context.Context, report *Report, outputDir string) error {
+func (r *runner) runPhases(ctx context.Context, report *results.Report, outputDir string) error {
 	modes := r.scenario.Modes
 	for i, mode := range modes {
 		res, err := r.runPhase(ctx, mode)
@@ -255,5 +257,14 @@ func (r *runner) deleteObjects() {
 	defer cancel()
 	if err := objects.Delete(ctx, r.admin, r.namespace); err != nil {
 		r.progress.Done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, r.namespace, objects.RunLabel, r.namespace)
+	}
+}
+
+// newScenarioReport is s as report.json records it.
+func newScenarioReport(s Scenario) results.ScenarioReport {
+	return results.ScenarioReport{
+		Nodes: s.Nodes, PodsPerNode: s.PodsPerNode, ConfigMapsPerPod: s.ConfigMapsPerPod, SharedConfigMaps: s.SharedConfigMaps,
+		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(), PhaseSeconds: s.PhaseDuration.Seconds(),
+		Modes: s.Modes, ServiceAccountVolume: s.ServiceAccountVolume, UpdateRate: s.UpdateRate, PodPhases: s.PodPhases.String(),
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 )
@@ -36,7 +38,7 @@ type Fleet interface {
 	Plan(ctx context.Context, run RunInfo) (Plan, error)
 	// Start runs the agents in mode and returns the running phase; stagger
 	// spreads the agents' starts where the fleet controls them.
-	Start(ctx context.Context, mode Mode, stagger time.Duration) (Phase, error)
+	Start(ctx context.Context, mode modes.Mode, stagger time.Duration) (Phase, error)
 	// Close undoes what the fleet did, on the cluster and on this
 	// machine; interrupted: the run was cut short, return promptly.
 	Close(interrupted bool)
@@ -77,7 +79,7 @@ type Plan struct {
 	WarmupExtra, WarmupPoll time.Duration
 	// Describe, when set, adds to the report what a reader must know of
 	// the fleet.
-	Describe func(*ScenarioReport)
+	Describe func(*results.ScenarioReport)
 	// PodImage is the image of the run's pods, for a fleet on nodes whose
 	// kubelets start them; default DefaultPodImage.
 	PodImage string
@@ -119,19 +121,8 @@ type Counters struct {
 	// phase's first Counters call (where the fleet can reset the peak).
 	RSSBytes, PeakRSSBytes int64
 	// Resources says whose CPU time and memory these are.
-	Resources ResourceScope
+	Resources results.ResourceScope
 }
-
-// ResourceScope is whose CPU time and memory a fleet measures.
-type ResourceScope string
-
-const (
-	// ResourcesOwn: each agent's own process, from /proc.
-	ResourcesOwn ResourceScope = "own"
-	// ResourcesShared: the compare process, whose agents share it with
-	// the run's own work.
-	ResourcesShared ResourceScope = "shared"
-)
 
 // AddFrom adds one agent's metrics to c.
 func (c *Counters) AddFrom(s *apimetrics.Snapshot) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 )
@@ -121,7 +122,7 @@ func CheckFleet(kind *FleetKind, kinds []FleetKind, fs *pflag.FlagSet, s Scenari
 	if kubeconfigGiven && kind.NodeIdentities {
 		errs = append(errs, fmt.Errorf("--fleet %s runs its agents as simulated nodes of a local control plane, which issues their node identities: leave out --kubeconfig and --context, or choose another fleet", kind.Name))
 	}
-	if slices.ContainsFunc(s.Modes, Mode.IsReferenceKubelet) {
+	if slices.ContainsFunc(s.Modes, modes.Mode.IsReferenceKubelet) {
 		switch {
 		case !kind.CreatesNodes:
 			errs = append(errs, fmt.Errorf("the kubelet-* modes run reference kubelets on simulated nodes beside the agents: not with --fleet %s, on the cluster's own nodes", kind.Name))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/updateprobe"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
@@ -17,7 +18,7 @@ import (
 // scenario's rate throughout the window; then it waits until every update
 // is on disk in every volume that mounts it, or the strategy's bound has
 // passed, and records the latencies in res.Latency.
-func (r *runner) measureWithUpdates(ctx context.Context, f Phase, res *PhaseResult, nodes []model.Node, ttl time.Duration) error {
+func (r *runner) measureWithUpdates(ctx context.Context, f Phase, res *results.PhaseResult, nodes []model.Node, ttl time.Duration) error {
 	local, ok := f.(onThisMachine)
 	if !ok {
 		// compare.CheckFleet refuses --update-rate for such a fleet.
@@ -44,7 +45,7 @@ func (r *runner) measureWithUpdates(ctx context.Context, f Phase, res *PhaseResu
 		return err
 	}
 
-	p50, p99, bound := model.UpdateLatency(res.Mode.spec().behaviour, r.scenario.SyncFrequency, ttl, podsPerConfigMap(nodes))
+	p50, p99, bound := model.UpdateLatency(res.Mode.Behaviour(), r.scenario.SyncFrequency, ttl, podsPerConfigMap(nodes))
 	// The drain: the last update may take up to the bound, plus a margin
 	// for a loaded machine.
 	deadline := time.Now().Add(time.Duration((bound + 5) * float64(time.Second)))

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
@@ -67,8 +68,8 @@ func CommonTTL(ttls map[string]time.Duration) (common, lowest, highest time.Dura
 // syncFrequency, each node with its own TTL (ttls, by name): what a phase
 // sets beside its measurement (its ConfigMap part: nodeagent serves no
 // Secret).
-func Prediction(nodes []model.Node, syncFrequency time.Duration, mode Mode, ttls map[string]time.Duration) model.Prediction {
-	behaviour := mode.spec().behaviour
+func Prediction(nodes []model.Node, syncFrequency time.Duration, mode modes.Mode, ttls map[string]time.Duration) model.Prediction {
+	behaviour := mode.Behaviour()
 	out := make([]model.Node, len(nodes))
 	for i, n := range nodes {
 		n.SyncFrequency, n.TTL, n.Behaviour = syncFrequency, ttls[n.Name], behaviour

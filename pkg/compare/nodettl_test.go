@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 )
@@ -45,13 +46,13 @@ func TestEachNodeKeepsItsOwnTTL(t *testing.T) {
 		t.Errorf("CommonTTL: %s in %s..%s; want 5m0s in 0s..5m0s", common, lowest, highest)
 	}
 
-	got := Prediction(layout, s.SyncFrequency, ModeFirstReference, ttls).ByKind[model.ConfigMap]
+	got := Prediction(layout, s.SyncFrequency, modes.FirstReference, ttls).ByKind[model.ConfigMap]
 	var sum float64
 	for _, n := range layout {
-		one := Prediction([]model.Node{n}, s.SyncFrequency, ModeFirstReference, ttls).ByKind[model.ConfigMap]
+		one := Prediction([]model.Node{n}, s.SyncFrequency, modes.FirstReference, ttls).ByKind[model.ConfigMap]
 		sum += one.APIServerGetQPS
 	}
-	firstNodes := Prediction(layout, s.SyncFrequency, ModeFirstReference, sameTTL(layout, 0)).ByKind[model.ConfigMap]
+	firstNodes := Prediction(layout, s.SyncFrequency, modes.FirstReference, sameTTL(layout, 0)).ByKind[model.ConfigMap]
 	if !nearlyEqual(got.APIServerGetQPS, sum) || nearlyEqual(got.APIServerGetQPS, firstNodes.APIServerGetQPS) {
 		t.Errorf("predicted %.3f GET/s, want each node's own sum %.3f (with the first node's TTL everywhere: %.3f)",
 			got.APIServerGetQPS, sum, firstNodes.APIServerGetQPS)

@@ -12,71 +12,10 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
-	"github.com/nodeagent-io/nodeagent/pkg/compare/updateprobe"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
-
-// Sample is the GET rate over one sample interval of a phase.
-type Sample struct {
-	Seconds      float64 `json:"seconds"`
-	APIServerQPS float64 `json:"apiserver_configmap_get_qps"`
-	EtcdQPS      float64 `json:"etcd_configmap_get_qps"`
-}
-
-// PhaseResult is what one mode measured. The JSON keys are stable.
-type PhaseResult struct {
-	Mode         Mode   `json:"mode"`
-	Strategy     string `json:"strategy"`
-	Invalidation string `json:"invalidation"`
-	Description  string `json:"description"`
-	// TTLSeconds is the TTL most of the phase's nodes use; where they
-	// differ, TTLLowestSeconds and TTLHighestSeconds bound them (each
-	// node's model uses its own).
-	TTLSeconds        float64 `json:"ttl_seconds"`
-	TTLLowestSeconds  float64 `json:"ttl_lowest_seconds,omitempty"`
-	TTLHighestSeconds float64 `json:"ttl_highest_seconds,omitempty"`
-	WarmupSeconds     float64 `json:"warmup_seconds"`
-	// MixingSeconds is the part of the warm-up spent mixing the pods'
-	// sync phases (Scenario.PodPhases): 2·S.
-	MixingSeconds        float64 `json:"mixing_seconds,omitempty"`
-	MeasuredSeconds      float64 `json:"measured_seconds"`
-	APIServerGetTotal    float64 `json:"apiserver_configmap_get_total"`
-	APIServerGetQPS      float64 `json:"apiserver_configmap_get_qps"`
-	EtcdGetTotal         float64 `json:"etcd_configmap_get_total"`
-	EtcdGetQPS           float64 `json:"etcd_configmap_get_qps"`
-	ExpectedAPIServerQPS float64 `json:"expected_apiserver_configmap_get_qps"`
-	ExpectedEtcdQPS      float64 `json:"expected_etcd_configmap_get_qps"`
-	// ExpectedWatches is the watches the model says the nodes keep open.
-	ExpectedWatches int `json:"expected_watches,omitempty"`
-	// AgentMetrics says whether the agents' own counters below were read;
-	// deployed agents may be out of the apiserver proxy's reach.
-	AgentMetrics        bool    `json:"agent_metrics"`
-	AgentGetTotal       float64 `json:"agent_configmap_get_total"`
-	AgentQuorumGetTotal float64 `json:"agent_configmap_quorum_get_total"`
-	AgentPodSyncs       float64 `json:"agent_pod_syncs_total"`
-	AgentCPUSeconds     float64 `json:"agent_cpu_seconds"`
-	AgentPeakRSSBytes   int64   `json:"agent_peak_rss_bytes"`
-	// AgentRSSBytes is the agents' resident memory at the end of the
-	// measured window.
-	AgentRSSBytes int64 `json:"agent_rss_bytes"`
-	// AgentResources says whose CPU time and memory the three above
-	// are: each agent's own process's, or this process's, shared with
-	// the run's work; empty where the fleet cannot measure them.
-	AgentResources ResourceScope `json:"agent_resources,omitempty"`
-	Samples        []Sample      `json:"samples"`
-	// Audit is the nodes' requests from the apiserver's audit log, when
-	// the run has one (the local control plane).
-	Audit *AuditResult `json:"audit,omitempty"`
-	// Latency is how long the phase's ConfigMap updates took to reach
-	// disk, when the run updates them (--update-rate).
-	Latency     *updateprobe.Result `json:"latency,omitempty"`
-	Interrupted bool                `json:"interrupted,omitempty"`
-
-	// WindowStart and WindowEnd bound the measured window, for reading
-	// the same window from elsewhere (a Prometheus that scraped the run).
-	WindowStart time.Time `json:"window_start"`
-	WindowEnd   time.Time `json:"window_end"`
-}
 
 // runner holds what every phase of one comparison shares.
 type runner struct {
@@ -88,7 +27,7 @@ type runner struct {
 	simulatedNodes   bool
 	nodesDescription string
 	// fleetFor is the fleet that runs a mode, plans each fleet's plan.
-	fleetFor func(Mode) Fleet
+	fleetFor func(modes.Mode) Fleet
 	plans    map[Fleet]Plan
 	// served is what each fleet serves, which the model counts: the run's
 	// pods, and for a DaemonSet's agents also the cluster's other pods
@@ -106,10 +45,9 @@ type runner struct {
 
 // runPhase measures one mode. It returns what it measured so far, marked
 // interrupted, when ctx ends early.
-func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
-	spec := mode.spec()
-	strategy, invalidation := spec.cacheOptions()
-	res := PhaseResult{Mode: mode, Strategy: string(strategy), Invalidation: string(invalidation), Description: spec.description}
+func (r *runner) runPhase(ctx context.Context, mode modes.Mode) (results.PhaseResult, error) {
+	strategy, invalidation := mode.CacheOptions()
+	res := results.PhaseResult{Mode: mode, Strategy: string(strategy), Invalidation: string(invalidation), Description: mode.Describe()}
 	f := r.fleetFor(mode)
 	nodes, plan := r.served[f], r.plans[f]
 	ttls, err := nodeTTLs(ctx, r.admin, nodes)
@@ -130,7 +68,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 	// refresh cycle. Agents started in the same second would sync and
 	// refresh in lockstep, and a one-minute window would catch a whole
 	// burst or miss it; on a real cluster nodes are out of phase.
-	stagger := model.GetCycle(spec.behaviour, r.scenario.SyncFrequency, ttlInEffect)
+	stagger := model.GetCycle(mode.Behaviour(), r.scenario.SyncFrequency, ttlInEffect)
 	warmupStart := time.Now()
 	phase, err := f.Start(ctx, mode, stagger)
 	if err != nil {
@@ -166,7 +104,7 @@ func (r *runner) runPhase(ctx context.Context, mode Mode) (PhaseResult, error) {
 
 // warmUp waits until every volume of nodes is on disk and, when the run
 // mixes the pods' phases, mixes them; it records the warm-up in res.
-func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode Mode, nodes []model.Node, stagger time.Duration, res *PhaseResult, warmupStart time.Time) error {
+func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode modes.Mode, nodes []model.Node, stagger time.Duration, res *results.PhaseResult, warmupStart time.Time) error {
 	// (2) Warm-up: wait until every volume is on disk.
 	want := 0
 	for _, n := range nodes {
@@ -196,7 +134,7 @@ func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode Mode, 
 // waitForVolumes waits until the agents have want volumes on disk. When
 // the agents' metrics cannot be read it waits one cycle past running (when
 // the last agent started) instead, by when every pod has synced.
-func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode Mode, want int, cycle time.Duration, start, running time.Time) error {
+func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode modes.Mode, want int, cycle time.Duration, start, running time.Time) error {
 	extra, poll := plan.WarmupExtra, plan.WarmupPoll
 	s := r.scenario
 	// Creating and mounting thousands of volumes takes a while on two
@@ -237,7 +175,7 @@ func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode Mo
 
 // measure samples the apiserver every sample interval for the phase
 // duration, and fills in the totals and rates.
-func (r *runner) measure(ctx context.Context, f Phase, res *PhaseResult) error {
+func (r *runner) measure(ctx context.Context, f Phase, res *results.PhaseResult) error {
 	agentStart, err := f.Counters(ctx)
 	agentMetrics := !errors.Is(err, ErrNoAgentMetrics)
 	if err != nil && agentMetrics {
@@ -264,7 +202,7 @@ func (r *runner) measure(ctx context.Context, f Phase, res *PhaseResult) error {
 		res.EtcdGetQPS = res.EtcdGetTotal / res.MeasuredSeconds
 	}
 	if agentMetrics {
-		res.addAgentCounters(agentStart, agentEnd)
+		addAgentCounters(res, agentStart, agentEnd)
 	}
 	res.WindowStart, res.WindowEnd = first.Time, last.Time
 	r.progress.Done("%-19s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",
@@ -279,7 +217,7 @@ func (r *runner) measure(ctx context.Context, f Phase, res *PhaseResult) error {
 // every sample interval until the phase duration has passed (or ctx ends:
 // res.Interrupted), recording each interval's rates in res.Samples; it
 // returns the first and the last scrape.
-func (r *runner) sampleWindow(ctx context.Context, res *PhaseResult) (first, last *apimetrics.Snapshot, err error) {
+func (r *runner) sampleWindow(ctx context.Context, res *results.PhaseResult) (first, last *apimetrics.Snapshot, err error) {
 	if first, err = apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient()); err != nil {
 		return nil, nil, err
 	}
@@ -299,7 +237,7 @@ func (r *runner) sampleWindow(ctx context.Context, res *PhaseResult) (first, las
 			return nil, nil, err
 		}
 		interval := next.Time.Sub(prev.Time).Seconds()
-		sample := Sample{
+		sample := results.Sample{
 			Seconds:      next.Time.Sub(first.Time).Seconds(),
 			APIServerQPS: (next.APIServerConfigMapGets() - prev.APIServerConfigMapGets()) / interval,
 			EtcdQPS:      (next.EtcdConfigMapGets() - prev.EtcdConfigMapGets()) / interval,
@@ -314,7 +252,7 @@ func (r *runner) sampleWindow(ctx context.Context, res *PhaseResult) (first, las
 
 // addAgentCounters records what the agents' own counters say of the
 // window between start and end.
-func (res *PhaseResult) addAgentCounters(start, end Counters) {
+func addAgentCounters(res *results.PhaseResult, start, end Counters) {
 	res.AgentMetrics = end.Requests
 	if res.AgentMetrics {
 		res.AgentGetTotal = end.Gets - start.Gets

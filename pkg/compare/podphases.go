@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare/mixing"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 )
 
 // PodPhases is where in its sync cycle each pod is when a phase's window
@@ -42,7 +43,7 @@ func ParsePodPhases(s string) (PodPhases, error) {
 
 // mixPodPhases mixes the pods' sync phases (package mixing), with the
 // window opening at start, 2·S from now, and returns at start.
-func (r *runner) mixPodPhases(ctx context.Context, mode Mode, start time.Time) error {
+func (r *runner) mixPodPhases(ctx context.Context, mode modes.Mode, start time.Time) error {
 	began := time.Now()
 	schedule := mixing.Schedule(r.nodes, r.scenario.SyncFrequency, rand.New(rand.NewPCG(uint64(start.UnixNano()), 0)))
 	err := mixing.Apply(ctx, r.admin.CoreV1().Pods(r.namespace), schedule, fmt.Sprintf("%s-%d", mode, start.Unix()), start, func(done int) {

@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 )
 
 // startProfile starts a CPU profile of this process for mode's measured
 // window, when the run profiles; the returned function stops it and writes
 // a heap profile beside it. Both are read with `go tool pprof`.
-func (r *runner) startProfile(mode Mode) (stop func(), err error) {
+func (r *runner) startProfile(mode modes.Mode) (stop func(), err error) {
 	if r.profileDir == "" {
 		return func() {}, nil
 	}

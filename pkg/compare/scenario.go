@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -36,7 +37,7 @@ type Scenario struct {
 	TTL            time.Duration
 	PhaseDuration  time.Duration
 	SampleInterval time.Duration
-	Modes          []Mode
+	Modes          []modes.Mode
 	// AgentQPS is each agent's client rate limit (the kubelet's default 50).
 	AgentQPS float32
 	// ServiceAccountVolume leaves the run's pods the kube-api-access volume
@@ -66,7 +67,7 @@ func DefaultScenario() Scenario {
 		TTL:              25 * time.Second,
 		PhaseDuration:    60 * time.Second,
 		SampleInterval:   5 * time.Second,
-		Modes:            []Mode{ModeEverySync, ModeFirstReference, ModeWatch},
+		Modes:            []modes.Mode{modes.EverySync, modes.FirstReference, modes.Watch},
 		AgentQPS:         50,
 
 		ServiceAccountVolume: true,
@@ -124,7 +125,7 @@ func (s Scenario) ValidateFlags() error {
 		add("the agents' QPS must be positive, got %v", s.AgentQPS)
 	}
 	if len(s.Modes) == 0 {
-		add("--modes is empty: choose from %v", Modes)
+		add("--modes is empty: choose from %v", modes.Modes)
 	}
 	return errors.Join(errs...)
 }
@@ -193,12 +194,11 @@ func MinPhaseDuration(syncFrequency time.Duration) time.Duration {
 // AgentConfig is the configuration of node's agent in mode: the mode's
 // settings, the scenario's sync frequency and rate limits, and no HTTP
 // endpoints (many agents share this machine).
-func (s Scenario) AgentConfig(mode Mode, node, rootDir string) agent.Config {
-	spec := mode.spec()
+func (s Scenario) AgentConfig(mode modes.Mode, node, rootDir string) agent.Config {
 	cfg := agent.DefaultConfig()
 	cfg.NodeName, cfg.RootDir, cfg.SyncFrequency = node, rootDir, s.SyncFrequency
-	cfg.Strategy, cfg.Invalidation = spec.cacheOptions()
-	cfg.RemountOnChange = spec.remountOnChange
+	cfg.Strategy, cfg.Invalidation = mode.CacheOptions()
+	cfg.RemountOnChange = mode.RemountOnChange()
 	cfg.KubeAPIQPS, cfg.KubeAPIBurst, cfg.HTTPAddress = s.AgentQPS, int(2*s.AgentQPS), ""
 	return cfg
 }

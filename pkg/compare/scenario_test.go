@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 )
 
 func TestValidateSaysWhatToChange(t *testing.T) {
@@ -48,12 +50,12 @@ func TestValidateSaysWhatToChange(t *testing.T) {
 }
 
 func TestParseModes(t *testing.T) {
-	if m, err := ParseModes("every-sync, watch"); err != nil || len(m) != 2 {
+	if m, err := modes.ParseModes("every-sync, watch"); err != nil || len(m) != 2 {
 		t.Errorf("got %v, %v", m, err)
 	}
 	for _, bad := range []string{"", "poll", "watch,watch"} {
-		if _, err := ParseModes(bad); err == nil {
-			t.Errorf("ParseModes(%q) succeeded", bad)
+		if _, err := modes.ParseModes(bad); err == nil {
+			t.Errorf("modes.ParseModes(%q) succeeded", bad)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/processes"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
@@ -57,7 +58,7 @@ func TestCompareAgentProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := compare.DefaultScenario()
-	s.Nodes, s.PodsPerNode, s.PhaseDuration, s.Modes = 2, 5, 15*time.Second, []compare.Mode{compare.ModeEverySync}
+	s.Nodes, s.PodsPerNode, s.PhaseDuration, s.Modes = 2, 5, 15*time.Second, []modes.Mode{modes.EverySync}
 	agents, err := processes.Agents(e2eutil.NodeagentBinary(t), cp.NodeRESTConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
-	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
@@ -204,13 +205,13 @@ func TestPrometheusRulesMatchCompare(t *testing.T) {
 		within("agents' GETs", `sum(resource_version:nodeagent_configmap_get_requests:rate5m)`, p.AgentGetTotal/secs)
 		firing, _ := promValue(t, prom, `max_over_time(ALERTS{alertname="ConfigMapQuorumGetRateHigh",alertstate="firing"}[`+span+`])`, p.WindowEnd)
 		switch p.Mode {
-		case compare.ModeEverySync:
+		case modes.EverySync:
 			within("etcd gets", `resource:etcd_request_gets:rate5m{resource="configmaps"}`, p.EtcdGetQPS)
 			within("agents' quorum GETs", `resource_version:nodeagent_configmap_get_requests:rate5m{resource_version="unset"}`, p.AgentQuorumGetTotal/secs)
 			if firing != 1 {
 				t.Errorf("every-sync: ConfigMapQuorumGetRateHigh not firing (%.2f etcd gets/s)", p.EtcdGetQPS)
 			}
-		case compare.ModeFirstReference:
+		case modes.FirstReference:
 			if etcd, _ := avg(`resource:etcd_request_gets:rate5m{resource="configmaps"}`); etcd > 0.5 {
 				t.Errorf("first-reference: %.2f etcd gets/s by the rule, want about none", etcd)
 			}
@@ -218,7 +219,7 @@ func TestPrometheusRulesMatchCompare(t *testing.T) {
 				t.Error("first-reference: ConfigMapQuorumGetRateHigh fired")
 			}
 		}
-		if p.Mode == compare.ModeEverySync {
+		if p.Mode == modes.EverySync {
 			checkDashboard(t, prom, p.WindowEnd)
 		}
 		// Every node's agent is there, by its node label.
@@ -301,7 +302,7 @@ func checkDashboard(t *testing.T, prom promv1.API, at time.Time) {
 // run, from Prometheus (the recording rules' ConfigMap GET rates at the
 // apiserver and etcd), with each phase's measured window, into
 // _output/prometheus/ (prometheus.svg and .png; docs/monitoring.md).
-func chartPrometheus(t *testing.T, prom promv1.API, r *compare.Report) {
+func chartPrometheus(t *testing.T, prom promv1.API, r *results.Report) {
 	t.Helper()
 	start := r.Phases[0].WindowStart.Add(-30 * time.Second)
 	end := r.Phases[len(r.Phases)-1].WindowEnd
@@ -322,9 +323,9 @@ func chartPrometheus(t *testing.T, prom promv1.API, r *compare.Report) {
 		Title:  fmt.Sprintf("deploy/prometheus's rules over a compare run: %d nodes × %d pods, S=%gs", r.Scenario.Nodes, r.Scenario.PodsPerNode, r.Scenario.SyncFrequencySeconds),
 		XLabel: "seconds (every-sync measured from 30 s)", YLabel: "ConfigMap GETs per second",
 		Series: []report.Series{
-			{Label: "resource:apiserver_request_gets:rate5m", Colour: compare.ModeEverySync.Colour(),
+			{Label: "resource:apiserver_request_gets:rate5m", Colour: modes.EverySync.Colour(),
 				Points: rangeOf(`resource:apiserver_request_gets:rate5m{resource="configmaps"}`)},
-			{Label: "resource:etcd_request_gets:rate5m", Colour: compare.ModeEverySync.Colour(), Style: report.Dashed,
+			{Label: "resource:etcd_request_gets:rate5m", Colour: modes.EverySync.Colour(), Style: report.Dashed,
 				Points: rangeOf(`resource:etcd_request_gets:rate5m{resource="configmaps"}`)},
 		},
 	}

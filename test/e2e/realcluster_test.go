@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/processes"
 )
 
@@ -38,7 +39,7 @@ func TestModelAtRealClusterSettings(t *testing.T) {
 	s.Nodes, s.PodsPerNode = 30, 30
 	s.SyncFrequency, s.TTL = time.Minute, 30*time.Second
 	s.PhaseDuration, s.SampleInterval = 3*time.Minute, 15*time.Second
-	s.Modes = []compare.Mode{compare.ModeKubeletV136}
+	s.Modes = []modes.Mode{modes.KubeletV136}
 	kubelets, err := processes.Kubelets(binDir, cp.NodeRESTConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // runCompare runs `nodeagent compare` on the kind cluster's deployed agents
 // and returns its report; the output directory stays under _output/e2e-kind.
-func runCompare(t *testing.T, name string, args ...string) *compare.Report {
+func runCompare(t *testing.T, name string, args ...string) *results.Report {
 	t.Helper()
 	out := filepath.Join(outputDir, name)
 	e2eutil.RunCompare(t, append([]string{"--kubeconfig=" + kubeconfigPath,

@@ -209,7 +209,7 @@ func TestBesideKubeletCache(t *testing.T) {
 	}
 	waitNodesReady(t, nodes)
 	originalArgs := setAgentArgs(t, map[string]string{
-		"--configmap-strategy": "cache", "--cache-invalidation": "first-reference", "--sync-frequency": cacheSyncPeriod.String(),
+		"--configmap-strategy": "Cache", "--cache-invalidation": "first-reference", "--sync-frequency": cacheSyncPeriod.String(),
 	})
 	t.Cleanup(func() { updateAgentArgs(t, originalArgs) })
 

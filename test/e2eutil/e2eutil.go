@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
-	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
@@ -47,13 +47,13 @@ func RunCompare(t testing.TB, args ...string) string {
 }
 
 // ReadReport reads the report.json that compare wrote into dir.
-func ReadReport(t testing.TB, dir string) *compare.Report {
+func ReadReport(t testing.TB, dir string) *results.Report {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var report compare.Report
+	var report results.Report
 	if err := json.Unmarshal(data, &report); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -116,7 +117,7 @@ func (f *Fleet) saveOriginal(ctx context.Context) (restoredEarlierRun bool, err 
 // Start switches the DaemonSet's agent container to mode (its cache
 // flags, and the sync frequency when the run sets one) and waits for the
 // rollout. The first Start records the original template for Close.
-func (f *Fleet) Start(ctx context.Context, mode compare.Mode, _ time.Duration) (compare.Phase, error) {
+func (f *Fleet) Start(ctx context.Context, mode modes.Mode, _ time.Duration) (compare.Phase, error) {
 	if !f.saved {
 		restoredEarlier, err := f.saveOriginal(ctx)
 		if err != nil {
@@ -144,7 +145,7 @@ func (f *Fleet) Start(ctx context.Context, mode compare.Mode, _ time.Duration) (
 
 // switchTo sets the flags a phase in mode sets on the agent container; the
 // others stay the DaemonSet's.
-func (f *Fleet) switchTo(ds *appsv1.DaemonSet, mode compare.Mode) error {
+func (f *Fleet) switchTo(ds *appsv1.DaemonSet, mode modes.Mode) error {
 	cfg := compare.Scenario{}.AgentConfig(mode, "", "")
 	settings := agent.Config{Strategy: cfg.Strategy, Invalidation: cfg.Invalidation, RemountOnChange: cfg.RemountOnChange, SyncFrequency: f.opts.SyncFrequency}
 	set := map[string]bool{

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/internal/progress"
-	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +47,7 @@ func TestDaemonSetSwitchAndRestore(t *testing.T) {
 	if earlier, err := f.saveOriginal(ctx); err != nil || earlier {
 		t.Fatalf("saveOriginal = %v, %v; want a fresh record", earlier, err)
 	}
-	if _, err := f.Start(ctx, compare.ModeEverySync, 0); err != nil {
+	if _, err := f.Start(ctx, modes.EverySync, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"run", "--root-dir=/var/lib/nodeagent", "--configmap-strategy=Cache", "--cache-invalidation=every-sync", "--sync-frequency=5s"}

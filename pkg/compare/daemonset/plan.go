@@ -19,6 +19,8 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
@@ -187,8 +189,8 @@ func (f *Fleet) scenario(s compare.Scenario, args, candidates []string, inv *inv
 
 // checkWatchRBAC refuses a watch mode whose agents lack list and watch on
 // ConfigMaps, when the cluster says so.
-func (f *Fleet) checkWatchRBAC(ctx context.Context, t *daemonSetTarget, modes []compare.Mode) error {
-	watch := slices.IndexFunc(modes, compare.Mode.UsesWatch)
+func (f *Fleet) checkWatchRBAC(ctx context.Context, t *daemonSetTarget, list []modes.Mode) error {
+	watch := slices.IndexFunc(list, modes.Mode.UsesWatch)
 	if watch < 0 {
 		return nil
 	}
@@ -198,14 +200,14 @@ func (f *Fleet) checkWatchRBAC(ctx context.Context, t *daemonSetTarget, modes []
 		return fmt.Errorf("checking the agents' RBAC for the watch mode: %w", err)
 	}
 	if known && !allowed {
-		return fmt.Errorf("mode %s needs list and watch on configmaps for ServiceAccount %s/%s, which it lacks: apply deploy/overlays/watch, or leave %s out of --modes", modes[watch], t.ds.Namespace, sa, modes[watch])
+		return fmt.Errorf("mode %s needs list and watch on configmaps for ServiceAccount %s/%s, which it lacks: apply deploy/overlays/watch, or leave %s out of --modes", list[watch], t.ds.Namespace, sa, list[watch])
 	}
 	return nil
 }
 
 // describe records what a DaemonSet run measures, and the caveats that
 // come with measuring a shared apiserver.
-func (f *Fleet) describe(s *compare.ScenarioReport) {
+func (f *Fleet) describe(s *results.ScenarioReport) {
 	s.DaemonSet, s.AgentNodes = f.opts.DaemonSet, len(f.agentNodes)
 	for _, pods := range f.served {
 		s.ServedPods += len(pods)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
@@ -136,7 +138,7 @@ func TestPlanReadsTheCluster(t *testing.T) {
 	}
 	run := compare.RunInfo{Namespace: "run", Scenario: compare.DefaultScenario(), Progress: progress.New(io.Discard)}
 	run.Scenario.Nodes, run.Scenario.PhaseDuration = 0, 0
-	run.Scenario.Modes = []compare.Mode{compare.ModeEverySync, compare.ModeFirstReference}
+	run.Scenario.Modes = []modes.Mode{modes.EverySync, modes.FirstReference}
 	plan := func() (compare.Plan, error) {
 		f, err := New(Options{DaemonSet: "nodeagent/nodeagent"})
 		if err != nil {
@@ -159,7 +161,7 @@ func TestPlanReadsTheCluster(t *testing.T) {
 	}
 
 	// The fake apiserver allows nothing in a SubjectAccessReview.
-	run.Scenario.Modes = []compare.Mode{compare.ModeWatch}
+	run.Scenario.Modes = []modes.Mode{modes.Watch}
 	_, err = plan()
 	if err == nil || !strings.Contains(err.Error(), "deploy/overlays/watch") {
 		t.Errorf("watch without RBAC: got %v, want a refusal naming deploy/overlays/watch", err)
@@ -204,7 +206,7 @@ func TestServedVolumesAreTheAgentsOnDisk(t *testing.T) {
 	if want := map[string]int{"a/secret": 1, "a/projected": 1, "a/broken": 1}; !maps.Equal(volumes, want) {
 		t.Errorf("volumes the agents keep: %v, want %v", volumes, want)
 	}
-	var r compare.ScenarioReport
+	var r results.ScenarioReport
 	f.describe(&r)
 	if r.ServedPods != 3 || r.ServedVolumes != 3 {
 		t.Errorf("report: %d pods, %d volumes; want 3 and 3", r.ServedPods, r.ServedVolumes)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
@@ -82,7 +83,7 @@ func TestCompareAndAnalyzeAgree(t *testing.T) {
 	for _, n := range nodes {
 		layout = append(layout, model.Node{Name: n, Pods: served[n]})
 	}
-	for _, ref := range []compare.Mode{compare.ModeKubeletV128, compare.ModeKubeletV136, compare.ModeKubeletV136Watch} {
+	for _, ref := range []modes.Mode{modes.KubeletV128, modes.KubeletV136, modes.KubeletV136Watch} {
 		k, _ := ref.ReferenceKubelet()
 		settings := map[string]analyze.Settings{}
 		for _, n := range inv.Nodes {

@@ -25,6 +25,8 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
@@ -113,7 +115,7 @@ func (f *Fleet) Close(bool) {
 }
 
 // Start builds and runs one agent per node in mode.
-func (f *Fleet) Start(_ context.Context, mode compare.Mode, stagger time.Duration) (compare.Phase, error) {
+func (f *Fleet) Start(_ context.Context, mode modes.Mode, stagger time.Duration) (compare.Phase, error) {
 	p := &phase{fleet: f, mode: mode, agents: make([]*agent.Agent, len(f.nodes))}
 	// One event broadcaster for all the agents (agent.SharedEvents),
 	// posting as RESTConfig's user with the agents' event rate limit.
@@ -152,7 +154,7 @@ func (f *Fleet) Start(_ context.Context, mode compare.Mode, stagger time.Duratio
 // phase is the agents of one mode.
 type phase struct {
 	fleet      *Fleet
-	mode       compare.Mode
+	mode       modes.Mode
 	agents     []*agent.Agent
 	events     record.EventBroadcaster
 	stopAgents context.CancelFunc
@@ -186,7 +188,7 @@ func (p *phase) Counters(context.Context) (compare.Counters, error) {
 		p.measuring, p.cpuAtStart = true, cpuTime()
 		resetPeakRSS()
 	}
-	c := compare.Counters{CPUSeconds: (cpuTime() - p.cpuAtStart).Seconds(), RSSBytes: rss(), PeakRSSBytes: peakRSS(), Resources: compare.ResourcesShared}
+	c := compare.Counters{CPUSeconds: (cpuTime() - p.cpuAtStart).Seconds(), RSSBytes: rss(), PeakRSSBytes: peakRSS(), Resources: results.ResourcesShared}
 	var errs []error
 	for _, a := range p.agents {
 		s, err := apimetrics.Gather(a.Metrics.Registry)

@@ -23,6 +23,8 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/procstat"
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
@@ -104,7 +106,7 @@ func (f *Fleet) Plan(_ context.Context, run compare.RunInfo) (compare.Plan, erro
 		WarmupExtra: 30 * time.Second, WarmupPoll: time.Second,
 	}
 	if f.binary != "" {
-		plan.Describe = func(r *compare.ScenarioReport) { r.AgentProcesses, r.AgentBinary = true, f.binary }
+		plan.Describe = func(r *results.ScenarioReport) { r.AgentProcesses, r.AgentBinary = true, f.binary }
 	}
 	return plan, nil
 }
@@ -121,7 +123,7 @@ const kubeletGrace = 5 * time.Second
 
 // checkKubelets fails early, saying what to build, when a reference
 // kubelet of modes is missing from binDir.
-func checkKubelets(modes []compare.Mode, binDir string) error {
+func checkKubelets(modes []modes.Mode, binDir string) error {
 	for _, m := range modes {
 		k, ok := m.ReferenceKubelet()
 		if !ok {
@@ -159,12 +161,12 @@ func checkMemory(nodes int, kubelets bool) error {
 
 // commandFunc is the process of node in mode: its name, binary and
 // arguments.
-type commandFunc func(mode compare.Mode, node model.Node, kubeconfig, rootDir string) (name, path string, args []string)
+type commandFunc func(mode modes.Mode, node model.Node, kubeconfig, rootDir string) (name, path string, args []string)
 
 // agentCommand runs nodeagent's binary, configured as the scenario's
 // in-process agents are.
 func agentCommand(s compare.Scenario, binary string) commandFunc {
-	return func(mode compare.Mode, node model.Node, kubeconfig, rootDir string) (string, string, []string) {
+	return func(mode modes.Mode, node model.Node, kubeconfig, rootDir string) (string, string, []string) {
 		cfg := s.AgentConfig(mode, node.Name, rootDir)
 		return "nodeagent", binary, cfg.Command(kubeconfig)
 	}
@@ -173,7 +175,7 @@ func agentCommand(s compare.Scenario, binary string) commandFunc {
 // kubeletCommand runs the reference kubelet of mode from binDir, with the
 // kubelet's own flags (hack/refkubelet) and the agents' rate limits.
 func kubeletCommand(s compare.Scenario, binDir string) commandFunc {
-	return func(mode compare.Mode, node model.Node, kubeconfig, rootDir string) (string, string, []string) {
+	return func(mode modes.Mode, node model.Node, kubeconfig, rootDir string) (string, string, []string) {
 		k, _ := mode.ReferenceKubelet()
 		cfg := s.AgentConfig(mode, node.Name, rootDir)
 		return k.Binary(), filepath.Join(binDir, k.Binary()), []string{
@@ -190,7 +192,7 @@ func kubeletCommand(s compare.Scenario, binDir string) commandFunc {
 }
 
 // Start writes each node's kubeconfig and starts its process in mode.
-func (f *Fleet) Start(_ context.Context, mode compare.Mode, stagger time.Duration) (compare.Phase, error) {
+func (f *Fleet) Start(_ context.Context, mode modes.Mode, stagger time.Duration) (compare.Phase, error) {
 	if f.workDir == "" {
 		// Short: the kubelet makes unix sockets under its root directory,
 		// whose paths must fit in 108 bytes.
@@ -227,7 +229,7 @@ func (f *Fleet) Start(_ context.Context, mode compare.Mode, stagger time.Duratio
 // phase is the processes of one mode.
 type phase struct {
 	fleet       *Fleet
-	mode        compare.Mode
+	mode        modes.Mode
 	dir, logDir string
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
@@ -315,7 +317,7 @@ func (p *phase) Counters(context.Context) (compare.Counters, error) {
 			_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", proc.Pid()), []byte("5"), 0)
 		}
 	}
-	c := compare.Counters{Resources: compare.ResourcesOwn}
+	c := compare.Counters{Resources: results.ResourcesOwn}
 	var cpu time.Duration
 	for _, proc := range p.procs {
 		u := procstat.Of(proc.Pid())

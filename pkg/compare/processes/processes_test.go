@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -28,14 +29,14 @@ func TestProcessFleetChecksMemory(t *testing.T) {
 func TestProcessCommands(t *testing.T) {
 	s := compare.DefaultScenario()
 	node := model.Node{Name: "n1", Pods: make([]model.Pod, 3)}
-	name, path, args := agentCommand(s, "/bin/nodeagent")(compare.ModeWatchAtSync, node, "/kc", "/root")
+	name, path, args := agentCommand(s, "/bin/nodeagent")(modes.WatchAtSync, node, "/kc", "/root")
 	joined := strings.Join(args, " ")
 	for _, want := range []string{"run --kubeconfig=/kc", "--node-name=n1", "--root-dir=/root", "--configmap-strategy=Watch", "--remount-on-change=false", "--sync-frequency=5s", "--http-address="} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("agent %s %s: args %q lack %q", name, path, joined, want)
 		}
 	}
-	name, path, args = kubeletCommand(s, "/bin")(compare.ModeKubeletV128, node, "/kc", "/root")
+	name, path, args = kubeletCommand(s, "/bin")(modes.KubeletV128, node, "/kc", "/root")
 	joined = strings.Join(args, " ")
 	if name != "refkubelet-v1.28" || path != "/bin/refkubelet-v1.28" || !strings.Contains(joined, "--configmap-change-detection-strategy=Cache") || !strings.Contains(joined, "--max-pods=110") {
 		t.Errorf("kubelet-v1.28 runs %s (%s) with %q", name, path, joined)

@@ -1,4 +1,4 @@
-package compare
+package results
 
 import (
 	"encoding/json"
@@ -6,29 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/compare/attribution"
-	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 )
 
-// sameTTL gives every node of nodes the TTL d.
-func sameTTL(nodes []model.Node, d time.Duration) map[string]time.Duration {
-	ttls := make(map[string]time.Duration, len(nodes))
-	for _, n := range nodes {
-		ttls[n.Name] = d
-	}
-	return ttls
-}
-
 func sampleReport() *Report {
-	s := DefaultScenario()
-	r := &Report{Scenario: newScenarioReport(s)}
-	r.Scenario.APIServer = "test"
-	for i, m := range s.Modes {
-		layout := Layout(s, DefaultNamespace)
-		l := Prediction(layout, s.SyncFrequency, m, sameTTL(layout, s.TTL)).ByKind[model.ConfigMap]
-		api, etcd := l.APIServerGetQPS, l.EtcdGetQPS
+	r := &Report{Scenario: ScenarioReport{Nodes: 20, PodsPerNode: 10, ConfigMapsPerPod: 1, SyncFrequencySeconds: 5, TTLSeconds: 25,
+		PhaseSeconds: 60, Modes: []modes.Mode{modes.EverySync, modes.FirstReference, modes.Watch}, APIServer: "test", PodPhases: "mixed"}}
+	for i, m := range r.Scenario.Modes {
+		api, etcd := 30.0/float64(i+1), 30.0/float64(i+1)
+		if m != modes.EverySync {
+			etcd = 0
+		}
 		p := PhaseResult{Mode: m, Description: m.Describe(), APIServerGetQPS: api * 0.98, EtcdGetQPS: etcd, ExpectedAPIServerQPS: api,
 			ExpectedEtcdQPS: etcd, MeasuredSeconds: 60, TTLSeconds: 25}
 		for t := 5; t <= 60; t += 5 {
@@ -86,7 +76,7 @@ func TestReportFilesAndKeys(t *testing.T) {
 // A report written before every mode was measured says which were not.
 func TestReportSaysWhatWasNotMeasured(t *testing.T) {
 	r := sampleReport()
-	r.NotMeasured = []Mode{r.Phases[len(r.Phases)-1].Mode}
+	r.NotMeasured = []modes.Mode{r.Phases[len(r.Phases)-1].Mode}
 	r.Phases = r.Phases[:len(r.Phases)-1]
 	md := r.Markdown()
 	want := "Not measured: `" + string(r.NotMeasured[0]) + "`"

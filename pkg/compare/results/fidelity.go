@@ -1,9 +1,10 @@
-package compare
+package results
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
@@ -26,15 +27,15 @@ func (p *PhaseResult) memoryPerNode(nodes int) float64 {
 // fidelity sets each nodeagent mode beside the reference kubelet of the
 // same behaviour, where the run measured both: one line per pair.
 func (r *Report) fidelity() []string {
-	phases := map[Mode]*PhaseResult{}
+	phases := map[modes.Mode]*PhaseResult{}
 	for i := range r.Phases {
 		phases[r.Phases[i].Mode] = &r.Phases[i]
 	}
 	var lines []string
-	for _, ref := range modeSpecs {
-		kubelet := phases[ref.mode]
+	for _, ref := range modes.Modes {
+		kubelet := phases[ref]
 		var agent *PhaseResult
-		for _, m := range ref.pairsWith {
+		for _, m := range ref.PairsWith() {
 			if agent == nil {
 				agent = phases[m]
 			}

@@ -1,4 +1,9 @@
-package compare
+// Package results is what a compare run measured, as report.json keeps it
+// (Report, ScenarioReport, PhaseResult: stable JSON keys, which tools
+// read), and its renderings: the text and Markdown tables, report.md,
+// the charts, the fidelity lines beside the real kubelets, and the tables
+// the docs quote from recorded runs (LatencyTable, ResourceTable).
+package results
 
 import (
 	"fmt"
@@ -8,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
@@ -15,16 +21,16 @@ import (
 
 // ScenarioReport is the scenario as report.json records it.
 type ScenarioReport struct {
-	Nodes                int     `json:"nodes"`
-	PodsPerNode          int     `json:"pods_per_node"`
-	ConfigMapsPerPod     int     `json:"configmaps_per_pod"`
-	SharedConfigMaps     int     `json:"shared_configmaps"`
-	SyncFrequencySeconds float64 `json:"sync_frequency_seconds"`
-	TTLSeconds           float64 `json:"ttl_seconds"`
-	PhaseSeconds         float64 `json:"phase_seconds"`
-	Modes                []Mode  `json:"modes"`
-	APIServer            string  `json:"apiserver"`
-	APIServerVersion     string  `json:"apiserver_version,omitempty"`
+	Nodes                int          `json:"nodes"`
+	PodsPerNode          int          `json:"pods_per_node"`
+	ConfigMapsPerPod     int          `json:"configmaps_per_pod"`
+	SharedConfigMaps     int          `json:"shared_configmaps"`
+	SyncFrequencySeconds float64      `json:"sync_frequency_seconds"`
+	TTLSeconds           float64      `json:"ttl_seconds"`
+	PhaseSeconds         float64      `json:"phase_seconds"`
+	Modes                []modes.Mode `json:"modes"`
+	APIServer            string       `json:"apiserver"`
+	APIServerVersion     string       `json:"apiserver_version,omitempty"`
 	// Fleet is how the agents ran (compare's --fleet); FleetDescription,
 	// where the fleet gives one, says what a reader must know of it.
 	Fleet            string `json:"fleet,omitempty"`
@@ -62,9 +68,9 @@ type ScenarioReport struct {
 	Notes     []string `json:"notes,omitempty"`
 }
 
-// describeVolumes records how many of the run's pods carry the
+// DescribeVolumes records how many of the run's pods carry the
 // service-account volume, as the apiserver admitted them.
-func (s *ScenarioReport) describeVolumes(nodes []model.Node) {
+func (s *ScenarioReport) DescribeVolumes(nodes []model.Node) {
 	s.ServiceAccountVolumes = 0
 	for _, n := range nodes {
 		for _, p := range n.Pods {
@@ -88,15 +94,7 @@ type Report struct {
 	// them when the report was written (Run writes it after every phase,
 	// so that a run that dies still leaves what it measured), or it ended
 	// before them.
-	NotMeasured []Mode `json:"not_measured,omitempty"`
-}
-
-func newScenarioReport(s Scenario) ScenarioReport {
-	return ScenarioReport{
-		Nodes: s.Nodes, PodsPerNode: s.PodsPerNode, ConfigMapsPerPod: s.ConfigMapsPerPod, SharedConfigMaps: s.SharedConfigMaps,
-		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(), PhaseSeconds: s.PhaseDuration.Seconds(),
-		Modes: s.Modes, ServiceAccountVolume: s.ServiceAccountVolume, UpdateRate: s.UpdateRate, PodPhases: s.PodPhases.String(),
-	}
+	NotMeasured []modes.Mode `json:"not_measured,omitempty"`
 }
 
 // table is the results, one row per phase, for the text and Markdown
@@ -172,7 +170,7 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "; sync frequency %gs, node TTL %gs, %gs measured per mode; apiserver %s %s.\n\n",
 		s.SyncFrequencySeconds, s.TTLSeconds, s.PhaseSeconds, s.APIServer, s.APIServerVersion)
-	if s.PodPhases == PhasesTogether.String() {
+	if s.PodPhases == "together" { // compare.PhasesTogether
 		b.WriteString("Pod phases: together. Each window opens right after its agents start, when every node's pods sync together, as after a kubelet restart; the model is of pods whose phases have mixed, so shared objects measure below it.\n\n")
 	} else {
 		b.WriteString("Pod phases: mixed. In the two sync periods before each window every pod was updated once or twice, on a schedule that leaves its syncs out of step with its node's other pods', as on a node whose pods started at different times: the steady state the model describes (docs/model.md, \"Right after a start\").\n\n")
@@ -239,9 +237,9 @@ func (r *Report) WriteFiles(dir string) error {
 	return nil
 }
 
-func joinModes(modes []Mode) string {
-	names := make([]string, len(modes))
-	for i, m := range modes {
+func joinModes(list []modes.Mode) string {
+	names := make([]string, len(list))
+	for i, m := range list {
 		names[i] = "`" + string(m) + "`"
 	}
 	return strings.Join(names, ", ")

@@ -1,4 +1,11 @@
-package compare
+// Package modes names the configurations compare measures, one phase
+// each: nodeagent's agents in each behaviour of the kubelet's (every-sync,
+// first-reference, watch, watch-at-sync, get), and the real kubelets
+// beside them (kubelet-*). A mode is one entry of one table (modeSpecs):
+// what runs, what the load model predicts for it (its behaviour, from the
+// model's table of kubelet releases for a reference kubelet), what it is
+// set beside and how it is drawn.
+package modes
 
 import (
 	"errors"
@@ -16,15 +23,15 @@ import (
 type Mode string
 
 const (
-	ModeEverySync      Mode = "every-sync"
-	ModeFirstReference Mode = "first-reference"
-	ModeWatch          Mode = "watch"
-	ModeWatchAtSync    Mode = "watch-at-sync"
-	ModeGet            Mode = "get"
+	EverySync      Mode = "every-sync"
+	FirstReference Mode = "first-reference"
+	Watch          Mode = "watch"
+	WatchAtSync    Mode = "watch-at-sync"
+	Get            Mode = "get"
 
-	ModeKubeletV128      Mode = "kubelet-v1.28"
-	ModeKubeletV136      Mode = "kubelet-v1.36"
-	ModeKubeletV136Watch Mode = "kubelet-v1.36-watch"
+	KubeletV128      Mode = "kubelet-v1.28"
+	KubeletV136      Mode = "kubelet-v1.36"
+	KubeletV136Watch Mode = "kubelet-v1.36-watch"
 )
 
 // modeSpec is everything a mode means, in one place: what the agents (or
@@ -82,49 +89,49 @@ var (
 // modeSpecs lists the modes, in the order --help and the docs give them.
 var modeSpecs = withKubeletBehaviours([]modeSpec{
 	{
-		mode: ModeEverySync, description: "cache, invalidated on every pod sync (kubelet ≤ v1.28, before #120255)",
+		mode: EverySync, description: "cache, invalidated on every pod sync (kubelet ≤ v1.28, before #120255)",
 		behaviour: model.EverySync,
 		colour:    color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red: the problem
 	},
 	{
-		mode: ModeFirstReference, description: "cache, invalidated on first reference only (kubelet ≥ v1.29, after #120255)",
+		mode: FirstReference, description: "cache, invalidated on first reference only (kubelet ≥ v1.29, after #120255)",
 		behaviour: model.FirstReference,
 		colour:    color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue: the fix
 	},
 	{
-		mode: ModeWatch, description: "one watch per ConfigMap, no GETs; a change remounts its pods at once",
+		mode: Watch, description: "one watch per ConfigMap, no GETs; a change remounts its pods at once",
 		behaviour: model.Watch, remountOnChange: true,
 		colour: color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
 	},
 	{
 		// The watch strategy without remount-on-change: a change reaches
 		// disk at each pod's next sync, as with the kubelet's Watch strategy.
-		mode: ModeWatchAtSync, description: "one watch per ConfigMap, no GETs; a change reaches disk at each pod's next sync",
+		mode: WatchAtSync, description: "one watch per ConfigMap, no GETs; a change reaches disk at each pod's next sync",
 		behaviour: model.Watch,
 		colour:    color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // teal
 	},
 	{
-		mode: ModeGet, description: "a quorum GET on every remount, no cache",
+		mode: Get, description: "a quorum GET on every remount, no cache",
 		behaviour: model.Get,
 		colour:    color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
 	},
 	// The reference kubelets, one process per simulated node, each drawn
 	// in a lighter shade of the colour of the mode it pairs with.
 	{
-		mode: ModeKubeletV128, description: "the real kubelet v1.28.15, Cache strategy (before #120255)",
-		kubelet: &ReferenceKubelet{Release: kubeletV128, Strategy: model.StrategyCache}, pairsWith: []Mode{ModeEverySync},
+		mode: KubeletV128, description: "the real kubelet v1.28.15, Cache strategy (before #120255)",
+		kubelet: &ReferenceKubelet{Release: kubeletV128, Strategy: model.StrategyCache}, pairsWith: []Mode{EverySync},
 		colour: color.RGBA{R: 0xff, G: 0x98, B: 0x96, A: 0xff},
 	},
 	{
-		mode: ModeKubeletV136, description: "the real kubelet v1.36.3, Cache strategy (after #120255)",
-		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyCache}, pairsWith: []Mode{ModeFirstReference},
+		mode: KubeletV136, description: "the real kubelet v1.36.3, Cache strategy (after #120255)",
+		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyCache}, pairsWith: []Mode{FirstReference},
 		colour: color.RGBA{R: 0x9e, G: 0xc7, B: 0xe8, A: 0xff},
 	},
 	{
 		// Remounting on a change sends no requests: watch's load is the
 		// kubelet's Watch strategy's as much as watch-at-sync's.
-		mode: ModeKubeletV136Watch, description: "the real kubelet v1.36.3, Watch strategy",
-		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyWatch}, pairsWith: []Mode{ModeWatchAtSync, ModeWatch},
+		mode: KubeletV136Watch, description: "the real kubelet v1.36.3, Watch strategy",
+		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyWatch}, pairsWith: []Mode{WatchAtSync, Watch},
 		colour: color.RGBA{R: 0x9e, G: 0xda, B: 0xe5, A: 0xff},
 	},
 })
@@ -140,9 +147,10 @@ func withKubeletBehaviours(specs []modeSpec) []modeSpec {
 	return specs
 }
 
-// cacheOptions are the agent's cache options in this mode; for a reference
+// CacheOptions are the agent's cache options in mode m; for a reference
 // kubelet, those of the agent that behaves as it does (for the report).
-func (s *modeSpec) cacheOptions() (model.Strategy, configmapcache.Invalidation) {
+func (m Mode) CacheOptions() (model.Strategy, configmapcache.Invalidation) {
+	s := m.spec()
 	strategy, invalidation, err := configmapcache.ForBehaviour(s.behaviour)
 	if err != nil {
 		panic(err) // every behaviour has settings (TestEveryBehaviourHasSettings)
@@ -166,7 +174,7 @@ func (m Mode) spec() *modeSpec {
 			return &modeSpecs[i]
 		}
 	}
-	panic(fmt.Sprintf("compare: unknown mode %q", m))
+	panic(fmt.Sprintf("modes: unknown mode %q", m))
 }
 
 // IsReferenceKubelet says whether m runs the real kubelet.
@@ -217,3 +225,15 @@ func ParseModes(list string) ([]Mode, error) {
 	}
 	return modes, nil
 }
+
+// Behaviour is what the model predicts for m: the agents' behaviour, or the
+// reference kubelet's from its release and strategy.
+func (m Mode) Behaviour() model.Behaviour { return m.spec().behaviour }
+
+// RemountOnChange says whether m's agents remount a volume as soon as its
+// watch sees a change.
+func (m Mode) RemountOnChange() bool { return m.spec().remountOnChange }
+
+// PairsWith lists, for a reference kubelet, the nodeagent modes whose
+// requests are the kubelet's, in order of preference; nil otherwise.
+func (m Mode) PairsWith() []Mode { return m.spec().pairsWith }

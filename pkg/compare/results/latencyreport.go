@@ -1,4 +1,4 @@
-package compare
+package results
 
 import (
 	"fmt"
@@ -88,7 +88,7 @@ func writeLatencyChart(r *Report, dir string) error {
 		points = append(points, report.Point{X: math.Max(seconds[len(seconds)-1], 1e-3), Y: 1})
 		c.Series = append(c.Series, report.Series{
 			Label:  fmt.Sprintf("%s: p99 %s", phase.Mode, report.FormatSeconds(l.P99Seconds)),
-			Colour: phase.Mode.spec().colour, Style: report.Curve, Points: points,
+			Colour: phase.Mode.Colour(), Style: report.Curve, Points: points,
 		})
 	}
 	return c.Save(dir, "latency")

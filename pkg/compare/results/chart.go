@@ -1,4 +1,4 @@
-package compare
+package results
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ func writeChart(r *Report, dir string) error {
 			etcd = append(etcd, report.Point{X: s.Seconds, Y: s.EtcdQPS})
 		}
 		first, last := phase.Samples[0].Seconds, phase.Samples[len(phase.Samples)-1].Seconds
-		colour, mode := phase.Mode.spec().colour, string(phase.Mode)
+		colour, mode := phase.Mode.Colour(), string(phase.Mode)
 		c.Series = append(c.Series,
 			report.Series{Label: mode + ": apiserver GET/s", Colour: colour, Points: apiserver},
 			report.Series{Label: mode + ": etcd get/s", Colour: colour, Style: report.Dashed, Points: etcd},

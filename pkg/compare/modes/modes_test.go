@@ -1,4 +1,4 @@
-package compare
+package modes
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 func TestReferenceKubeletsAreThoseBuilt(t *testing.T) {
 	pinned := regexp.MustCompile(`(?m)^(?:require)?\s*k8s\.io/kubernetes v(\d+\.\d+\.\d+)\s*$`)
 	built := map[string]bool{}
-	files, err := filepath.Glob(filepath.Join("..", "..", "hack", "refkubelet", "*.mod"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "hack", "refkubelet", "*.mod"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no module files in hack/refkubelet (%v)", err)
 	}
