@@ -39,7 +39,7 @@ func fleetKinds() []compare.FleetKind {
 }
 
 func runCompare(args []string, stdout io.Writer) error {
-	fs := newFlagSet("compare", "Measure the ConfigMap GET load of the kubelet's cache before and after kubernetes#120255, at the apiserver and at etcd, on a real apiserver.", stdout)
+	fs := newFlagSet("compare", "Measure the ConfigMap GET load of the kubelet's cache before and after kubernetes#120255, at the apiserver and at etcd, on a real apiserver: the agents of a fleet (--fleet) in each mode, beside the real kubelets and the load model.", stdout)
 	s := compare.DefaultScenario()
 	opts := compare.Options{Progress: os.Stderr}
 	var flags compareFlags

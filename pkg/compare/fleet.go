@@ -18,13 +18,14 @@ import (
 )
 
 // Fleet is one way of running the agents that a run's phases measure.
-// Each is a package of its own, chosen by the command and handed to Run
-// (Options.Agents, Options.Kubelets): compare/inprocess (agents in this
-// process, one per simulated node), compare/processes (one process per
-// simulated node: `nodeagent run`, or the real kubelet), and
-// compare/daemonset (the agents of a DaemonSet on the cluster's own
-// nodes). Each validates its own options in its constructor and the run in
-// Plan; Run does not know which it has.
+// Each is a package of its own, offered as a FleetKind, chosen by the
+// command by name and handed to Run (Options.Agents, Options.Kubelets):
+// compare/inprocess (agents in this process, one per simulated node),
+// compare/processes (one process per simulated node: `nodeagent run`, or
+// the real kubelet), and compare/daemonset (the agents of a DaemonSet on
+// the cluster's own nodes). Each validates the run in Plan and says what
+// the report must know of it there (Plan.Describe) and in its counters
+// (Counters.Resources); Run and the report never ask which it is.
 //
 // Run calls Plan once, before it creates anything; Start for each phase
 // of the fleet's modes, and the phase's Stop, if it has one, at the

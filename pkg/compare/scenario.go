@@ -1,14 +1,23 @@
 // Package compare runs the before/after experiment of nodeagent: for each
 // mode (the kubelet before kubernetes#120255, after it, the watch strategy,
-// plain GETs) it runs one agent per simulated node against a real
-// apiserver, measures the ConfigMap GETs the apiserver serves and the reads
-// that reach etcd, and sets them beside the load model of docs/model.md.
+// plain GETs, and the real kubelets beside them; package modes) it runs the
+// agents of a fleet against a real apiserver, measures the ConfigMap GETs
+// the apiserver serves and the reads that reach etcd, and sets them beside
+// the load model of docs/model.md.
 //
-// A run: create Nodes (TTL annotation from the scenario), ConfigMaps and
-// pods bound to the nodes; then, per mode, start the agents, wait until
-// every volume is on disk (the warm-up, reported but not measured),
-// measure for the phase duration from the apiserver's own /metrics, stop
-// the agents; finally write report.json, report.md and a chart.
+// A fleet is a way of running the agents, chosen by name (FleetKind): in
+// this process, one per simulated node; as processes, one per simulated
+// node; or a deployed DaemonSet's, on the cluster's own nodes. Run knows
+// them only through the Fleet contract (fleet.go).
+//
+// A run: ask each fleet's Plan how it runs the scenario; create the
+// ConfigMaps and the pods bound to the nodes (and the simulated Nodes, with
+// the scenario's TTL); then, per mode, start the fleet's agents, wait until
+// every volume they keep is on disk (the warm-up, reported but not
+// measured), mix the pods' sync phases, measure for the phase duration from
+// the apiserver's own /metrics, and end the phase (a fleet that owns its
+// agents stops them; a DaemonSet's roll to the next mode); finally write
+// report.json, report.md and a chart (package results).
 package compare
 
 import (

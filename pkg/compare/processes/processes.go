@@ -136,9 +136,11 @@ func checkKubelets(modes []modes.Mode, binDir string) error {
 	return nil
 }
 
-// Resident memory of one process with a node's pods, rounded up from
-// docs/performance.md's idle figures with 110 pods (the full nodeagent
-// binary's, which --agent-binary may name, and the reference kubelets').
+// Resident memory of one process with a node's pods: at least the peak
+// measured with 110 pods in the record idle-1m (docs/runs/idle-1m.json, one
+// process per node), with room for the full nodeagent binary, which
+// --agent-binary may name, and for a busier node. TestMemoryBoundsHoldTheRecord
+// holds them to the record.
 const (
 	agentProcessBytes   = 64 << 20
 	kubeletProcessBytes = 128 << 20
