@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -145,9 +146,10 @@ func New(opts Options) *PodWorkers {
 }
 
 // ShouldTearDown reports whether a pod's volumes should go: it is being
-// deleted, or it has finished.
+// deleted, or it has finished; a pod bound to a node that its node no
+// longer serves (podrefs.Served, the one reading of it).
 func ShouldTearDown(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	return !podrefs.Served(pod)
 }
 
 // UpdatePod delivers the newest version of a pod to its worker, starting
