@@ -172,8 +172,13 @@ func envRefs(c *corev1.Container) []Ref {
 // never remounted). Every reading of a cluster's load takes the pods it
 // counts through this one filter.
 func Served(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil &&
-		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	return pod.Spec.NodeName != "" && !Leaving(pod)
+}
+
+// Leaving says whether pod's volumes are only to be torn down: it is being
+// deleted, or it has finished.
+func Leaving(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // AgentVolumes counts the volumes of refs, a pod's in namespace, that nodeagent's agent keeps on

@@ -146,10 +146,9 @@ func New(opts Options) *PodWorkers {
 }
 
 // ShouldTearDown reports whether a pod's volumes should go: it is being
-// deleted, or it has finished; a pod bound to a node that its node no
-// longer serves (podrefs.Served, the one reading of it).
+// deleted, or it has finished (podrefs.Leaving, the one reading of it).
 func ShouldTearDown(pod *corev1.Pod) bool {
-	return !podrefs.Served(pod)
+	return podrefs.Leaving(pod)
 }
 
 // UpdatePod delivers the newest version of a pod to its worker, starting
