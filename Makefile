@@ -59,7 +59,7 @@ build: ## Build nodeagent into _output/bin, its agent-only build nodeagent-agent
 controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; six to eleven minutes the first time).
 	hack/controlplane/build.sh $(BIN)
 
-refkubelet: ## Build the reference kubelets v1.28 and v1.36 into _output/bin (once; about seven minutes the first time).
+refkubelet: ## Build the reference kubelets v1.28 and v1.37 into _output/bin (once; about seven minutes the first time).
 	hack/refkubelet/build.sh $(BIN)
 
 kustomize: $(BIN)/kustomize ## Build the pinned kustomize CLI into _output/bin (renders deploy/).
@@ -254,9 +254,9 @@ scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30
 # kubelet its own process; S = 1m over 5 minutes, then S = 10s over 2.
 idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's (about 60 minutes).
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 1m --phase-duration 5m --sample-interval 30s --agent-processes \
-		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/1m
+		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.37,kubelet-v1.37-watch --output-dir $(OUTPUT)/idle/1m
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 10s --phase-duration 2m --sample-interval 10s --agent-processes \
-		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.36,kubelet-v1.36-watch --output-dir $(OUTPUT)/idle/10s
+		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.37,kubelet-v1.37-watch --output-dir $(OUTPUT)/idle/10s
 
 # What nodeagent's binaries hold in memory before any work (docs/performance.md,
 # "Where the memory is"): each started against an apiserver that refuses

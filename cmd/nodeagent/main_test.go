@@ -31,7 +31,7 @@ func TestDispatch(t *testing.T) {
 		{"compare: help names the kubeconfig flag", []string{"compare", "--help"}, 0, "--kubeconfig string", ""},
 		{"compare: node selector without daemonset", []string{"compare", "--node-selector=pool=a"}, 1, "", "--node-selector belongs to --fleet daemonset"},
 		{"compare: daemonset with ttl", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/dev/null", "--ttl=5s"}, 1, "", "--ttl is written on the Nodes the run creates"},
-		{"compare: reference kubelets need the local control plane", []string{"compare", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.36,first-reference"}, 1, "", "leave out --kubeconfig"},
+		{"compare: reference kubelets need the local control plane", []string{"compare", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.37,first-reference"}, 1, "", "leave out --kubeconfig"},
 		{"compare: reference kubelets not beside a daemonset", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--modes=kubelet-v1.28"}, 1, "", "not with --fleet daemonset"},
 		{"compare: the fleet by name", []string{"compare", "--fleet=DaemonSet", "--kubeconfig=/nonexistent", "--metrics-address=:9"}, 1, "", "--metrics-address belongs to --fleet in-process, not daemonset"},
 		{"compare: an unknown fleet", []string{"compare", "--fleet=cloud"}, 1, "", "choose one of in-process, processes, daemonset"},

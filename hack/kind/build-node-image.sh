@@ -20,7 +20,7 @@
 #             hack/kind/coredns, crictl from hack/kind/crictl, and our pause
 #             and capdrop-runc;
 #   images/   the images kubeadm runs (registry.k8s.io/kube-apiserver, ...,
-#             etcd, coredns, pause, with the tags kubeadm v1.36.3 asks for),
+#             etcd, coredns, pause, with the tags kubeadm v1.37.2 asks for),
 #             assembled by ./images from those binaries;
 #   debian-bookworm.tar   a debootstrap of Debian bookworm with systemd,
 #             containerd, runc, iptables, conntrack, jq and the CNI plugins;

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds the reference kubelets refkubelet-v1.28 and refkubelet-v1.36 into an
+# Builds the reference kubelets refkubelet-v1.28 and refkubelet-v1.37 into an
 # output directory (default _output/bin), from the Go module proxy: one
 # source, built once per module file (v1.28.mod, go.mod).
 #
 # Each binary is rebuilt only when it is missing or when what pins it
 # changed: its stamp records a hash of its module file, its go.sum, the
-# sources, this script and the Go version. The v1.36 build shares the
+# sources, this script and the Go version. The v1.37 build shares the
 # module cache with hack/controlplane and takes about two minutes; the v1.28
 # build downloads its own modules and takes about five.
 set -euo pipefail
@@ -40,5 +40,5 @@ build() {
   echo "Built $name in $(( $(date +%s) - start ))s."
 }
 
-build refkubelet-v1.36 go.mod ""
+build refkubelet-v1.37 go.mod ""
 build refkubelet-v1.28 v1.28.mod refkubelet_v1_28

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make verify` for the reference kubelets' module: go vet and staticcheck
-# over both of its builds, v1.36 (go.mod) and v1.28 (v1.28.mod with the
+# over both of its builds, v1.37 (go.mod) and v1.28 (v1.28.mod with the
 # refkubelet_v1_28 tag). Usage:
 #
 #   hack/refkubelet/check.sh STATICCHECK_BINARY

@@ -20,7 +20,7 @@ import (
 
 // startKubelet serves a fake CRI runtime in this process and starts the
 // kubelet on it; stop ends the fake runtime, removing its socket. v1.28
-// differs from v1.36 in where the fake runtime lives, in the runtime
+// differs from v1.37 in where the fake runtime lives, in the runtime
 // client's and RunKubelet's signatures, and in having no node startup
 // tracker and no pod logs directory setting.
 func startKubelet(ctx context.Context, server *options.KubeletServer, client, heartbeatClient, eventClient *clientset.Clientset) (stop func(), err error) {

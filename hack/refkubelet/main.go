@@ -8,7 +8,7 @@
 // process, stub cgroups and cAdvisor, and a fake mounter, so that volumes
 // are real directories under --root-dir and nothing touches the host.
 //
-// One source, one module file per release: go.mod pins v1.36 and
+// One source, one module file per release: go.mod pins v1.37 and
 // v1.28.mod pins v1.28, the last release before kubernetes#120255; the
 // build tag refkubelet_v1_28 selects the code that differs between them.
 // build.sh builds both (`make refkubelet`).

@@ -46,8 +46,8 @@ import (
 
 // Versions the binaries are built at; hack/controlplane/go.mod pins them.
 const (
-	KubernetesVersion = "v1.36.3"
-	EtcdVersion       = "3.6.8"
+	KubernetesVersion = "v1.37.2"
+	EtcdVersion       = "3.7.0"
 )
 
 // Options configure Start. The zero value is usable.

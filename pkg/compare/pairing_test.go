@@ -24,7 +24,7 @@ func nearlyEqual(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, m
 // the model predicts the same load for both.
 func TestReferenceModesPairWithTheirCounterparts(t *testing.T) {
 	for ref, agentMode := range map[modes.Mode]modes.Mode{
-		modes.KubeletV128: modes.EverySync, modes.KubeletV136: modes.FirstReference, modes.KubeletV136Watch: modes.WatchAtSync,
+		modes.KubeletV128: modes.EverySync, modes.KubeletV137: modes.FirstReference, modes.KubeletV137Watch: modes.WatchAtSync,
 	} {
 		if !ref.IsReferenceKubelet() || agentMode.IsReferenceKubelet() {
 			t.Errorf("%s / %s: IsReferenceKubelet wrong", ref, agentMode)

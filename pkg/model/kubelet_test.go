@@ -23,6 +23,10 @@ func TestKubeletBehaviour(t *testing.T) {
 		{"1.29.0", StrategyCache, FirstReference},
 		{"1.29.3-eks-adc7111", StrategyCache, FirstReference},
 		{"1.36.3", StrategyCache, FirstReference},
+		// v1.37's ConfigMap manager is v1.36's (context plumbing only).
+		{"1.37.2", StrategyCache, FirstReference},
+		{"1.37.2", StrategyGet, Get},
+		{"1.37.2", StrategyWatch, Watch},
 		{"", StrategyCache, FirstReference},
 		{"1.28.15", StrategyWatch, Watch},
 		{"1.36.3", StrategyWatch, Watch},

@@ -51,8 +51,8 @@ const (
 )
 
 // TestAnalyzeAgainstRealKubelets runs `nodeagent analyze --measure` on a
-// mixed fleet of reference kubelets (v1.28 and v1.36 on Cache, with TTLs
-// above the sync frequency and of 0, v1.36 on Watch and on Get) serving
+// mixed fleet of reference kubelets (v1.28 and v1.37 on Cache, with TTLs
+// above the sync frequency and of 0, v1.37 on Watch and on Get) serving
 // pods with their own and shared ConfigMaps and Secrets, projected
 // volumes, environment references, an immutable ConfigMap and a missing
 // optional one. analyze must read every kubelet's settings from its
@@ -62,10 +62,10 @@ const (
 func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 	fleet := []analyzeNode{
 		{"analyze-v128-cache", "v1.28", model.StrategyCache, 10, mixingSync},
-		{"analyze-v136-cache", "v1.36", model.StrategyCache, 10, analyzeSync},
-		{"analyze-v136-cache-ttl0", "v1.36", model.StrategyCache, 0, analyzeSync},
-		{"analyze-v136-watch", "v1.36", model.StrategyWatch, 10, analyzeSync},
-		{"analyze-v136-get", "v1.36", model.StrategyGet, 10, analyzeSync},
+		{"analyze-v137-cache", "v1.37", model.StrategyCache, 10, analyzeSync},
+		{"analyze-v137-cache-ttl0", "v1.37", model.StrategyCache, 0, analyzeSync},
+		{"analyze-v137-watch", "v1.37", model.StrategyWatch, 10, analyzeSync},
+		{"analyze-v137-get", "v1.37", model.StrategyGet, 10, analyzeSync},
 	}
 	ctx := context.Background()
 	ns := createNamespace(t, "analyze")
@@ -156,7 +156,7 @@ func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 	// Watches: exactly, once the watches of objects that only containers'
 	// environments read have been closed as idle (after a minute unread,
 	// checked every minute).
-	watchNode := byName["analyze-v136-watch"]
+	watchNode := byName["analyze-v137-watch"]
 	if watchNode.Predicted.Sum().Watches == 0 {
 		t.Fatal("the Watch node is predicted no watches")
 	}

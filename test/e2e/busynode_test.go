@@ -24,7 +24,7 @@ import (
 // pod of a hundred volumes of one ConfigMap, on a node whose TTL is 0 at
 // S = 2 s, where every remount reads its ConfigMaps from the apiserver and
 // the client limit (50 QPS, burst 100) is the bottleneck. nodeagent and
-// the reference kubelet v1.36 serve the same pods on two nodes side by
+// the reference kubelet v1.37 serve the same pods on two nodes side by
 // side; nodeagent must send the same GETs (within 10 %), have every
 // healthy volume on disk and post every failure's FailedMount, first
 // mounts' and remounts', no later than the kubelet (docs/reliability.md,
@@ -108,7 +108,7 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 		createConfigMap(t, ns, fmt.Sprintf("busy-cm-%02d", i), map[string]string{"config.yaml": fmt.Sprintf("n: %d\n", i), "extra": "x"})
 	}
 
-	agentNode, kubeletNode := "busy-nodeagent", "busy-kubelet-v136"
+	agentNode, kubeletNode := "busy-nodeagent", "busy-kubelet-v137"
 	type node struct {
 		name, rootDir string
 		pods          map[string]*corev1.Pod
@@ -119,7 +119,7 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 	}
 	agent := startAgentWith(t, agentNode, nodeKubeconfig(t, agentNode), "--sync-frequency="+busySync.String(),
 		"--configmap-strategy=Cache", "--cache-invalidation=first-reference")
-	kubelet := startRefKubelet(t, "v1.36", kubeletNode, "Cache", busySync)
+	kubelet := startRefKubelet(t, "v1.37", kubeletNode, "Cache", busySync)
 	nodes[0].rootDir, nodes[1].rootDir = agent.rootDir, kubelet.rootDir
 
 	created := time.Now()
@@ -190,7 +190,7 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, k := counts[nodeidentity.User(agentNode)], counts[nodeidentity.User(kubeletNode)]
-	t.Logf("over %s: nodeagent %+v (%.1f GET/s), kubelet v1.36 %+v (%.1f GET/s)", to.Sub(from).Round(time.Second),
+	t.Logf("over %s: nodeagent %+v (%.1f GET/s), kubelet v1.37 %+v (%.1f GET/s)", to.Sub(from).Round(time.Second),
 		a, float64(a.Gets())/to.Sub(from).Seconds(), k, float64(k.Gets())/to.Sub(from).Seconds())
 	if math.Abs(float64(a.Gets()-k.Gets())) > 0.1*float64(k.Gets()) {
 		t.Errorf("GETs: nodeagent %d, kubelet %d: more than 10%% apart", a.Gets(), k.Gets())
@@ -241,7 +241,7 @@ func TestBusyNodeAgainstKubelet(t *testing.T) {
 	window := to.Sub(from).Seconds()
 	gets := func(n int) string { return fmt.Sprintf("%d (%.1f/s)", n, float64(n)/window) }
 	writeDocTable(t, "busy-node", report.Table{
-		Header: []string{"", "nodeagent", "kubelet v1.36"},
+		Header: []string{"", "nodeagent", "kubelet v1.37"},
 		Rows: [][]string{
 			{"every healthy volume on disk, from the pods' creation", report.FormatSeconds(mounted[agentNode].Seconds()), report.FormatSeconds(mounted[kubeletNode].Seconds())},
 			{"a `FailedMount` posted for every failing pod", report.FormatSeconds(evented[agentNode].Seconds()), report.FormatSeconds(evented[kubeletNode].Seconds())},

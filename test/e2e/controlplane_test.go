@@ -36,7 +36,7 @@ func TestControlPlaneIsTheRealOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.GitVersion != controlplane.KubernetesVersion || v.Major != "1" || v.Minor != "36" {
+	if v.GitVersion != controlplane.KubernetesVersion || v.Major != "1" || v.Minor != "37" {
 		t.Errorf("server version: got %s (major %q minor %q), want %s", v.GitVersion, v.Major, v.Minor, controlplane.KubernetesVersion)
 	}
 	// RBAC is on: an unknown identity is refused, and the authorizer says so.

@@ -47,8 +47,8 @@ const (
 
 // TestDifferentialAgainstRealKubelets runs the same pods on a nodeagent
 // node and on a reference-kubelet node, for the kubelet before #120255
-// (v1.28, against every-sync), after it (v1.36, against first-reference)
-// and with the Watch strategy (v1.36, against watch), and holds nodeagent to the kubelet: the same files,
+// (v1.28, against every-sync), after it (v1.37, against first-reference)
+// and with the Watch strategy (v1.37, against watch), and holds nodeagent to the kubelet: the same files,
 // and the same ConfigMap requests as the apiserver's audit log records
 // them. Where nodeagent differs on purpose (docs/kubelet-behaviour.md),
 // the test names the case and checks nodeagent's behaviour instead.
@@ -56,9 +56,9 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 	pairs := []differentialPair{
 		{name: "before #120255", agentNode: "diff-every-sync", kubeletNode: "diff-kubelet-v128", kubeletBuild: "v1.28", everySync: true,
 			agentArgs: []string{"--configmap-strategy=Cache", "--cache-invalidation=every-sync"}},
-		{name: "after #120255", agentNode: "diff-first-reference", kubeletNode: "diff-kubelet-v136", kubeletBuild: "v1.36",
+		{name: "after #120255", agentNode: "diff-first-reference", kubeletNode: "diff-kubelet-v137", kubeletBuild: "v1.37",
 			agentArgs: []string{"--configmap-strategy=Cache", "--cache-invalidation=first-reference"}},
-		{name: "watch", agentNode: "diff-watch", kubeletNode: "diff-kubelet-v136-watch", kubeletBuild: "v1.36", watch: true,
+		{name: "watch", agentNode: "diff-watch", kubeletNode: "diff-kubelet-v137-watch", kubeletBuild: "v1.37", watch: true,
 			agentArgs: []string{"--configmap-strategy=Watch"}},
 	}
 	started := time.Now()

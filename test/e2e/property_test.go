@@ -30,7 +30,7 @@ const propertyVolumes = 40
 // volumes at random (keys, items, nested paths, modes, binaryData, sizes
 // up to the 1 MiB object limit, thousands of keys), keeps those the
 // apiserver accepts, and runs each pod on a nodeagent node and on a
-// reference kubelet v1.36 node. Each volume must either be on disk exactly
+// reference kubelet v1.37 node. Each volume must either be on disk exactly
 // as the kubelet wrote it, or be refused by nodeagent with a FailedMount
 // event while the kubelet also wrote nothing; and nodeagent must write
 // nothing outside its volumes' directories. The seed is logged;
@@ -48,7 +48,7 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 	createNode(t, agentNode, 2)
 	createNode(t, kubeletNode, 2)
 	a := startAgentWith(t, agentNode, nodeKubeconfig(t, agentNode), "--sync-frequency=2s")
-	kubelet := startRefKubelet(t, "v1.36", kubeletNode, "Cache", 2*time.Second)
+	kubelet := startRefKubelet(t, "v1.37", kubeletNode, "Cache", 2*time.Second)
 
 	type pair struct {
 		name           string
@@ -147,7 +147,7 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 		propertyVolumes, rejected, len(pairs), same, bothRefused)
 
 	recordReliability(t, reliabilityRow{
-		Fault: fmt.Sprintf("%d random ConfigMap volumes (seed %d): %d refused by the apiserver; of %d accepted, %d written exactly as the kubelet v1.36 wrote them, %d refused by both with a FailedMount event",
+		Fault: fmt.Sprintf("%d random ConfigMap volumes (seed %d): %d refused by the apiserver; of %d accepted, %d written exactly as the kubelet v1.37 wrote them, %d refused by both with a FailedMount event",
 			propertyVolumes, seed, rejected, len(pairs), same, bothRefused),
 		Strategy: "cache, first-reference", DataLost: "n/a", Requests: "n/a",
 	})

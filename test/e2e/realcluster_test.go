@@ -15,7 +15,7 @@ import (
 )
 
 // TestModelAtRealClusterSettings holds the load model to the real kubelet
-// v1.36 where real clusters between 100 and 2,000 nodes run: S = 1 m, the
+// v1.37 where real clusters between 100 and 2,000 nodes run: S = 1 m, the
 // TTL controller's T = 30 s below it, thirty pods a node, each with a
 // ConfigMap of its own and the service-account volume. There every sync
 // refreshes a pod's own ConfigMap (T is shorter than any sync interval),
@@ -39,7 +39,7 @@ func TestModelAtRealClusterSettings(t *testing.T) {
 	s.Nodes, s.PodsPerNode = 30, 30
 	s.SyncFrequency, s.TTL = time.Minute, 30*time.Second
 	s.PhaseDuration, s.SampleInterval = 3*time.Minute, 15*time.Second
-	s.Modes = []modes.Mode{modes.KubeletV136}
+	s.Modes = []modes.Mode{modes.KubeletV137}
 	kubelets, err := processes.Kubelets(binDir, cp.NodeRESTConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -191,7 +191,7 @@ func cachePods(t *testing.T, ns string, nodes []string, n int) {
 }
 
 // TestBesideKubeletCache measures nodeagent's first-reference cache and the
-// real kubelet v1.36 with the Cache strategy on one real cluster, at once,
+// real kubelet v1.37 with the Cache strategy on one real cluster, at once,
 // on the same pods: the kind kubelets are switched to
 // configMapAndSecretChangeDetectionStrategy: Cache, both sides sync every
 // 10 s, and the apiserver's audit log says which ConfigMap GETs came from
@@ -244,7 +244,7 @@ func TestBesideKubeletCache(t *testing.T) {
 		}
 	}
 	seconds := to.Sub(from).Seconds()
-	t.Logf("kubelets v1.36 (Cache): %.2f GET/s (%d quorum, %d cached), %d lists, %d watches, %d errors",
+	t.Logf("kubelets v1.37 (Cache): %.2f GET/s (%d quorum, %d cached), %d lists, %d watches, %d errors",
 		float64(kubelets.Gets())/seconds, kubelets.QuorumGets, kubelets.CacheGets, kubelets.QuorumLists+kubelets.CacheLists, kubelets.Watches, kubelets.Errors)
 	t.Logf("nodeagent first-reference: %.2f GET/s (%d quorum, %d cached), %d lists, %d watches, %d errors",
 		float64(agents.Gets())/seconds, agents.QuorumGets, agents.CacheGets, agents.QuorumLists+agents.CacheLists, agents.Watches, agents.Errors)
@@ -272,6 +272,6 @@ func writeBesideReport(t *testing.T, kubelets, agents auditlog.Counts, seconds f
 	}
 	writeDocTable(t, "beside-kubelet-cache", report.Table{
 		Header: []string{"client", fmt.Sprintf("GET/s over %.0f s", seconds), "quorum GETs", "cached GETs", "lists", "watches", "errors"},
-		Rows:   [][]string{row("kind kubelets v1.36, Cache", kubelets), row("nodeagent first-reference", agents)},
+		Rows:   [][]string{row("kind kubelets v1.37, Cache", kubelets), row("nodeagent first-reference", agents)},
 	})
 }

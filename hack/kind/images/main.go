@@ -11,7 +11,7 @@
 //
 // Usage:
 //
-//	go run ./images --tag registry.k8s.io/kube-proxy:v1.36.3 --output kube-proxy.tar \
+//	go run ./images --tag registry.k8s.io/kube-proxy:v1.37.2 --output kube-proxy.tar \
 //	    --tree iptables-root --file /usr/local/bin/kube-proxy=_output/kind/bin/kube-proxy
 package main
 

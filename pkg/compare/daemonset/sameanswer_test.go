@@ -83,7 +83,7 @@ func TestCompareAndAnalyzeAgree(t *testing.T) {
 	for _, n := range nodes {
 		layout = append(layout, model.Node{Name: n, Pods: served[n]})
 	}
-	for _, ref := range []modes.Mode{modes.KubeletV128, modes.KubeletV136, modes.KubeletV136Watch} {
+	for _, ref := range []modes.Mode{modes.KubeletV128, modes.KubeletV137, modes.KubeletV137Watch} {
 		k, _ := ref.ReferenceKubelet()
 		settings := map[string]analyze.Settings{}
 		for _, n := range inv.Nodes {

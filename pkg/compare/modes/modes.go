@@ -30,8 +30,8 @@ const (
 	Get            Mode = "get"
 
 	KubeletV128      Mode = "kubelet-v1.28"
-	KubeletV136      Mode = "kubelet-v1.36"
-	KubeletV136Watch Mode = "kubelet-v1.36-watch"
+	KubeletV137      Mode = "kubelet-v1.37"
+	KubeletV137Watch Mode = "kubelet-v1.37-watch"
 )
 
 // modeSpec is everything a mode means, in one place: what the agents (or
@@ -55,6 +55,10 @@ type modeSpec struct {
 	// line sets the first one the run measured beside it.
 	pairsWith []Mode
 	colour    color.RGBA
+	// retiredBy, for a reference kubelet no longer built, names the mode
+	// that replaced it: the records of earlier runs still name it, and
+	// are read and drawn as before, but no new run measures it.
+	retiredBy Mode
 }
 
 // ReferenceKubelet is the real kubelet a reference mode runs
@@ -83,6 +87,9 @@ func (k ReferenceKubelet) Binary() string {
 // The reference kubelets' releases, as hack/refkubelet pins them.
 var (
 	kubeletV128 = version.MustParseGeneric("1.28.15")
+	kubeletV137 = version.MustParseGeneric("1.37.2")
+	// kubeletV136 is the release kubelet-v1.37 replaced, which the records
+	// of earlier runs name.
 	kubeletV136 = version.MustParseGeneric("1.36.3")
 )
 
@@ -123,14 +130,26 @@ var modeSpecs = withKubeletBehaviours([]modeSpec{
 		colour: color.RGBA{R: 0xff, G: 0x98, B: 0x96, A: 0xff},
 	},
 	{
-		mode: KubeletV136, description: "the real kubelet v1.36.3, Cache strategy (after #120255)",
-		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyCache}, pairsWith: []Mode{FirstReference},
+		mode: KubeletV137, description: "the real kubelet v1.37.2, Cache strategy (after #120255)",
+		kubelet: &ReferenceKubelet{Release: kubeletV137, Strategy: model.StrategyCache}, pairsWith: []Mode{FirstReference},
 		colour: color.RGBA{R: 0x9e, G: 0xc7, B: 0xe8, A: 0xff},
 	},
 	{
 		// Remounting on a change sends no requests: watch's load is the
 		// kubelet's Watch strategy's as much as watch-at-sync's.
-		mode: KubeletV136Watch, description: "the real kubelet v1.36.3, Watch strategy",
+		mode: KubeletV137Watch, description: "the real kubelet v1.37.2, Watch strategy",
+		kubelet: &ReferenceKubelet{Release: kubeletV137, Strategy: model.StrategyWatch}, pairsWith: []Mode{WatchAtSync, Watch},
+		colour: color.RGBA{R: 0x9e, G: 0xda, B: 0xe5, A: 0xff},
+	},
+	// Retired: the records of earlier runs name them. v1.37's ConfigMap
+	// manager is v1.36's, so their rows read as the new ones do.
+	{
+		mode: "kubelet-v1.36", description: "the real kubelet v1.36.3, Cache strategy (after #120255)", retiredBy: KubeletV137,
+		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyCache}, pairsWith: []Mode{FirstReference},
+		colour: color.RGBA{R: 0x9e, G: 0xc7, B: 0xe8, A: 0xff},
+	},
+	{
+		mode: "kubelet-v1.36-watch", description: "the real kubelet v1.36.3, Watch strategy", retiredBy: KubeletV137Watch,
 		kubelet: &ReferenceKubelet{Release: kubeletV136, Strategy: model.StrategyWatch}, pairsWith: []Mode{WatchAtSync, Watch},
 		colour: color.RGBA{R: 0x9e, G: 0xda, B: 0xe5, A: 0xff},
 	},
@@ -158,8 +177,19 @@ func (m Mode) CacheOptions() (model.Strategy, configmapcache.Invalidation) {
 	return strategy, invalidation
 }
 
-// Modes lists the valid modes.
+// Modes lists the modes a run may measure (not the retired ones).
 var Modes = func() []Mode {
+	var modes []Mode
+	for _, s := range modeSpecs {
+		if s.retiredBy == "" {
+			modes = append(modes, s.mode)
+		}
+	}
+	return modes
+}()
+
+// Known lists every mode a record may name, the retired ones included.
+var Known = func() []Mode {
 	var modes []Mode
 	for _, s := range modeSpecs {
 		modes = append(modes, s.mode)
@@ -208,8 +238,11 @@ func ParseModes(list string) ([]Mode, error) {
 			continue
 		}
 		valid := false
-		for _, known := range Modes {
-			valid = valid || m == known
+		for _, s := range modeSpecs {
+			if s.mode == m && s.retiredBy != "" {
+				return nil, fmt.Errorf("mode %q is retired: %s replaces it (make refkubelet builds the kubelets the modes name)", m, s.retiredBy)
+			}
+			valid = valid || (m == s.mode)
 		}
 		if !valid {
 			return nil, fmt.Errorf("unknown mode %q: choose from %v", m, Modes)

@@ -32,7 +32,7 @@ func (r *Report) fidelity() []string {
 		phases[r.Phases[i].Mode] = &r.Phases[i]
 	}
 	var lines []string
-	for _, ref := range modes.Modes {
+	for _, ref := range modes.Known {
 		kubelet := phases[ref]
 		var agent *PhaseResult
 		for _, m := range ref.PairsWith() {

@@ -18,7 +18,7 @@ func TestFidelityLines(t *testing.T) {
 	}
 	lines := r.fidelity()
 	if len(lines) != 1 {
-		t.Fatalf("want one line (first-reference has no kubelet-v1.36 beside it), got %q", lines)
+		t.Fatalf("want one line (first-reference has no kubelet-v1.37 beside it), got %q", lines)
 	}
 	for _, want := range []string{"every-sync vs kubelet-v1.28", "apiserver GET/s 38.00 / 40.00 (0.95)", "quorum GET/s (audit) 38.00 / 40.00 (0.95)",
 		"mcores/node 5.0 / 10.0", "MiB/node 20.0 / 80.0"} {
@@ -35,9 +35,9 @@ func TestFidelityLines(t *testing.T) {
 // with watch when the run has only that: their requests are the same.
 func TestFidelityPairsTheWatchStrategy(t *testing.T) {
 	for _, agentMode := range []modes.Mode{modes.WatchAtSync, modes.Watch} {
-		r := &Report{Scenario: ScenarioReport{Nodes: 1}, Phases: []PhaseResult{{Mode: modes.KubeletV136Watch}, {Mode: agentMode}}}
+		r := &Report{Scenario: ScenarioReport{Nodes: 1}, Phases: []PhaseResult{{Mode: modes.KubeletV137Watch}, {Mode: agentMode}}}
 		lines := r.fidelity()
-		if len(lines) != 1 || !strings.HasPrefix(lines[0], string(agentMode)+" vs kubelet-v1.36-watch") {
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], string(agentMode)+" vs kubelet-v1.37-watch") {
 			t.Errorf("with %s: fidelity lines %q", agentMode, lines)
 		}
 	}

@@ -42,7 +42,7 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 		fakeRuntime.Stop()
 		return nil, err
 	}
-	deps.NodeStartupLatencyTracker = kubeletutil.NewNodeStartupLatencyTracker()
+	deps.NodeStartupLatencyTracker = kubeletutil.NewNodeStartupLatencyTracker(klog.FromContext(ctx))
 	deps.TracerProvider = noop.NewTracerProvider()
 	if err := kubeletapp.RunKubelet(klog.NewContext(ctx, klog.Background()), server, deps); err != nil {
 		fakeRuntime.Stop()
