@@ -32,7 +32,8 @@ func startKubelet(ctx context.Context, server *options.KubeletServer, client, he
 	if err := fakeRuntime.Start(endpoint); err != nil {
 		return nil, fmt.Errorf("starting the fake runtime: %w", err)
 	}
-	runtimeService, err := remote.NewRemoteRuntimeService(ctx, endpoint, 15*time.Second, noop.NewTracerProvider(), false)
+	runtimeService, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).WithConnectionTimeout(15 * time.Second).
+		WithTracerProvider(noop.NewTracerProvider()).WithUseStreaming(false).Build(ctx)
 	if err != nil {
 		fakeRuntime.Stop()
 		return nil, fmt.Errorf("connecting to the fake runtime: %w", err)
