@@ -55,8 +55,8 @@ func TestDesiredStateKeepsEachSourceApart(t *testing.T) {
 	if v, ok := s.Get(VolumeKey{"u", "c"}); !ok || v.Dir != "/d/c" {
 		t.Errorf("the other source's volume: %+v, %v", v, ok)
 	}
-	if !s.Has(other, "u") || s.Has(SourcePods, "u") || s.Len() != 1 {
-		t.Errorf("Has(other) %v, Has(pods) %v, Len %d; want true, false, 1", s.Has(other, "u"), s.Has(SourcePods, "u"), s.Len())
+	if got, pods := s.Pods(other), s.Pods(SourcePods); len(got) != 1 || len(pods) != 0 || s.PodUIDs().Len() != 1 {
+		t.Errorf("Pods(other) %v, Pods(pods) %v, PodUIDs %v; want [u], [], [u]", got, pods, s.PodUIDs())
 	}
 	if got := s.VolumesReading("ns", "other-cm"); len(got) != 0 {
 		t.Errorf("VolumesReading of an unread ConfigMap: %v", got)

@@ -178,14 +178,6 @@ func (s *DesiredState) Get(key VolumeKey) (DesiredVolume, bool) {
 	return v, ok
 }
 
-// Has says whether source wants any volume of pod.
-func (s *DesiredState) Has(source Source, pod types.UID) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, ok := s.byOwner[owner{source, pod}]
-	return ok
-}
-
 // Pods returns the pods source wants volumes of.
 func (s *DesiredState) Pods(source Source) []types.UID {
 	s.mu.RLock()
@@ -224,13 +216,6 @@ func (s *DesiredState) VolumesReading(namespace, name string) []VolumeKey {
 		}
 	}
 	return out
-}
-
-// Len is the number of desired volumes.
-func (s *DesiredState) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.volumes)
 }
 
 func namespaceOf(v DesiredVolume) string {

@@ -149,13 +149,6 @@ func (p *Populator) PodsSynced() {
 	}
 }
 
-// Active says whether pod is active, and whether the pod source has synced.
-func (p *Populator) Active(pod types.UID) (active, synced bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.active.Has(pod), p.synced
-}
-
 // WhileHeld runs f while no pod becomes active and none is processed, so
 // that no volume of a pod f sees inactive can be set up before f returns.
 // f gets the active set's test and whether the source has synced; it must

@@ -79,14 +79,14 @@ func TestPassesFollowChanges(t *testing.T) {
 	// Before the source has synced, a pod that leaves keeps its volumes.
 	f.p.PodInactive(a.UID)
 	f.p.Pass()
-	if !f.desired.Has(cache.SourcePods, a.UID) {
+	if !slices.Contains(f.desired.Pods(cache.SourcePods), a.UID) {
 		t.Fatal("a pod was dropped before the pod source synced")
 	}
 	// The synced source's first pass drops every desired pod not active.
 	f.p.PodsSynced()
 	f.p.Pass()
-	if got := f.takeHanded(); got != "[a/v]" || f.desired.Has(cache.SourcePods, a.UID) {
-		t.Errorf("after the sync handed %s; a desired %v", got, f.desired.Has(cache.SourcePods, a.UID))
+	if got := f.takeHanded(); got != "[a/v]" || slices.Contains(f.desired.Pods(cache.SourcePods), a.UID) {
+		t.Errorf("after the sync handed %s; a desired %v", got, slices.Contains(f.desired.Pods(cache.SourcePods), a.UID))
 	}
 	// From then on, each pod that leaves is dropped at the next pass.
 	f.p.PodInactive(b.UID)
@@ -100,7 +100,7 @@ func TestPassesFollowChanges(t *testing.T) {
 	// A sync that races with its pod's deletion sets nothing up.
 	f.p.MarkPod(b)
 	f.p.Pass()
-	if f.desired.Has(cache.SourcePods, b.UID) {
+	if slices.Contains(f.desired.Pods(cache.SourcePods), b.UID) {
 		t.Error("the sync of a pod no longer active made it desired again")
 	}
 	slices.SortFunc(f.flagged, func(x, y cache.VolumeKey) int { return strings.Compare(x.String(), y.String()) })
