@@ -38,11 +38,6 @@ func TestPayload(t *testing.T) {
 			"a:644:A", false},
 		{"missing key, not optional: error", corev1.ConfigMapVolumeSource{Items: []corev1.KeyToPath{{Key: "nope", Path: "x"}}},
 			"", true},
-		// v1.37's alpha fields (gate AtomicWriteVolumeUserFields, off by
-		// default): ignored, as by the kubelet with the gate off.
-		{"defaultUser and user: ignored", corev1.ConfigMapVolumeSource{DefaultUser: new(int64(1000)), Items: []corev1.KeyToPath{
-			{Key: "a", Path: "a", User: new(int64(2000))}}},
-			"a:644:A", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

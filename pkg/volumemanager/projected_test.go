@@ -247,6 +247,24 @@ func TestFSGroupOwnership(t *testing.T) {
 	check(".", os.ModeSetgid|0o777) // a remount that writes nothing keeps it
 }
 
+// v1.37's alpha defaultUser and user fields (gate AtomicWriteVolumeUserFields,
+// off by default) are ignored, as by the kubelet with the gate off: the
+// files stay the agent's.
+func TestAlphaUserFieldsAreIgnored(t *testing.T) {
+	h := newHarness(t)
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg", items: []corev1.KeyToPath{{Key: "a", Path: "a", User: ptr.To[int64](4322)}}})
+	pod.Spec.Volumes[0].ConfigMap.DefaultUser = ptr.To[int64](4321)
+	h.sync(pod)
+	info, err := os.Stat(filepath.Join(podrefs.VolumeDir(h.root, "p", podrefs.PluginConfigMap, "v"), "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := info.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Geteuid() {
+		t.Errorf("file owned by %d, want the agent's %d", uid, os.Geteuid())
+	}
+}
+
 // A container that mounts another volume inside this one gets its mount
 // point made inside the volume, and no write removes it.
 func TestNestedMountPointsSurviveWrites(t *testing.T) {

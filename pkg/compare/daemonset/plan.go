@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
@@ -55,9 +56,10 @@ func servedPods(inv *inventory.Inventory, nodes []string, runNamespace string) m
 // annotation, or the default): what the scenario reports. Each phase
 // reads every node's own again, for its model.
 func nodesTTL(inv *inventory.Inventory, nodes []string) time.Duration {
+	want := sets.New(nodes...)
 	ttls := make(map[string]time.Duration, len(nodes))
 	for _, n := range inv.Nodes {
-		if slices.Contains(nodes, n.Name) {
+		if want.Has(n.Name) {
 			ttls[n.Name] = n.TTL
 		}
 	}

@@ -88,19 +88,18 @@ func (s *ActualState) MarkRemountRequired(keys ...VolumeKey) {
 	}
 }
 
-// TakeRemount clears key's remount flag and returns the volume as it was
-// recorded. The reconciler takes the flag as it starts a remount, so a
-// remount asked for during it sets the flag again instead of being lost.
-func (s *ActualState) TakeRemount(key VolumeKey) (MountedVolume, bool) {
+// TakeRemount clears key's remount flag and says whether it was set. The
+// reconciler takes the flag as it starts a remount, so a remount asked for
+// during it sets the flag again instead of being lost.
+func (s *ActualState) TakeRemount(key VolumeKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.volumes[key]
-	if !ok {
-		return MountedVolume{}, false
+	if !ok || !v.RemountRequired {
+		return false
 	}
-	out := *v
 	v.RemountRequired = false
-	return out, true
+	return true
 }
 
 // Get returns key's volume, if it is on disk.

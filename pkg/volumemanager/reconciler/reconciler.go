@@ -210,18 +210,20 @@ func (r *Reconciler) ConfigMapChanged(keys []cache.VolumeKey) {
 		return
 	}
 	r.mu.Lock()
+	idle := keys[:0:0]
 	for _, key := range keys {
 		o, recorded := r.ops[key]
 		if recorded && o.inFlight {
 			o.changedMeanwhile = true
 			continue
 		}
-		r.opts.Actual.MarkRemountRequired(key)
+		idle = append(idle, key)
 		if recorded {
 			o.retryDelay = 0
 		}
 		r.handOverLocked(key)
 	}
+	r.opts.Actual.MarkRemountRequired(idle...)
 	r.mu.Unlock()
 	select {
 	case r.changeSeen <- struct{}{}:
@@ -268,7 +270,9 @@ func (r *Reconciler) reconcileVolume(ctx context.Context, key cache.VolumeKey, n
 		return true // finish hands it back
 	}
 	want, wanted := r.opts.Desired.Get(key)
-	mounted := r.opts.Actual.Has(key)
+	// Read once: with no operation in flight (r.mu held) nothing but a
+	// remount flag changes it meanwhile.
+	v, mounted := r.opts.Actual.Get(key)
 	switch {
 	case !wanted && !mounted:
 		// Gone, or never mounted: a failure is no longer news.
@@ -279,15 +283,11 @@ func (r *Reconciler) reconcileVolume(ctx context.Context, key cache.VolumeKey, n
 	case recorded && o.waiting(now):
 		return false // retried once its backoff has passed
 	case !wanted:
-		v, _ := r.opts.Actual.Get(key)
 		r.start(ctx, Operation{Kind: Unmount, Key: key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir})
 	case !mounted:
 		r.start(ctx, Operation{Kind: Mount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: want.Dir})
-	default:
-		if v, _ := r.opts.Actual.Get(key); v.RemountRequired {
-			v, _ = r.opts.Actual.TakeRemount(key)
-			r.start(ctx, Operation{Kind: Remount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: v.Dir, LastHash: v.ContentHash, LastStamp: v.Stamp})
-		}
+	case v.RemountRequired && r.opts.Actual.TakeRemount(key):
+		r.start(ctx, Operation{Kind: Remount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: v.Dir, LastHash: v.ContentHash, LastStamp: v.Stamp})
 	}
 	return true
 }
