@@ -41,11 +41,14 @@ const (
 // watchStore is the watch strategy's store: one reflector per referenced
 // ConfigMap, so reads never reach the apiserver.
 type watchStore struct {
-	configMaps  func(namespace string) ConfigMapClient
-	onChange    func(namespace, name string)
-	clock       clock.Clock
+	configMaps func(namespace string) ConfigMapClient
+	onChange   func(namespace, name string)
+	clock      clock.Clock
+	// maxIdleTime is how long an unread watch lives; 0 keeps it.
 	maxIdleTime time.Duration
-	done        chan struct{}
+	// followImmutable keeps watching a ConfigMap once it is immutable.
+	followImmutable bool
+	done            chan struct{}
 
 	mu    sync.Mutex
 	items map[objectKey]*watchItem
@@ -64,6 +67,8 @@ type watchItem struct {
 	lastAccess time.Time
 }
 
+// newWatchStore returns the pods' watch strategy: watches stop when their
+// ConfigMap is immutable, or unread for five sync periods.
 func newWatchStore(configMaps func(namespace string) ConfigMapClient, onChange func(namespace, name string), clk clock.Clock, syncFrequency time.Duration) *watchStore {
 	s := &watchStore{
 		configMaps: configMaps, onChange: onChange, clock: clk,
@@ -231,7 +236,7 @@ func (s *watchStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
 		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
 	}
 	cm := obj.(*corev1.ConfigMap)
-	if cm.Immutable != nil && *cm.Immutable {
+	if cm.Immutable != nil && *cm.Immutable && !s.followImmutable {
 		// An immutable ConfigMap can only be deleted and recreated, which
 		// pods notice by their UID-bound references, as in the kubelet.
 		item.mu.Lock()

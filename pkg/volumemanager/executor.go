@@ -17,6 +17,8 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/inplacewriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
@@ -64,7 +66,9 @@ func (e *executor) onDisk(ctx context.Context, work func() error) error {
 //	(3) make the mount points of other volumes that a container mounts
 //	    inside this one, so the container runtime finds them;
 //	(4) write the payload atomically, applying the pod's fsGroup to the
-//	    new generation before it becomes visible, and stamp the result.
+//	    new generation before it becomes visible, and stamp the result;
+//	    or, for a volume of LayoutInPlace, rewrite each changed file in
+//	    place (inplacewriter), which leaves nothing to stamp.
 //
 // A remount whose payload has the content hash of what the volume holds,
 // and whose stamp shows nothing on disk changed since (a few lstat calls),
@@ -116,11 +120,15 @@ func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payl
 		return false, stamp, err
 	}
 	// (4)
-	var setPerms func() error
-	if fsGroup := podFSGroup(pod); fsGroup != nil {
-		setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
+	if op.Layout == cache.LayoutInPlace {
+		wrote, err = inplacewriter.Write(dir, payload, podFSGroup(pod))
+	} else {
+		var setPerms func() error
+		if fsGroup := podFSGroup(pod); fsGroup != nil {
+			setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
+		}
+		wrote, err = writeVolume(dir, payload, setPerms)
 	}
-	wrote, err = writeVolume(dir, payload, setPerms)
 	if err != nil {
 		return false, stamp, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
 	}

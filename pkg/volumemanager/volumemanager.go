@@ -55,12 +55,14 @@
 // gone, so a restart never deletes files that a pod still uses.
 //
 // Locks, when more than one is held, are taken in this order: the
-// populator's, the reconciler's, the desired state's, the actual state's.
+// populator's or the sources' (sources.go), the reconciler's, the desired
+// state's, the actual state's.
 package volumemanager
 
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -120,6 +122,8 @@ type Manager struct {
 	actual     *cache.ActualState
 	populator  *populator.Populator
 	reconciler *reconciler.Reconciler
+	// sourceMu serializes AddVolume and RemoveVolume (sources.go).
+	sourceMu sync.Mutex
 }
 
 // New returns a Manager; call Run to start its loops.

@@ -40,11 +40,11 @@ func ValidatePath(p string) error {
 	return nil
 }
 
-// validatePayloadPaths checks every path, and then what the API accepts but
+// ValidatePayloadPaths checks every path, and then what the API accepts but
 // a directory tree cannot hold: a path that names the volume itself ("."),
 // two paths that name one file ("x" and "./x"), and a path that is both a
 // file and a directory ("a" and "a/b"). It returns the cleaned paths.
-func validatePayloadPaths(paths []string) (map[string]string, error) {
+func ValidatePayloadPaths(paths []string) (map[string]string, error) {
 	cleaned := make(map[string]string, len(paths)) // clean -> original
 	sort.Strings(paths)                            // deterministic error messages
 	for _, p := range paths {

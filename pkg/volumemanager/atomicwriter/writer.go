@@ -60,7 +60,7 @@ func Write(dir string, payload map[string]FileProjection, setPerms func() error)
 	for p := range payload {
 		paths = append(paths, p)
 	}
-	cleaned, err := validatePayloadPaths(paths)
+	cleaned, err := ValidatePayloadPaths(paths)
 	if err != nil {
 		return false, err
 	}

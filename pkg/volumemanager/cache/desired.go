@@ -55,6 +55,27 @@ type DesiredVolume struct {
 	Spec podrefs.KeptVolume
 	// Dir is where the volume lives.
 	Dir string
+	// Layout is how its files lie in Dir.
+	Layout Layout
+}
+
+// Layout is how a volume's files lie in its directory.
+type Layout int
+
+const (
+	// LayoutAtomic is the kubelet's: the files in a generation directory
+	// behind the ..data symlink, switched whole (atomicwriter).
+	LayoutAtomic Layout = iota
+	// LayoutInPlace: plain files, each rewritten through its own inode, so
+	// that a mount of one file sees updates (inplacewriter).
+	LayoutInPlace
+)
+
+func (l Layout) String() string {
+	if l == LayoutInPlace {
+		return "inPlace"
+	}
+	return "atomic"
 }
 
 // Keep says the volume is only to be kept as it is (Pod is nil).
@@ -176,6 +197,18 @@ func (s *DesiredState) Get(key VolumeKey) (DesiredVolume, bool) {
 	defer s.mu.RUnlock()
 	v, ok := s.volumes[key]
 	return v, ok
+}
+
+// SourceVolumes returns the volumes source wants of pod.
+func (s *DesiredState) SourceVolumes(source Source, pod types.UID) []DesiredVolume {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	keys := s.byOwner[owner{source, pod}]
+	out := make([]DesiredVolume, 0, len(keys))
+	for key := range keys {
+		out = append(out, s.volumes[key])
+	}
+	return out
 }
 
 // Pods returns the pods source wants volumes of.

@@ -52,6 +52,8 @@ type Operation struct {
 	Pod  *corev1.Pod // nil when unmounting a volume found on disk
 	Spec podrefs.KeptVolume
 	Dir  string
+	// Layout is how a mount or remount writes the files.
+	Layout cache.Layout
 	// LastHash and LastStamp are what a remounted volume holds.
 	LastHash  string
 	LastStamp atomicwriter.Stamp
@@ -285,9 +287,9 @@ func (r *Reconciler) reconcileVolume(ctx context.Context, key cache.VolumeKey, n
 	case !wanted:
 		r.start(ctx, Operation{Kind: Unmount, Key: key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir})
 	case !mounted:
-		r.start(ctx, Operation{Kind: Mount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: want.Dir})
+		r.start(ctx, Operation{Kind: Mount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: want.Dir, Layout: want.Layout})
 	case v.RemountRequired && r.opts.Actual.TakeRemount(key):
-		r.start(ctx, Operation{Kind: Remount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: v.Dir, LastHash: v.ContentHash, LastStamp: v.Stamp})
+		r.start(ctx, Operation{Kind: Remount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: v.Dir, Layout: want.Layout, LastHash: v.ContentHash, LastStamp: v.Stamp})
 	}
 	return true
 }

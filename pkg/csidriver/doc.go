@@ -1,0 +1,38 @@
+// Package csidriver is nodeagent's CSI node plugin: it serves pods'
+// inline ephemeral csi volumes of driver configmaps.nodeagent.io with the
+// files of a ConfigMap of the pod's namespace, and keeps them up to date
+// within a reconciler pass of each change (docs/csi.md).
+//
+// Contract:
+//
+//   - Services: Identity (GetPluginInfo, GetPluginCapabilities: none,
+//     Probe) and Node (NodeGetInfo, NodeGetCapabilities: VOLUME_MOUNT_GROUP,
+//     NodePublishVolume, NodeUnpublishVolume), on a unix socket; and the
+//     kubelet's plugin registration service on a second socket in the
+//     kubelet's plugins_registry directory (registration.go), so no
+//     registrar sidecar is needed.
+//   - Attributes (attributes.go): configMap (required), optional,
+//     defaultMode, items, updates (atomic | inPlace); anything else but the
+//     kubelet's csi.storage.k8s.io/ keys is refused, and so is a
+//     namespace: a volume reads its own pod's namespace only.
+//   - Publish is idempotent: the same call again succeeds at once; the same
+//     volume id with other attributes is AlreadyExists. It returns when the
+//     files are on disk, or with NotFound (no such ConfigMap), Unavailable
+//     (it cannot be read yet), FailedPrecondition (it lacks a key that
+//     items names), InvalidArgument (the call or its attributes) or
+//     PermissionDenied (the opt-in access check), and then leaves nothing
+//     behind. Unpublish removes the files and the target path; a volume
+//     it does not know succeeds.
+//   - Load on the apiserver: one watch per ConfigMap in use on the node,
+//     opened by the first volume that names it and closed with the last
+//     (configmapcache.Watches); no GET, ever, and nothing per pod sync.
+//   - Updates: the volumes are the volume manager's (pkg/volumemanager),
+//     a source of their own beside the pods (SourceCSI); every change a
+//     watch delivers remounts the volumes of that ConfigMap on the
+//     reconciler's next pass. A deleted ConfigMap keeps the last content
+//     (a FailedMount event on the pod says why); a recreated one, immutable
+//     or not, reaches every volume.
+//   - Restarts: a record per published volume in the state directory
+//     (state.go) lets a restarted driver serve every volume again before it
+//     answers a call: the kubelet never publishes an ephemeral volume twice.
+package csidriver

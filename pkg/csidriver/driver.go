@@ -1,0 +1,230 @@
+package csidriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
+)
+
+// DefaultDriverName is the name pods write in volumes[].csi.driver.
+const DefaultDriverName = "configmaps.nodeagent.io"
+
+// Options configure New.
+type Options struct {
+	// DriverName is the CSIDriver object's name; default DefaultDriverName.
+	DriverName string
+	// NodeName is the node's name, the driver's node id.
+	NodeName string
+	// Endpoint is the path of the CSI socket, the same in the driver's
+	// container and on the node (the DaemonSet mounts the kubelet's
+	// directory at its own path).
+	Endpoint string
+	// RegistrationDir, if set, is the kubelet's plugins_registry directory,
+	// where the driver serves the registration service; empty registers
+	// nothing (tests, csi-sanity).
+	RegistrationDir string
+	// StateDir keeps a record of each published volume.
+	StateDir string
+	// ConfigMaps returns the API client of a namespace.
+	ConfigMaps func(namespace string) configmapcache.ConfigMapClient
+	// Access, optional, checks that a pod's service account may get the
+	// ConfigMap its volume names (AccessReviewer).
+	Access accessChecker
+	// Events and Recorder, optional, are the volume manager's.
+	Events   reconciler.EventRecorder
+	Recorder reconciler.Recorder
+	// Clock is nil for the real clock.
+	Clock clock.WithTicker
+}
+
+// Driver is the CSI node plugin of one node.
+type Driver struct {
+	opts     Options
+	watches  *configmapcache.Watches
+	manager  *volumemanager.Manager
+	identity *identityServer
+	node     *nodeServer
+	register *registrationServer
+	ready    atomic.Bool
+}
+
+// New builds a driver; nothing runs until Run.
+func New(opts Options) (*Driver, error) {
+	if opts.DriverName == "" {
+		opts.DriverName = DefaultDriverName
+	}
+	if opts.NodeName == "" || opts.Endpoint == "" || opts.StateDir == "" || opts.ConfigMaps == nil {
+		return nil, errors.New("csidriver: NodeName, Endpoint, StateDir and ConfigMaps are required")
+	}
+	d := &Driver{opts: opts}
+	var err error
+	// The manager remounts on every change a watch delivers; it exists
+	// before any watch starts (the first publish call).
+	d.watches, err = configmapcache.NewWatches(opts.ConfigMaps, func(namespace, name string) {
+		d.manager.RemountConfigMap(namespace, name)
+	}, opts.Clock)
+	if err != nil {
+		return nil, err
+	}
+	d.manager, err = volumemanager.New(volumemanager.Options{
+		RootDir: opts.StateDir, ConfigMaps: d.watches,
+		Events: opts.Events, Recorder: opts.Recorder, Clock: opts.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.identity = &identityServer{name: opts.DriverName, ready: d.ready.Load}
+	d.node = newNodeServer(opts.NodeName, d.manager, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
+	d.register = &registrationServer{driverName: opts.DriverName, endpoint: opts.Endpoint}
+	return d, nil
+}
+
+// Ready says whether the volumes published before a restart are served
+// again, so that new calls may come.
+func (d *Driver) Ready() bool { return d.ready.Load() }
+
+// Registered says whether the kubelet accepted the registration (always
+// false without a RegistrationDir).
+func (d *Driver) Registered() bool { return d.register.registered.Load() }
+
+// Volumes lists the volumes on disk, for /debug/volumes.
+func (d *Driver) Volumes() []volumemanager.VolumeStatus { return d.manager.Volumes() }
+
+// Watching returns how many ConfigMap watches are open.
+func (d *Driver) Watching() int { return d.watches.Watching() }
+
+// Run serves the CSI socket (and the registration socket) until ctx ends.
+// The volumes stay on disk when it returns, and their records with them.
+func (d *Driver) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("driver", d.opts.DriverName)
+	ctx = klog.NewContext(ctx, logger)
+	d.register.logger = logger
+
+	var components sync.WaitGroup
+	defer components.Wait()
+	defer d.watches.Stop()
+	managerCtx, stopManager := context.WithCancel(ctx)
+	defer stopManager()
+	components.Go(func() { d.manager.Run(managerCtx) })
+	d.manager.PodsSynced() // no pod source: only the driver's volumes
+	d.restore(ctx)
+	d.ready.Store(true)
+
+	server := grpc.NewServer(grpc.UnaryInterceptor(logCalls(logger)))
+	csi.RegisterIdentityServer(server, d.identity)
+	csi.RegisterNodeServer(server, d.node)
+	servers := []*grpc.Server{server}
+	if err := serveUnix(&components, server, d.opts.Endpoint, logger); err != nil {
+		return err
+	}
+	if d.opts.RegistrationDir != "" {
+		reg := grpc.NewServer()
+		registerapi.RegisterRegistrationServer(reg, d.register)
+		servers = append(servers, reg)
+		path := filepath.Join(d.opts.RegistrationDir, d.opts.DriverName+"-reg.sock")
+		if err := serveUnix(&components, reg, path, logger); err != nil {
+			server.Stop()
+			return err
+		}
+	}
+	logger.Info("CSI driver started", "endpoint", d.opts.Endpoint, "registrationDir", d.opts.RegistrationDir, "volumes", len(d.node.published))
+	<-ctx.Done()
+	logger.Info("CSI driver stopping; volumes stay on disk")
+	for _, s := range servers {
+		stopWithin(s, 5*time.Second)
+	}
+	return nil
+}
+
+// restore serves again the volumes recorded before a restart. A record
+// whose target directory is gone (its pod left while the driver was down,
+// and the kubelet's unpublish found no one) is dropped.
+func (d *Driver) restore(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	records, errs := d.node.state.load()
+	for _, err := range errs {
+		logger.Error(err, "A volume record cannot be read; its volume is not served")
+	}
+	for _, rec := range records {
+		if _, err := os.Stat(filepath.Dir(rec.TargetPath)); errors.Is(err, fs.ErrNotExist) {
+			logger.Info("Dropping the record of a volume whose pod is gone", "volumeID", rec.VolumeID, "targetPath", rec.TargetPath)
+			_ = d.node.state.remove(rec.VolumeID)
+			continue
+		}
+		spec, desired, err := desiredVolume(rec)
+		if err != nil {
+			logger.Error(err, "A volume record no longer parses; its volume is not served", "volumeID", rec.VolumeID)
+			continue
+		}
+		d.watches.Add(spec.Pod.Namespace, spec.Source.Name)
+		d.manager.AddVolume(SourceCSI, desired)
+		d.node.published[rec.VolumeID] = rec
+	}
+	if len(records) > 0 {
+		logger.Info("Restored the published volumes", "volumes", len(d.node.published), "records", len(records))
+	}
+}
+
+// serveUnix serves s on a unix socket at path, replacing a stale socket.
+func serveUnix(wg *sync.WaitGroup, s *grpc.Server, path string, logger klog.Logger) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the stale socket %s: %w", path, err)
+	}
+	listener, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", path, err)
+	}
+	wg.Go(func() {
+		if err := s.Serve(listener); err != nil {
+			logger.Error(err, "gRPC server failed", "socket", path)
+		}
+	})
+	return nil
+}
+
+// stopWithin stops s gracefully, or at once after timeout.
+func stopWithin(s *grpc.Server, timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { s.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		s.Stop()
+	}
+}
+
+// logCalls logs every call at verbosity 4, and failed ones at 2 with their
+// code: the kubelet shows the message in the pod's events already.
+func logCalls(logger klog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := handler(klog.NewContext(ctx, logger), req)
+		if err != nil {
+			logger.V(2).Info("CSI call failed", "method", info.FullMethod, "code", status.Code(err), "err", err, "duration", time.Since(start))
+		} else {
+			logger.V(4).Info("CSI call", "method", info.FullMethod, "duration", time.Since(start))
+		}
+		return resp, err
+	}
+}

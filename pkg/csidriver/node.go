@@ -1,0 +1,296 @@
+package csidriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+)
+
+// SourceCSI is the volume manager's source of the volumes the driver
+// publishes.
+const SourceCSI cache.Source = "csi"
+
+// PluginCSI is the kubelet's directory of CSI volumes, in which a target
+// path lies: <root>/pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount.
+const PluginCSI podrefs.Plugin = "kubernetes.io~csi"
+
+// volumes is what the node service asks of the volume manager
+// (volumemanager.Manager).
+type volumes interface {
+	AddVolume(source cache.Source, v cache.DesiredVolume)
+	RemoveVolume(source cache.Source, key cache.VolumeKey)
+	WaitForVolume(ctx context.Context, key cache.VolumeKey) error
+	WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error
+}
+
+// configMaps is what it asks of the ConfigMap watches
+// (configmapcache.Watches).
+type configMaps interface {
+	Add(namespace, name string)
+	Remove(namespace, name string)
+	GetConfigMap(namespace, name string) (*corev1.ConfigMap, error)
+}
+
+// accessChecker says whether a pod's service account may read a ConfigMap
+// (access.go); nil checks nothing beyond the namespace.
+type accessChecker interface {
+	MayGet(ctx context.Context, pod podInfo, configMap string) error
+}
+
+// nodeServer is the CSI Node service.
+type nodeServer struct {
+	csi.UnimplementedNodeServer
+	nodeName   string
+	volumes    volumes
+	configMaps configMaps
+	access     accessChecker
+	state      stateDir
+
+	// mu guards published and locks; locks serializes the calls of one
+	// volume (the CSI spec lets a CO send them concurrently).
+	mu        sync.Mutex
+	published map[string]record
+	locks     map[string]*sync.Mutex
+}
+
+func newNodeServer(nodeName string, v volumes, cms configMaps, access accessChecker, state stateDir) *nodeServer {
+	return &nodeServer{nodeName: nodeName, volumes: v, configMaps: cms, access: access, state: state,
+		published: map[string]record{}, locks: map[string]*sync.Mutex{}}
+}
+
+// lock takes volumeID's lock and returns its release.
+func (s *nodeServer) lock(volumeID string) func() {
+	s.mu.Lock()
+	l, ok := s.locks[volumeID]
+	if !ok {
+		l = &sync.Mutex{}
+		s.locks[volumeID] = l
+	}
+	s.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{NodeId: s.nodeName}, nil
+}
+
+// NodeGetCapabilities claims VOLUME_MOUNT_GROUP: the kubelet passes the
+// pod's fsGroup in the publish call and changes no file itself, so files
+// written after the first publish (every update) get the group too.
+func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{{
+		Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP}},
+	}}}, nil
+}
+
+// NodePublishVolume writes the volume's files at the target path and keeps
+// them up to date until NodeUnpublishVolume. It returns once the files
+// are on disk, or with the reason they cannot be: the kubelet shows it in
+// the pod's events and calls again.
+func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	rec, err := recordOf(req)
+	if err != nil {
+		return nil, err
+	}
+	defer s.lock(rec.VolumeID)()
+
+	s.mu.Lock()
+	old, known := s.published[rec.VolumeID]
+	s.mu.Unlock()
+	if known && !old.same(rec) {
+		return nil, status.Errorf(codes.AlreadyExists, "volume %s is already published at %s with other attributes", rec.VolumeID, old.TargetPath)
+	}
+	spec, desired, err := desiredVolume(rec)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if !known && s.access != nil {
+		if err := s.access.MayGet(ctx, spec.Pod, spec.Source.Name); err != nil {
+			return nil, status.Error(codes.PermissionDenied, err.Error())
+		}
+	}
+	if !known {
+		s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
+		s.volumes.AddVolume(SourceCSI, desired)
+	}
+	if err := s.volumes.WaitForVolume(ctx, desired.Key); err != nil {
+		if known {
+			// Published and served: the files stay, and so does the volume.
+			return nil, status.Errorf(codes.Unavailable, "volume %s is published but not on disk: %v", rec.VolumeID, err)
+		}
+		s.volumes.RemoveVolume(SourceCSI, desired.Key)
+		s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
+		return nil, s.publishError(ctx, spec, err)
+	}
+	if !known {
+		if err := s.state.save(rec); err != nil {
+			s.volumes.RemoveVolume(SourceCSI, desired.Key)
+			s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
+			return nil, status.Errorf(codes.Internal, "recording volume %s: %v", rec.VolumeID, err)
+		}
+		s.mu.Lock()
+		s.published[rec.VolumeID] = rec
+		s.mu.Unlock()
+		klog.FromContext(ctx).V(2).Info("Published volume", "volumeID", rec.VolumeID, "pod", klog.KRef(spec.Pod.Namespace, spec.Pod.Name),
+			"configMap", spec.Source.Name, "updates", desired.Layout, "targetPath", rec.TargetPath)
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// recordOf checks a publish call's fields, as the CSI spec requires them.
+func recordOf(req *csi.NodePublishVolumeRequest) (record, error) {
+	switch {
+	case req.GetVolumeId() == "":
+		return record{}, status.Error(codes.InvalidArgument, "volume_id is required")
+	case req.GetTargetPath() == "":
+		return record{}, status.Error(codes.InvalidArgument, "target_path is required")
+	case req.GetVolumeCapability() == nil:
+		return record{}, status.Error(codes.InvalidArgument, "volume_capability is required")
+	case req.GetVolumeCapability().GetBlock() != nil:
+		return record{}, status.Error(codes.InvalidArgument, "block access is not supported: the volume is a directory of files")
+	}
+	if err := validVolumeID(req.GetVolumeId()); err != nil {
+		return record{}, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if !filepath.IsAbs(req.GetTargetPath()) {
+		return record{}, status.Errorf(codes.InvalidArgument, "target_path %q is not absolute", req.GetTargetPath())
+	}
+	return record{
+		VolumeID: req.GetVolumeId(), TargetPath: filepath.Clean(req.GetTargetPath()), VolumeContext: req.GetVolumeContext(),
+		MountGroup: req.GetVolumeCapability().GetMount().GetVolumeMountGroup(), ReadOnly: req.GetReadonly(),
+	}, nil
+}
+
+// desiredVolume turns a record into the volume manager's volume: a pod
+// made of what the kubelet told (namespace, name, uid, fsGroup), so that
+// the manager's events name the pod and its writer applies the group.
+func desiredVolume(rec record) (volumeSpec, cache.DesiredVolume, error) {
+	spec, err := parseAttributes(rec.VolumeContext)
+	if err != nil {
+		return spec, cache.DesiredVolume{}, err
+	}
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: spec.Pod.Namespace, Name: spec.Pod.Name, UID: spec.Pod.UID},
+	}
+	if rec.MountGroup != "" {
+		gid, err := strconv.ParseInt(rec.MountGroup, 10, 64)
+		if err != nil || gid < 0 {
+			return spec, cache.DesiredVolume{}, fmt.Errorf("volume_mount_group %q is not a group id", rec.MountGroup)
+		}
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid}
+	}
+	name := volumeName(rec)
+	source := spec.Source
+	return spec, cache.DesiredVolume{
+		Key:    cache.VolumeKey{PodUID: spec.Pod.UID, Volume: name},
+		Pod:    pod,
+		Spec:   podrefs.KeptVolume{Name: name, Plugin: PluginCSI, ConfigMap: &source},
+		Dir:    rec.TargetPath,
+		Layout: spec.Layout,
+	}, nil
+}
+
+// volumeName is the pod's name for the volume, read from the target path
+// the kubelet chose (.../kubernetes.io~csi/<volume>/mount), or the volume
+// id when the path has another shape.
+func volumeName(rec record) string {
+	parent := filepath.Dir(rec.TargetPath)
+	if filepath.Base(rec.TargetPath) == "mount" && filepath.Base(filepath.Dir(parent)) == string(PluginCSI) {
+		return filepath.Base(parent)
+	}
+	return rec.VolumeID
+}
+
+// publishError says why a volume could not be set up, with the code that
+// fits: NotFound for a missing ConfigMap, Unavailable when the ConfigMap
+// cannot be read yet (the apiserver is down: the kubelet keeps the target
+// directory and retries), FailedPrecondition when the ConfigMap lacks what
+// the volume asks for, Internal for the disk.
+func (s *nodeServer) publishError(ctx context.Context, spec volumeSpec, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return status.FromContextError(ctxErr).Err()
+	}
+	cm, getErr := s.configMaps.GetConfigMap(spec.Pod.Namespace, spec.Source.Name)
+	switch {
+	case apierrors.IsNotFound(getErr):
+		return status.Errorf(codes.NotFound, "configmap %q not found in namespace %q", spec.Source.Name, spec.Pod.Namespace)
+	case getErr != nil:
+		return status.Errorf(codes.Unavailable, "reading configmap %s/%s: %v", spec.Pod.Namespace, spec.Source.Name, getErr)
+	}
+	if _, payloadErr := volumemanager.Payload(&spec.Source, cm); payloadErr != nil {
+		return status.Error(codes.FailedPrecondition, payloadErr.Error())
+	}
+	return status.Errorf(codes.Internal, "writing the volume: %v", err)
+}
+
+// NodeUnpublishVolume removes the volume's files and its target path, and
+// stops keeping it up to date. A volume the driver does not know (never
+// published, or already unpublished) succeeds, its empty target directory
+// removed if there is one.
+func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	switch {
+	case req.GetVolumeId() == "":
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	case req.GetTargetPath() == "":
+		return nil, status.Error(codes.InvalidArgument, "target_path is required")
+	}
+	defer s.lock(req.GetVolumeId())()
+	s.mu.Lock()
+	rec, known := s.published[req.GetVolumeId()]
+	s.mu.Unlock()
+	if !known {
+		if err := removeUnknownTarget(req.GetTargetPath()); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csi.NodeUnpublishVolumeResponse{}, nil
+	}
+	spec, desired, err := desiredVolume(rec)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "the record of volume %s no longer parses: %v", rec.VolumeID, err)
+	}
+	s.volumes.RemoveVolume(SourceCSI, desired.Key)
+	if err := s.volumes.WaitForVolumeGone(ctx, desired.Key); err != nil {
+		return nil, status.Errorf(codes.Internal, "removing volume %s: %v", rec.VolumeID, err)
+	}
+	s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
+	if err := s.state.remove(rec.VolumeID); err != nil {
+		return nil, status.Errorf(codes.Internal, "removing the record of volume %s: %v", rec.VolumeID, err)
+	}
+	s.mu.Lock()
+	delete(s.published, rec.VolumeID)
+	delete(s.locks, rec.VolumeID)
+	s.mu.Unlock()
+	klog.FromContext(ctx).V(2).Info("Unpublished volume", "volumeID", rec.VolumeID, "pod", klog.KRef(spec.Pod.Namespace, spec.Pod.Name))
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// removeUnknownTarget removes the target path of a volume the driver has
+// no record of, if it is empty or absent. A directory with files in it is
+// left, with an error: without a record the driver cannot tell its own
+// files from somebody else's.
+func removeUnknownTarget(path string) error {
+	err := os.Remove(path)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("target path %s of a volume this driver has no record of is not empty; left as it is: %w", path, err)
+}

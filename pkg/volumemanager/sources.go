@@ -1,0 +1,86 @@
+package volumemanager
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+)
+
+// A source other than the pods the pod workers sync (the CSI driver's
+// publish calls) asks for volumes one at a time: AddVolume and RemoveVolume
+// change what it wants, and WaitForVolume and WaitForVolumeGone wait for
+// the reconciler to bring the disk there. The manager serializes the
+// changes (sourceMu), so two volumes of one pod may be added at once.
+
+// AddVolume makes source want v, beside the other volumes it wants of
+// v's pod; a volume of the same key is replaced. v.Dir must be set.
+func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) {
+	m.sourceMu.Lock()
+	defer m.sourceMu.Unlock()
+	volumes := m.desired.SourceVolumes(source, v.Key.PodUID)
+	replaced := false
+	for i := range volumes {
+		if volumes[i].Key == v.Key {
+			volumes[i], replaced = v, true
+		}
+	}
+	if !replaced {
+		volumes = append(volumes, v)
+	}
+	m.reconciler.HandOver(m.desired.SetPodVolumes(source, v.Key.PodUID, volumes, nil)...)
+}
+
+// RemoveVolume makes source no longer want key; the reconciler removes its
+// directory unless another source wants it.
+func (m *Manager) RemoveVolume(source cache.Source, key cache.VolumeKey) {
+	m.sourceMu.Lock()
+	defer m.sourceMu.Unlock()
+	volumes := m.desired.SourceVolumes(source, key.PodUID)
+	kept := volumes[:0]
+	for _, v := range volumes {
+		if v.Key != key {
+			kept = append(kept, v)
+		}
+	}
+	if len(kept) == len(volumes) {
+		return
+	}
+	m.reconciler.HandOver(m.desired.SetPodVolumes(source, key.PodUID, kept, nil)...)
+}
+
+// WaitForVolume waits until key is on disk, or its first operation that
+// ends after the call began fails: then it returns that operation's error,
+// and the reconciler keeps retrying while the volume is wanted.
+func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error {
+	start := m.clock.Now()
+	var failed error
+	err := m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+		if m.actual.Has(key) {
+			return true, ""
+		}
+		if f, ok := m.reconciler.Failure(key); ok && !f.At.Before(start) {
+			failed = fmt.Errorf("%s", f.Err)
+			return true, f.Err
+		}
+		return false, fmt.Sprintf("volume %s is not on disk yet", key.Volume)
+	})
+	if err != nil {
+		return err
+	}
+	return failed
+}
+
+// WaitForVolumeGone waits until key is no longer on disk.
+func (m *Manager) WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error {
+	return m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+		if !m.actual.Has(key) {
+			return true, ""
+		}
+		msg := fmt.Sprintf("volume %s is still on disk", key.Volume)
+		if f, ok := m.reconciler.Failure(key); ok {
+			msg += ": " + f.Err
+		}
+		return false, msg
+	})
+}
