@@ -136,9 +136,10 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 			// Published and served: the files stay, and so does the volume.
 			return nil, status.Errorf(codes.Unavailable, "volume %s is published but not on disk: %v", rec.VolumeID, err)
 		}
+		err = s.publishError(ctx, spec, err) // while the watch still runs
 		s.volumes.RemoveVolume(SourceCSI, desired.Key)
 		s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
-		return nil, s.publishError(ctx, spec, err)
+		return nil, err
 	}
 	if !known {
 		if err := s.state.save(rec); err != nil {

@@ -1,0 +1,181 @@
+package csidriver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	kuberecord "k8s.io/client-go/tools/record"
+
+	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+)
+
+const testNamespace = "shop"
+
+// harness runs a Driver on a socket in a temporary directory, against a
+// fake clientset, and talks to it as the kubelet does.
+type harness struct {
+	t        *testing.T
+	client   *fake.Clientset
+	events   *kuberecord.FakeRecorder
+	stateDir string
+	podsDir  string
+	socket   string
+	driver   *Driver
+	stop     context.CancelFunc
+	done     chan error
+	node     csi.NodeClient
+	identity csi.IdentityClient
+}
+
+func newHarness(t *testing.T, objects ...runtime.Object) *harness {
+	t.Helper()
+	// A short root: a unix socket's path has at most 107 bytes.
+	root, err := os.MkdirTemp("", "csi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	h := &harness{t: t, client: fake.NewClientset(objects...), stateDir: filepath.Join(root, "state"),
+		podsDir: filepath.Join(root, "pods"), socket: filepath.Join(root, "csi.sock")}
+	h.start()
+	t.Cleanup(h.halt)
+	return h
+}
+
+// start runs a new Driver on the harness's state directory and socket.
+func (h *harness) start() {
+	h.t.Helper()
+	h.events = kuberecord.NewFakeRecorder(100)
+	d, err := New(Options{
+		NodeName: "node-1", Endpoint: h.socket, StateDir: h.stateDir,
+		ConfigMaps: func(ns string) configmapcache.ConfigMapClient { return listThenWatch{h.client.CoreV1().ConfigMaps(ns)} },
+		Events:     h.events,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.driver, h.stop, h.done = d, cancel, make(chan error, 1)
+	go func() { h.done <- d.Run(ctx) }()
+	conn, err := grpc.NewClient("unix://"+h.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { conn.Close() })
+	h.node, h.identity = csi.NewNodeClient(conn), csi.NewIdentityClient(conn)
+	h.eventually("the driver is ready", func() bool {
+		rsp, err := h.identity.Probe(context.Background(), &csi.ProbeRequest{})
+		return err == nil && rsp.GetReady().GetValue()
+	})
+}
+
+// halt stops the driver, as a SIGTERM does.
+func (h *harness) halt() {
+	if h.stop == nil {
+		return
+	}
+	h.stop()
+	if err := <-h.done; err != nil {
+		h.t.Errorf("Run: %v", err)
+	}
+	h.stop = nil
+}
+
+// eventually polls cond for up to ten seconds.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		h.t.Fatalf("waiting until %s: %v", what, err)
+	}
+}
+
+// volume is one pod volume as the kubelet would publish it.
+type volume struct {
+	id, target string
+	attrs      map[string]string
+	fsGroup    string
+}
+
+// newVolume lays out the kubelet's directories for volume name of pod uid
+// (the kubelet makes the target's parent; the driver makes the target).
+func (h *harness) newVolume(uid, name string, attrs map[string]string) volume {
+	h.t.Helper()
+	parent := filepath.Join(h.podsDir, uid, "volumes", string(PluginCSI), name)
+	if err := os.MkdirAll(parent, 0o750); err != nil {
+		h.t.Fatal(err)
+	}
+	all := podAttrs(attrs)
+	all[attrPodUID] = uid
+	return volume{id: "csi-" + uid + "-" + name, target: filepath.Join(parent, "mount"), attrs: all}
+}
+
+func (h *harness) publish(v volume) error {
+	_, err := h.node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
+		VolumeId: v.id, TargetPath: v.target, VolumeContext: v.attrs, Readonly: true,
+		VolumeCapability: &csi.VolumeCapability{
+			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{VolumeMountGroup: v.fsGroup}},
+			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY},
+		},
+	})
+	return err
+}
+
+func (h *harness) mustPublish(v volume) {
+	h.t.Helper()
+	if err := h.publish(v); err != nil {
+		h.t.Fatalf("publishing %s: %v", v.id, err)
+	}
+}
+
+func (h *harness) unpublish(v volume) error {
+	_, err := h.node.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: v.id, TargetPath: v.target})
+	return err
+}
+
+// read returns a file of the volume as a container reads it, or "" if
+// it does not exist.
+func (h *harness) read(v volume, path string) string {
+	data, err := os.ReadFile(filepath.Join(v.target, path))
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+func (h *harness) setConfigMap(name string, data map[string]string) {
+	h.t.Helper()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name}, Data: data}
+	if _, err := h.client.CoreV1().ConfigMaps(testNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err == nil {
+		return
+	}
+	if _, err := h.client.CoreV1().ConfigMaps(testNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// listThenWatch tells the reflectors that the fake clientset cannot stream
+// a watch-list, which it cannot.
+type listThenWatch struct {
+	typedcorev1.ConfigMapInterface
+}
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func configMap(name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name}, Data: data}
+}

@@ -1,0 +1,235 @@
+package csidriver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/inplacewriter"
+)
+
+func wantCode(t *testing.T, err error, code codes.Code, says string) {
+	t.Helper()
+	if status.Code(err) != code || !strings.Contains(status.Convert(err).Message(), says) {
+		t.Errorf("error %v, want code %s saying %q", err, code, says)
+	}
+}
+
+// The kubelet's layout, updated on a change, gone at unpublish; the same
+// call twice succeeds, and the same volume with other attributes does not.
+func TestPublishUpdateUnpublish(t *testing.T) {
+	h := newHarness(t, configMap("app", map[string]string{"a.conf": "one", "b": "bee"}))
+	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app"})
+	h.mustPublish(v)
+	got, err := atomicwriter.ReadCurrent(v.target)
+	if err != nil {
+		t.Fatalf("the volume has no ..data generation: %v", err)
+	}
+	if diff := cmp.Diff(map[string][]byte{"a.conf": []byte("one"), "b": []byte("bee")}, got); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	h.mustPublish(v) // idempotent
+	other := v
+	other.attrs = podAttrs(map[string]string{AttrConfigMap: "app", AttrUpdates: UpdatesInPlace, attrPodUID: "uid-1"})
+	wantCode(t, h.publish(other), codes.AlreadyExists, "other attributes")
+
+	h.setConfigMap("app", map[string]string{"a.conf": "two"})
+	h.eventually("the update is in the volume", func() bool { return h.read(v, "a.conf") == "two" && h.read(v, "b") == "" })
+
+	if err := h.unpublish(v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(v.target); !os.IsNotExist(err) {
+		t.Errorf("the target path is still there: %v", err)
+	}
+	if err := h.unpublish(v); err != nil {
+		t.Errorf("a second unpublish: %v", err)
+	}
+	h.eventually("the watch is closed", func() bool { return h.driver.Watching() == 0 })
+}
+
+// One watch per ConfigMap, whatever the number of volumes that read it.
+func TestOneWatchPerConfigMap(t *testing.T) {
+	h := newHarness(t, configMap("shared", map[string]string{"k": "v"}), configMap("own", map[string]string{"k": "w"}))
+	var vols []volume
+	for i, name := range []string{"shared", "shared", "shared", "own"} {
+		v := h.newVolume("uid-"+string(rune('a'+i)), "config", map[string]string{AttrConfigMap: name})
+		h.mustPublish(v)
+		vols = append(vols, v)
+	}
+	if n := h.driver.Watching(); n != 2 {
+		t.Errorf("%d watches for 2 ConfigMaps", n)
+	}
+	for _, v := range vols[:3] {
+		if err := h.unpublish(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.eventually("one watch is left", func() bool { return h.driver.Watching() == 1 })
+	gets := 0
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "get" {
+			gets++
+		}
+	}
+	if gets != 0 {
+		t.Errorf("%d GETs; the driver reads through watches only", gets)
+	}
+}
+
+// An in-place volume keeps each file's inode, so a subPath mount of it
+// sees updates; fsGroup and modes end as the kubelet's do.
+func TestInPlaceUpdatesKeepTheInode(t *testing.T) {
+	h := newHarness(t, configMap("app", map[string]string{"a": "1", "b": "2"}))
+	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app", AttrUpdates: UpdatesInPlace,
+		AttrItems: `[{"key":"a","path":"etc/a.conf","mode":384}]`})
+	v.fsGroup = "2000"
+	h.mustPublish(v)
+	path := filepath.Join(v.target, "etc/a.conf")
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := info.Sys().(*syscall.Stat_t)
+	if info.Mode().Perm() != 0o640 || st.Gid != 2000 {
+		t.Errorf("mode %v group %d, want 0640 and 2000 (mode 0600 with fsGroup, as the kubelet ends it)", info.Mode().Perm(), st.Gid)
+	}
+	if _, err := os.Lstat(filepath.Join(v.target, "..data")); !os.IsNotExist(err) {
+		t.Errorf("an in-place volume has a ..data entry: %v", err)
+	}
+	held, err := os.Open(path) // as a subPath bind mount holds the inode
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	h.setConfigMap("app", map[string]string{"a": "one more"})
+	h.eventually("the held file reads the update", func() bool {
+		buf := make([]byte, 64)
+		n, _ := held.ReadAt(buf, 0)
+		return string(buf[:n]) == "one more"
+	})
+	files, err := inplacewriter.ReadAll(v.target)
+	if err != nil || len(files) != 1 {
+		t.Errorf("files %v (%v), want etc/a.conf alone", files, err)
+	}
+}
+
+func TestPublishRefusals(t *testing.T) {
+	h := newHarness(t, configMap("app", map[string]string{"a": "1"}))
+	wantCode(t, h.publish(h.newVolume("uid-1", "missing", map[string]string{AttrConfigMap: "nope"})),
+		codes.NotFound, `configmap "nope" not found in namespace "shop"`)
+	wantCode(t, h.publish(h.newVolume("uid-1", "key", map[string]string{AttrConfigMap: "app", AttrItems: `[{"key":"x","path":"x"}]`})),
+		codes.FailedPrecondition, `has no key "x"`)
+	wantCode(t, h.publish(h.newVolume("uid-1", "ns", map[string]string{AttrConfigMap: "app", "namespace": "kube-system"})),
+		codes.InvalidArgument, "own pod's namespace")
+	bad := h.newVolume("uid-1", "group", map[string]string{AttrConfigMap: "app"})
+	bad.fsGroup = "wheel"
+	wantCode(t, h.publish(bad), codes.InvalidArgument, "not a group id")
+	for _, name := range []string{"missing", "key", "ns", "group"} {
+		target := filepath.Join(h.podsDir, "uid-1/volumes", string(PluginCSI), name, "mount")
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Errorf("a refused volume left its target path %s: %v", target, err)
+		}
+	}
+	h.eventually("the refused volumes' watches are closed", func() bool { return h.driver.Watching() == 0 })
+}
+
+// An optional volume of a missing ConfigMap is empty, and filled when the
+// ConfigMap appears; a deleted ConfigMap leaves the last content and says
+// so in an event; a recreated immutable one reaches the volume.
+func TestMissingDeletedAndRecreated(t *testing.T) {
+	h := newHarness(t)
+	opt := h.newVolume("uid-1", "opt", map[string]string{AttrConfigMap: "later", AttrOptional: "true"})
+	h.mustPublish(opt)
+	if files, _ := atomicwriter.ReadCurrent(opt.target); len(files) != 0 {
+		t.Errorf("an optional volume of a missing ConfigMap holds %v", files)
+	}
+	h.setConfigMap("later", map[string]string{"k": "here"})
+	h.eventually("the optional volume is filled", func() bool { return h.read(opt, "k") == "here" })
+
+	immutable := configMap("frozen", map[string]string{"k": "v1"})
+	immutable.Immutable = new(true)
+	if _, err := h.client.CoreV1().ConfigMaps(testNamespace).Create(context.Background(), immutable, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v := h.newVolume("uid-2", "frozen", map[string]string{AttrConfigMap: "frozen"})
+	h.mustPublish(v)
+	if err := h.client.CoreV1().ConfigMaps(testNamespace).Delete(context.Background(), "frozen", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("a FailedMount event names the deleted ConfigMap", func() bool {
+		select {
+		case e := <-h.events.Events:
+			return strings.Contains(e, "FailedMount") && strings.Contains(e, "frozen")
+		default:
+			return false
+		}
+	})
+	if got := h.read(v, "k"); got != "v1" {
+		t.Errorf("after the delete the volume holds %q, want the last content v1", got)
+	}
+	immutable.Data = map[string]string{"k": "v2"}
+	if _, err := h.client.CoreV1().ConfigMaps(testNamespace).Create(context.Background(), immutable, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the recreated immutable ConfigMap is in the volume", func() bool { return h.read(v, "k") == "v2" })
+}
+
+// A restarted driver serves every volume it published: updates made while
+// it was down arrive, and unpublish works.
+func TestRestartKeepsServing(t *testing.T) {
+	h := newHarness(t, configMap("app", map[string]string{"k": "1"}))
+	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app"})
+	h.mustPublish(v)
+	gone := h.newVolume("uid-2", "config", map[string]string{AttrConfigMap: "app"})
+	h.mustPublish(gone)
+	h.halt()
+	h.setConfigMap("app", map[string]string{"k": "2"})
+	// The second pod left while the driver was down.
+	if err := os.RemoveAll(filepath.Join(h.podsDir, "uid-2")); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.eventually("the update made while down is in the volume", func() bool { return h.read(v, "k") == "2" })
+	if n := len(h.driver.node.published); n != 1 {
+		t.Errorf("%d volumes restored, want 1 (the other's pod is gone)", n)
+	}
+	h.setConfigMap("app", map[string]string{"k": "3"})
+	h.eventually("a later update is in the volume", func() bool { return h.read(v, "k") == "3" })
+	if err := h.unpublish(v); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(h.stateDir, "volumes")); len(entries) != 0 {
+		t.Errorf("records left after every volume went: %v", entries)
+	}
+}
+
+func TestUnpublishOfAnUnknownVolume(t *testing.T) {
+	h := newHarness(t)
+	v := h.newVolume("uid-1", "config", nil)
+	if err := os.Mkdir(v.target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.unpublish(v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(v.target); !os.IsNotExist(err) {
+		t.Errorf("the empty target path is still there: %v", err)
+	}
+	if err := os.MkdirAll(v.target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v.target, "not-ours"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, h.unpublish(v), codes.Internal, "not empty; left as it is")
+}
