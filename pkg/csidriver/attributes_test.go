@@ -22,6 +22,7 @@ func podAttrs(extra map[string]string) map[string]string {
 }
 
 func TestParseAttributes(t *testing.T) {
+	t.Parallel()
 	mode := func(m int32) *int32 { return &m }
 	yes := true
 	tests := []struct {
@@ -57,6 +58,7 @@ func TestParseAttributes(t *testing.T) {
 }
 
 func TestParseAttributesRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		attrs map[string]string

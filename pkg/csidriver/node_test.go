@@ -27,6 +27,7 @@ func wantCode(t *testing.T, err error, code codes.Code, says string) {
 // The kubelet's layout, updated on a change, gone at unpublish; the same
 // call twice succeeds, and the same volume with other attributes does not.
 func TestPublishUpdateUnpublish(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"a.conf": "one", "b": "bee"}))
 	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app"})
 	h.mustPublish(v)
@@ -59,6 +60,7 @@ func TestPublishUpdateUnpublish(t *testing.T) {
 
 // One watch per ConfigMap, whatever the number of volumes that read it.
 func TestOneWatchPerConfigMap(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, configMap("shared", map[string]string{"k": "v"}), configMap("own", map[string]string{"k": "w"}))
 	var vols []volume
 	for i, name := range []string{"shared", "shared", "shared", "own"} {
@@ -89,6 +91,7 @@ func TestOneWatchPerConfigMap(t *testing.T) {
 // An in-place volume keeps each file's inode, so a subPath mount of it
 // sees updates; fsGroup and modes end as the kubelet's do.
 func TestInPlaceUpdatesKeepTheInode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"a": "1", "b": "2"}))
 	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app", AttrUpdates: UpdatesInPlace,
 		AttrItems: `[{"key":"a","path":"etc/a.conf","mode":384}]`})
@@ -124,6 +127,7 @@ func TestInPlaceUpdatesKeepTheInode(t *testing.T) {
 }
 
 func TestPublishRefusals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"a": "1"}))
 	wantCode(t, h.publish(h.newVolume("uid-1", "missing", map[string]string{AttrConfigMap: "nope"})),
 		codes.NotFound, `configmap "nope" not found in namespace "shop"`)
@@ -147,6 +151,7 @@ func TestPublishRefusals(t *testing.T) {
 // ConfigMap appears; a deleted ConfigMap leaves the last content and says
 // so in an event; a recreated immutable one reaches the volume.
 func TestMissingDeletedAndRecreated(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	opt := h.newVolume("uid-1", "opt", map[string]string{AttrConfigMap: "later", AttrOptional: "true"})
 	h.mustPublish(opt)
@@ -187,6 +192,7 @@ func TestMissingDeletedAndRecreated(t *testing.T) {
 // A restarted driver serves every volume it published: updates made while
 // it was down arrive, and unpublish works.
 func TestRestartKeepsServing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"k": "1"}))
 	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app"})
 	h.mustPublish(v)
@@ -214,6 +220,7 @@ func TestRestartKeepsServing(t *testing.T) {
 }
 
 func TestUnpublishOfAnUnknownVolume(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	v := h.newVolume("uid-1", "config", nil)
 	if err := os.Mkdir(v.target, 0o755); err != nil {
