@@ -5,8 +5,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# The agent-only build: run and version, without analyze and compare.
-RUN CGO_ENABLED=0 go build -tags agentonly -trimpath -ldflags "-s -w" -o /nodeagent ./cmd/nodeagent
+# The agent-only build: run, csi and version, without analyze and compare
+# (grpcnotrace: see AGENT_TAGS in the Makefile).
+RUN CGO_ENABLED=0 go build -tags agentonly,grpcnotrace -trimpath -ldflags "-s -w" -o /nodeagent ./cmd/nodeagent
 
 FROM scratch
 COPY --from=build /nodeagent /nodeagent

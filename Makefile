@@ -10,12 +10,16 @@ VERSION   ?= $(shell hack/release/version.sh)
 COMMIT    ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VERSION) \
              -X github.com/nodeagent-io/nodeagent/internal/version.GitCommit=$(COMMIT)
-# The image's binary: the agent-only build (run and version; no analyze or
+# The image's binary: the agent-only build (run, csi and version; no analyze or
 # compare, and so no client-go clientset), static, stripped. nodeagent-agent
 # is the same build for this machine, which compare --agent-processes runs:
 # what it measures is what the image ships (a dynamically linked build maps
-# about 1.4 MiB of libc more).
-AGENT_BUILD = CGO_ENABLED=0 $(GO) build -tags agentonly -trimpath -ldflags "-s -w $(LDFLAGS)"
+# about 1.4 MiB of libc more). grpcnotrace keeps gRPC (the csi command's)
+# from linking golang.org/x/net/trace and with it text/template, whose
+# reflection keeps every exported method in the binary, and its pages
+# resident in every agent (the record footprint; docs/performance.md).
+AGENT_TAGS = agentonly,grpcnotrace
+AGENT_BUILD = CGO_ENABLED=0 $(GO) build -tags $(AGENT_TAGS) -trimpath -ldflags "-s -w $(LDFLAGS)"
 IMAGE_BUILD = GOOS=linux GOARCH=amd64 $(AGENT_BUILD) -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
 # The image's platforms (make push, make release): one agent-only build each.
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
@@ -86,7 +90,7 @@ $(BIN)/prometheus:
 # mode and rendered equal to the kustomize overlays, the Prometheus rules
 # checked and unit-tested on synthetic series.
 deploy-check: kustomize helm promtool ## helm lint, the chart against the overlays, promtool check and test of deploy/prometheus.
-	for mode in before after watch; do $(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=$$mode --set image.tag=lint || exit 1; done
+	for mode in before after watch csi; do $(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=$$mode --set image.tag=lint || exit 1; done
 	$(BIN)/promtool check rules deploy/prometheus/nodeagent-rules.yaml
 	$(BIN)/promtool test rules deploy/prometheus/tests/rules_test.yaml
 	HELM_BIN=$(abspath $(BIN))/helm KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize $(GO) test -tags e2e -count=1 ./test/deploy/
@@ -173,12 +177,12 @@ verify-core: vet staticcheck ## make verify but the reference kubelets' module.
 	$(BIN)/staticcheck ./...
 	$(BIN)/staticcheck -tags e2e ./test/...
 	$(BIN)/staticcheck -tags release ./test/release/
-	$(BIN)/staticcheck -tags agentonly ./cmd/nodeagent
+	$(BIN)/staticcheck -tags $(AGENT_TAGS) ./cmd/nodeagent
 	cd hack/kind && $(abspath $(BIN))/staticcheck ./capdrop-runc ./images ./pause
 	cd hack/image && $(abspath $(BIN))/staticcheck .
 	cd hack/dashboard && $(abspath $(BIN))/staticcheck .
-	@heavy=$$($(GO) list -tags agentonly -deps ./cmd/nodeagent | grep -xE 'k8s.io/client-go/(kubernetes/scheme|informers|gentype)'); \
-	if [ -n "$$heavy" ]; then echo "the agent-only build links $$(echo $$heavy): every API group's types, or server-side apply's; keep it on pkg/coreclient (docs/performance.md)"; exit 1; fi
+	@heavy=$$($(GO) list -tags $(AGENT_TAGS) -deps ./cmd/nodeagent | grep -xE 'k8s.io/client-go/(kubernetes/scheme|informers|gentype)|text/template'); \
+	if [ -n "$$heavy" ]; then echo "the agent-only build links $$(echo $$heavy): every API group's types, server-side apply's, or text/template (which keeps every exported method); keep it on pkg/coreclient and gRPC on grpcnotrace (docs/performance.md)"; exit 1; fi
 	$(GO) run ./hack/doclinks $$(git ls-files '*.md' '*.yaml' '*.go' '*.json')
 	$(GO) run ./hack/docruns check $$(git ls-files '*.md')
 	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent

@@ -156,7 +156,7 @@ func diff(path string, a, b interface{}) []string {
 // (`helm install --create-namespace` makes it), and Helm's own labels.
 func TestChartEqualsOverlays(t *testing.T) {
 	kustomize := tool(t, "KUSTOMIZE_BIN", "kustomize")
-	for _, mode := range []string{"before", "after", "watch"} {
+	for _, mode := range []string{"before", "after", "watch", "csi"} {
 		t.Run(mode, func(t *testing.T) {
 			chart := map[string]object{}
 			for _, o := range helmTemplate(t, "--set", "mode="+mode) {
@@ -235,6 +235,32 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// TestChartCSIValues: the csi mode's values land where they say, and the
+// access check brings its one extra permission.
+func TestChartCSIValues(t *testing.T) {
+	objects := helmTemplate(t, "--set", "mode=csi", "--set", "kubeletRootDir=/data/kubelet", "--set", "csi.checkAccess=true")
+	byKey := map[string]object{}
+	for _, o := range objects {
+		byKey[key(o)] = o
+	}
+	ds := byKey["DaemonSet/nodeagent"]
+	container := lookup(ds, "spec", "template", "spec", "containers").([]interface{})[0].(map[string]interface{})
+	if args, want := fmt.Sprint(container["args"]), "[csi --state-dir=/var/lib/nodeagent/csi --kubelet-root-dir=/data/kubelet "+
+		"--http-address=0.0.0.0:10356 --logging-format=json --check-access]"; args != want {
+		t.Errorf("args %s, want %s", args, want)
+	}
+	if path := lookup(lookup(ds, "spec", "template", "spec", "volumes").([]interface{})[0], "hostPath", "path"); path != "/data/kubelet" {
+		t.Errorf("the kubelet's hostPath is %v, want /data/kubelet", path)
+	}
+	rules := fmt.Sprint(lookup(byKey["ClusterRole/nodeagent"], "rules"))
+	if !strings.Contains(rules, "subjectaccessreviews") || strings.Contains(rules, "pods") {
+		t.Errorf("ClusterRole rules %s: want subjectaccessreviews, and no pods", rules)
+	}
+	if byKey["CSIDriver/configmaps.nodeagent.io"] == nil {
+		t.Error("no CSIDriver/configmaps.nodeagent.io")
+	}
+}
+
 // TestChartRefusesBadValues: each mistake fails the install with a message
 // that names what is wrong, rather than deploying agents that cannot run.
 func TestChartRefusesBadValues(t *testing.T) {
@@ -250,6 +276,9 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"image.pullPolicy=Sometimes", "image.tag=v1"}, "pullPolicy"},
 		{[]string{"rootDir=var/lib/nodeagent", "image.tag=v1"}, "rootDir"},
 		{[]string{"podMonitor.enable=true", "image.tag=v1"}, "enable"},
+		{[]string{"mode=csi", "syncFrequency=30s", "image.tag=v1"}, "no pod syncs"},
+		{[]string{"csi.checkAcess=true", "image.tag=v1"}, "checkAcess"},
+		{[]string{"kubeletRootDir=var/lib/kubelet", "image.tag=v1"}, "kubeletRootDir"},
 		// A source checkout's chart names no published image.
 		{nil, "image.tag is empty"},
 	} {

@@ -36,8 +36,21 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- .Values.httpAddress | splitList ":" | last -}}
 {{- end -}}
 
-{{/* The agent's arguments for the mode; the same, in the same order, as deploy/overlays/<mode>/args.yaml. */}}
+{{/* The agent's arguments for the mode; the same, in the same order, as deploy/overlays/<mode>/args.yaml (daemonset.yaml for csi). */}}
 {{- define "nodeagent.args" -}}
+{{- if eq .Values.mode "csi" }}
+- csi
+- --state-dir={{ .Values.rootDir }}/csi
+- --kubelet-root-dir={{ .Values.kubeletRootDir }}
+- --http-address={{ .Values.httpAddress }}
+- --logging-format={{ .Values.loggingFormat }}
+{{- if .Values.csi.checkAccess }}
+- --check-access
+{{- end }}
+{{- with .Values.syncFrequency }}
+{{- fail "syncFrequency: the csi mode has no pod syncs; leave it empty" }}
+{{- end }}
+{{- else }}
 - run
 - --root-dir={{ .Values.rootDir }}
 - --http-address={{ .Values.httpAddress }}
@@ -50,11 +63,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- else if eq .Values.mode "watch" }}
 - --configmap-strategy=Watch
 {{- else }}
-{{- fail (printf "mode %q: want before, after or watch" .Values.mode) }}
+{{- fail (printf "mode %q: want before, after, watch or csi" .Values.mode) }}
 {{- end }}
 - --logging-format={{ .Values.loggingFormat }}
 {{- with .Values.syncFrequency }}
 - --sync-frequency={{ . }}
+{{- end }}
 {{- end }}
 {{- range .Values.extraArgs }}
 - {{ . }}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/internal/version"
+	"github.com/nodeagent-io/nodeagent/pkg/agent"
+	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
+	"github.com/nodeagent-io/nodeagent/pkg/csidriver"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+)
+
+// csiConfig is what `nodeagent csi` is told.
+type csiConfig struct {
+	kubeconfig, nodeName, driverName string
+	kubeletRootDir, endpoint         string
+	register                         bool
+	stateDir, httpAddress            string
+	checkAccess                      bool
+	qps                              float32
+	burst                            int
+}
+
+func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster service account.")
+	fs.StringVar(&c.nodeName, "node-name", defaultNodeName(), "This node's name, the driver's node id. Default: $NODE_NAME, else the host name.")
+	fs.StringVar(&c.driverName, "driver-name", csidriver.DefaultDriverName, "The driver's name: the CSIDriver object's, and what pods write in volumes[].csi.driver.")
+	fs.StringVar(&c.kubeletRootDir, "kubelet-root-dir", "/var/lib/kubelet", "The kubelet's --root-dir, mounted at the same path: the CSI socket goes under plugins/<driver>/, the registration socket under plugins_registry/, and target paths are under pods/.")
+	fs.StringVar(&c.endpoint, "endpoint", "", "The CSI socket's path, the same for the kubelet. Default: <kubelet-root-dir>/plugins/<driver-name>/csi.sock.")
+	fs.BoolVar(&c.register, "register", true, "Register with the kubelet through its plugin registration socket (no node-driver-registrar needed).")
+	fs.StringVar(&c.stateDir, "state-dir", "/var/lib/nodeagent/csi", "Where the driver records each published volume, so that it serves them again after a restart. A hostPath.")
+	fs.StringVar(&c.httpAddress, "http-address", "127.0.0.1:10356", "Serve /metrics, /healthz, /readyz and /debug/volumes here; empty serves nothing.")
+	fs.BoolVar(&c.checkAccess, "check-access", false, "Beyond the kubelet: publish a volume only if the pod's service account may get its ConfigMap (a SubjectAccessReview per publish; needs create on subjectaccessreviews).")
+	fs.Float32Var(&c.qps, "kube-api-qps", 50, "Requests per second to the apiserver.")
+	fs.IntVar(&c.burst, "kube-api-burst", 100, "Burst of requests to the apiserver.")
+}
+
+func (c *csiConfig) validate() error {
+	var errs []error
+	if c.nodeName == "" {
+		errs = append(errs, errors.New("--node-name is empty: set it, or $NODE_NAME (the DaemonSet sets it from spec.nodeName)"))
+	}
+	if c.stateDir == "" || c.kubeletRootDir == "" {
+		errs = append(errs, errors.New("--state-dir and --kubelet-root-dir must be set"))
+	}
+	if c.endpoint == "" {
+		c.endpoint = filepath.Join(c.kubeletRootDir, "plugins", c.driverName, "csi.sock")
+	}
+	if !filepath.IsAbs(c.endpoint) {
+		errs = append(errs, fmt.Errorf("--endpoint %q: want an absolute path", c.endpoint))
+	}
+	if c.qps <= 0 || c.burst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", c.qps, c.burst))
+	}
+	return errors.Join(errs...)
+}
+
+func runCSI(args []string, stdout io.Writer) error {
+	fs := newFlagSet("csi", "Serve pods' csi volumes of driver "+csidriver.DefaultDriverName+": a CSI node plugin that writes a ConfigMap's files and keeps them current within a second of each change (docs/csi.md).", stdout)
+	var cfg csiConfig
+	cfg.addFlags(fs)
+	var logFormat string
+	fs.StringVar(&logFormat, "logging-format", "text", "Log format: text or json.")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	for _, name := range []string{"v", "vmodule"} {
+		fs.AddGoFlag(klogFlags.Lookup(name))
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if err := setUpLogging(logFormat, klogFlags); err != nil {
+		return err
+	}
+	defer klog.Flush()
+	restConfig, err := loadRESTConfig(cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	logger := klog.Background()
+	logger.Info("Starting nodeagent's CSI driver", "version", version.Get().String())
+	fs.VisitAll(func(f *pflag.Flag) { logger.Info("Flag", "name", f.Name, "value", f.Value.String()) })
+	return serveCSI(klog.NewContext(ctx, logger), restConfig, cfg)
+}
+
+// serveCSI builds the driver, its events and its HTTP endpoints, and runs
+// them until ctx ends.
+func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error {
+	rc := rest.CopyConfig(restConfig)
+	rc.QPS, rc.Burst = cfg.qps, cfg.burst
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.UserAgent = fmt.Sprintf("nodeagent-csi/%s (node %s)", version.Get().Version, cfg.nodeName)
+	client, err := coreclient.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	events := record.NewBroadcaster()
+	events.StartRecordingToSink(client.EventSink())
+	defer events.Shutdown()
+
+	metrics := agent.NewMetrics(model.StrategyWatch, configmapcache.InvalidateFirstReference, version.Get().Version)
+	metrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts := csidriver.Options{
+		DriverName: cfg.driverName, NodeName: cfg.nodeName, Endpoint: cfg.endpoint, StateDir: cfg.stateDir,
+		ConfigMaps: func(namespace string) configmapcache.ConfigMapClient { return client.ConfigMaps(namespace) },
+		Events:     events.NewRecorder(coreclient.Scheme, corev1.EventSource{Component: "nodeagent-csi", Host: cfg.nodeName}),
+		Recorder:   metrics,
+	}
+	if cfg.register {
+		opts.RegistrationDir = filepath.Join(cfg.kubeletRootDir, "plugins_registry")
+	}
+	if cfg.checkAccess {
+		reviewer, err := csidriver.NewAccessReviewer(rc)
+		if err != nil {
+			return err
+		}
+		opts.Access = reviewer
+	}
+	driver, err := csidriver.New(opts)
+	if err != nil {
+		return err
+	}
+	metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "nodeagent_csi_configmap_watches",
+		Help: "ConfigMap watches the CSI driver holds open: one per ConfigMap its volumes on this node read.",
+	}, func() float64 { return float64(driver.Watching()) }))
+	if cfg.httpAddress != "" {
+		listener, err := net.Listen("tcp", cfg.httpAddress)
+		if err != nil {
+			return fmt.Errorf("listening on --http-address %s: %w", cfg.httpAddress, err)
+		}
+		server := &http.Server{Handler: csiHandler(driver, metrics.Registry, cfg.register), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = server.Serve(listener) }()
+		defer server.Close()
+	}
+	return driver.Run(ctx)
+}
+
+// csiHandler serves the driver's HTTP endpoints:
+//
+//	/metrics        Prometheus metrics (nodeagent_*)
+//	/healthz        200 while the process serves
+//	/readyz         200 once the recorded volumes are served again and,
+//	                when registering, the kubelet has accepted the driver
+//	/debug/volumes  the volumes on disk, as JSON (read-only)
+func csiHandler(driver *csidriver.Driver, registry *prometheus.Registry, register bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case !driver.Ready():
+			http.Error(w, "restoring the published volumes", http.StatusServiceUnavailable)
+		case register && !driver.Registered():
+			http.Error(w, "not registered with the kubelet yet", http.StatusServiceUnavailable)
+		default:
+			fmt.Fprintln(w, "ok")
+		}
+	})
+	mux.HandleFunc("/debug/volumes", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "read-only", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"volumes": driver.Volumes(), "configMapWatches": driver.Watching()})
+	})
+	return mux
+}
