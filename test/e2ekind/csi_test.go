@@ -1,0 +1,328 @@
+//go:build e2e
+
+package e2ekind
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent-io/nodeagent/internal/volumetree"
+	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
+)
+
+// The chart's release in the csi mode, beside the kustomize DaemonSet.
+const (
+	csiRelease   = "nodeagent-csi"
+	csiNamespace = "nodeagent-csi"
+	csiDriver    = "configmaps.nodeagent.io"
+	csiUser      = "system:serviceaccount:" + csiNamespace + ":" + csiRelease
+)
+
+// The update-delay run of the CSI test: csiConfigMaps ConfigMaps, each
+// updated every csiMeanGap on average over csiWindow (about 200 updates),
+// each mounted by csiPods pods of each kind on each worker; the kind
+// kubelets keep their defaults (Watch, S = 1 m).
+const (
+	csiPods, csiConfigMaps = 2, 6
+	csiWindow              = 80 * time.Second
+	csiMeanGap             = 2400 * time.Millisecond
+	csiPoll                = 50 * time.Millisecond
+	// csiLongest bounds the kubelet's delays: a sync period, the watch's
+	// propagation and the kubelet's own pod-worker jitter.
+	csiLongest = 100 * time.Second
+)
+
+// installCSIDriver installs the chart in the csi mode with the image make
+// image built, waits until every agent is ready (registered with its
+// kubelet), and uninstalls it when the test ends.
+func installCSIDriver(t *testing.T) {
+	t.Helper()
+	repo, tag, _ := strings.Cut(agentImage, ":")
+	helm(t, "install", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--create-namespace",
+		"--set", "mode=csi", "--set", "image.repository="+repo, "--set", "image.tag="+tag, "--set", "image.pullPolicy=Never")
+	t.Cleanup(func() {
+		helm(t, "uninstall", csiRelease, "--namespace", csiNamespace, "--wait")
+		_ = clientset.CoreV1().Namespaces().Delete(context.Background(), csiNamespace, metav1.DeleteOptions{})
+	})
+	eventually(t, 3*time.Minute, "the CSI agents ready on every node", func() string {
+		ds, err := clientset.AppsV1().DaemonSets(csiNamespace).Get(context.Background(), csiRelease, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if ds.Status.NumberReady != 3 {
+			return fmt.Sprintf("%d of 3 ready", ds.Status.NumberReady)
+		}
+		return ""
+	})
+}
+
+// csiVolume is the volume a pod gets from the driver, with the same
+// meaning as source.
+func csiVolume(name string, source *corev1.ConfigMapVolumeSource, updates string) corev1.Volume {
+	attrs := map[string]string{"configMap": source.Name}
+	if source.DefaultMode != nil {
+		attrs["defaultMode"] = fmt.Sprintf("%04o", *source.DefaultMode)
+	}
+	if len(source.Items) > 0 {
+		var items []string
+		for _, it := range source.Items {
+			item := fmt.Sprintf(`{"key":%q,"path":%q`, it.Key, it.Path)
+			if it.Mode != nil {
+				item += fmt.Sprintf(`,"mode":%d`, *it.Mode)
+			}
+			items = append(items, item+"}")
+		}
+		attrs["items"] = "[" + strings.Join(items, ",") + "]"
+	}
+	if updates != "" {
+		attrs["updates"] = updates
+	}
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, VolumeAttributes: attrs}}}
+}
+
+// csiTestPod is one pod of the test: kind "kubelet" mounts configMap
+// volumes, kind "csi" the driver's volumes of the same sources. Each mounts
+// the probe volume "app" (items, modes, binary data), every delay
+// ConfigMap, and the first one's key again as a subPath file; fsGroup 2000.
+func csiTestPod(kind, node string, i int, delayNames []string) *corev1.Pod {
+	app := &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, DefaultMode: ptr.To[int32](0o640),
+		Items: []corev1.KeyToPath{{Key: "config.yaml", Path: "etc/app/config.yaml", Mode: ptr.To[int32](0o600)}, {Key: "logo.bin", Path: "logo.bin"}},
+	}
+	volume := func(name string, source *corev1.ConfigMapVolumeSource, updates string) corev1.Volume {
+		if kind == "csi" {
+			return csiVolume(name, source, updates)
+		}
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: source}}
+	}
+	volumes := []corev1.Volume{volume("app", app, "")}
+	mounts := []corev1.VolumeMount{{Name: "app", MountPath: "/mnt/app"}}
+	for j, name := range delayNames {
+		updates := ""
+		if j == 0 {
+			updates = "inPlace"
+		}
+		volumes = append(volumes, volume(name, &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}, updates))
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: "/etc/" + name})
+	}
+	mounts = append(mounts, corev1.VolumeMount{Name: delayNames[0], MountPath: "/etc/sub/" + delayValueKey, SubPath: delayValueKey})
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", kind, node, i), Labels: map[string]string{"kind": kind}},
+		Spec: corev1.PodSpec{
+			NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](1),
+			SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000)},
+			Containers:      []corev1.Container{{Name: "app", Image: podImage, VolumeMounts: mounts}},
+			Volumes:         volumes,
+		},
+	}
+}
+
+// waitRunning waits until pod name runs and returns it.
+func waitRunning(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	eventually(t, 3*time.Minute, "pod "+name+" running", func() string {
+		p, err := clientset.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+			return fmt.Sprintf("%s is %s", p.Name, p.Status.Phase)
+		}
+		pod = p
+		return ""
+	})
+	return pod
+}
+
+// TestCSIDriver installs the chart in the csi mode and runs the driver's
+// kind tests on it, one after another.
+func TestCSIDriver(t *testing.T) {
+	installCSIDriver(t)
+	t.Run("beside the kubelet", csiBesideKubelet)
+	t.Run("an immutable ConfigMap recreated", csiImmutableRecreated)
+	t.Run("bad input", csiBadInput)
+	t.Run("the driver restarted", csiRestart)
+}
+
+// csiBesideKubelet runs the same pods twice on both workers, once
+// with configMap volumes that the kind kubelets serve (Watch, S = 1 m, their
+// defaults) and once with the driver's volumes, and holds the driver to the
+// kubelet's files and to the issue's goals: every file equal; each update in
+// every container within a second at p99 over about 200 updates, where the
+// kubelet takes tens of seconds; a subPath file of an inPlace volume
+// updated (the kubelet's never is); one watch per ConfigMap per node and no
+// GET (audit log). The delays are written to _output/e2e-kind/csi-update-delay.json.
+func csiBesideKubelet(t *testing.T) {
+	ctx := context.Background()
+	workers := clusterNodes(t)[1:]
+	ns := testNamespace(t, "e2e-kind-csi")
+	t.Cleanup(func() { deletePods(t, ns) })
+	var delayNames []string
+	for i := range csiConfigMaps {
+		delayNames = append(delayNames, fmt.Sprintf("cfg-%d", i))
+	}
+	objects := []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Data:       map[string]string{"config.yaml": "replicas: 3\n", "unused": "not projected"},
+		BinaryData: map[string][]byte{"logo.bin": {0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}}}}
+	for _, name := range delayNames {
+		objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{delayValueKey: "0"}})
+	}
+	for _, cm := range objects {
+		if _, err := clientset.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for i := range csiPods {
+		for _, node := range workers {
+			for _, kind := range []string{"kubelet", "csi"} {
+				pod, err := clientset.CoreV1().Pods(ns).Create(ctx, csiTestPod(kind, node, i, delayNames), metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				names = append(names, pod.Name)
+			}
+		}
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, name := range names {
+		pods[name] = waitRunning(t, ns, name)
+	}
+
+	t.Run("files equal to the kubelet's", func(t *testing.T) {
+		for i := range csiPods {
+			for _, node := range workers {
+				kubelet, csi := pods[fmt.Sprintf("kubelet-%s-%d", node, i)], pods[fmt.Sprintf("csi-%s-%d", node, i)]
+				for _, v := range append([]string{"app"}, delayNames[1:]...) {
+					checkSameFiles(t, node, volumeDir(kubeletRoot, kubelet.UID, "configmap", v),
+						filepath.Join(volumeDir(kubeletRoot, csi.UID, "csi", v), "mount"))
+				}
+			}
+		}
+	})
+
+	var files []delayFile
+	subPaths := map[string]string{} // pod name -> its subPath file, from the host
+	for _, name := range names {
+		root := viewContainer(t, pods[name]).rootFromHost(t)
+		group := strings.SplitN(name, "-", 2)[0] // kubelet or csi
+		for i, cm := range delayNames {
+			files = append(files, delayFile{Node: group, ConfigMap: i, Path: filepath.Join(root, "etc", cm, delayValueKey)})
+		}
+		subPaths[name] = filepath.Join(root, "etc/sub", delayValueKey)
+	}
+	start := time.Now()
+	run := delayRun{Client: clientset, Namespace: ns, ConfigMaps: delayNames,
+		Window: csiWindow, MeanGap: csiMeanGap, Poll: csiPoll, Longest: csiLongest}
+	delays, err := run.Measure(ctx, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := auditlog.Window{From: start, To: time.Now()}
+	table := csiDelayTable(t, delays)
+
+	t.Run("subPath files", func(t *testing.T) { checkSubPaths(t, ns, delayNames[0], subPaths) })
+	t.Run("one watch per ConfigMap per node, no GET", func(t *testing.T) {
+		tally := auditTally(t, window)
+		c := tally.Counts["configmaps"][csiUser]
+		// Every CSI pod on both workers reads the same ConfigMaps.
+		if want := 2 * (1 + csiConfigMaps); c.OpenWatches != want || c.Gets() != 0 {
+			t.Errorf("the driver: %d watches open, %d GETs over the run; want %d (%d ConfigMaps on each of 2 nodes) and no GET",
+				c.OpenWatches, c.Gets(), want, 1+csiConfigMaps)
+		}
+		t.Logf("over %.0f s: the driver %+v; the kubelets %+v, %+v", tally.Seconds(), c,
+			tally.Counts["configmaps"]["system:node:"+workers[0]], tally.Counts["configmaps"]["system:node:"+workers[1]])
+	})
+	writeDocTable(t, "csi-update-delay", table)
+}
+
+// checkSameFiles holds a driver's volume to the kubelet's for the same
+// source: names, modes, contents and the fsGroup's group on every entry.
+func checkSameFiles(t *testing.T, node, kubeletDir, csiDir string) {
+	t.Helper()
+	want, err := readTree(node, kubeletDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readTree(node, csiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diffs := volumetree.Diff(want, got, "kubelet", "driver"); len(diffs) > 0 {
+		t.Errorf("%s against %s:\n%s", csiDir, kubeletDir, strings.Join(diffs, "\n"))
+	}
+	groups, err := nodeExec(node, "find", csiDir, "-not", "-group", "2000")
+	if err != nil || len(strings.TrimSpace(string(groups))) > 0 {
+		t.Errorf("entries of %s not in the fsGroup 2000: %q (%v)", csiDir, groups, err)
+	}
+}
+
+// csiDelayTable logs and checks the two kinds' delays and returns the
+// docs' table.
+func csiDelayTable(t *testing.T, delays map[string][]float64) report.Table {
+	t.Helper()
+	table := report.Table{Header: []string{"volumes served by", "delays measured", "median", "p99", "longest"}}
+	for _, kind := range []string{"csi", "kubelet"} {
+		d := slices.Clone(delays[kind])
+		slices.Sort(d)
+		if len(d) < 200 {
+			t.Errorf("%s: %d delays measured, want at least 200", kind, len(d))
+			continue
+		}
+		median, p99, longest := model.Quantile(d, 0.5), model.Quantile(d, 0.99), d[len(d)-1]
+		t.Logf("%s: %d delays, median %.3f s, p99 %.3f s, longest %.3f s", kind, len(d), median, p99, longest)
+		label := "the driver (" + csiDriver + ")"
+		if kind == "kubelet" {
+			label = "the kubelet (configMap volumes, Watch, S = 1 m)"
+		}
+		table.Rows = append(table.Rows, []string{label, fmt.Sprint(len(d)),
+			fmt.Sprintf("%.2f s", median), fmt.Sprintf("%.2f s", p99), fmt.Sprintf("%.2f s", longest)})
+		if kind == "csi" && p99 > 1 {
+			t.Errorf("the driver's p99 is %.2f s, over the goal of 1 s", p99)
+		}
+	}
+	return table
+}
+
+// checkSubPaths reads every pod's subPath file of the first ConfigMap: the
+// driver's inPlace volume gives it the last value, the kubelet's keeps the
+// value the container started with.
+func checkSubPaths(t *testing.T, ns, configMap string, subPaths map[string]string) {
+	t.Helper()
+	cm, err := clientset.CoreV1().ConfigMaps(ns).Get(context.Background(), configMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := cm.Data[delayValueKey]
+	for name, path := range subPaths {
+		want := "0"
+		if strings.HasPrefix(name, "csi-") {
+			want = last
+		}
+		eventually(t, 10*time.Second, name+"'s subPath file", func() string {
+			got, err := readHostFile(path)
+			if err != nil || got != want {
+				return fmt.Sprintf("holds %q (%v), want %q", got, err, want)
+			}
+			return ""
+		})
+	}
+}
+
+func readHostFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	return string(data), err
+}
