@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -110,28 +111,51 @@ func benchRows(r *Record, prefixes []string) (string, error) {
 
 // benchTable is a bench run's benchmarks whose names start with one of
 // prefixes (all, without any), as a Markdown table: per benchmark, its
-// time, bytes and allocations per operation, each as benchstat writes
-// them, the median ± the confidence interval's widest side in per cent.
+// time, bytes and allocations per operation, and any unit of its own
+// (b.ReportMetric), each as benchstat writes them, the median ± the
+// confidence interval's widest side in per cent.
 func benchTable(run BenchRun, prefixes []string) (string, error) {
-	var b strings.Builder
-	b.WriteString("| benchmark | time/op | B/op | allocs/op |\n|---|---|---|---|\n")
-	rows := 0
+	var selected []Benchmark
+	extra := map[string]bool{} // units a benchmark reports beyond go test's own
 	for _, bench := range run.Benchmarks {
 		if len(prefixes) > 0 && !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(bench.Name, p) }) {
 			continue
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", bench.Name,
-			bench.Units["sec/op"].format("s"), bench.Units["B/op"].format("B"), bench.Units["allocs/op"].format(""))
-		rows++
+		selected = append(selected, bench)
+		for unit := range bench.Units {
+			if !slices.Contains(standardUnits, unit) {
+				extra[unit] = true
+			}
+		}
 	}
-	if rows == 0 {
+	if len(selected) == 0 {
 		return "", fmt.Errorf("no benchmark named %q", prefixes)
+	}
+	units := slices.Sorted(maps.Keys(extra))
+	var b strings.Builder
+	b.WriteString("| benchmark | time/op | B/op | allocs/op |")
+	for _, u := range units {
+		b.WriteString(" " + u + " |")
+	}
+	b.WriteString("\n|---|---|---|---|" + strings.Repeat("---|", len(units)) + "\n")
+	for _, bench := range selected {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |", bench.Name,
+			bench.Units["sec/op"].format("s"), bench.Units["B/op"].format("B"), bench.Units["allocs/op"].format(""))
+		for _, u := range units {
+			b.WriteString(" " + bench.Units[u].format("#") + " |")
+		}
+		b.WriteString("\n")
 	}
 	return b.String(), nil
 }
 
+// standardUnits are go test's own: every table shows the first three,
+// and none the throughput that b.SetBytes derives from the time.
+var standardUnits = []string{"sec/op", "B/op", "allocs/op", "B/s"}
+
 // format is the summary as benchstat writes it, to three figures:
-// "14.6 ns ± 1 %", "4.00 KiB ± 0 %"; a count of allocations whole.
+// "14.6 ns ± 1 %", "4.00 KiB ± 0 %"; a count of allocations whole; a
+// benchmark's own unit ("#") to three significant figures.
 func (s BenchSummary) format(unit string) string {
 	if s.Samples == 0 {
 		return "-"
@@ -140,6 +164,8 @@ func (s BenchSummary) format(unit string) string {
 	switch unit {
 	case "":
 		value = fmt.Sprintf("%.0f", s.Median)
+	case "#": // a unit of the benchmark's own: three figures
+		value = strconv.FormatFloat(s.Median, 'g', 3, 64)
 	case "B":
 		value = withPrefix(benchunit.Scale(s.Median, benchunit.Binary), unit)
 	default:
