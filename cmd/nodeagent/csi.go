@@ -101,6 +101,10 @@ func runCSI(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer klog.Flush()
+	// The agent's memory settings (runtime.go): a node's driver, like its
+	// agent, allocates slowly and keeps goroutine stacks as large as its heap.
+	heapProfiling := setHeapProfiling(false, os.Getenv)
+	gcPercent := setGCPercent(os.Getenv)
 	restConfig, err := loadRESTConfig(cfg.kubeconfig)
 	if err != nil {
 		return err
@@ -108,7 +112,7 @@ func runCSI(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	logger := klog.Background()
-	logger.Info("Starting nodeagent's CSI driver", "version", version.Get().String())
+	logger.Info("Starting nodeagent's CSI driver", "version", version.Get().String(), "gcPercent", gcPercent, "heapProfiling", heapProfiling)
 	fs.VisitAll(func(f *pflag.Flag) { logger.Info("Flag", "name", f.Name, "value", f.Value.String()) })
 	return serveCSI(klog.NewContext(ctx, logger), restConfig, cfg)
 }

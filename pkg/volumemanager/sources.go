@@ -3,6 +3,7 @@ package volumemanager
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
@@ -12,6 +13,12 @@ import (
 // change what it wants, and WaitForVolume and WaitForVolumeGone wait for
 // the reconciler to bring the disk there. The manager serializes the
 // changes (sourceMu), so two volumes of one pod may be added at once.
+
+// sourcePollInterval is how often WaitForVolume and WaitForVolumeGone look
+// at the actual state. A pod's start waits on a publish call, and nothing
+// here needs the pod workers' alignment (waitPollInterval): the call ends
+// within 20 ms of the reconciler's write.
+const sourcePollInterval = 20 * time.Millisecond
 
 // AddVolume makes source want v, beside the other volumes it wants of
 // v's pod; a volume of the same key is replaced. v.Dir must be set.
@@ -55,7 +62,7 @@ func (m *Manager) RemoveVolume(source cache.Source, key cache.VolumeKey) {
 func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error {
 	start := m.clock.Now()
 	var failed error
-	err := m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+	err := m.waitEvery(ctx, sourcePollInterval, m.opts.MountTimeout, func() (bool, string) {
 		if m.actual.Has(key) {
 			return true, ""
 		}
@@ -73,7 +80,7 @@ func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error 
 
 // WaitForVolumeGone waits until key is no longer on disk.
 func (m *Manager) WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error {
-	return m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+	return m.waitEvery(ctx, sourcePollInterval, m.opts.MountTimeout, func() (bool, string) {
 		if !m.actual.Has(key) {
 			return true, ""
 		}

@@ -86,13 +86,18 @@ const waitPollInterval = 300 * time.Millisecond
 // waitUntil evaluates done at once and then every waitPollInterval, until
 // it holds, ctx ends or timeout passes.
 func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done func() (bool, string)) error {
+	return m.waitEvery(ctx, waitPollInterval, timeout, done)
+}
+
+// waitEvery is waitUntil with another poll interval.
+func (m *Manager) waitEvery(ctx context.Context, interval, timeout time.Duration, done func() (bool, string)) error {
 	// In steady state the first look succeeds: no timer, no ticker.
 	if ok, _ := done(); ok {
 		return nil
 	}
 	timer := m.clock.NewTimer(timeout)
 	defer timer.Stop()
-	poll := m.clock.NewTicker(waitPollInterval)
+	poll := m.clock.NewTicker(interval)
 	defer poll.Stop()
 	for {
 		ok, why := done()

@@ -151,6 +151,7 @@ func waitRunning(t *testing.T, ns, name string) *corev1.Pod {
 // TestCSIDriver installs the chart in the csi mode and runs the driver's
 // kind tests on it, one after another.
 func TestCSIDriver(t *testing.T) {
+	t.Parallel() // touches no kubelet: runs beside TestCSIDriver, TestRealPodVolumes and TestHelmInstallAndUpgrade, after the tests that restart kubelets
 	installCSIDriver(t)
 	t.Run("beside the kubelet", csiBesideKubelet)
 	t.Run("an immutable ConfigMap recreated", csiImmutableRecreated)

@@ -67,6 +67,7 @@ func helmAgents(t *testing.T) []string {
 // pod's ConfigMap on disk; an upgrade to the after mode replaces every
 // agent, and the new agents keep the volume; the uninstall removes it all.
 func TestHelmInstallAndUpgrade(t *testing.T) {
+	t.Parallel() // touches no kubelet: runs beside TestCSIDriver, TestRealPodVolumes and TestHelmInstallAndUpgrade, after the tests that restart kubelets
 	ctx := context.Background()
 	t.Cleanup(func() {
 		_ = exec.Command(os.Getenv("NODEAGENT_HELM_BIN"), "uninstall", helmRelease, "-n", helmNamespace, "--wait",

@@ -116,6 +116,7 @@ func sameAsKubelet(v podVolume) string {
 // files to the files the node's kubelet wrote for it: at the mount, after
 // the ConfigMaps change, and until the pod is deleted.
 func TestRealPodVolumes(t *testing.T) {
+	t.Parallel() // touches no kubelet: runs beside TestCSIDriver, TestRealPodVolumes and TestHelmInstallAndUpgrade, after the tests that restart kubelets
 	ctx := context.Background()
 	nodes := clusterNodes(t)
 	ns := testNamespace(t, "e2e-kind-volumes")
