@@ -16,7 +16,7 @@ import (
 // of every million reads that overlap the rewrites, how many see an empty
 // file and how many a mix of the two contents. docs/csi.md quotes a run of
 //
-//	go test -run '^$' -bench ReadsDuringRewrite -benchtime 20000x ./pkg/volumemanager/inplacewriter/
+//	go test -run '^$' -bench ReadsDuringRewrite -benchtime 20000x -count 6 ./pkg/volumemanager/inplacewriter/
 //
 // The two contents differ in length (the longer is 1.5 times the shorter),
 // as most updates do, so the truncate matters.
