@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
 
@@ -31,13 +32,13 @@ func TestParseAttributes(t *testing.T) {
 		want  volumeSpec
 	}{{
 		name:  "only the ConfigMap",
-		attrs: podAttrs(map[string]string{AttrConfigMap: "app-config"}),
+		attrs: podAttrs(map[string]string{podrefs.AttrConfigMap: "app-config"}),
 		want: volumeSpec{Source: corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, DefaultMode: mode(0o644)}},
 	}, {
 		name: "every attribute",
-		attrs: podAttrs(map[string]string{AttrConfigMap: "app-config", AttrOptional: "true", AttrDefaultMode: "0440",
-			AttrItems: `[{"key":"a","path":"dir/a.conf","mode":256}]`, AttrUpdates: "inPlace",
+		attrs: podAttrs(map[string]string{podrefs.AttrConfigMap: "app-config", podrefs.AttrOptional: "true", podrefs.AttrDefaultMode: "0440",
+			podrefs.AttrItems: `[{"key":"a","path":"dir/a.conf","mode":256}]`, podrefs.AttrUpdates: "inPlace",
 			"csi.storage.k8s.io/a.future.key": "ignored"}),
 		want: volumeSpec{Layout: cache.LayoutInPlace, Source: corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Optional: &yes, DefaultMode: mode(0o440),
@@ -66,23 +67,23 @@ func TestParseAttributesRefuses(t *testing.T) {
 		want string
 	}{
 		{"no ConfigMap", podAttrs(nil), `attribute "configMap" is required`},
-		{"another namespace", podAttrs(map[string]string{AttrConfigMap: "c", "namespace": "kube-system"}), `"namespace" is not supported`},
-		{"a name with a slash", podAttrs(map[string]string{AttrConfigMap: "kube-system/c"}), "a ConfigMap name has no slash"},
-		{"a name that is not one", podAttrs(map[string]string{AttrConfigMap: "Not_A_Name"}), "lowercase RFC 1123 subdomain"},
-		{"an unknown attribute", podAttrs(map[string]string{AttrConfigMap: "c", "configmap": "c"}), `unknown attribute "configmap"`},
-		{"bad JSON in items", podAttrs(map[string]string{AttrConfigMap: "c", AttrItems: `[{"key":"a",`}), "is not a JSON list"},
-		{"an unknown field in items", podAttrs(map[string]string{AttrConfigMap: "c", AttrItems: `[{"key":"a","path":"a","mod":1}]`}), `unknown field "mod"`},
-		{"a path with ..", podAttrs(map[string]string{AttrConfigMap: "c", AttrItems: `[{"key":"a","path":"../etc/passwd"}]`}), "must not contain '..'"},
-		{"an absolute path", podAttrs(map[string]string{AttrConfigMap: "c", AttrItems: `[{"key":"a","path":"/etc/passwd"}]`}), "must be relative"},
-		{"a path the writer owns", podAttrs(map[string]string{AttrConfigMap: "c", AttrItems: `[{"key":"a","path":"..data"}]`}), "must not start with '..'"},
-		{"two items on one file", podAttrs(map[string]string{AttrConfigMap: "c", AttrItems: `[{"key":"a","path":"x"},{"key":"b","path":"x/y"}]`}), "both a file and a directory"},
-		{"a bad item mode", podAttrs(map[string]string{AttrConfigMap: "c", AttrItems: `[{"key":"a","path":"a","mode":4096}]`}), "is not a file mode"},
-		{"a bad key", podAttrs(map[string]string{AttrConfigMap: "c", AttrItems: `[{"key":"a/b","path":"a"}]`}), `key "a/b"`},
-		{"a bad defaultMode", podAttrs(map[string]string{AttrConfigMap: "c", AttrDefaultMode: "0999"}), "want an octal mode"},
-		{"a bad optional", podAttrs(map[string]string{AttrConfigMap: "c", AttrOptional: "maybe"}), `want "true" or "false"`},
-		{"a bad updates", podAttrs(map[string]string{AttrConfigMap: "c", AttrUpdates: "inplace"}), "want atomic (the default) or inPlace"},
-		{"no pod info", map[string]string{AttrConfigMap: "c"}, "podInfoOnMount: true"},
-		{"a persistent volume", podAttrs(map[string]string{AttrConfigMap: "c", attrEphemeral: "false"}), "only inline ephemeral volumes"},
+		{"another namespace", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", "namespace": "kube-system"}), `"namespace" is not supported`},
+		{"a name with a slash", podAttrs(map[string]string{podrefs.AttrConfigMap: "kube-system/c"}), "a ConfigMap name has no slash"},
+		{"a name that is not one", podAttrs(map[string]string{podrefs.AttrConfigMap: "Not_A_Name"}), "lowercase RFC 1123 subdomain"},
+		{"an unknown attribute", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", "configmap": "c"}), `unknown attribute "configmap"`},
+		{"bad JSON in items", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a",`}), "is not a JSON list"},
+		{"an unknown field in items", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a","path":"a","mod":1}]`}), `unknown field "mod"`},
+		{"a path with ..", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a","path":"../etc/passwd"}]`}), "must not contain '..'"},
+		{"an absolute path", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a","path":"/etc/passwd"}]`}), "must be relative"},
+		{"a path the writer owns", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a","path":"..data"}]`}), "must not start with '..'"},
+		{"two items on one file", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a","path":"x"},{"key":"b","path":"x/y"}]`}), "both a file and a directory"},
+		{"a bad item mode", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a","path":"a","mode":4096}]`}), "is not a file mode"},
+		{"a bad key", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a/b","path":"a"}]`}), `key "a/b"`},
+		{"a bad defaultMode", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrDefaultMode: "0999"}), "want an octal mode"},
+		{"a bad optional", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrOptional: "maybe"}), `want "true" or "false"`},
+		{"a bad updates", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrUpdates: "inplace"}), "want atomic (the default) or inPlace"},
+		{"no pod info", map[string]string{podrefs.AttrConfigMap: "c"}, "podInfoOnMount: true"},
+		{"a persistent volume", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", attrEphemeral: "false"}), "only inline ephemeral volumes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

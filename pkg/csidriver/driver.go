@@ -20,12 +20,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
 // DefaultDriverName is the name pods write in volumes[].csi.driver.
-const DefaultDriverName = "configmaps.nodeagent.io"
+const DefaultDriverName = podrefs.DriverName
 
 // Options configure New.
 type Options struct {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/inplacewriter"
 )
@@ -29,7 +30,7 @@ func wantCode(t *testing.T, err error, code codes.Code, says string) {
 func TestPublishUpdateUnpublish(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"a.conf": "one", "b": "bee"}))
-	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app"})
+	v := h.newVolume("uid-1", "config", map[string]string{podrefs.AttrConfigMap: "app"})
 	h.mustPublish(v)
 	got, err := atomicwriter.ReadCurrent(v.target)
 	if err != nil {
@@ -40,7 +41,7 @@ func TestPublishUpdateUnpublish(t *testing.T) {
 	}
 	h.mustPublish(v) // idempotent
 	other := v
-	other.attrs = podAttrs(map[string]string{AttrConfigMap: "app", AttrUpdates: UpdatesInPlace, attrPodUID: "uid-1"})
+	other.attrs = podAttrs(map[string]string{podrefs.AttrConfigMap: "app", podrefs.AttrUpdates: podrefs.UpdatesInPlace, attrPodUID: "uid-1"})
 	wantCode(t, h.publish(other), codes.AlreadyExists, "other attributes")
 
 	h.setConfigMap("app", map[string]string{"a.conf": "two"})
@@ -64,7 +65,7 @@ func TestOneWatchPerConfigMap(t *testing.T) {
 	h := newHarness(t, configMap("shared", map[string]string{"k": "v"}), configMap("own", map[string]string{"k": "w"}))
 	var vols []volume
 	for i, name := range []string{"shared", "shared", "shared", "own"} {
-		v := h.newVolume("uid-"+string(rune('a'+i)), "config", map[string]string{AttrConfigMap: name})
+		v := h.newVolume("uid-"+string(rune('a'+i)), "config", map[string]string{podrefs.AttrConfigMap: name})
 		h.mustPublish(v)
 		vols = append(vols, v)
 	}
@@ -93,8 +94,8 @@ func TestOneWatchPerConfigMap(t *testing.T) {
 func TestInPlaceUpdatesKeepTheInode(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"a": "1", "b": "2"}))
-	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app", AttrUpdates: UpdatesInPlace,
-		AttrItems: `[{"key":"a","path":"etc/a.conf","mode":384}]`})
+	v := h.newVolume("uid-1", "config", map[string]string{podrefs.AttrConfigMap: "app", podrefs.AttrUpdates: podrefs.UpdatesInPlace,
+		podrefs.AttrItems: `[{"key":"a","path":"etc/a.conf","mode":384}]`})
 	v.fsGroup = "2000"
 	h.mustPublish(v)
 	path := filepath.Join(v.target, "etc/a.conf")
@@ -129,13 +130,13 @@ func TestInPlaceUpdatesKeepTheInode(t *testing.T) {
 func TestPublishRefusals(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"a": "1"}))
-	wantCode(t, h.publish(h.newVolume("uid-1", "missing", map[string]string{AttrConfigMap: "nope"})),
+	wantCode(t, h.publish(h.newVolume("uid-1", "missing", map[string]string{podrefs.AttrConfigMap: "nope"})),
 		codes.NotFound, `configmap "nope" not found in namespace "shop"`)
-	wantCode(t, h.publish(h.newVolume("uid-1", "key", map[string]string{AttrConfigMap: "app", AttrItems: `[{"key":"x","path":"x"}]`})),
+	wantCode(t, h.publish(h.newVolume("uid-1", "key", map[string]string{podrefs.AttrConfigMap: "app", podrefs.AttrItems: `[{"key":"x","path":"x"}]`})),
 		codes.FailedPrecondition, `has no key "x"`)
-	wantCode(t, h.publish(h.newVolume("uid-1", "ns", map[string]string{AttrConfigMap: "app", "namespace": "kube-system"})),
+	wantCode(t, h.publish(h.newVolume("uid-1", "ns", map[string]string{podrefs.AttrConfigMap: "app", "namespace": "kube-system"})),
 		codes.InvalidArgument, "own pod's namespace")
-	bad := h.newVolume("uid-1", "group", map[string]string{AttrConfigMap: "app"})
+	bad := h.newVolume("uid-1", "group", map[string]string{podrefs.AttrConfigMap: "app"})
 	bad.fsGroup = "wheel"
 	wantCode(t, h.publish(bad), codes.InvalidArgument, "not a group id")
 	for _, name := range []string{"missing", "key", "ns", "group"} {
@@ -153,7 +154,7 @@ func TestPublishRefusals(t *testing.T) {
 func TestMissingDeletedAndRecreated(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	opt := h.newVolume("uid-1", "opt", map[string]string{AttrConfigMap: "later", AttrOptional: "true"})
+	opt := h.newVolume("uid-1", "opt", map[string]string{podrefs.AttrConfigMap: "later", podrefs.AttrOptional: "true"})
 	h.mustPublish(opt)
 	if files, _ := atomicwriter.ReadCurrent(opt.target); len(files) != 0 {
 		t.Errorf("an optional volume of a missing ConfigMap holds %v", files)
@@ -166,7 +167,7 @@ func TestMissingDeletedAndRecreated(t *testing.T) {
 	if _, err := h.client.CoreV1().ConfigMaps(testNamespace).Create(context.Background(), immutable, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	v := h.newVolume("uid-2", "frozen", map[string]string{AttrConfigMap: "frozen"})
+	v := h.newVolume("uid-2", "frozen", map[string]string{podrefs.AttrConfigMap: "frozen"})
 	h.mustPublish(v)
 	if err := h.client.CoreV1().ConfigMaps(testNamespace).Delete(context.Background(), "frozen", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -194,9 +195,9 @@ func TestMissingDeletedAndRecreated(t *testing.T) {
 func TestRestartKeepsServing(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"k": "1"}))
-	v := h.newVolume("uid-1", "config", map[string]string{AttrConfigMap: "app"})
+	v := h.newVolume("uid-1", "config", map[string]string{podrefs.AttrConfigMap: "app"})
 	h.mustPublish(v)
-	gone := h.newVolume("uid-2", "config", map[string]string{AttrConfigMap: "app"})
+	gone := h.newVolume("uid-2", "config", map[string]string{podrefs.AttrConfigMap: "app"})
 	h.mustPublish(gone)
 	h.halt()
 	h.setConfigMap("app", map[string]string{"k": "2"})

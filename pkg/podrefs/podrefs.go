@@ -11,10 +11,13 @@
 //   - which ConfigMap names a sync registers with the ConfigMap manager
 //     (ConfigMapNames, registered.go);
 //   - which volumes nodeagent's agent keeps on disk, and where, in the
-//     kubelet's layout (KeptVolumes, VolumeDir, kept.go).
+//     kubelet's layout (KeptVolumes, VolumeDir, kept.go);
+//   - which volumes nodeagent's CSI driver serves instead of the kubelet,
+//     and what their attributes ask for (DriverVolumes, csi.go).
 //
 // Everything here is a pure function of the pod spec; the package reads no
-// API and imports nothing of nodeagent's but the load model's kinds.
+// API and imports nothing of nodeagent's but the load model's kinds and the
+// writer's rules for a volume's paths (atomicwriter, which imports none).
 //
 // Contract of Of: A volume counts only if
 // some container (init, regular or ephemeral) mounts it, as in the
