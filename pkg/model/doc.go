@@ -18,6 +18,9 @@
 //     cached on a node is refreshed at resourceVersion "0" by the first
 //     remount at or after its last fetch + T; etcd sees none of it.
 //   - Watch: no GETs, one watch per mutable object per node.
+//   - Driver (nodeagent's CSI driver, beside a node's kubelet): no GETs, one
+//     watch per object per node, immutable ones included; an update reaches
+//     a volume within the reconciler's half period, not at a sync.
 //
 // Sync intervals are X = S·(1 + U[0, 0.5)) plus the wait for the next 1 s
 // tick (SyncIntervalMoments). Where no closed form holds (several pods

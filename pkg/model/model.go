@@ -21,9 +21,15 @@ const (
 	// Watch keeps one watch per object and sends no GETs: the kubelet's
 	// Watch strategy (its default), and nodeagent's.
 	Watch Behaviour = "watch"
+	// Driver is nodeagent's CSI driver serving a node's csi volumes of
+	// configmaps.nodeagent.io (docs/csi.md): one watch per object, immutable
+	// ones included, no GETs, and each update written on the reconciler's
+	// next pass after the watch delivers it, not at the pod's next sync.
+	Driver Behaviour = "csi-driver"
 )
 
-// Behaviours lists the behaviours the model knows.
+// Behaviours lists the behaviours a kubelet (or the agent standing in for
+// one) can have; Driver serves volumes beside a kubelet and is not one.
 var Behaviours = []Behaviour{Get, EverySync, FirstReference, Watch}
 
 // Kind is the kind of object a volume reads.

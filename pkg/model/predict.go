@@ -164,6 +164,13 @@ func objectLoad(n Node, r readers) Load {
 	// behaviour that reads through the API: nothing good is cached.
 	retries := float64(r.mounts) / MountRetryInterval.Seconds()
 	switch {
+	case n.Behaviour == Driver:
+		// Immutable objects too: a recreated one must reach every volume.
+		l := Load{Watches: 1}
+		if n.WatchLifetime > 0 {
+			l.WatchRequestQPS = 1 / n.WatchLifetime.Seconds()
+		}
+		return l
 	case n.Behaviour == Watch:
 		if r.object.Immutable {
 			return Load{}

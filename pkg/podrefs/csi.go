@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
 
@@ -105,6 +106,20 @@ func ParseDriverAttributes(attrs map[string]string) (DriverSource, []string) {
 		problems = append(problems, fmt.Sprintf("attribute %s=%q: want %s (the default) or %s", AttrUpdates, v, UpdatesAtomic, UpdatesInPlace))
 	}
 	return src, problems
+}
+
+// driverVolume is v as the CSI driver serves it, if it is one of the
+// driver's volumes and the driver accepts its attributes.
+func driverVolume(v *corev1.Volume) (DriverVolume, bool) {
+	if v.CSI == nil || v.CSI.Driver != DriverName {
+		return DriverVolume{}, false
+	}
+	src, problems := ParseDriverAttributes(v.CSI.VolumeAttributes)
+	if len(problems) > 0 {
+		return DriverVolume{}, false
+	}
+	read := Ref{Kind: model.ConfigMap, Name: src.ConfigMap.Name, Optional: isTrue(src.ConfigMap.Optional), Keys: itemKeys(src.ConfigMap.Items)}
+	return DriverVolume{Name: v.Name, Reads: []Ref{read}, InPlace: src.InPlace}, true
 }
 
 // parseMode reads an octal file mode, as a pod's YAML writes defaultMode:

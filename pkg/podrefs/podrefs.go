@@ -68,6 +68,20 @@ type Refs struct {
 	// Containers are, per container, the reads whose content never
 	// changes while the container runs.
 	Containers []Container
+	// DriverVolumes are the mounted csi volumes that nodeagent's CSI
+	// driver serves (DriverName), which the kubelet reads nothing for. A
+	// volume whose attributes the driver refuses never mounts and reads
+	// nothing: it is left out.
+	DriverVolumes []DriverVolume
+}
+
+// DriverVolume is one volume the CSI driver serves.
+type DriverVolume struct {
+	Name  string
+	Reads []Ref
+	// InPlace: its files are rewritten in place, so a subPath mount of it
+	// sees updates (updates: inPlace).
+	InPlace bool
 }
 
 // Container is what one container (init, regular or ephemeral) holds as
@@ -116,6 +130,13 @@ func Of(pod *corev1.Pod) Refs {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if !mounted[v.Name] {
+			continue
+		}
+		if dv, ok := driverVolume(v); ok {
+			refs.DriverVolumes = append(refs.DriverVolumes, dv)
+			if !dv.InPlace {
+				byName[v.Name] = dv.Reads // a subPath of it stays as it was
+			}
 			continue
 		}
 		if reads := volumeReads(v); len(reads) > 0 {
