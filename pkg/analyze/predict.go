@@ -66,6 +66,7 @@ func Predict(c Cluster, top int) Result {
 	}
 	r.WhatIfs = whatIfs(c, pods, p, shares, top)
 	r.RootCARotation = rootCARotation(now)
+	r.Driver = c.driverResult()
 	r.Findings = c.findings()
 	r.Summary.Findings = countFindings(r.Findings)
 	if !c.Inventory.SecretsListed {

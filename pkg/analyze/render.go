@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
@@ -28,6 +29,9 @@ func (r Result) sections(top int) []section {
 	out = append(out, section{fmt.Sprintf("Busiest nodes (%d of %d)", len(nodes), len(r.Nodes)), nodeTable(nodes)})
 	out = append(out, section{fmt.Sprintf("Busiest namespaces (top %d)", len(r.Namespaces)), namespaceTable(r.Namespaces)})
 	out = append(out, section{fmt.Sprintf("Busiest objects (top %d)", len(r.Objects)), objectTable(r.Objects)})
+	if r.Driver != nil {
+		out = append(out, section{"nodeagent's CSI driver (" + podrefs.DriverName + "), apart from the kubelets", r.Driver.table()})
+	}
 	return append(out, r.findingSections(top)...)
 }
 

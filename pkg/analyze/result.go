@@ -66,6 +66,9 @@ type Result struct {
 	// content than the API's, or soon to: all of them, whatever --top.
 	Findings []Finding       `json:"findings"`
 	Summary  FindingsSummary `json:"summary"`
+	// Driver is what nodeagent's CSI driver serves and costs, where some
+	// pod uses it; its load is not in Total.
+	Driver *DriverResult `json:"csiDriver,omitempty"`
 	// Warnings say what applies to the whole result: assumptions, lists
 	// that were not allowed.
 	Warnings []string `json:"warnings,omitempty"`

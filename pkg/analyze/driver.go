@@ -1,0 +1,110 @@
+package analyze
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
+)
+
+// DriverResult is what nodeagent's CSI driver serves in the cluster and
+// what it costs: the pods whose csi volumes name configmaps.nodeagent.io
+// (docs/csi.md). It stands apart from the kubelets' load (Total, Nodes,
+// WhatIfs), which reads nothing for these volumes and which no what-if of
+// the kubelets' settings changes.
+type DriverResult struct {
+	Pods    int `json:"pods"`
+	Volumes int `json:"volumes"`
+	Nodes   int `json:"nodes"`
+	// Predicted is the driver's load: one watch per ConfigMap per node,
+	// immutable ones included, and no GET.
+	Predicted Kinds `json:"predicted"`
+	// UpdateDelay is the time from an update to its content in the
+	// driver's volumes: the median over every volume read, and the longest.
+	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
+	// Failing counts the volumes that cannot mount: a ConfigMap they
+	// require is missing. The kubelet retries their publish calls, each of
+	// which opens and closes a watch; the prediction leaves them out.
+	Failing int `json:"failing,omitempty"`
+}
+
+// driverWatchLifetime is the mean life of the driver's watches: client-go's
+// reflector picks each watch's timeout between the driver's minimum of
+// 30 minutes and twice that, as the kubelet's since v1.31.
+var driverWatchLifetime = model.KubeletWatchLifetime(nil)
+
+// driverResult predicts the driver's load and delays, or returns nil where
+// no pod uses the driver.
+func (c Cluster) driverResult() *DriverResult {
+	r := DriverResult{}
+	pods := map[string][]model.Pod{}
+	for _, p := range c.Inventory.Pods {
+		if len(p.Refs.DriverVolumes) == 0 {
+			continue
+		}
+		r.Pods++
+		mp := model.Pod{Name: p.Namespace + "/" + p.Name}
+		for _, v := range p.Refs.DriverVolumes {
+			r.Volumes++
+			reads, ok := c.driverReads(p.Namespace, v)
+			if !ok {
+				r.Failing++
+				continue
+			}
+			mp.Volumes++
+			mp.Reads = append(mp.Reads, reads...)
+		}
+		pods[p.Node] = append(pods[p.Node], mp)
+	}
+	if r.Pods == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(pods))
+	for name := range pods {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var nodes []model.Node
+	var groups []model.DelayGroup
+	for _, name := range names {
+		n := model.Node{Name: name, Pods: pods[name], Behaviour: model.Driver, WatchLifetime: driverWatchLifetime}
+		nodes = append(nodes, n)
+		groups = append(groups, model.DelayGroupsOf(n, model.ShareCounts(n))...)
+	}
+	r.Nodes = len(nodes)
+	r.Predicted = kindsOf(model.Predict(nodes).ByKind)
+	if d, ok := model.DelayOf(groups); ok {
+		r.UpdateDelay = &d
+	}
+	return &r
+}
+
+// driverReads is what one driver volume keeps a watch on, and false if it
+// cannot mount (a required ConfigMap is missing).
+func (c Cluster) driverReads(namespace string, v podrefs.DriverVolume) ([]model.Object, bool) {
+	var reads []model.Object
+	for _, ref := range v.Reads {
+		found, immutable, _ := c.Inventory.Exists(ref.Kind, namespace, ref.Name)
+		if !found && !ref.Optional {
+			return nil, false
+		}
+		reads = append(reads, model.Object{Kind: ref.Kind, Namespace: namespace, Name: ref.Name, Immutable: immutable, Missing: !found})
+	}
+	return reads, true
+}
+
+// table is the driver's section: what it serves, its load, its delay.
+func (d DriverResult) table() report.Table {
+	delay := "-"
+	if d.UpdateDelay != nil {
+		delay = fmt.Sprintf("%.2f s / %.2f s", d.UpdateDelay.Median, d.UpdateDelay.Max)
+	}
+	sum := d.Predicted.Sum()
+	return report.Table{
+		Header: []string{"pods", "volumes", "failing", "nodes", "watches", "apiserver GET/s", "update delay (median / longest)"},
+		Rows: [][]string{{fmt.Sprint(d.Pods), fmt.Sprint(d.Volumes), fmt.Sprint(d.Failing), fmt.Sprint(d.Nodes),
+			fmt.Sprint(sum.Watches), fmt.Sprintf("%.2f", sum.APIServerGets), delay}},
+	}
+}

@@ -1,0 +1,50 @@
+package analyze
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+// Pods that use the driver: its load apart from the kubelet's (one watch
+// per ConfigMap per node, immutable included, no GET), its delay within the
+// reconciler's period, a failing volume counted apart; a cluster without
+// such pods has no driver section.
+func TestPredictDriver(t *testing.T) {
+	driver := func(name string, optional bool) podrefs.DriverVolume {
+		return podrefs.DriverVolume{Name: name, Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: name, Optional: optional}}}
+	}
+	withKubelet := podrefs.Refs{Volumes: []podrefs.Volume{cm("config")}}
+	c := oneNode("v1.37.2", model.StrategyCache, time.Minute, time.Minute, withKubelet,
+		podrefs.Refs{DriverVolumes: []podrefs.DriverVolume{driver("shared", false), driver("frozen", false), driver("later", true)}},
+		podrefs.Refs{DriverVolumes: []podrefs.DriverVolume{driver("shared", false), driver("absent", false)}})
+	c.Inventory.AddObject(model.ConfigMap, "ns", "shared", false)
+	c.Inventory.AddObject(model.ConfigMap, "ns", "frozen", true)
+	without := Predict(oneNode("v1.37.2", model.StrategyCache, time.Minute, time.Minute, withKubelet), 10)
+	r := Predict(c, 10)
+
+	if without.Driver != nil {
+		t.Errorf("a cluster without the driver's volumes has a driver section: %+v", without.Driver)
+	}
+	if r.Total.Predicted != without.Total.Predicted {
+		t.Errorf("the driver's volumes changed the kubelets' load: %+v, want %+v", r.Total.Predicted, without.Total.Predicted)
+	}
+	d := r.Driver
+	if d == nil {
+		t.Fatal("no driver section")
+	}
+	// shared, frozen (immutable, watched all the same) and later (optional,
+	// missing: its volume is empty and watched); absent fails.
+	if d.Pods != 2 || d.Volumes != 5 || d.Failing != 1 || d.Nodes != 1 || d.Predicted.Sum().Watches != 3 || d.Predicted.Sum().APIServerGets != 0 {
+		t.Errorf("driver %+v, want 2 pods, 5 volumes of which 1 failing, 1 node, 3 watches, no GET", *d)
+	}
+	if d.UpdateDelay == nil || d.UpdateDelay.Max >= 1 {
+		t.Errorf("driver's delay %+v, want under a second", d.UpdateDelay)
+	}
+	if md := r.Markdown(10); !strings.Contains(md, "nodeagent's CSI driver") {
+		t.Errorf("the report has no driver section:\n%s", md)
+	}
+}
