@@ -166,7 +166,8 @@ func TestCSIDriver(t *testing.T) {
 // every container within a second at p99 over about 200 updates, where the
 // kubelet takes tens of seconds; a subPath file of an inPlace volume
 // updated (the kubelet's never is); one watch per ConfigMap per node and no
-// GET (audit log). The delays are written to _output/e2e-kind/csi-update-delay.json.
+// GET (audit log), as analyze predicts. The delays are written to
+// _output/e2e-kind/csi-update-delay.json.
 func csiBesideKubelet(t *testing.T) {
 	ctx := context.Background()
 	workers := clusterNodes(t)[1:]
@@ -250,6 +251,11 @@ func csiBesideKubelet(t *testing.T) {
 		}
 		t.Logf("over %.0f s: the driver %+v; the kubelets %+v, %+v", tally.Seconds(), c,
 			tally.Counts["configmaps"]["system:node:"+workers[0]], tally.Counts["configmaps"]["system:node:"+workers[1]])
+		// analyze predicts the driver's load from the pods alone.
+		r := runAnalyze(t, "analyze-csi")
+		if r.Driver == nil || r.Driver.Predicted.Sum().Watches != c.OpenWatches || r.Driver.Predicted.Sum().APIServerGets != 0 {
+			t.Errorf("analyze's driver section %+v; want %d watches, as the audit log counts them, and no GET", r.Driver, c.OpenWatches)
+		}
 	})
 	writeDocTable(t, "csi-update-delay", table)
 }
