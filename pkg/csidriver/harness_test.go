@@ -28,6 +28,7 @@ const testNamespace = "shop"
 type harness struct {
 	t        *testing.T
 	client   *fake.Clientset
+	wrap     func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient
 	events   *kuberecord.FakeRecorder
 	stateDir string
 	podsDir  string
@@ -41,13 +42,20 @@ type harness struct {
 
 func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, objects...)
+}
+
+// newHarnessWith is newHarness with the driver's client of a namespace
+// wrapped by wrap (nil: as it is).
+func newHarnessWith(t *testing.T, wrap func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient, objects ...runtime.Object) *harness {
+	t.Helper()
 	// A short root: a unix socket's path has at most 107 bytes.
 	root, err := os.MkdirTemp("", "csi")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	h := &harness{t: t, client: fake.NewClientset(objects...), stateDir: filepath.Join(root, "state"),
+	h := &harness{t: t, client: fake.NewClientset(objects...), wrap: wrap, stateDir: filepath.Join(root, "state"),
 		podsDir: filepath.Join(root, "pods"), socket: filepath.Join(root, "csi.sock")}
 	h.start()
 	t.Cleanup(h.halt)
@@ -60,8 +68,14 @@ func (h *harness) start() {
 	h.events = kuberecord.NewFakeRecorder(100)
 	d, err := New(Options{
 		NodeName: "node-1", Endpoint: h.socket, StateDir: h.stateDir,
-		ConfigMaps: func(ns string) configmapcache.ConfigMapClient { return listThenWatch{h.client.CoreV1().ConfigMaps(ns)} },
-		Events:     h.events,
+		ConfigMaps: func(ns string) configmapcache.ConfigMapClient {
+			var c configmapcache.ConfigMapClient = listThenWatch{h.client.CoreV1().ConfigMaps(ns)}
+			if h.wrap != nil {
+				c = h.wrap(c)
+			}
+			return c
+		},
+		Events: h.events,
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -56,9 +56,12 @@ func (m *Manager) RemoveVolume(source cache.Source, key cache.VolumeKey) {
 	m.reconciler.HandOver(m.desired.SetPodVolumes(source, key.PodUID, kept, nil)...)
 }
 
-// WaitForVolume waits until key is on disk, or its first operation that
-// ends after the call began fails: then it returns that operation's error,
-// and the reconciler keeps retrying while the volume is wanted.
+// WaitForVolume waits until key is on disk, or an operation on it that
+// started after the call began fails: then it returns that operation's
+// error, and the reconciler keeps retrying while the volume is wanted. An
+// operation already running when the call began (a retry for an earlier
+// wish for the same volume) does not count: it may have read the world as
+// it was before.
 func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error {
 	start := m.clock.Now()
 	var failed error
@@ -66,7 +69,7 @@ func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error 
 		if m.actual.Has(key) {
 			return true, ""
 		}
-		if f, ok := m.reconciler.Failure(key); ok && !f.At.Before(start) {
+		if f, ok := m.reconciler.Failure(key); ok && !f.Started.Before(start) {
 			failed = fmt.Errorf("%s", f.Err)
 			return true, f.Err
 		}

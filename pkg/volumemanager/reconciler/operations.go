@@ -25,14 +25,17 @@ const (
 // nothing to look at.
 type volumeOp struct {
 	// inFlight: an operation runs; only one runs per volume at a time.
-	inFlight bool
+	// startedAt is when the last one started.
+	inFlight  bool
+	startedAt time.Time
 	// changedMeanwhile: a ConfigMap the volume reads changed while the
 	// operation ran, perhaps after its read; the volume is read again
 	// when it ends, whatever the outcome.
 	changedMeanwhile bool
-	// err is the last failed operation's error, failedAt when it ended.
-	err      string
-	failedAt time.Time
+	// err is the last failed operation's error, failedAt when it ended,
+	// failedStarted when it started.
+	err                     string
+	failedAt, failedStarted time.Time
 	// retryDelay is how long after failedAt the next try waits; 0 means
 	// at once (never failed, or the wait was cancelled).
 	retryDelay time.Duration
@@ -61,7 +64,7 @@ func (o *volumeOp) failed(err error, now time.Time, retryAtOnce bool) {
 	default:
 		o.retryDelay = min(2*o.retryDelay, maxRetryDelay)
 	}
-	o.err, o.failedAt = err.Error(), now
+	o.err, o.failedAt, o.failedStarted = err.Error(), now, o.startedAt
 }
 
 // waiting says whether a failed volume still waits for its retry at now.
@@ -75,7 +78,8 @@ func (o *volumeOp) retryAt() time.Time { return o.failedAt.Add(o.retryDelay) }
 // Failure is a volume's last failed operation, as Failure reports it.
 type Failure struct {
 	Err string
-	At  time.Time
+	// Started and At are when the failed operation started and ended.
+	Started, At time.Time
 	// RetryAt is when the reconciler tries again, unless something the
 	// volume reads changes first.
 	RetryAt time.Time
@@ -89,7 +93,7 @@ func (r *Reconciler) Failure(key cache.VolumeKey) (Failure, bool) {
 	if !ok || o.err == "" {
 		return Failure{}, false
 	}
-	return Failure{Err: o.err, At: o.failedAt, RetryAt: o.retryAt()}, true
+	return Failure{Err: o.err, Started: o.failedStarted, At: o.failedAt, RetryAt: o.retryAt()}, true
 }
 
 // Failures returns every volume whose last operation failed.
@@ -99,7 +103,7 @@ func (r *Reconciler) Failures() map[cache.VolumeKey]Failure {
 	out := map[cache.VolumeKey]Failure{}
 	for key, o := range r.ops {
 		if o.err != "" {
-			out[key] = Failure{Err: o.err, At: o.failedAt, RetryAt: o.retryAt()}
+			out[key] = Failure{Err: o.err, Started: o.failedStarted, At: o.failedAt, RetryAt: o.retryAt()}
 		}
 	}
 	return out

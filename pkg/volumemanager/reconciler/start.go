@@ -11,7 +11,9 @@ import (
 
 // start runs one operation in its own goroutine. Called with r.mu held.
 func (r *Reconciler) start(ctx context.Context, op Operation) {
-	r.op(op.Key).inFlight = true
+	begin := r.clock.Now()
+	o := r.op(op.Key)
+	o.inFlight, o.startedAt = true, begin
 	r.running.Add(1)
 	go func() {
 		defer r.running.Done()
@@ -19,7 +21,6 @@ func (r *Reconciler) start(ctx context.Context, op Operation) {
 		if op.Pod != nil {
 			logger = logger.WithValues("pod", klog.KObj(op.Pod))
 		}
-		begin := r.clock.Now()
 		var res Result
 		var err error
 		if op.Kind == Unmount {
