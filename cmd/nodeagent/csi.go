@@ -117,6 +117,14 @@ func runCSI(args []string, stdout io.Writer) error {
 	return serveCSI(klog.NewContext(ctx, logger), restConfig, cfg)
 }
 
+// csiWatchesOpts is the one metric of the csi command's own; the rest are
+// the agent's (agent.NewMetrics), of which the driver's volume manager
+// feeds the volume operations and volumes mounted.
+var csiWatchesOpts = prometheus.GaugeOpts{
+	Name: "nodeagent_csi_configmap_watches",
+	Help: "ConfigMap watches the CSI driver holds open: one per ConfigMap its volumes on this node read.",
+}
+
 // serveCSI builds the driver, its events and its HTTP endpoints, and runs
 // them until ctx ends.
 func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error {
@@ -155,10 +163,7 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	if err != nil {
 		return err
 	}
-	metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "nodeagent_csi_configmap_watches",
-		Help: "ConfigMap watches the CSI driver holds open: one per ConfigMap its volumes on this node read.",
-	}, func() float64 { return float64(driver.Watching()) }))
+	metrics.Registry.MustRegister(prometheus.NewGaugeFunc(csiWatchesOpts, func() float64 { return float64(driver.Watching()) }))
 	if cfg.httpAddress != "" {
 		listener, err := net.Listen("tcp", cfg.httpAddress)
 		if err != nil {
