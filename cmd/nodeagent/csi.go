@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -81,23 +80,7 @@ func runCSI(args []string, stdout io.Writer) error {
 	fs := newFlagSet("csi", "Serve pods' csi volumes of driver "+csidriver.DefaultDriverName+": a CSI node plugin that writes a ConfigMap's files and keeps them current within a second of each change (docs/csi.md).", stdout)
 	var cfg csiConfig
 	cfg.addFlags(fs)
-	var logFormat string
-	fs.StringVar(&logFormat, "logging-format", "text", "Log format: text or json.")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	for _, name := range []string{"v", "vmodule"} {
-		fs.AddGoFlag(klogFlags.Lookup(name))
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	if err := setUpLogging(logFormat, klogFlags); err != nil {
+	if err := parseDaemonFlags(fs, args, cfg.validate); err != nil {
 		return err
 	}
 	defer klog.Flush()

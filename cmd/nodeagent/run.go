@@ -25,28 +25,11 @@ import (
 func runAgent(args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", "Run the node agent: keep the ConfigMap volumes of this node's pods on disk, as the kubelet does.", stdout)
 	cfg := agent.DefaultConfig()
-	var kubeconfig, logFormat string
+	var kubeconfig string
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster service account.")
 	cfg.NodeName = defaultNodeName()
 	cfg.AddFlags(fs)
-	fs.StringVar(&logFormat, "logging-format", "text", "Log format: text or json.")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	// Of klog's many flags, only verbosity is worth a user's attention;
-	// the agent always logs to stderr.
-	for _, name := range []string{"v", "vmodule"} {
-		fs.AddGoFlag(klogFlags.Lookup(name))
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if err := setUpLogging(logFormat, klogFlags); err != nil {
+	if err := parseDaemonFlags(fs, args, func() error { return cfg.Validate() }); err != nil { // cfg as parsed
 		return err
 	}
 	defer klog.Flush()
@@ -75,6 +58,31 @@ func runAgent(args []string, stdout io.Writer) error {
 		logger.Info("Flag", "name", f.Name, "value", f.Value.String())
 	})
 	return a.Run(klog.NewContext(ctx, logger))
+}
+
+// parseDaemonFlags adds the logging flags of a long-running command (run,
+// csi) to fs, parses args, refuses positional arguments, validates, and
+// sets up logging; the caller defers klog.Flush.
+func parseDaemonFlags(fs *pflag.FlagSet, args []string, validate func() error) error {
+	var logFormat string
+	fs.StringVar(&logFormat, "logging-format", "text", "Log format: text or json.")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	// Of klog's many flags, only verbosity is worth a user's attention;
+	// the process always logs to stderr.
+	for _, name := range []string{"v", "vmodule"} {
+		fs.AddGoFlag(klogFlags.Lookup(name))
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := validate(); err != nil {
+		return err
+	}
+	return setUpLogging(logFormat, klogFlags)
 }
 
 func defaultNodeName() string {
