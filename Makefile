@@ -256,7 +256,9 @@ scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30
 # The idle cost of one node's agent beside the real kubelet's (docs/performance.md,
 # "Idle cost"): 110 pods, each its own ConfigMap, every agent and
 # kubelet its own process; S = 1m over 5 minutes, then S = 10s over 2.
-idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's (about 60 minutes).
+idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's, and of the CSI driver with 110 volumes (about 60 minutes).
+	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_MEASURE_IDLE=1 \
+		$(GO) test -tags e2e -count=1 -timeout 10m -v -run '^TestCSIDriverIdleCost$$' ./test/e2e/
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 1m --phase-duration 5m --sample-interval 30s --agent-processes \
 		--modes every-sync,first-reference,watch,kubelet-v1.28,kubelet-v1.37,kubelet-v1.37-watch --output-dir $(OUTPUT)/idle/1m
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 10s --phase-duration 2m --sample-interval 10s --agent-processes \

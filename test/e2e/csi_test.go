@@ -40,10 +40,11 @@ func agentOnlyBinary(t *testing.T) string {
 // ConfigMap of its own), then 30 s of nothing: its CPU, resident memory
 // and peak, written to _output/tables/csi-idle.json for docs/csi.md. The
 // bounds only catch a regression by an order of magnitude; the figures are
-// the record's.
+// the record's. A measurement, not a check: it runs in `make idle`
+// (NODEAGENT_MEASURE_IDLE=1), not in make test.
 func TestCSIDriverIdleCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures for 30 s")
+	if os.Getenv("NODEAGENT_MEASURE_IDLE") == "" {
+		t.Skip("skipped: a measurement of 30 s idle; make idle runs it (NODEAGENT_MEASURE_IDLE=1)")
 	}
 	const volumes = 110
 	ns := createNamespace(t, "csi-cost")
