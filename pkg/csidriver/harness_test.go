@@ -26,9 +26,11 @@ const testNamespace = "shop"
 // harness runs a Driver on a socket in a temporary directory, against a
 // fake clientset, and talks to it as the kubelet does.
 type harness struct {
-	t        *testing.T
-	client   *fake.Clientset
-	wrap     func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient
+	t      *testing.T
+	client *fake.Clientset
+	wrap   func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient
+	// access, if set before start, is the driver's access check.
+	access   accessChecker
 	events   *kuberecord.FakeRecorder
 	stateDir string
 	podsDir  string
@@ -75,7 +77,7 @@ func (h *harness) start() {
 			}
 			return c
 		},
-		Events: h.events,
+		Events: h.events, Access: h.access,
 	})
 	if err != nil {
 		h.t.Fatal(err)
