@@ -67,25 +67,40 @@ type nodeServer struct {
 	// volume (the CSI spec lets a CO send them concurrently).
 	mu        sync.Mutex
 	published map[string]record
-	locks     map[string]*sync.Mutex
+	locks     map[string]*volumeLock
+}
+
+// volumeLock is one volume's lock, kept while some call holds or awaits it.
+type volumeLock struct {
+	sync.Mutex
+	users int
 }
 
 func newNodeServer(nodeName string, v volumes, cms configMaps, access accessChecker, state stateDir) *nodeServer {
 	return &nodeServer{nodeName: nodeName, volumes: v, configMaps: cms, access: access, state: state,
-		published: map[string]record{}, locks: map[string]*sync.Mutex{}}
+		published: map[string]record{}, locks: map[string]*volumeLock{}}
 }
 
-// lock takes volumeID's lock and returns its release.
+// lock takes volumeID's lock and returns its release, which forgets the
+// lock when no other call holds or awaits it.
 func (s *nodeServer) lock(volumeID string) func() {
 	s.mu.Lock()
 	l, ok := s.locks[volumeID]
 	if !ok {
-		l = &sync.Mutex{}
+		l = &volumeLock{}
 		s.locks[volumeID] = l
 	}
+	l.users++
 	s.mu.Unlock()
 	l.Lock()
-	return l.Unlock
+	return func() {
+		l.Unlock()
+		s.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.locks, volumeID)
+		}
+		s.mu.Unlock()
+	}
 }
 
 func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
@@ -278,7 +293,6 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 	}
 	s.mu.Lock()
 	delete(s.published, rec.VolumeID)
-	delete(s.locks, rec.VolumeID)
 	s.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("Unpublished volume", "volumeID", rec.VolumeID, "pod", klog.KRef(spec.Pod.Namespace, spec.Pod.Name))
 	return &csi.NodeUnpublishVolumeResponse{}, nil

@@ -241,3 +241,30 @@ func TestUnpublishOfAnUnknownVolume(t *testing.T) {
 	}
 	wantCode(t, h.unpublish(v), codes.Internal, "not empty; left as it is")
 }
+
+// Calls of one volume run one at a time, and the driver keeps no lock of a
+// volume once its calls are done.
+func TestConcurrentCallsOfOneVolume(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, configMap("app", map[string]string{"k": "1"}))
+	v := h.newVolume("uid-1", "config", map[string]string{podrefs.AttrConfigMap: "app"})
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() { errs <- h.publish(v) }()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Errorf("a concurrent publish of the same volume: %v", err)
+		}
+	}
+	if err := h.unpublish(v); err != nil {
+		t.Fatal(err)
+	}
+	// One publish took the ConfigMap's reference, so one unpublish drops it.
+	h.eventually("the watch closed", func() bool { return h.driver.Watching() == 0 })
+	h.driver.node.mu.Lock()
+	defer h.driver.node.mu.Unlock()
+	if n := len(h.driver.node.locks); n != 0 || len(h.driver.node.published) != 0 {
+		t.Errorf("%d locks and %d volumes kept after the last call", n, len(h.driver.node.published))
+	}
+}
