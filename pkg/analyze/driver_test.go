@@ -1,9 +1,12 @@
 package analyze
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -46,5 +49,38 @@ func TestPredictDriver(t *testing.T) {
 	}
 	if md := r.Markdown(10); !strings.Contains(md, "nodeagent's CSI driver") {
 		t.Errorf("the report has no driver section:\n%s", md)
+	}
+}
+
+// The driver's volumes have findings of their own: a required ConfigMap
+// that is missing, and a subPath of an atomic volume, whose action is the
+// inPlace layout; a subPath of an inPlace volume is none.
+func TestDriverFindings(t *testing.T) {
+	csi := func(name string, attrs map[string]string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: podrefs.DriverName, VolumeAttributes: attrs}}}
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{
+			{Name: "atomic", MountPath: "/etc/a", SubPath: "a"}, {Name: "inplace", MountPath: "/etc/b", SubPath: "b"}, {Name: "missing"}}}},
+		Volumes: []corev1.Volume{
+			csi("atomic", map[string]string{podrefs.AttrConfigMap: "cfg"}),
+			csi("inplace", map[string]string{podrefs.AttrConfigMap: "cfg", podrefs.AttrUpdates: podrefs.UpdatesInPlace}),
+			csi("missing", map[string]string{podrefs.AttrConfigMap: "absent"}),
+		},
+	}}
+	c := oneNode("v1.37.2", model.StrategyWatch, time.Minute, 0, podrefs.Of(pod))
+	c.Inventory.AddObject(model.ConfigMap, "ns", "cfg", false)
+	var got []string
+	for _, f := range c.findings() {
+		got = append(got, string(f.Type)+" "+f.Object.Name+": "+f.Action)
+	}
+	want := []string{
+		string(Missing) + " absent: create it, or mark the reference optional",
+		string(SubPathNeverUpdated) + " cfg: set updates: inPlace on the CSI volume (docs/csi.md), or mount it without subPath",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("findings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

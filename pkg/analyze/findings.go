@@ -102,6 +102,11 @@ func (c Cluster) podFindings(p inventory.PodInfo) []Finding {
 			f.checkExists("", r, "volume "+v.Name)
 		}
 	}
+	for _, v := range p.Refs.DriverVolumes {
+		for _, r := range v.Reads {
+			f.checkExists("", r, "CSI volume "+v.Name)
+		}
+	}
 	for _, ctr := range p.Refs.Containers {
 		f.container(ctr)
 	}
@@ -153,9 +158,13 @@ func (f *podFindings) checkExists(container string, r podrefs.Ref, where string)
 func (f *podFindings) container(ctr podrefs.Container) {
 	started, running := f.p.Started[ctr.Name]
 	for _, m := range ctr.SubPaths {
+		action := "mount the volume without subPath (a directory), or restart the container after each update"
+		if m.Driver {
+			action = "set updates: inPlace on the CSI volume (docs/csi.md), or mount it without subPath"
+		}
 		for _, r := range m.Reads {
 			f.add(SubPathNeverUpdated, ctr.Name, r, fmt.Sprintf("mounted at %s through subPath %q of volume %s: the container keeps the content it started with", m.MountPath, m.SubPath, m.Volume),
-				"mount the volume without subPath (a directory), or restart the container after each update")
+				action)
 			if running {
 				f.out = append(f.out, f.c.staleSince(f.p, ctr.Name, r, started, "subPath mount "+m.MountPath)...)
 			}

@@ -100,6 +100,9 @@ type Container struct {
 type SubPathMount struct {
 	Volume, MountPath, SubPath string
 	Reads                      []Ref
+	// Driver: the volume is the CSI driver's, in its atomic layout (a
+	// subPath of an inPlace one is not stale, and is left out).
+	Driver bool
 }
 
 // Of returns what pod references.
@@ -127,6 +130,7 @@ func Of(pod *corev1.Pod) Refs {
 		refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: s.Name, Optional: true})
 	}
 	byName := map[string][]Ref{}
+	driver := map[string]bool{} // the driver's atomic volumes
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if !mounted[v.Name] {
@@ -135,7 +139,7 @@ func Of(pod *corev1.Pod) Refs {
 		if dv, ok := driverVolume(v); ok {
 			refs.DriverVolumes = append(refs.DriverVolumes, dv)
 			if !dv.InPlace {
-				byName[v.Name] = dv.Reads // a subPath of it stays as it was
+				byName[v.Name], driver[v.Name] = dv.Reads, true // a subPath of it stays as it was
 			}
 			continue
 		}
@@ -151,7 +155,7 @@ func Of(pod *corev1.Pod) Refs {
 		kept := c.SubPaths[:0]
 		for _, m := range c.SubPaths {
 			if reads, ok := byName[m.Volume]; ok {
-				m.Reads = reads
+				m.Reads, m.Driver = reads, driver[m.Volume]
 				kept = append(kept, m)
 			}
 		}
