@@ -20,6 +20,9 @@ LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VER
 # resident in every agent (the record footprint; docs/performance.md).
 AGENT_TAGS = agentonly,grpcnotrace
 AGENT_BUILD = CGO_ENABLED=0 $(GO) build -tags $(AGENT_TAGS) -trimpath -ldflags "-s -w $(LDFLAGS)"
+# The full binary is built on grpcnotrace too: without it, it keeps every
+# exported method of client-go's types, and grows by more than half.
+FULL_TAGS = grpcnotrace
 IMAGE_BUILD = GOOS=linux GOARCH=amd64 $(AGENT_BUILD) -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
 # The image's platforms (make push, make release): one agent-only build each.
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
@@ -56,7 +59,7 @@ help: ## Show the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
 build: ## Build nodeagent into _output/bin, its agent-only build nodeagent-agent (the image's), and kubectl-nodeagent.
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
+	$(GO) build -tags $(FULL_TAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
 	$(AGENT_BUILD) -o $(BIN)/nodeagent-agent ./cmd/nodeagent
 	ln -sf nodeagent $(BIN)/kubectl-nodeagent
 
@@ -181,6 +184,8 @@ verify-core: vet staticcheck ## make verify but the reference kubelets' module.
 	cd hack/kind && $(abspath $(BIN))/staticcheck ./capdrop-runc ./images ./pause
 	cd hack/image && $(abspath $(BIN))/staticcheck .
 	cd hack/dashboard && $(abspath $(BIN))/staticcheck .
+	@trace=$$($(GO) list -tags $(FULL_TAGS) -deps ./cmd/nodeagent | grep -x 'text/template'); \
+	if [ -n "$$trace" ]; then echo "the full build links text/template (which keeps every exported method of client-go's types): keep gRPC on grpcnotrace"; exit 1; fi
 	@heavy=$$($(GO) list -tags $(AGENT_TAGS) -deps ./cmd/nodeagent | grep -xE 'k8s.io/client-go/(kubernetes/scheme|informers|gentype)|text/template'); \
 	if [ -n "$$heavy" ]; then echo "the agent-only build links $$(echo $$heavy): every API group's types, server-side apply's, or text/template (which keeps every exported method); keep it on pkg/coreclient and gRPC on grpcnotrace (docs/performance.md)"; exit 1; fi
 	$(GO) run ./hack/doclinks $$(git ls-files '*.md' '*.yaml' '*.go' '*.json')

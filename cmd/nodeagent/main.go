@@ -65,7 +65,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok && slices.Contains(leftOut, args[0]) {
-		fmt.Fprintf(stderr, "%s: %q is not in this agent-only build (the image's); the full binary has it: make build, or go install ./cmd/nodeagent\n", invokedAs, args[0])
+		fmt.Fprintf(stderr, "%s: %q is not in this agent-only build (the image's); the full binary has it: make build, or go install -tags grpcnotrace ./cmd/nodeagent\n", invokedAs, args[0])
 		return 2
 	}
 	if !ok {
