@@ -65,6 +65,12 @@ func (l *Loop) Run(ctx context.Context, pass func(context.Context) time.Time) {
 		if !l.SleepUntil(ctx, at) {
 			return
 		}
+		// A kick that came while the pass was due is for this pass: its
+		// work was handed over before it kicked, and the pass sees it.
+		select {
+		case <-l.kicks:
+		default:
+		}
 		last = at
 		again = pass(ctx)
 	}
