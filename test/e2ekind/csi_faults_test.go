@@ -26,7 +26,7 @@ func csiPod(name, node string, attrs map[string]map[string]string) *corev1.Pod {
 	}
 	for volume, a := range attrs {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volume,
-			VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, VolumeAttributes: a}}})
+			VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, ReadOnly: ptr.To(true), VolumeAttributes: a}}})
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
 			corev1.VolumeMount{Name: volume, MountPath: "/mnt/" + volume})
 	}

@@ -32,13 +32,14 @@ const (
 )
 
 // The update-delay run of the CSI test: csiConfigMaps ConfigMaps, each
-// updated every csiMeanGap on average over csiWindow (about 245 updates),
-// each mounted by csiPods pods of each kind on each worker; the kind
-// kubelets keep their defaults (Watch, S = 1 m).
+// updated every csiMeanGap on average over csiWindow (about 257 updates,
+// fewer than 200 in one run of ten thousand), each mounted by csiPods pods
+// of each kind on each worker; the kind kubelets keep their defaults
+// (Watch, S = 1 m).
 const (
 	csiPods, csiConfigMaps = 2, 6
-	csiWindow              = 90 * time.Second
-	csiMeanGap             = 2200 * time.Millisecond
+	csiWindow              = 60 * time.Second
+	csiMeanGap             = 1400 * time.Millisecond
 	csiPoll                = 50 * time.Millisecond
 	// csiLongest bounds the kubelet's delays: a sync period, the watch's
 	// propagation and the kubelet's own pod-worker jitter.
@@ -70,7 +71,7 @@ func installCSIDriver(t *testing.T) {
 }
 
 // csiVolume is the volume a pod gets from the driver, with the same
-// meaning as source.
+// meaning as source, read-only as docs/csi.md writes it.
 func csiVolume(name string, source *corev1.ConfigMapVolumeSource, updates string) corev1.Volume {
 	attrs := map[string]string{"configMap": source.Name}
 	if source.DefaultMode != nil {
@@ -90,7 +91,7 @@ func csiVolume(name string, source *corev1.ConfigMapVolumeSource, updates string
 	if updates != "" {
 		attrs["updates"] = updates
 	}
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, VolumeAttributes: attrs}}}
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, ReadOnly: ptr.To(true), VolumeAttributes: attrs}}}
 }
 
 // csiTestPod is one pod of the test: kind "kubelet" mounts configMap
@@ -217,6 +218,23 @@ func csiBesideKubelet(t *testing.T) {
 				}
 			}
 		}
+	})
+
+	t.Run("read-only in the container", func(t *testing.T) {
+		view := viewContainer(t, pods[fmt.Sprintf("csi-%s-0", workers[0])])
+		out, err := nodeExec(view.node, "cat", "/proc/"+view.pid+"/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 5 && f[4] == "/etc/"+delayNames[1] {
+				if !strings.HasPrefix(f[5], "ro") {
+					t.Errorf("the driver's volume is mounted %s in the container, want ro: %s", f[5], line)
+				}
+				return
+			}
+		}
+		t.Errorf("no mount at /etc/%s in the container's mountinfo", delayNames[1])
 	})
 
 	var files []delayFile
