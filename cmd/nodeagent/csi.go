@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -180,15 +179,8 @@ func csiHandler(driver *csidriver.Driver, registry *prometheus.Registry, registe
 			fmt.Fprintln(w, "ok")
 		}
 	})
-	mux.HandleFunc("/debug/volumes", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "read-only", http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"volumes": driver.Volumes(), "configMapWatches": driver.Watching()})
-	})
+	mux.HandleFunc("/debug/volumes", agent.ReadOnlyJSON(func() any {
+		return map[string]any{"volumes": driver.Volumes(), "configMapWatches": driver.Watching()}
+	}))
 	return mux
 }

@@ -49,7 +49,22 @@ func (a *Agent) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/debug/volumes", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/debug/volumes", ReadOnlyJSON(func() any {
+		return map[string]any{
+			"node":         a.cfg.NodeName,
+			"strategy":     a.cfg.Strategy,
+			"invalidation": a.cfg.Invalidation,
+			"ttlSeconds":   a.ttl().Seconds(),
+			"volumes":      a.Volumes(),
+		}
+	}))
+	return mux
+}
+
+// ReadOnlyJSON serves what view returns, indented, to GET requests alone:
+// the debug endpoints of the agent and of the CSI driver.
+func ReadOnlyJSON(view func() any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "read-only", http.StatusMethodNotAllowed)
 			return
@@ -57,13 +72,6 @@ func (a *Agent) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{
-			"node":         a.cfg.NodeName,
-			"strategy":     a.cfg.Strategy,
-			"invalidation": a.cfg.Invalidation,
-			"ttlSeconds":   a.ttl().Seconds(),
-			"volumes":      a.Volumes(),
-		})
-	})
-	return mux
+		_ = enc.Encode(view())
+	}
 }
