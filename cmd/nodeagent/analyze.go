@@ -7,17 +7,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeagent-io/nodeagent/internal/cliflag"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/analyze/live"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -58,6 +65,10 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	fs.StringVar(&outputDir, "output-dir", "", "Also write report.json, report.md and chart.svg/png (now, each what-if, measured) into this directory.")
 	fs.Float32Var(&qps, "kube-api-qps", qps, "Requests a second analyze may send to the apiserver (its list pages and /configz reads).")
 	fs.IntVar(&burst, "kube-api-burst", burst, "Requests analyze may send at once, above --kube-api-qps.")
+	var serve string
+	var settingsInterval time.Duration
+	fs.StringVar(&serve, "serve", "", "Keep running (analyze always on, docs/analyze.md): watch the cluster, recompute the report within seconds of each change, and serve /report (the JSON of -o json, with computedAt), /metrics, /healthz and /readyz on this address (e.g. :8080). Empty: analyze once and exit.")
+	fs.DurationVar(&settingsInterval, "settings-interval", 10*time.Minute, "With --serve: how often every kubelet's /configz is read again (a node's is read again at once when its Node changes).")
 	fs.StringSliceVar(&failOn, "fail-on", nil, fmt.Sprintf("Finding types (comma-separated, of %v) that make analyze exit with code %d after printing its report, when it finds any: a check for CI or a cron job. Empty: findings never change the exit code.", analyze.FindingTypes, exitFindings))
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,12 +86,20 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	if serve != "" {
+		if err := serveConflicts(fs); err != nil {
+			return err
+		}
+	}
 	client, err := analyzeClient(kubeconfig, kubeContext, qps, burst)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if serve != "" {
+		return serveAnalysis(ctx, client, o, serve, settingsInterval)
+	}
 	result, err := analyze.Run(ctx, client, o)
 	if err != nil {
 		return err
@@ -89,6 +108,38 @@ func runAnalyze(args []string, stdout io.Writer) error {
 		return err
 	}
 	return failOnFindings(result, failTypes)
+}
+
+// serveConflicts refuses the flags that mean one run, beside --serve.
+func serveConflicts(fs *pflag.FlagSet) error {
+	var set []string
+	for _, name := range []string{"output", "output-dir", "measure", "audit-log", "fail-on"} {
+		if fs.Changed(name) {
+			set = append(set, "--"+name)
+		}
+	}
+	if len(set) > 0 {
+		return fmt.Errorf("%s apply to one run, not to --serve: its report is at /report and its findings in /metrics", strings.Join(set, ", "))
+	}
+	return nil
+}
+
+// serveAnalysis runs analyze always on (pkg/analyze/live) and serves its
+// endpoints on address until ctx ends.
+func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.Options, address string, settingsInterval time.Duration) error {
+	o.Progress = nil
+	a := live.New(client, live.Options{Analyze: o, SettingsInterval: settingsInterval})
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(a.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	listener, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("listening on --serve %s: %w", address, err)
+	}
+	server := &http.Server{Handler: a.Handler(registry), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = server.Serve(listener) }()
+	defer server.Close()
+	fmt.Fprintf(os.Stderr, "analyze always on: serving /report, /metrics, /healthz and /readyz on %s\n", listener.Addr())
+	return a.Run(ctx)
 }
 
 // analyzeClient is analyze's client of the cluster kubectl would use (or

@@ -83,11 +83,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	var reader configzReader
-	if o.ReadConfigz {
-		reader = proxyConfigz{client: client}
-	}
-	settings, warnings, err := ReadSettings(ctx, reader, inv.Nodes, o.Assume, o.ConfigzWorkers, progress)
+	settings, warnings, err := NodeSettings(ctx, client, inv.Nodes, o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -116,6 +112,16 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, e
 		}
 	}
 	return r, nil
+}
+
+// NodeSettings reads the settings of nodes' kubelets as o says: from
+// their /configz where o.ReadConfigz and this user may, assumed otherwise.
+func NodeSettings(ctx context.Context, client kubernetes.Interface, nodes []inventory.NodeInfo, o Options) (map[string]Settings, []string, error) {
+	var reader configzReader
+	if o.ReadConfigz {
+		reader = proxyConfigz{client: client}
+	}
+	return ReadSettings(ctx, reader, nodes, o.Assume, o.ConfigzWorkers, o.progress())
 }
 
 func (o Options) printf(format string, args ...any) {

@@ -1,0 +1,210 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
+)
+
+// Options configure New.
+type Options struct {
+	// Analyze are analyze's options; Measure and AuditLog do not apply.
+	Analyze analyze.Options
+	// Quiet is how long events must pause before a recomputation;
+	// MaxDelay the longest a change waits for one. Defaults 1 s and 5 s.
+	Quiet, MaxDelay time.Duration
+	// SettingsInterval is how often every kubelet's settings are read
+	// again; default 10 minutes.
+	SettingsInterval time.Duration
+	// Clock is nil for the real clock.
+	Clock clock.WithTicker
+}
+
+// Report is one computation's result and when it was made.
+type Report struct {
+	analyze.Result
+	// ComputedAt is when the result was computed; Seconds how long that
+	// took.
+	ComputedAt time.Time `json:"computedAt"`
+	Seconds    float64   `json:"computationSeconds"`
+	// Objects are the objects the informers held, by resource.
+	Objects map[string]int `json:"objects"`
+}
+
+// Analyzer keeps the analysis of one cluster current.
+type Analyzer struct {
+	client  kubernetes.Interface
+	opts    Options
+	clock   clock.WithTicker
+	watcher *watcher
+
+	// dirty is signalled by every event; nodesChanged collects the nodes
+	// whose settings to read again.
+	dirty        chan struct{}
+	mu           sync.Mutex
+	nodesChanged sets.Set[string]
+	settings     map[string]analyze.Settings
+	warnings     []string
+	settingsRead time.Time
+
+	report       atomic.Pointer[Report]
+	computations atomic.Int64
+	failures     atomic.Int64
+}
+
+// New returns an Analyzer; nothing runs until Run.
+func New(client kubernetes.Interface, opts Options) *Analyzer {
+	if opts.Quiet <= 0 {
+		opts.Quiet = time.Second
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = 5 * time.Second
+	}
+	if opts.SettingsInterval <= 0 {
+		opts.SettingsInterval = 10 * time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string]()}
+}
+
+// Report is the current report, nil before the first computation.
+func (a *Analyzer) Report() *Report { return a.report.Load() }
+
+// Run watches the cluster and recomputes the analysis as it changes, until
+// ctx ends. It fails only if the cluster cannot be read at all at start.
+func (a *Analyzer) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	secrets, err := mayListSecrets(ctx, a.client)
+	if err != nil {
+		return err
+	}
+	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, secrets, a.changed)
+	a.watcher.run(ctx)
+	logger.Info("Watching the cluster", "secrets", secrets, "nodeSelector", a.opts.Analyze.NodeSelector)
+	for !a.watcher.synced() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.clock.After(100 * time.Millisecond):
+		}
+	}
+	logger.Info("Listed the cluster", "objects", a.watcher.counts())
+	a.compute(ctx)
+	for a.waitForChanges(ctx) {
+		a.compute(ctx)
+	}
+	return nil
+}
+
+// changed is the informers' event handler: it marks the analysis dirty,
+// and node as needing its settings read again.
+func (a *Analyzer) changed(node string) {
+	if node != "" {
+		a.mu.Lock()
+		a.nodesChanged.Insert(node)
+		a.mu.Unlock()
+	}
+	select {
+	case a.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// waitForChanges waits for a change, then until changes have paused for
+// Quiet or MaxDelay has passed since the first; or until the settings are
+// due again. It says false when ctx ends.
+func (a *Analyzer) waitForChanges(ctx context.Context) bool {
+	settingsDue := a.clock.After(a.opts.SettingsInterval)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-settingsDue:
+		a.mu.Lock()
+		a.settingsRead = time.Time{} // read every node again
+		a.mu.Unlock()
+		return true
+	case <-a.dirty:
+	}
+	deadline := a.clock.After(a.opts.MaxDelay)
+	for {
+		quiet := a.clock.NewTimer(a.opts.Quiet)
+		select {
+		case <-ctx.Done():
+			quiet.Stop()
+			return false
+		case <-deadline:
+			quiet.Stop()
+			return true
+		case <-quiet.C():
+			return true
+		case <-a.dirty:
+			quiet.Stop()
+		}
+	}
+}
+
+// compute makes a report from the informers' current state.
+func (a *Analyzer) compute(ctx context.Context) {
+	start := a.clock.Now()
+	inv := a.watcher.snapshot()
+	settings, warnings := a.nodeSettings(ctx, inv)
+	r := analyze.Predict(analyze.Cluster{Inventory: inv, Settings: settings}, a.opts.Analyze.Top)
+	r.Warnings = append(append([]string(nil), warnings...), r.Warnings...)
+	end := a.clock.Now()
+	a.report.Store(&Report{Result: r, ComputedAt: end, Seconds: end.Sub(start).Seconds(), Objects: a.watcher.counts()})
+	a.computations.Add(1)
+	klog.FromContext(ctx).V(2).Info("Analysis computed", "seconds", end.Sub(start).Seconds(), "pods", len(inv.Pods), "findings", len(r.Findings))
+}
+
+// nodeSettings are the settings of inv's nodes: those read before, those
+// of new or changed nodes read now, and every node's again once
+// SettingsInterval has passed.
+func (a *Analyzer) nodeSettings(ctx context.Context, inv *inventory.Inventory) (map[string]analyze.Settings, []string) {
+	a.mu.Lock()
+	changed := a.nodesChanged
+	a.nodesChanged = sets.New[string]()
+	all := a.settingsRead.IsZero()
+	old := a.settings
+	a.mu.Unlock()
+
+	var read []inventory.NodeInfo
+	settings := make(map[string]analyze.Settings, len(inv.Nodes))
+	for _, n := range inv.Nodes {
+		if s, ok := old[n.Name]; ok && !all && !changed.Has(n.Name) {
+			settings[n.Name] = s
+			continue
+		}
+		read = append(read, n)
+	}
+	warnings := a.warnings
+	if len(read) > 0 {
+		fresh, w, err := analyze.NodeSettings(ctx, a.client, read, a.opts.Analyze)
+		if err != nil {
+			a.failures.Add(1)
+			w = append(w, fmt.Sprintf("reading the kubelets' settings failed, assumed where not read before: %v", err))
+		}
+		for name, s := range fresh {
+			settings[name] = s
+		}
+		warnings = w
+	}
+	a.mu.Lock()
+	a.settings, a.warnings = settings, warnings
+	if all {
+		a.settingsRead = a.clock.Now()
+	}
+	a.mu.Unlock()
+	return settings, warnings
+}

@@ -1,0 +1,149 @@
+package live
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+)
+
+func node(name string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	n.Status.NodeInfo.KubeletVersion = "v1.37.2"
+	n.Status.Images = []corev1.ContainerImage{{Names: []string{"a-big-image-list"}}}
+	return n
+}
+
+// podReading is a running pod on node whose container mounts configMap
+// and reads env into its environment.
+func podReading(name, node, configMap, env string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+		Spec: corev1.PodSpec{NodeName: node,
+			Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}},
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: env}}}}}},
+			Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+func startAnalyzer(t *testing.T, client *fake.Clientset) *Analyzer {
+	t.Helper()
+	o := analyze.DefaultOptions()
+	o.ReadConfigz = false
+	a := New(client, Options{Analyze: o, Quiet: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	testutil.WaitFor(t, "the first report", func() bool { return a.Report() != nil })
+	return a
+}
+
+func findingTypes(r *Report) []string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, string(f.Type)+" "+f.Object.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The report follows the cluster: a missing ConfigMap is a finding until
+// it is created, within the debounce, with no list after the first; the
+// endpoints serve it; the informers hold no object's data.
+func TestAnalyzerFollowsTheCluster(t *testing.T) {
+	client := fake.NewClientset(node("n1"), podReading("web", "n1", "cfg", "env"),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cfg"}, Data: map[string]string{"k": "a secret-ish value"}})
+	a := startAnalyzer(t, client)
+	first := a.Report()
+	if got := findingTypes(first); !slices.Contains(got, "missing env") {
+		t.Fatalf("findings %v, want the missing ConfigMap env", got)
+	}
+	if _, err := client.CoreV1().ConfigMaps("shop").Create(context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "env"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "a report without the missing ConfigMap", func() bool {
+		return !slices.Contains(findingTypes(a.Report()), "missing env")
+	})
+	if r := a.Report(); !r.ComputedAt.After(first.ComputedAt) || r.Objects["configmaps"] != 2 || r.Objects["pods"] != 1 {
+		t.Errorf("report at %v after %v, objects %v", r.ComputedAt, first.ComputedAt, r.Objects)
+	}
+	lists := 0
+	for _, action := range client.Actions() {
+		if action.GetVerb() == "list" && action.GetResource().Resource == "configmaps" {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("%d lists of ConfigMaps; want the informer's one", lists)
+	}
+
+	for _, obj := range a.watcher.configMaps.GetStore().List() {
+		for k, v := range obj.(*corev1.ConfigMap).Data {
+			if v != "" {
+				t.Errorf("the informer holds the value of key %s", k)
+			}
+		}
+	}
+	for _, obj := range a.watcher.nodes.GetStore().List() {
+		if len(obj.(*corev1.Node).Status.Images) > 0 {
+			t.Error("the informer holds a node's image list")
+		}
+	}
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(a.Collector())
+	server := httptest.NewServer(a.Handler(registry))
+	defer server.Close()
+	for path, want := range map[string]string{
+		"/report":  `"computedAt"`,
+		"/readyz":  "ok",
+		"/metrics": `nodeagent_analyze_findings{namespace="shop",type="envNeverUpdated"} 1`,
+	} {
+		resp, err := server.Client().Get(server.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), want) {
+			t.Errorf("%s: %.300s, want %s", path, body, want)
+		}
+	}
+}
+
+// A user who may not list Secrets gets a report that says so, and no
+// Secret informer.
+func TestAnalyzerWithoutSecrets(t *testing.T) {
+	client := fake.NewClientset(node("n1"))
+	client.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "", nil)
+	})
+	a := startAnalyzer(t, client)
+	if a.watcher.secrets != nil || !slices.Contains(a.Report().Warnings, secretsUnlisted) {
+		t.Errorf("warnings %v, want that Secrets are not listed", a.Report().Warnings)
+	}
+}

@@ -1,0 +1,80 @@
+package live
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+)
+
+// The metrics of `analyze --serve`, read from the current report at each
+// scrape. Their cardinality is bounded by the cluster's namespaces and the
+// finding types, never by pods, objects or keys.
+var (
+	descFindings = prometheus.NewDesc("nodeagent_analyze_findings",
+		"Findings of the current report (pods and containers that hold, or will hold, other content than the API's), by type and namespace.",
+		[]string{"type", "namespace"}, nil)
+	descGets = prometheus.NewDesc("nodeagent_analyze_predicted_apiserver_gets_per_second",
+		"The kubelets' predicted GETs a second at the apiserver, by kind (configmaps, secrets).", []string{"kind"}, nil)
+	descQuorumGets = prometheus.NewDesc("nodeagent_analyze_predicted_quorum_gets_per_second",
+		"The kubelets' predicted GETs a second that reach etcd (without resourceVersion), by kind.", []string{"kind"}, nil)
+	descWatches = prometheus.NewDesc("nodeagent_analyze_predicted_watches",
+		"The kubelets' predicted open watches, by kind.", []string{"kind"}, nil)
+	descDelay = prometheus.NewDesc("nodeagent_analyze_update_delay_seconds",
+		"How long an update takes to reach the volumes that mount it, over every volume read in the cluster: the median and the longest.", []string{"stat"}, nil)
+	descComputedAt = prometheus.NewDesc("nodeagent_analyze_last_computation_timestamp_seconds",
+		"When the current report was computed (Unix time).", nil, nil)
+	descComputeSeconds = prometheus.NewDesc("nodeagent_analyze_computation_seconds",
+		"How long the current report took to compute.", nil, nil)
+	descComputations = prometheus.NewDesc("nodeagent_analyze_computations_total",
+		"Reports computed since the start.", nil, nil)
+	descObjects = prometheus.NewDesc("nodeagent_analyze_objects",
+		"Objects the informers hold, by resource.", []string{"resource"}, nil)
+)
+
+// collector is the Analyzer as a Prometheus collector.
+type collector struct{ a *Analyzer }
+
+// Collector returns the Analyzer's metrics as a collector.
+func (a *Analyzer) Collector() prometheus.Collector { return collector{a} }
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descFindings, descGets, descQuorumGets, descWatches, descDelay, descComputedAt, descComputeSeconds, descComputations, descObjects} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descComputations, prometheus.CounterValue, float64(c.a.computations.Load()))
+	r := c.a.Report()
+	if r == nil {
+		return
+	}
+	counts := map[[2]string]int{}
+	for _, t := range analyze.FindingTypes {
+		counts[[2]string{string(t), ""}] = 0 // every type, so that alerts see zeros
+	}
+	for _, f := range r.Findings {
+		ns, _, _ := strings.Cut(f.Pod, "/")
+		delete(counts, [2]string{string(f.Type), ""})
+		counts[[2]string{string(f.Type), ns}]++
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	for kind, rates := range map[string]analyze.Rates{"configmaps": r.Total.Predicted.ConfigMaps, "secrets": r.Total.Predicted.Secrets} {
+		ch <- prometheus.MustNewConstMetric(descGets, prometheus.GaugeValue, rates.APIServerGets, kind)
+		ch <- prometheus.MustNewConstMetric(descQuorumGets, prometheus.GaugeValue, rates.QuorumGets, kind)
+		ch <- prometheus.MustNewConstMetric(descWatches, prometheus.GaugeValue, float64(rates.Watches), kind)
+	}
+	if d := r.Total.UpdateDelay; d != nil {
+		ch <- prometheus.MustNewConstMetric(descDelay, prometheus.GaugeValue, d.Median, "median")
+		ch <- prometheus.MustNewConstMetric(descDelay, prometheus.GaugeValue, d.Max, "max")
+	}
+	ch <- prometheus.MustNewConstMetric(descComputedAt, prometheus.GaugeValue, float64(r.ComputedAt.UnixNano())/1e9)
+	ch <- prometheus.MustNewConstMetric(descComputeSeconds, prometheus.GaugeValue, r.Seconds)
+	for resource, n := range r.Objects {
+		ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), resource)
+	}
+}

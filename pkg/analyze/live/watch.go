@@ -1,0 +1,203 @@
+// Package live keeps `nodeagent analyze`'s inventory of a cluster current
+// from watches instead of one list, and recomputes the analysis when it
+// changes (`nodeagent analyze --serve`, docs/analyze.md "Always on").
+//
+// Contract:
+//
+//   - One informer per resource: nodes (the node selector's), scheduled pods
+//     (field selector spec.nodeName!=), ConfigMaps and, where this user may
+//     list them, Secrets. Each lists once and then watches; client-go's
+//     reflectors relist after a 410 Gone or a closed watch, with backoff.
+//     Nothing is listed again on a timer.
+//   - The informers keep what analyze keeps and no more (transform.go): a
+//     ConfigMap's or a Secret's keys without their values, a Node's version
+//     and annotations without its status images, a pod without its managed
+//     fields. No object's data is held.
+//   - Every event marks the analysis dirty. The loop recomputes once the
+//     events have been quiet for Quiet, or MaxDelay after the first one,
+//     whichever comes first, so a burst of changes costs one computation
+//     and a change shows within MaxDelay plus the computation.
+//   - The kubelets' settings (/configz) are read for a node when it is new
+//     or its Node changed, and for every node each SettingsInterval; never
+//     per computation.
+package live
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
+)
+
+// secretsUnlisted is the inventory's note where Secrets may not be listed.
+const secretsUnlisted = "this user may not list Secrets: every Secret is taken to exist and to be mutable, and none is reported stale, missing or missing a key"
+
+// watcher holds the informers of one cluster.
+type watcher struct {
+	nodes, pods, configMaps, secrets cache.SharedIndexInformer
+	// changed is called on every event, with whether a Node changed (its
+	// kubelet's settings may have).
+	changed func(node string)
+	// events counts the events seen, for the report's health.
+	events atomic.Int64
+}
+
+// newWatcher builds the informers; secretsListed says whether to watch
+// Secrets at all.
+func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed bool, changed func(node string)) *watcher {
+	core := client.CoreV1()
+	w := &watcher{changed: changed}
+	w.nodes = informer(client, &corev1.Node{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		o.LabelSelector = nodeSelector
+		return core.Nodes().List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = nodeSelector
+		return core.Nodes().Watch(ctx, o)
+	}, slimNode)
+	scheduled := "spec.nodeName!="
+	w.pods = informer(client, &corev1.Pod{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		o.FieldSelector = scheduled
+		return core.Pods("").List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.FieldSelector = scheduled
+		return core.Pods("").Watch(ctx, o)
+	}, slimPod)
+	w.configMaps = informer(client, &corev1.ConfigMap{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return core.ConfigMaps("").List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return core.ConfigMaps("").Watch(ctx, o)
+	}, slimConfigMap)
+	if secretsListed {
+		w.secrets = informer(client, &corev1.Secret{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return core.Secrets("").List(ctx, o)
+		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return core.Secrets("").Watch(ctx, o)
+		}, slimSecret)
+	}
+	for _, inf := range w.informers() {
+		isNode := inf == w.nodes
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { w.event(obj, isNode) },
+			UpdateFunc: func(_, obj any) { w.event(obj, isNode) },
+			DeleteFunc: func(obj any) { w.event(obj, isNode) },
+		})
+	}
+	return w
+}
+
+// informer is one resource's informer, with transform applied before
+// anything is stored. The reflector streams its initial list where the
+// client can (a watch-list), and lists where it says it cannot (the fake
+// clientset of the tests).
+func informer(client any, example runtime.Object, list cache.ListWithContextFunc, watchFunc cache.WatchFuncWithContext, transform cache.TransformFunc) cache.SharedIndexInformer {
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFunc}, client)
+	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
+	_ = inf.SetTransform(transform)
+	return inf
+}
+
+func (w *watcher) event(obj any, isNode bool) {
+	w.events.Add(1)
+	node := ""
+	if isNode {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		if n, ok := obj.(*corev1.Node); ok {
+			node = n.Name
+		}
+	}
+	w.changed(node)
+}
+
+// informers are the watcher's informers, Secrets' where watched.
+func (w *watcher) informers() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{w.nodes, w.pods, w.configMaps}
+	if w.secrets != nil {
+		out = append(out, w.secrets)
+	}
+	return out
+}
+
+// run runs the informers until ctx ends.
+func (w *watcher) run(ctx context.Context) {
+	for _, inf := range w.informers() {
+		go inf.RunWithContext(ctx)
+	}
+}
+
+// synced says whether every informer has listed once.
+func (w *watcher) synced() bool {
+	for _, inf := range w.informers() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// snapshot is the inventory as the informers hold it now.
+func (w *watcher) snapshot() *inventory.Inventory {
+	inv := &inventory.Inventory{SecretsListed: w.secrets != nil}
+	if w.secrets == nil {
+		inv.SecretsUnlisted = secretsUnlisted
+	}
+	selected := map[string]bool{}
+	for _, obj := range w.nodes.GetStore().List() {
+		n := obj.(*corev1.Node)
+		inv.Nodes = append(inv.Nodes, inventory.NodeInfoOf(n))
+		selected[n.Name] = true
+	}
+	for _, obj := range w.pods.GetStore().List() {
+		p := obj.(*corev1.Pod)
+		if podrefs.Served(p) && selected[p.Spec.NodeName] {
+			inv.Pods = append(inv.Pods, inventory.PodInfoOf(p))
+		}
+	}
+	for _, obj := range w.configMaps.GetStore().List() {
+		c := obj.(*corev1.ConfigMap)
+		inv.AddObjectInfo(model.ConfigMap, c.Namespace, c.Name, inventory.ConfigMapInfo(c))
+	}
+	if w.secrets != nil {
+		for _, obj := range w.secrets.GetStore().List() {
+			s := obj.(*corev1.Secret)
+			inv.AddObjectInfo(model.Secret, s.Namespace, s.Name, inventory.SecretInfo(s))
+		}
+	}
+	return inv
+}
+
+// counts are the objects each informer holds.
+func (w *watcher) counts() map[string]int {
+	out := map[string]int{"nodes": len(w.nodes.GetStore().ListKeys()), "pods": len(w.pods.GetStore().ListKeys()),
+		"configmaps": len(w.configMaps.GetStore().ListKeys())}
+	if w.secrets != nil {
+		out["secrets"] = len(w.secrets.GetStore().ListKeys())
+	}
+	return out
+}
+
+// mayListSecrets asks the apiserver for one Secret: a refusal means the
+// Secrets are not watched (and the report says so), anything else that
+// they are.
+func mayListSecrets(ctx context.Context, client kubernetes.Interface) (bool, error) {
+	_, err := client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case apierrors.IsForbidden(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("listing Secrets: %w", err)
+	}
+	return true, nil
+}
