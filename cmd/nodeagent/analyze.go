@@ -69,6 +69,8 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	var settingsInterval time.Duration
 	fs.StringVar(&serve, "serve", "", "Keep running (analyze always on, docs/analyze.md): watch the cluster, recompute the report within seconds of each change, and serve /report (the JSON of -o json, with computedAt), /metrics, /healthz and /readyz on this address (e.g. :8080). Empty: analyze once and exit.")
 	fs.DurationVar(&settingsInterval, "settings-interval", 10*time.Minute, "With --serve: how often every kubelet's /configz is read again (a node's is read again at once when its Node changes).")
+	var maxFindingSeries int
+	fs.IntVar(&maxFindingSeries, "max-finding-series", 1000, "With --serve: at most this many series of nodeagent_analyze_finding (one per finding's pod, container and object; the most pressing first); the counts by type and namespace stay exact.")
 	fs.StringSliceVar(&failOn, "fail-on", nil, fmt.Sprintf("Finding types (comma-separated, of %v) that make analyze exit with code %d after printing its report, when it finds any: a check for CI or a cron job. Empty: findings never change the exit code.", analyze.FindingTypes, exitFindings))
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -98,7 +100,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if serve != "" {
-		return serveAnalysis(ctx, client, o, serve, settingsInterval)
+		return serveAnalysis(ctx, client, o, serve, live.Options{SettingsInterval: settingsInterval, MaxFindingSeries: maxFindingSeries})
 	}
 	result, err := analyze.Run(ctx, client, o)
 	if err != nil {
@@ -126,9 +128,10 @@ func serveConflicts(fs *pflag.FlagSet) error {
 
 // serveAnalysis runs analyze always on (pkg/analyze/live) and serves its
 // endpoints on address until ctx ends.
-func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.Options, address string, settingsInterval time.Duration) error {
+func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.Options, address string, lo live.Options) error {
 	o.Progress = nil
-	a := live.New(client, live.Options{Analyze: o, SettingsInterval: settingsInterval})
+	lo.Analyze = o
+	a := live.New(client, lo)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(a.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	listener, err := net.Listen("tcp", address)

@@ -26,6 +26,9 @@ type Options struct {
 	// SettingsInterval is how often every kubelet's settings are read
 	// again; default 10 minutes.
 	SettingsInterval time.Duration
+	// MaxFindingSeries caps nodeagent_analyze_finding's series; default
+	// 1,000.
+	MaxFindingSeries int
 	// Clock is nil for the real clock.
 	Clock clock.WithTicker
 }
@@ -72,6 +75,9 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 	}
 	if opts.SettingsInterval <= 0 {
 		opts.SettingsInterval = 10 * time.Minute
+	}
+	if opts.MaxFindingSeries <= 0 {
+		opts.MaxFindingSeries = 1000
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -9,8 +9,9 @@ import (
 )
 
 // The metrics of `analyze --serve`, read from the current report at each
-// scrape. Their cardinality is bounded by the cluster's namespaces and the
-// finding types, never by pods, objects or keys.
+// scrape. The totals' cardinality is bounded by the cluster's namespaces and
+// the finding types; series.go's by the nodes, the what-ifs and
+// MaxFindingSeries.
 var (
 	descFindings = prometheus.NewDesc("nodeagent_analyze_findings",
 		"Findings of the current report (pods and containers that hold, or will hold, other content than the API's), by type and namespace.",
@@ -40,7 +41,8 @@ type collector struct{ a *Analyzer }
 func (a *Analyzer) Collector() prometheus.Collector { return collector{a} }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFindings, descGets, descQuorumGets, descWatches, descDelay, descComputedAt, descComputeSeconds, descComputations, descObjects} {
+	for _, d := range []*prometheus.Desc{descFindings, descGets, descQuorumGets, descWatches, descDelay, descComputedAt, descComputeSeconds, descComputations, descObjects,
+		descNodeGets, descNodeWatches, descNodeDelay, descWhatIfGets, descWhatIfWatches, descFinding, descFindingsDropped} {
 		ch <- d
 	}
 }
@@ -56,7 +58,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counts[[2]string{string(t), ""}] = 0 // every type, so that alerts see zeros
 	}
 	for _, f := range r.Findings {
-		ns, _, _ := strings.Cut(f.Pod, "/")
+		ns, _, _ := cutPod(f.Pod)
 		delete(counts, [2]string{string(f.Type), ""})
 		counts[[2]string{string(f.Type), ns}]++
 	}
@@ -77,4 +79,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for resource, n := range r.Objects {
 		ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), resource)
 	}
+	collectSeries(ch, r, c.a.opts.MaxFindingSeries)
 }
+
+// cutPod splits a finding's pod, "namespace/name".
+func cutPod(pod string) (namespace, name string, ok bool) { return strings.Cut(pod, "/") }

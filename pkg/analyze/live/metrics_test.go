@@ -1,0 +1,58 @@
+package live
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+)
+
+// Past MaxFindingSeries the per-finding series stop and say how many were
+// left out, while the counts by type and namespace stay exact.
+func TestFindingSeriesAreCapped(t *testing.T) {
+	a := New(nil, Options{MaxFindingSeries: 2})
+	r := &Report{ComputedAt: time.Unix(1000, 0)}
+	for i := range 5 {
+		r.Findings = append(r.Findings, analyze.Finding{Type: analyze.SubPathNeverUpdated, Pod: fmt.Sprintf("shop/web-%d", i),
+			Container: "app", Node: "n1", Object: analyze.ObjectRef{Kind: model.ConfigMap, Namespace: "shop", Name: "cfg"}})
+	}
+	r.Nodes = []analyze.NodeResult{{Name: "n1", UpdateDelay: &model.Delay{Median: 1, Max: 2}}}
+	a.report.Store(r)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(a.Collector())
+	if n := testutil.CollectAndCount(a.Collector(), "nodeagent_analyze_finding"); n != 2 {
+		t.Errorf("%d finding series, want the cap of 2", n)
+	}
+	want := `
+# HELP nodeagent_analyze_finding_series_dropped Findings left out of nodeagent_analyze_finding by --max-finding-series.
+# TYPE nodeagent_analyze_finding_series_dropped gauge
+nodeagent_analyze_finding_series_dropped 3
+`
+	if err := testutil.GatherAndCompare(registry, strings.NewReader(want), "nodeagent_analyze_finding_series_dropped"); err != nil {
+		t.Error(err)
+	}
+	families, err := registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "nodeagent_analyze_findings" {
+			continue
+		}
+		for _, m := range f.Metric {
+			labels := map[string]string{}
+			for _, l := range m.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["type"] == string(analyze.SubPathNeverUpdated) && (labels["namespace"] != "shop" || m.GetGauge().GetValue() != 5) {
+				t.Errorf("findings count %v = %v, want 5 in shop", labels, m.GetGauge().GetValue())
+			}
+		}
+	}
+}
