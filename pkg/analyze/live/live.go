@@ -132,7 +132,12 @@ func (a *Analyzer) changed(node string) {
 // Quiet or MaxDelay has passed since the first; or until the settings are
 // due again. It says false when ctx ends.
 func (a *Analyzer) waitForChanges(ctx context.Context) bool {
-	settingsDue := a.clock.After(a.opts.SettingsInterval)
+	// The settings come due SettingsInterval after they were last read
+	// whole, however many computations came between.
+	a.mu.Lock()
+	untilSettings := a.settingsRead.Add(a.opts.SettingsInterval).Sub(a.clock.Now())
+	a.mu.Unlock()
+	settingsDue := a.clock.After(max(untilSettings, 0))
 	select {
 	case <-ctx.Done():
 		return false

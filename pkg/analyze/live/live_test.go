@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 func node(name string) *corev1.Node {
@@ -145,5 +146,40 @@ func TestAnalyzerWithoutSecrets(t *testing.T) {
 	a := startAnalyzer(t, client)
 	if a.watcher.secrets != nil || !slices.Contains(a.Report().Warnings, secretsUnlisted) {
 		t.Errorf("warnings %v, want that Secrets are not listed", a.Report().Warnings)
+	}
+}
+
+// The kubelets' settings are read once, then for a node whose Node changed,
+// and for every node once the interval is due; never per computation.
+func TestSettingsAreReadOnlyWhenDue(t *testing.T) {
+	client := fake.NewClientset()
+	o := analyze.DefaultOptions() // reads /configz: each read asks a SelfSubjectAccessReview first
+	a := New(client, Options{Analyze: o})
+	inv := &inventory.Inventory{Nodes: []inventory.NodeInfo{{Name: "n1", KubeletVersion: "v1.37.2"}, {Name: "n2", KubeletVersion: "v1.37.2"}}}
+	reads := func() int {
+		n := 0
+		for _, action := range client.Actions() {
+			if action.GetVerb() == "create" && action.GetResource().Resource == "selfsubjectaccessreviews" {
+				n++
+			}
+		}
+		return n
+	}
+	ctx := context.Background()
+	for i, step := range []struct {
+		do   func()
+		want int
+	}{
+		{func() {}, 1},                               // the first computation reads every node
+		{func() {}, 1},                               // the next reads none
+		{func() { a.changed("n1") }, 2},              // a Node changed: that node again
+		{func() { a.changed("") }, 2},                // a pod changed: no node
+		{func() { a.settingsRead = time.Time{} }, 3}, // the interval came: every node
+	} {
+		step.do()
+		settings, _ := a.nodeSettings(ctx, inv)
+		if got := reads(); got != step.want || len(settings) != 2 {
+			t.Errorf("step %d: %d reads of the settings in all, %d nodes' settings; want %d and 2", i, got, len(settings), step.want)
+		}
 	}
 }
