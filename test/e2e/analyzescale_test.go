@@ -192,4 +192,5 @@ func TestAnalyzeAtScale(t *testing.T) {
 		Rows: [][]string{{fmt.Sprint(nodes), fmt.Sprint(pods), fmt.Sprint(namespaces * configMapsPerNamespace), fmt.Sprint(namespaces * secretsPerNamespace),
 			fmt.Sprintf("%.1f s", wall.Seconds()), fmt.Sprintf("%.0f MiB", float64(peak)/(1<<20)), fmt.Sprintf("%.0f LISTs", lists)}},
 	})
+	serveAtScale(t, client, names, 20)
 }

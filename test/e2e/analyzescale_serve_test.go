@@ -1,0 +1,131 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
+)
+
+// serveAtScale measures `analyze --serve` on the cluster TestAnalyzeAtScale
+// built: the time to its first report and its memory then; how long each of
+// changes ConfigMap deletions (each makes its namespace's pods miss it)
+// takes to show in /metrics; then a minute of nothing: its CPU, its memory
+// and the requests the apiserver answered meanwhile (every client's: on
+// the local control plane, analyze's and the controllers'). The table goes
+// to _output/tables/analyze-serve-scale.json.
+func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string, changes int) {
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	logPath := filepath.Join(t.TempDir(), "analyze-serve.log")
+	began := time.Now()
+	proc, err := controlplane.StartProcess("analyze-serve", e2eutil.NodeagentBinary(t),
+		[]string{"analyze", "--kubeconfig=" + cp.KubeconfigPath, "--read-configz=false", "--serve=" + addr}, logPath, controlplane.ProcessOptions{Bare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = proc.Signal(syscall.SIGTERM)
+		proc.WaitExit(30 * time.Second)
+		proc.Stop(0)
+	}()
+	testutil.Eventually(t, 100*time.Millisecond, 5*time.Minute, func() error {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", resp.Status)
+		}
+		return nil
+	})
+	first := time.Since(began)
+	_, rssFirst, _ := procStats(t, proc.Pid())
+	t.Logf("analyze --serve: first report after %s, %.0f MiB resident", first.Round(100*time.Millisecond), float64(rssFirst)/(1<<20))
+
+	var delays []float64
+	for i := range changes {
+		ns := namespaces[i%len(namespaces)]
+		deleted := time.Now()
+		if err := client.CoreV1().ConfigMaps(ns).Delete(context.Background(), "cm-001", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		series := fmt.Sprintf(`nodeagent_analyze_findings{namespace=%q,type="missing"}`, ns)
+		testutil.Eventually(t, 100*time.Millisecond, time.Minute, func() error {
+			if v, ok := scrapeValue(addr, series); !ok || v == 0 {
+				return fmt.Errorf("%s not in /metrics yet", series)
+			}
+			return nil
+		})
+		delays = append(delays, time.Since(deleted).Seconds())
+	}
+	slices.Sort(delays)
+	t.Logf("a change in /metrics: median %.2f s, longest %.2f s over %d changes", model.Quantile(delays, 0.5), delays[len(delays)-1], len(delays))
+
+	time.Sleep(15 * time.Second) // the last change's computation done
+	before := scrapeAPIServer(t)
+	cpu0, _, _ := procStats(t, proc.Pid())
+	const idle = time.Minute
+	time.Sleep(idle)
+	cpu1, rss, peak := procStats(t, proc.Pid())
+	after := scrapeAPIServer(t)
+	var lists, gets float64
+	for _, resource := range []string{"nodes", "pods", "configmaps", "secrets"} {
+		lists += after.Sum(apimetrics.APIServerRequests, map[string]string{"verb": "LIST", "resource": resource}) -
+			before.Sum(apimetrics.APIServerRequests, map[string]string{"verb": "LIST", "resource": resource})
+		gets += after.Sum(apimetrics.APIServerRequests, map[string]string{"verb": "GET", "resource": resource}) -
+			before.Sum(apimetrics.APIServerRequests, map[string]string{"verb": "GET", "resource": resource})
+	}
+	cores := (cpu1 - cpu0).Seconds() / idle.Seconds()
+	t.Logf("analyze --serve idle: %.1f millicores, %.0f MiB resident (peak %.0f MiB); the apiserver answered %.0f LISTs and %.0f GETs of those resources meanwhile",
+		1000*cores, float64(rss)/(1<<20), float64(peak)/(1<<20), lists, gets)
+	if data, err := os.ReadFile(logPath); err == nil && t.Failed() {
+		t.Logf("analyze --serve log:\n%s", lastLines(data, 40))
+	}
+	writeDocTable(t, "analyze-serve-scale", report.Table{
+		Header: []string{"first report", "memory then", "a change in /metrics (median / longest)", "idle CPU", "idle memory (peak)", "LISTs and GETs while idle"},
+		Rows: [][]string{{fmt.Sprintf("%.1f s", first.Seconds()), fmt.Sprintf("%.0f MiB", float64(rssFirst)/(1<<20)),
+			fmt.Sprintf("%.2f s / %.2f s over %d", model.Quantile(delays, 0.5), delays[len(delays)-1], len(delays)),
+			fmt.Sprintf("%.1f millicores", 1000*cores), fmt.Sprintf("%.0f MiB (%.0f MiB)", float64(rss)/(1<<20), float64(peak)/(1<<20)),
+			fmt.Sprintf("%.0f and %.0f", lists, gets)}},
+	})
+}
+
+// scrapeValue reads one series' value from a /metrics page.
+func scrapeValue(addr, series string) (float64, bool) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 64<<10), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}

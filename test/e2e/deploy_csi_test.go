@@ -1,0 +1,95 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+)
+
+// The csi overlay, applied for real: its CSIDriver object as the kubelet
+// needs it, the hardened DaemonSet, and the driver run with the container's
+// exact arguments (the paths a test cannot use moved) and the
+// ServiceAccount's own token serves a volume published as the kubelet
+// publishes it; that identity reads ConfigMaps and nothing else.
+func TestDeployCSIOverlay(t *testing.T) {
+	objects := applyManifests(t, cp, kustomizeBuild(t, "overlays/csi"))
+	ds := daemonSetOf(t, objects)
+	checkHardening(t, ds)
+	driver, err := clientset.StorageV1().CSIDrivers().Get(context.Background(), "configmaps.nodeagent.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := driver.Spec; s.AttachRequired == nil || *s.AttachRequired || s.PodInfoOnMount == nil || !*s.PodInfoOnMount ||
+		len(s.VolumeLifecycleModes) != 1 || s.VolumeLifecycleModes[0] != "Ephemeral" || s.FSGroupPolicy == nil || *s.FSGroupPolicy != "File" {
+		t.Errorf("CSIDriver spec %+v", s)
+	}
+	kubeconfig, saClient := serviceAccountClient(t, cp)
+	ns := createNamespace(t, "deploy-csi")
+	createConfigMap(t, ns, "cm-0", map[string]string{"config.yaml": "csi"})
+
+	dir, err := os.MkdirTemp("", "csi") // a socket's path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	args := []string{"csi", "--kubeconfig=" + kubeconfig, "--node-name=node-deploy-csi", "--kubelet-root-dir=" + dir,
+		"--state-dir=" + filepath.Join(dir, "state"), "--http-address=", "--register=false"}
+	for _, arg := range ds.Spec.Template.Spec.Containers[0].Args[1:] { // [0] is "csi"
+		if !strings.HasPrefix(arg, "--state-dir=") && !strings.HasPrefix(arg, "--kubelet-root-dir=") && !strings.HasPrefix(arg, "--http-address=") {
+			args = append(args, arg)
+		}
+	}
+	proc, err := controlplane.StartProcess("nodeagent-csi", agentOnlyBinary(t), args, filepath.Join(dir, "csi.log"), controlplane.ProcessOptions{Bare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = proc.Signal(syscall.SIGTERM)
+		proc.WaitExit(20 * time.Second)
+		proc.Stop(0)
+		if t.Failed() {
+			data, _ := os.ReadFile(filepath.Join(dir, "csi.log"))
+			t.Logf("driver log:\n%s", lastLines(data, 40))
+		}
+	})
+	socket := filepath.Join(dir, "plugins", "configmaps.nodeagent.io", "csi.sock")
+	testutil.WaitFor(t, "the driver's socket", func() bool { _, err := os.Stat(socket); return err == nil })
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	publishAsKubelet(t, csi.NewNodeClient(conn), dir, ns, 0)
+	file := filepath.Join(dir, "pods", "uid-0", "volumes", "kubernetes.io~csi", "cfg", "mount", "config.yaml")
+	if data, err := os.ReadFile(file); err != nil || string(data) != "csi" {
+		t.Errorf("the published volume's file: %q, %v", data, err)
+	}
+
+	ctx := context.Background()
+	attempts := map[string]error{}
+	_, attempts["list pods"] = saClient.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+	_, attempts["list nodes"] = saClient.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	_, attempts["list secrets"] = saClient.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+	_, attempts["patch configmaps"] = saClient.CoreV1().ConfigMaps(ns).Patch(ctx, "cm-0", types.MergePatchType, []byte(`{"data":{"x":"y"}}`), metav1.PatchOptions{})
+	for what, err := range attempts {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("the csi overlay's identity: %s: got %v, want Forbidden", what, err)
+		}
+	}
+}
