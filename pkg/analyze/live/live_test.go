@@ -35,7 +35,7 @@ func podReading(name, node, configMap, env string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
 		Spec: corev1.PodSpec{NodeName: node,
-			Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}},
+			Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1", VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}},
 				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: env}}}}}},
 			Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}}},
@@ -107,6 +107,11 @@ func TestAnalyzerFollowsTheCluster(t *testing.T) {
 			if v != "" {
 				t.Errorf("the informer holds the value of key %s", k)
 			}
+		}
+	}
+	for _, obj := range a.watcher.pods.GetStore().List() {
+		if c := obj.(*corev1.Pod).Spec.Containers[0]; c.Image != "" || len(c.VolumeMounts) != 1 {
+			t.Errorf("the informer's pod container %+v: want its mounts without its image", c)
 		}
 	}
 	for _, obj := range a.watcher.nodes.GetStore().List() {

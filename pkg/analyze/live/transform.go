@@ -49,15 +49,48 @@ func slimNode(obj any) (any, error) {
 	return out, nil
 }
 
+// slimPod keeps what podrefs.Of and the inventory read of a pod: its node,
+// volumes, image pull secrets, each container's name, mounts, env and
+// envFrom, its phase and its containers' states; not images, commands,
+// resources, probes, scheduling or conditions.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	out := p.DeepCopy()
-	out.ObjectMeta = slimMeta(p.ObjectMeta, true)
-	out.Status.Conditions = nil
+	out := &corev1.Pod{ObjectMeta: slimMeta(p.ObjectMeta, true)}
+	out.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Volumes: p.Spec.Volumes, ImagePullSecrets: p.Spec.ImagePullSecrets,
+		InitContainers: slimContainers(p.Spec.InitContainers), Containers: slimContainers(p.Spec.Containers)}
+	for _, e := range p.Spec.EphemeralContainers {
+		c := slimContainers([]corev1.Container{corev1.Container(e.EphemeralContainerCommon)})[0]
+		out.Spec.EphemeralContainers = append(out.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon(c)})
+	}
+	out.Status = corev1.PodStatus{Phase: p.Status.Phase,
+		InitContainerStatuses: slimStatuses(p.Status.InitContainerStatuses), ContainerStatuses: slimStatuses(p.Status.ContainerStatuses),
+		EphemeralContainerStatuses: slimStatuses(p.Status.EphemeralContainerStatuses)}
 	return out, nil
+}
+
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, VolumeMounts: c.VolumeMounts, Env: c.Env, EnvFrom: c.EnvFrom}
+	}
+	return out
+}
+
+func slimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if ss == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(ss))
+	for i, s := range ss {
+		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State}
+	}
+	return out
 }
 
 // keysOnly keeps a data map's keys, each with an empty value.
