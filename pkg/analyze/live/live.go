@@ -179,8 +179,9 @@ func (a *Analyzer) compute(ctx context.Context) {
 	a.computations.Add(1)
 	// A computation's garbage is as large as the inventory: hand it back
 	// now, so that the process's resident memory is what it holds between
-	// computations, not its peak.
-	debug.FreeOSMemory()
+	// computations, not its peak; beside the loop, which goes on waiting
+	// for the next change meanwhile.
+	go debug.FreeOSMemory()
 	klog.FromContext(ctx).V(2).Info("Analysis computed", "seconds", end.Sub(start).Seconds(), "pods", len(inv.Pods), "findings", len(r.Findings))
 }
 
