@@ -7,16 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze/live"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
@@ -35,22 +32,8 @@ func TestAnalyzeServeFollowsTheCluster(t *testing.T) {
 
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	logPath := filepath.Join(t.TempDir(), "analyze.log")
-	proc, err := controlplane.StartProcess("analyze", e2eutil.NodeagentBinary(t),
-		[]string{"analyze", "--kubeconfig=" + cp.KubeconfigPath, "--read-configz=false", "--serve=" + addr}, logPath, controlplane.ProcessOptions{Bare: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = proc.Signal(syscall.SIGTERM)
-		if !proc.WaitExit(20 * time.Second) {
-			t.Error("analyze --serve did not exit 20 s after SIGTERM")
-		}
-		proc.Stop(0)
-		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			t.Logf("analyze log:\n%s", lastLines(data, 40))
-		}
-	})
+	startBare(t, "analyze --serve", e2eutil.NodeagentBinary(t),
+		[]string{"analyze", "--kubeconfig=" + cp.KubeconfigPath, "--read-configz=false", "--serve=" + addr}, logPath)
 	missing := func() (bool, error) {
 		resp, err := http.Get("http://" + addr + "/report")
 		if err != nil {

@@ -56,21 +56,7 @@ func TestCSIDriverIdleCost(t *testing.T) {
 	socket := filepath.Join(dir, "csi.sock")
 	args := []string{"csi", "--kubeconfig=" + cp.KubeconfigPath, "--node-name=node-csi", "--endpoint=" + socket,
 		"--state-dir=" + filepath.Join(dir, "state"), "--register=false", "--http-address=", "-v=2"}
-	proc, err := controlplane.StartProcess("nodeagent-csi", agentOnlyBinary(t), args, filepath.Join(dir, "csi.log"), controlplane.ProcessOptions{Bare: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = proc.Signal(syscall.SIGTERM)
-		if !proc.WaitExit(20 * time.Second) {
-			t.Error("the driver did not exit 20 s after SIGTERM")
-		}
-		proc.Stop(0)
-		if t.Failed() {
-			data, _ := os.ReadFile(filepath.Join(dir, "csi.log"))
-			t.Logf("driver log:\n%s", lastLines(data, 60))
-		}
-	})
+	proc := startBare(t, "nodeagent-csi", agentOnlyBinary(t), args, filepath.Join(dir, "csi.log"))
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -125,4 +111,27 @@ func publishAsKubelet(t *testing.T, node csi.NodeClient, dir, ns string, i int) 
 	if err != nil {
 		t.Fatalf("publishing volume %d: %v", i, err)
 	}
+}
+
+// startBare runs binary with args as a process of its own, logging to
+// logPath, until the test ends: then SIGTERM, 20 s to exit, and the end of
+// its log if the test failed.
+func startBare(t *testing.T, name, binary string, args []string, logPath string) *controlplane.Process {
+	t.Helper()
+	proc, err := controlplane.StartProcess(name, binary, args, logPath, controlplane.ProcessOptions{Bare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = proc.Signal(syscall.SIGTERM)
+		if !proc.WaitExit(20 * time.Second) {
+			t.Errorf("%s did not exit 20 s after SIGTERM", name)
+		}
+		proc.Stop(0)
+		if t.Failed() {
+			data, _ := os.ReadFile(logPath)
+			t.Logf("%s log:\n%s", name, lastLines(data, 40))
+		}
+	})
+	return proc
 }

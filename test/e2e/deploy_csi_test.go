@@ -7,9 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -18,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
@@ -55,19 +52,7 @@ func TestDeployCSIOverlay(t *testing.T) {
 			args = append(args, arg)
 		}
 	}
-	proc, err := controlplane.StartProcess("nodeagent-csi", agentOnlyBinary(t), args, filepath.Join(dir, "csi.log"), controlplane.ProcessOptions{Bare: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = proc.Signal(syscall.SIGTERM)
-		proc.WaitExit(20 * time.Second)
-		proc.Stop(0)
-		if t.Failed() {
-			data, _ := os.ReadFile(filepath.Join(dir, "csi.log"))
-			t.Logf("driver log:\n%s", lastLines(data, 40))
-		}
-	})
+	startBare(t, "nodeagent-csi", agentOnlyBinary(t), args, filepath.Join(dir, "csi.log"))
 	socket := filepath.Join(dir, "plugins", "configmaps.nodeagent.io", "csi.sock")
 	testutil.WaitFor(t, "the driver's socket", func() bool { _, err := os.Stat(socket); return err == nil })
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
