@@ -23,8 +23,12 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +50,11 @@ const secretsUnlisted = "this user may not list Secrets: every Secret is taken t
 // watcher holds the informers of one cluster.
 type watcher struct {
 	nodes, pods, configMaps, secrets cache.SharedIndexInformer
+	// podInfos are the served pods' inventory entries by namespace/name,
+	// made on each pod's events, so that a computation does not make
+	// every pod's again.
+	podsMu   sync.Mutex
+	podInfos map[string]inventory.PodInfo
 	// changed is called on every event, with whether a Node changed (its
 	// kubelet's settings may have).
 	changed func(node string)
@@ -57,7 +66,7 @@ type watcher struct {
 // Secrets at all.
 func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed bool, changed func(node string)) *watcher {
 	core := client.CoreV1()
-	w := &watcher{changed: changed}
+	w := &watcher{changed: changed, podInfos: map[string]inventory.PodInfo{}}
 	w.nodes = informer(client, &corev1.Node{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		o.LabelSelector = nodeSelector
 		return core.Nodes().List(ctx, o)
@@ -85,7 +94,18 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed 
 			return core.Secrets("").Watch(ctx, o)
 		}, slimSecret)
 	}
+	// A pod's entry is made before its event marks the analysis dirty, in
+	// one handler: two handlers of one informer run in goroutines of their
+	// own, in no set order.
+	_, _ = w.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.podChanged(obj, false); w.event(obj, false) },
+		UpdateFunc: func(_, obj any) { w.podChanged(obj, false); w.event(obj, false) },
+		DeleteFunc: func(obj any) { w.podChanged(obj, true); w.event(obj, false) },
+	})
 	for _, inf := range w.informers() {
+		if inf == w.pods {
+			continue
+		}
 		isNode := inf == w.nodes
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.event(obj, isNode) },
@@ -119,6 +139,31 @@ func (w *watcher) event(obj any, isNode bool) {
 		}
 	}
 	w.changed(node)
+}
+
+// podChanged keeps the pod's inventory entry: made again on an add or an
+// update of a pod that its node serves, dropped otherwise.
+func (w *watcher) podChanged(obj any, deleted bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key := p.Namespace + "/" + p.Name
+	var info inventory.PodInfo
+	keep := !deleted && podrefs.Served(p)
+	if keep {
+		info = inventory.PodInfoOf(p)
+	}
+	w.podsMu.Lock()
+	defer w.podsMu.Unlock()
+	if keep {
+		w.podInfos[key] = info
+	} else {
+		delete(w.podInfos, key)
+	}
 }
 
 // informers are the watcher's informers, Secrets' where watched.
@@ -159,12 +204,17 @@ func (w *watcher) snapshot() *inventory.Inventory {
 		inv.Nodes = append(inv.Nodes, inventory.NodeInfoOf(n))
 		selected[n.Name] = true
 	}
-	for _, obj := range w.pods.GetStore().List() {
-		p := obj.(*corev1.Pod)
-		if podrefs.Served(p) && selected[p.Spec.NodeName] {
-			inv.Pods = append(inv.Pods, inventory.PodInfoOf(p))
+	w.podsMu.Lock()
+	for _, info := range w.podInfos {
+		if selected[info.Node] {
+			inv.Pods = append(inv.Pods, info)
 		}
 	}
+	w.podsMu.Unlock()
+	// In a stable order, as a list returns them: the report's rows follow it.
+	slices.SortFunc(inv.Pods, func(a, b inventory.PodInfo) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	for _, obj := range w.configMaps.GetStore().List() {
 		c := obj.(*corev1.ConfigMap)
 		inv.AddObjectInfo(model.ConfigMap, c.Namespace, c.Name, inventory.ConfigMapInfo(c))
