@@ -63,16 +63,22 @@ func (c *csiConfig) validate() error {
 	if c.stateDir == "" || c.kubeletRootDir == "" {
 		errs = append(errs, errors.New("--state-dir and --kubelet-root-dir must be set"))
 	}
-	if c.endpoint == "" {
-		c.endpoint = filepath.Join(c.kubeletRootDir, "plugins", c.driverName, "csi.sock")
-	}
-	if !filepath.IsAbs(c.endpoint) {
+	if !filepath.IsAbs(c.endpointPath()) {
 		errs = append(errs, fmt.Errorf("--endpoint %q: want an absolute path", c.endpoint))
 	}
 	if c.qps <= 0 || c.burst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", c.qps, c.burst))
 	}
 	return errors.Join(errs...)
+}
+
+// endpointPath is --endpoint, or by default the socket under the kubelet's
+// plugins directory.
+func (c *csiConfig) endpointPath() string {
+	if c.endpoint != "" {
+		return c.endpoint
+	}
+	return filepath.Join(c.kubeletRootDir, "plugins", c.driverName, "csi.sock")
 }
 
 func runCSI(args []string, stdout io.Writer) error {
@@ -126,7 +132,7 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	metrics := agent.NewMetrics(model.StrategyWatch, configmapcache.InvalidateFirstReference, version.Get().Version)
 	metrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := csidriver.Options{
-		DriverName: cfg.driverName, NodeName: cfg.nodeName, Endpoint: cfg.endpoint, StateDir: cfg.stateDir,
+		DriverName: cfg.driverName, NodeName: cfg.nodeName, Endpoint: cfg.endpointPath(), StateDir: cfg.stateDir,
 		ConfigMaps: func(namespace string) configmapcache.ConfigMapClient { return client.ConfigMaps(namespace) },
 		Events:     events.NewRecorder(coreclient.Scheme, corev1.EventSource{Component: "nodeagent-csi", Host: cfg.nodeName}),
 		Recorder:   metrics,

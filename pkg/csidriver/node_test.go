@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/inplacewriter"
 )
 
 func wantCode(t *testing.T, err error, code codes.Code, says string) {
@@ -121,9 +121,9 @@ func TestInPlaceUpdatesKeepTheInode(t *testing.T) {
 		n, _ := held.ReadAt(buf, 0)
 		return string(buf[:n]) == "one more"
 	})
-	files, err := inplacewriter.ReadAll(v.target)
-	if err != nil || len(files) != 1 {
-		t.Errorf("files %v (%v), want etc/a.conf alone", files, err)
+	tree, err := volumetree.Read(v.target)
+	if err != nil || len(tree) != 2 || tree["etc/a.conf"].Kind != volumetree.File {
+		t.Errorf("entries %v (%v), want etc and etc/a.conf alone", tree, err)
 	}
 }
 

@@ -58,7 +58,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counts[[2]string{string(t), ""}] = 0 // every type, so that alerts see zeros
 	}
 	for _, f := range r.Findings {
-		ns, _, _ := cutPod(f.Pod)
+		ns, _, _ := strings.Cut(f.Pod, "/")
 		delete(counts, [2]string{string(f.Type), ""})
 		counts[[2]string{string(f.Type), ns}]++
 	}
@@ -81,6 +81,3 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	collectSeries(ch, r, c.a.opts.MaxFindingSeries)
 }
-
-// cutPod splits a finding's pod, "namespace/name".
-func cutPod(pod string) (namespace, name string, ok bool) { return strings.Cut(pod, "/") }

@@ -1,6 +1,8 @@
 package live
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -47,7 +49,7 @@ func collectSeries(ch chan<- prometheus.Metric, r *Report, maxFindings int) {
 	seen := map[[7]string]bool{}
 	dropped := 0
 	for _, f := range r.Findings {
-		ns, pod, _ := cutPod(f.Pod)
+		ns, pod, _ := strings.Cut(f.Pod, "/")
 		labels := [7]string{string(f.Type), ns, pod, f.Container, f.Node, string(f.Object.Kind), f.Object.Name}
 		if seen[labels] {
 			continue

@@ -281,22 +281,3 @@ func (w *writer) removeUnlisted(keep map[string]bool) error {
 	}
 	return nil
 }
-
-// ReadAll returns every file under dir by its path relative to dir, for
-// tests and for comparing volumes.
-func ReadAll(dir string) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[rel] = data
-		return nil
-	})
-	return out, err
-}

@@ -1,6 +1,7 @@
 package inplacewriter
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -74,7 +75,7 @@ func TestWriteLeavesExactlyThePayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, dir, files("a", "1", "x/y/z", "2", "gone/now-a-dir", "4"), nil)
-	got, err := ReadAll(dir)
+	got, err := readAll(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,4 +132,22 @@ func TestWriteRefusesBadPathsBeforeTouchingTheDisk(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(dir, "keep")); string(got) != "1" {
 		t.Errorf("a refused payload changed the volume: keep = %q", got)
 	}
+}
+
+// readAll returns every file under dir by its path relative to dir.
+func readAll(dir string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = data
+		return nil
+	})
+	return out, err
 }
