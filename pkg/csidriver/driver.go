@@ -175,8 +175,7 @@ func (d *Driver) restore(ctx context.Context) {
 			logger.Error(err, "A volume record no longer parses; its volume is not served", "volumeID", rec.VolumeID)
 			continue
 		}
-		d.watches.Add(spec.Pod.Namespace, spec.Source.Name)
-		d.manager.AddVolume(SourceCSI, desired)
+		d.node.serve(spec, desired)
 		d.node.published[rec.VolumeID] = rec
 	}
 	if len(records) > 0 {

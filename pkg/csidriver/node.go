@@ -143,8 +143,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		}
 	}
 	if !known {
-		s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
-		s.volumes.AddVolume(SourceCSI, desired)
+		s.serve(spec, desired)
 	}
 	if err := s.volumes.WaitForVolume(ctx, desired.Key); err != nil {
 		if known {
@@ -152,14 +151,12 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 			return nil, status.Errorf(codes.Unavailable, "volume %s is published but not on disk: %v", rec.VolumeID, err)
 		}
 		err = s.publishError(ctx, spec, err) // while the watch still runs
-		s.volumes.RemoveVolume(SourceCSI, desired.Key)
-		s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
+		s.withdraw(spec, desired.Key)
 		return nil, err
 	}
 	if !known {
 		if err := s.state.save(rec); err != nil {
-			s.volumes.RemoveVolume(SourceCSI, desired.Key)
-			s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
+			s.withdraw(spec, desired.Key)
 			return nil, status.Errorf(codes.Internal, "recording volume %s: %v", rec.VolumeID, err)
 		}
 		s.mu.Lock()
@@ -169,6 +166,19 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 			"configMap", spec.Source.Name, "updates", desired.Layout, "targetPath", rec.TargetPath)
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// serve makes desired the volume manager's, and its ConfigMap watched.
+func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume) {
+	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
+	s.volumes.AddVolume(SourceCSI, desired)
+}
+
+// withdraw undoes serve at once, for a volume that never made it to disk.
+// Unpublish instead waits for the files to go before it drops the watch.
+func (s *nodeServer) withdraw(spec volumeSpec, key cache.VolumeKey) {
+	s.volumes.RemoveVolume(SourceCSI, key)
+	s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
 }
 
 // recordOf checks a publish call's fields, as the CSI spec requires them.
