@@ -63,7 +63,6 @@ type Analyzer struct {
 
 	report       atomic.Pointer[Report]
 	computations atomic.Int64
-	failures     atomic.Int64
 }
 
 // New returns an Analyzer; nothing runs until Run.
@@ -209,7 +208,6 @@ func (a *Analyzer) nodeSettings(ctx context.Context, inv *inventory.Inventory) (
 	if len(read) > 0 {
 		fresh, w, err := analyze.NodeSettings(ctx, a.client, read, a.opts.Analyze)
 		if err != nil {
-			a.failures.Add(1)
 			w = append(w, fmt.Sprintf("reading the kubelets' settings failed, assumed where not read before: %v", err))
 		}
 		for name, s := range fresh {

@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,8 +57,6 @@ type watcher struct {
 	// changed is called on every event, with whether a Node changed (its
 	// kubelet's settings may have).
 	changed func(node string)
-	// events counts the events seen, for the report's health.
-	events atomic.Int64
 }
 
 // newWatcher builds the informers; secretsListed says whether to watch
@@ -128,7 +125,6 @@ func informer(client any, example runtime.Object, list cache.ListWithContextFunc
 }
 
 func (w *watcher) event(obj any, isNode bool) {
-	w.events.Add(1)
 	node := ""
 	if isNode {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
