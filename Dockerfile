@@ -5,12 +5,14 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# The agent-only build: run, csi and version, without analyze and compare
-# (grpcnotrace: see AGENT_TAGS in the Makefile).
-RUN CGO_ENABLED=0 go build -tags agentonly,grpcnotrace -trimpath -ldflags "-s -w" -o /nodeagent ./cmd/nodeagent
+# /nodeagent, the agent-only build every node runs: run, csi and version,
+# without analyze and compare (grpcnotrace: see AGENT_TAGS in the
+# Makefile); /nodeagent-full, every command, which analyze --serve runs.
+RUN CGO_ENABLED=0 go build -tags agentonly,grpcnotrace -trimpath -ldflags "-s -w" -o /nodeagent ./cmd/nodeagent && \
+    CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags "-s -w" -o /nodeagent-full ./cmd/nodeagent
 
 FROM scratch
-COPY --from=build /nodeagent /nodeagent
+COPY --from=build /nodeagent /nodeagent-full /
 LABEL org.opencontainers.image.title="nodeagent" \
       org.opencontainers.image.source="https://github.com/nodeagent-io/nodeagent"
 # uid 0 with every capability dropped but CHOWN and FSETID, which applying a

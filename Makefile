@@ -21,10 +21,16 @@ LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VER
 AGENT_TAGS = agentonly,grpcnotrace
 AGENT_BUILD = CGO_ENABLED=0 $(GO) build -tags $(AGENT_TAGS) -trimpath -ldflags "-s -w $(LDFLAGS)"
 # The full binary is built on grpcnotrace too: without it, it keeps every
-# exported method of client-go's types, and grows by more than half.
+# exported method of client-go's types, and grows by more than half. Static
+# as the agent's, so that the image's copy (/nodeagent-full, which analyze
+# --serve runs) shares this machine's compiled packages.
 FULL_TAGS = grpcnotrace
-IMAGE_BUILD = GOOS=linux GOARCH=amd64 $(AGENT_BUILD) -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent
-# The image's platforms (make push, make release): one agent-only build each.
+FULL_BUILD = CGO_ENABLED=0 $(GO) build -tags $(FULL_TAGS) -trimpath
+# The image holds both builds (hack/image): /nodeagent, the agent-only one
+# every node runs, and /nodeagent-full.
+IMAGE_BUILD = GOOS=linux GOARCH=amd64 $(AGENT_BUILD) -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent && \
+	GOOS=linux GOARCH=amd64 $(FULL_BUILD) -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-full-linux-amd64 ./cmd/nodeagent
+# The image's platforms (make push, make release): both builds for each.
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
 # e2e tests start real processes; give them room on a two-core machine.
 E2E_TIMEOUT ?= 30m
@@ -59,7 +65,7 @@ help: ## Show the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
 build: ## Build nodeagent into _output/bin, its agent-only build nodeagent-agent (the image's), and kubectl-nodeagent.
-	$(GO) build -tags $(FULL_TAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
+	$(FULL_BUILD) -ldflags "$(LDFLAGS)" -o $(BIN)/nodeagent ./cmd/nodeagent
 	$(AGENT_BUILD) -o $(BIN)/nodeagent-agent ./cmd/nodeagent
 	ln -sf nodeagent $(BIN)/kubectl-nodeagent
 
@@ -105,22 +111,23 @@ $(BIN)/staticcheck:
 
 image: ## Write the container image as a tarball, without Docker: _output/nodeagent-image.tar.
 	$(IMAGE_BUILD)
-	cd hack/image && $(GO) run . --binary $(abspath $(BIN))/nodeagent-linux-amd64 --output $(abspath $(IMAGE_TAR)) \
+	cd hack/image && $(GO) run . --binary $(abspath $(BIN))/nodeagent-linux-amd64 --full $(abspath $(BIN))/nodeagent-full-linux-amd64 --output $(abspath $(IMAGE_TAR)) \
 		--tag $(IMAGE) --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(IMAGE_TAR) ($(IMAGE)); load it with: kind load image-archive $(IMAGE_TAR) --name nodeagent"
 
 # make push REGISTRY=registry.example/team: the multi-architecture image
-# (IMAGE_PLATFORMS, the agent-only build) and the Helm chart (running that
-# image by default), sent to a
+# (IMAGE_PLATFORMS, each with its agent-only and its full build) and the
+# Helm chart (running that image by default), sent to a
 # registry without Docker (credentials from ~/.docker/config.json, as
 # `docker login`, `crane auth login` or `helm registry login` write them);
 # localhost registries are spoken to over plain HTTP.
 push: helm ## Push the multi-arch image to REGISTRY/nodeagent:<version> and the chart to oci://REGISTRY/charts/nodeagent, without Docker; prints the install commands.
 	@if [ -z "$(REGISTRY)" ]; then \
 		echo "make push: say where, e.g. make push REGISTRY=registry.example/team (pushes registry.example/team/nodeagent:$(VERSION) and oci://registry.example/team/charts/nodeagent)"; exit 2; fi
-	@for p in $(IMAGE_PLATFORMS); do echo "building the agent for $$p"; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} $(AGENT_BUILD) -o $(BIN)/nodeagent-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; done
-	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(BIN))/nodeagent-$(subst /,-,$(p))) \
+	@for p in $(IMAGE_PLATFORMS); do echo "building the agent and the full build for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(AGENT_BUILD) -o $(BIN)/nodeagent-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(FULL_BUILD) -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-full-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; done
+	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(BIN))/nodeagent-$(subst /,-,$(p)) --full $(p)=$(abspath $(BIN))/nodeagent-full-$(subst /,-,$(p))) \
 		--push $(REGISTRY)/nodeagent:$(VERSION) --version $(VERSION) --revision $(COMMIT)
 	rm -rf $(OUTPUT)/chart && hack/release/package-chart.sh $(BIN)/helm $(REGISTRY)/nodeagent $(VERSION) $(OUTPUT)/chart
 	$(BIN)/helm push $(OUTPUT)/chart/nodeagent-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts \
@@ -145,7 +152,8 @@ release: release-tools helm ## Archives for linux and darwin on amd64 and arm64,
 		RELEASE_URL=$(RELEASE_URL) PATH=$(abspath $(BIN)):$$PATH \
 		$(BIN)/goreleaser release --snapshot --clean
 	hack/release/package-chart.sh $(BIN)/helm ghcr.io/nodeagent-io/nodeagent $(VERSION) $(RELEASE)
-	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(RELEASE))/nodeagent-agent-$(subst /,-,$(p))) \
+	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(RELEASE))/nodeagent-agent-$(subst /,-,$(p)) \
+		--full $(p)=$$(echo $(abspath $(RELEASE))/nodeagent_$(subst /,_,$(p))_*/nodeagent)) \
 		--oci-layout $(abspath $(RELEASE))/image --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(RELEASE): nodeagent $(VERSION)"
 

@@ -1,15 +1,19 @@
 // Command image writes nodeagent's container image without a Docker
-// daemon: one layer holding the static binary at /nodeagent, on an empty
-// base, run as uid 0 with no shell, entrypoint /nodeagent. See
-// deploy/base/daemonset.yaml for why uid 0.
+// daemon: one layer holding two static builds of nodeagent, on an empty
+// base, run as uid 0 with no shell, entrypoint /nodeagent. /nodeagent is
+// the agent-only build (run, csi, version), which every node's agent runs
+// and whose resident memory every node pays; /nodeagent-full is the full
+// build (analyze and compare too), which the one replica of `analyze
+// --serve` runs. See deploy/base/daemonset.yaml for why uid 0.
 //
 // Usage:
 //
-//	go run . --binary PATH --output FILE --tag nodeagent:dev --version v1.2.3 --revision SHA
-//	go run . --binary linux/amd64=PATH --binary linux/arm64=PATH --oci-layout DIR --version v1.2.3 --revision SHA
-//	go run . --binary linux/amd64=PATH --binary linux/arm64=PATH --push registry.example/nodeagent:v1.2.3 ...
+//	go run . --binary PATH --full PATH --output FILE --tag nodeagent:dev --version v1.2.3 --revision SHA
+//	go run . --binary linux/amd64=PATH --full linux/amd64=PATH --binary linux/arm64=PATH --full linux/arm64=PATH --oci-layout DIR ...
+//	go run . --binary linux/amd64=PATH --full linux/amd64=PATH ... --push registry.example/nodeagent:v1.2.3 ...
 //
-// Each --binary is one platform's (a bare PATH is linux/amd64's). One
+// Each --binary is one platform's agent-only build and each --full its
+// full build (a bare PATH is linux/amd64's); every platform has both. One
 // platform gives an image; several give a multi-architecture index of one
 // image each. --output writes a tarball that `docker load` and `kind load
 // image-archive` accept (one platform only); --oci-layout writes an OCI
@@ -26,7 +30,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,17 +47,24 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// platformBinary is one platform's static nodeagent binary.
+// platformBinary is one platform's static nodeagent builds: path the
+// agent-only one, full the full one.
 type platformBinary struct {
 	platform v1.Platform
 	path     string
+	full     string
 }
 
 func main() {
-	var binaries []platformBinary
-	flag.Func("binary", "a static nodeagent binary, as OS/ARCH=PATH or PATH (linux/amd64); repeat for a multi-architecture index", func(v string) error {
+	var binaries, fulls []platformBinary
+	flag.Func("binary", "a static agent-only nodeagent build, as OS/ARCH=PATH or PATH (linux/amd64); repeat for a multi-architecture index", func(v string) error {
 		b, err := parseBinary(v)
 		binaries = append(binaries, b)
+		return err
+	})
+	flag.Func("full", "the same platform's full build, as OS/ARCH=PATH or PATH (linux/amd64); one for each --binary", func(v string) error {
+		b, err := parseBinary(v)
+		fulls = append(fulls, b)
 		return err
 	})
 	output := flag.String("output", "", "image tarball to write (one platform)")
@@ -69,6 +82,11 @@ func main() {
 	}
 	if len(binaries) == 0 || outputs != 1 {
 		fmt.Fprintln(os.Stderr, "image: one or more --binary and one of --output, --oci-layout and --push are required")
+		os.Exit(2)
+	}
+	binaries, err := pairFull(binaries, fulls)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(2)
 	}
 	if err := write(binaries, *version, *revision, *output, *ociLayout, *push, *tag); err != nil {
@@ -117,6 +135,26 @@ func parseBinary(v string) (platformBinary, error) {
 		return platformBinary{}, fmt.Errorf("%q: want OS/ARCH=PATH, e.g. linux/arm64=_output/bin/nodeagent-linux-arm64", v)
 	}
 	return platformBinary{platform: v1.Platform{OS: osName, Architecture: arch}, path: path}, nil
+}
+
+// pairFull gives each platform's agent-only build its full build, and
+// refuses a platform with one and not the other.
+func pairFull(binaries, fulls []platformBinary) ([]platformBinary, error) {
+	if len(fulls) != len(binaries) {
+		return nil, fmt.Errorf("%d --binary and %d --full: each platform needs its agent-only build and its full build", len(binaries), len(fulls))
+	}
+	for i, b := range binaries {
+		found := false
+		for _, f := range fulls {
+			if f.platform.OS == b.platform.OS && f.platform.Architecture == b.platform.Architecture {
+				binaries[i].full, found = f.path, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no --full for %s/%s", b.platform.OS, b.platform.Architecture)
+		}
+	}
+	return binaries, nil
 }
 
 // buildIndex is the multi-architecture index of one image per binary.
@@ -187,11 +225,11 @@ func pushImage(img v1.Image, index v1.ImageIndex, reference string) error {
 	return nil
 }
 
-// build is the image: the binary at /nodeagent on an empty base, labelled
+// build is the image: the builds at /nodeagent and /nodeagent-full on an empty base, labelled
 // with version and revision, for the binary's platform; in Docker's media
 // types, which `docker load` wants, or in OCI's, for an OCI index.
 func build(binary platformBinary, version, revision string, oci bool) (v1.Image, error) {
-	data, err := os.ReadFile(binary.path)
+	layerData, err := layerTar(map[string]string{"nodeagent": binary.path, "nodeagent-full": binary.full})
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +239,7 @@ func build(binary platformBinary, version, revision string, oci bool) (v1.Image,
 		layerType = types.OCILayer
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar(data))), nil
+		return io.NopCloser(bytes.NewReader(layerData)), nil
 	}, tarball.WithMediaType(layerType))
 	if err != nil {
 		return nil, err
@@ -235,15 +273,28 @@ func build(binary platformBinary, version, revision string, oci bool) (v1.Image,
 	return mutate.ConfigFile(img, cfg)
 }
 
-// layerTar is a tar stream with one executable file, /nodeagent.
-func layerTar(binary []byte) []byte {
+// layerTar is a tar stream of executable files, each at its name from the
+// file at its path, in the order of their names (a reproducible layer).
+func layerTar(files map[string]string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	_ = tw.WriteHeader(&tar.Header{
-		Name: "nodeagent", Mode: 0o755, Size: int64(len(binary)),
-		Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0), Uid: 0, Gid: 0,
-	})
-	_, _ = tw.Write(binary)
-	_ = tw.Close()
-	return buf.Bytes()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		data, err := os.ReadFile(files[name])
+		if err != nil {
+			return nil, err
+		}
+		if err := tw.WriteHeader(&tar.Header{
+			Name: name, Mode: 0o755, Size: int64(len(data)),
+			Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0), Uid: 0, Gid: 0,
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -22,11 +22,13 @@ import (
 func TestPush(t *testing.T) {
 	server := httptest.NewServer(registry.New())
 	defer server.Close()
-	binary := filepath.Join(t.TempDir(), "nodeagent")
-	if err := os.WriteFile(binary, []byte("not really an ELF"), 0o755); err != nil {
-		t.Fatal(err)
+	binary, full := filepath.Join(t.TempDir(), "nodeagent"), filepath.Join(t.TempDir(), "nodeagent-full")
+	for path, content := range map[string]string{binary: "not really an ELF", full: "nor this"} {
+		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	img, err := build(platformBinary{platform: v1.Platform{OS: "linux", Architecture: "amd64"}, path: binary}, "v1.2.3", "abc", false)
+	img, err := build(platformBinary{platform: v1.Platform{OS: "linux", Architecture: "amd64"}, path: binary, full: full}, "v1.2.3", "abc", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +52,10 @@ func TestPush(t *testing.T) {
 	if got, _ := pulled.Digest(); got != want {
 		t.Errorf("pulled digest %s, pushed %s", got, want)
 	}
+	layers, _ := pulled.Layers()
+	if agent, full := readFile(t, layers[0], "nodeagent"), readFile(t, layers[0], "nodeagent-full"); agent != "not really an ELF" || full != "nor this" {
+		t.Errorf("the layer holds /nodeagent %q and /nodeagent-full %q", agent, full)
+	}
 	if err := pushImage(img, nil, "not a reference!"); err == nil || !strings.Contains(err.Error(), "registry/repository:tag") {
 		t.Errorf("a bad reference: %v", err)
 	}
@@ -60,17 +66,33 @@ func TestPush(t *testing.T) {
 // alike.
 func TestIndex(t *testing.T) {
 	dir := t.TempDir()
-	var binaries []platformBinary
+	var binaries, fulls []platformBinary
 	for _, spec := range []string{"linux/amd64", "linux/arm64"} {
-		path := filepath.Join(dir, strings.ReplaceAll(spec, "/", "-"))
-		if err := os.WriteFile(path, []byte("binary for "+spec), 0o755); err != nil {
-			t.Fatal(err)
+		for _, build := range []string{"agent", "full"} {
+			path := filepath.Join(dir, build+"-"+strings.ReplaceAll(spec, "/", "-"))
+			if err := os.WriteFile(path, []byte(build+" for "+spec), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			b, err := parseBinary(spec + "=" + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if build == "agent" {
+				binaries = append(binaries, b)
+			} else {
+				fulls = append(fulls, b)
+			}
 		}
-		b, err := parseBinary(spec + "=" + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		binaries = append(binaries, b)
+	}
+	if _, err := pairFull(binaries, fulls[:1]); err == nil || !strings.Contains(err.Error(), "each platform needs") {
+		t.Errorf("one --full for two platforms: %v", err)
+	}
+	if _, err := pairFull(binaries[:1], fulls[1:]); err == nil || !strings.Contains(err.Error(), "no --full for linux/amd64") {
+		t.Errorf("the other platform's --full: %v", err)
+	}
+	binaries, err := pairFull(binaries, fulls)
+	if err != nil {
+		t.Fatal(err)
 	}
 	index, err := buildIndex(binaries, "v1.2.3", "abc")
 	if err != nil {
@@ -128,10 +150,10 @@ func TestIndex(t *testing.T) {
 			if mt, _ := layers[0].MediaType(); mt != types.OCILayer {
 				t.Errorf("%s: %s's layer is %s, want OCI's", source, d.Platform, mt)
 			}
-			content := readFile(t, layers[0], "nodeagent")
-			want := "binary for " + d.Platform.OS + "/" + d.Platform.Architecture
-			if cfg.OS != d.Platform.OS || cfg.Architecture != d.Platform.Architecture || content != want {
-				t.Errorf("%s: %s's image is %s/%s with %q, want %q", source, d.Platform, cfg.OS, cfg.Architecture, content, want)
+			platform := d.Platform.OS + "/" + d.Platform.Architecture
+			agent, full := readFile(t, layers[0], "nodeagent"), readFile(t, layers[0], "nodeagent-full")
+			if cfg.OS != d.Platform.OS || cfg.Architecture != d.Platform.Architecture || agent != "agent for "+platform || full != "full for "+platform {
+				t.Errorf("%s: %s's image is %s/%s with %q and %q, want its own builds", source, d.Platform, cfg.OS, cfg.Architecture, agent, full)
 			}
 		}
 	}

@@ -153,19 +153,37 @@ func diff(path string, a, b interface{}) []string {
 
 // TestChartEqualsOverlays renders the chart in each mode and the overlay of
 // that mode, and requires the same objects: the overlays' Namespace aside
-// (`helm install --create-namespace` makes it), and Helm's own labels.
+// (`helm install --create-namespace` makes it), and Helm's own labels. With
+// analyze.enabled the chart adds what deploy/analyze-serve renders.
 func TestChartEqualsOverlays(t *testing.T) {
 	kustomize := tool(t, "KUSTOMIZE_BIN", "kustomize")
-	for _, mode := range []string{"before", "after", "watch", "csi"} {
-		t.Run(mode, func(t *testing.T) {
+	cases := []struct {
+		name       string
+		set        []string
+		kustomizes []string
+	}{
+		{"before", []string{"mode=before"}, []string{"deploy/overlays/before"}},
+		{"after", []string{"mode=after"}, []string{"deploy/overlays/after"}},
+		{"watch", []string{"mode=watch"}, []string{"deploy/overlays/watch"}},
+		{"csi", []string{"mode=csi"}, []string{"deploy/overlays/csi"}},
+		{"after with analyze", []string{"mode=after", "analyze.enabled=true"}, []string{"deploy/overlays/after", "deploy/analyze-serve"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			chart := map[string]object{}
-			for _, o := range helmTemplate(t, "--set", "mode="+mode) {
+			var args []string
+			for _, kv := range tc.set {
+				args = append(args, "--set", kv)
+			}
+			for _, o := range helmTemplate(t, args...) {
 				chart[key(o)] = normalize(o)
 			}
 			overlay := map[string]object{}
-			for _, o := range render(t, kustomize, "build", "deploy/overlays/"+mode) {
-				if o["kind"] != "Namespace" {
-					overlay[key(o)] = o
+			for _, dir := range tc.kustomizes {
+				for _, o := range render(t, kustomize, "build", dir) {
+					if o["kind"] != "Namespace" {
+						overlay[key(o)] = o
+					}
 				}
 			}
 			for k, want := range overlay {
@@ -261,6 +279,59 @@ func TestChartCSIValues(t *testing.T) {
 	}
 }
 
+// TestChartAnalyzeValues: the analyzer's values land where they say; each
+// optional role is bound only when asked for; its pod is never one the
+// agents' DaemonSet selects.
+func TestChartAnalyzeValues(t *testing.T) {
+	byKey := func(set ...string) map[string]object {
+		var args []string
+		for _, kv := range set {
+			args = append(args, "--set", kv)
+		}
+		objects := map[string]object{}
+		for _, o := range helmTemplate(t, args...) {
+			objects[key(o)] = o
+		}
+		return objects
+	}
+	if objects := byKey(); objects["Deployment/nodeagent-analyze"] != nil || objects["ClusterRole/nodeagent-analyze"] != nil {
+		t.Error("analyze is off by default, but the chart renders its objects")
+	}
+	objects := byKey("analyze.enabled=true", "analyze.listSecrets=true", "analyze.httpAddress=0.0.0.0:9200",
+		"analyze.extraArgs={--max-finding-series=50}", "analyze.resources.limits.memory=4Gi", "podMonitor.enabled=true")
+	deployment := objects["Deployment/nodeagent-analyze"]
+	if deployment == nil {
+		t.Fatalf("no Deployment/nodeagent-analyze among %d objects", len(objects))
+	}
+	container := lookup(deployment, "spec", "template", "spec", "containers").([]interface{})[0].(map[string]interface{})
+	for what, pair := range map[string][2]interface{}{
+		"command":         {fmt.Sprint(container["command"]), "[/nodeagent-full]"},
+		"args":            {fmt.Sprint(container["args"]), "[analyze --serve=0.0.0.0:9200 --max-finding-series=50]"},
+		"image":           {container["image"], "ghcr.io/nodeagent-io/nodeagent:latest"},
+		"port":            {lookup(container["ports"].([]interface{})[0], "containerPort"), float64(9200)},
+		"scrape port":     {lookup(deployment, "spec", "template", "metadata", "annotations", "prometheus.io/port"), "9200"},
+		"memory limit":    {lookup(container, "resources", "limits", "memory"), "4Gi"},
+		"replicas":        {lookup(deployment, "spec", "replicas"), float64(1)},
+		"podmonitor pods": {fmt.Sprint(lookup(objects["PodMonitor/nodeagent-analyze"], "spec", "selector", "matchLabels")), "map[app.kubernetes.io/instance:nodeagent app.kubernetes.io/name:nodeagent-analyze]"},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("%s: %v, want %v", what, pair[0], pair[1])
+		}
+	}
+	if objects["ClusterRoleBinding/nodeagent-analyze-secrets"] == nil || objects["ClusterRoleBinding/nodeagent-analyze-configz"] != nil {
+		t.Error("listSecrets alone: want the secrets role bound and the configz role not")
+	}
+	agents := lookup(objects["DaemonSet/nodeagent"], "spec", "selector", "matchLabels").(map[string]interface{})
+	pod := lookup(deployment, "spec", "template", "metadata", "labels").(map[string]interface{})
+	selected := true
+	for k, v := range agents {
+		selected = selected && pod[k] == v
+	}
+	if selected {
+		t.Errorf("the DaemonSet's selector %v selects the analyzer's pod %v", agents, pod)
+	}
+}
+
 // TestChartRefusesBadValues: each mistake fails the install with a message
 // that names what is wrong, rather than deploying agents that cannot run.
 func TestChartRefusesBadValues(t *testing.T) {
@@ -279,6 +350,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"mode=csi", "syncFrequency=30s", "image.tag=v1"}, "no pod syncs"},
 		{[]string{"csi.checkAcess=true", "image.tag=v1"}, "checkAcess"},
 		{[]string{"kubeletRootDir=var/lib/kubelet", "image.tag=v1"}, "kubeletRootDir"},
+		{[]string{"analyze.enable=true", "image.tag=v1"}, "enable"},
+		{[]string{"analyze.enabled=true", "analyze.httpAddress=localhost", "image.tag=v1"}, "httpAddress"},
 		// A source checkout's chart names no published image.
 		{nil, "image.tag is empty"},
 	} {

@@ -74,3 +74,23 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - {{ . }}
 {{- end }}
 {{- end -}}
+
+{{/* The analyzer's name: its Deployment, ServiceAccount and ClusterRoles (as deploy/analyze-serve names them for the release nodeagent). */}}
+{{- define "nodeagent.analyzeName" -}}
+{{- printf "%s-analyze" (include "nodeagent.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* What the analyzer's Deployment selects its pod by: never the agents' labels, which the DaemonSet selects by. */}}
+{{- define "nodeagent.analyzeSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-analyze
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The labels of the analyzer's objects. */}}
+{{- define "nodeagent.analyzeLabels" -}}
+{{ include "nodeagent.analyzeSelectorLabels" . }}
+app.kubernetes.io/part-of: nodeagent
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
