@@ -51,8 +51,9 @@ func (l ociLayout) decode(data []byte, v interface{}) {
 // TestImageIndex: the OCI layout holds one index, tagged with the release's
 // version, of a linux/amd64 and a linux/arm64 image; each is labelled with
 // the version and the license and holds, at /nodeagent, the agent-only
-// build of its platform; the one this machine runs prints the version and
-// says analyze is not in it.
+// build of its platform and, at /nodeagent-full, its full build (which
+// analyze --serve runs); the one this machine runs prints the version and
+// says analyze is not in the first, and runs analyze from the second.
 func TestImageIndex(t *testing.T) {
 	l := ociLayout{t, filepath.Join(releaseDir, "image")}
 	var top struct{ Manifests []ociDescriptor }
@@ -100,8 +101,10 @@ func TestImageIndex(t *testing.T) {
 			t.Errorf("%s: %d layers, want 1", platform, len(manifest.Layers))
 			continue
 		}
-		binary := untarReader(t, platform, bytes.NewReader(l.blob(manifest.Layers[0].Digest)))["nodeagent"]
+		files := untarReader(t, platform, bytes.NewReader(l.blob(manifest.Layers[0].Digest)))
+		binary, full := files["nodeagent"], files["nodeagent-full"]
 		checkBinary(t, platform+" image", binary, d.Platform.OS, d.Platform.Architecture, true)
+		checkBinary(t, platform+" image's full build", full, d.Platform.OS, d.Platform.Architecture, false)
 		if d.Platform.OS == runtime.GOOS && d.Platform.Architecture == runtime.GOARCH {
 			path := executable(t, binary)
 			if out := run(t, path, "version"); !strings.HasPrefix(string(out), "nodeagent "+version+" ") {
@@ -110,6 +113,9 @@ func TestImageIndex(t *testing.T) {
 			out, err := exec.Command(path, "analyze").CombinedOutput()
 			if err == nil || !strings.Contains(string(out), "agent-only build") {
 				t.Errorf("%s image: nodeagent analyze: %v, %s; want the agent-only build's refusal", platform, err, out)
+			}
+			if out := run(t, executable(t, full), "analyze", "--help"); !strings.Contains(string(out), "--serve") {
+				t.Errorf("%s image: nodeagent-full analyze --help: %s; want analyze's flags", platform, out)
 			}
 		}
 	}
