@@ -280,8 +280,8 @@ func TestChartCSIValues(t *testing.T) {
 }
 
 // TestChartAnalyzeValues: the analyzer's values land where they say; each
-// optional role is bound only when asked for; its pod is never one the
-// agents' DaemonSet selects.
+// optional role is bound only when asked for; it installs alone, without
+// the agents; its pod is never one the agents' DaemonSet selects.
 func TestChartAnalyzeValues(t *testing.T) {
 	byKey := func(set ...string) map[string]object {
 		var args []string
@@ -321,6 +321,16 @@ func TestChartAnalyzeValues(t *testing.T) {
 	if objects["ClusterRoleBinding/nodeagent-analyze-secrets"] == nil || objects["ClusterRoleBinding/nodeagent-analyze-configz"] != nil {
 		t.Error("listSecrets alone: want the secrets role bound and the configz role not")
 	}
+	alone := byKey("agents.enabled=false", "analyze.enabled=true", "mode=csi", "podMonitor.enabled=true")
+	var kinds []string
+	for k := range alone {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	if want := "ClusterRole/nodeagent-analyze ClusterRole/nodeagent-analyze-configz ClusterRole/nodeagent-analyze-secrets " +
+		"ClusterRoleBinding/nodeagent-analyze Deployment/nodeagent-analyze PodMonitor/nodeagent-analyze ServiceAccount/nodeagent-analyze"; strings.Join(kinds, " ") != want {
+		t.Errorf("analyze alone renders %s, want %s", strings.Join(kinds, " "), want)
+	}
 	agents := lookup(objects["DaemonSet/nodeagent"], "spec", "selector", "matchLabels").(map[string]interface{})
 	pod := lookup(deployment, "spec", "template", "metadata", "labels").(map[string]interface{})
 	selected := true
@@ -351,6 +361,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"csi.checkAcess=true", "image.tag=v1"}, "checkAcess"},
 		{[]string{"kubeletRootDir=var/lib/kubelet", "image.tag=v1"}, "kubeletRootDir"},
 		{[]string{"analyze.enable=true", "image.tag=v1"}, "enable"},
+		{[]string{"agents.enabled=false", "image.tag=v1"}, "nothing to install"},
 		{[]string{"analyze.enabled=true", "analyze.httpAddress=localhost", "image.tag=v1"}, "httpAddress"},
 		// A source checkout's chart names no published image.
 		{nil, "image.tag is empty"},
