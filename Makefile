@@ -327,13 +327,13 @@ demo-record: controlplane build ## make demo, kept as docs/runs/demo.json and wr
 kind-prep: ## Build kind and the kind node image's root file system, which need no Docker engine (make test does it in the background).
 	hack/kind/prepare.sh
 
-e2e-kind: build kustomize helm image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 10 minutes; 14 more the first time).
+e2e-kind: build kustomize helm prometheus image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 10 minutes; 14 more the first time).
 	hack/e2e-kind.sh
 
 # make test runs the kind e2e where this machine can have a Docker engine and
 # says in one line why not where it cannot; with E2E_KIND_REQUIRED=1 (CI) a
 # machine that cannot is a failure.
-e2e-kind-if-possible: build kustomize helm image
+e2e-kind-if-possible: build kustomize helm prometheus image
 	@if [ -n "$$E2E_KIND_REQUIRED" ]; then hack/e2e-kind.sh; else E2E_KIND_OPTIONAL=1 hack/e2e-kind.sh; fi
 
 clean: ## Remove build output (the control plane is rebuilt on the next run).

@@ -21,7 +21,9 @@
 #                and after; nodeagent beside the kind kubelets' Cache strategy;
 #                the Helm chart installed in the before mode and upgraded to
 #                after, beside the kustomize DaemonSet; analyze's findings and
-#                update delays against what the containers hold;
+#                update delays against what the containers hold, and analyze
+#                always on (the chart's, alone) serving them as series, with
+#                deploy/prometheus's alerts firing on a real Prometheus;
 #   6. install   make push to a local registry on the kind network, then the
 #                README's install commands, as written, with Helm and
 #                kustomize (TestInstallFromREADME).
@@ -170,7 +172,8 @@ pod_image=$(docker exec "$cluster-control-plane" sh -c "sed -n 's/.*sandbox_imag
 pod_image=${pod_image:-registry.k8s.io/pause:3.10}
 export NODEAGENT_KIND_CLUSTER=$cluster NODEAGENT_KIND_KUBECONFIG=$(pwd)/$kubeconfig NODEAGENT_KIND_POD_IMAGE=$pod_image \
   NODEAGENT_KIND_AGENT_IMAGE=$agent_image NODEAGENT_KIND_REGISTRY_IMAGE=$registry_image \
-  NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_HELM_BIN=$(pwd)/$bin/helm NODEAGENT_KIND_OUTPUT=$(pwd)/$out
+  NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_HELM_BIN=$(pwd)/$bin/helm NODEAGENT_KIND_OUTPUT=$(pwd)/$out \
+  NODEAGENT_PROMETHEUS_BIN=$(pwd)/$bin/prometheus
 # TestInstallFromREADME replaces the agents the other tests use: it runs
 # last, on its own.
 install_test='^TestInstallFromREADME$'

@@ -73,13 +73,18 @@ func (c containerView) env(t *testing.T, name string) string {
 // staleSinceStart and immutableRecreated findings to be exactly the
 // containers whose content differs from the API's, none missed and none
 // extra, and its missing and missingKey findings to be the pods that
-// cannot start.
+// cannot start. analyze always on, installed by the chart alone, must
+// serve the same findings as series within 30 s, a real Prometheus must
+// fire deploy/prometheus's alerts for them, and the series of a pod
+// restarted with the new content must go.
 func TestAnalyzeFindsWhatContainersHold(t *testing.T) {
+	t.Parallel() // touches no kubelet: runs beside TestCSIDriver, TestRealPodVolumes and TestHelmInstallAndUpgrade, after the tests that restart kubelets
 	ctx := context.Background()
 	nodes := clusterNodes(t)
 	if len(nodes) < 2 {
 		t.Fatalf("%d nodes, want two or more", len(nodes))
 	}
+	analyzer := installAnalyzer(t)
 	onA, onB := nodes[0], nodes[1]
 	ns := testNamespace(t, "e2e-kind-stale")
 	t.Cleanup(func() { deletePods(t, ns) })
@@ -131,11 +136,15 @@ func TestAnalyzeFindsWhatContainersHold(t *testing.T) {
 	createConfigMap("live", false, map[string]string{"greeting": "v1"})
 	createConfigMap("frozen", true, map[string]string{"greeting": "v1"})
 	createConfigMap("keys", false, map[string]string{"a": "1"})
-	createPod("consumer", onA, corev1.Container{
-		Env: []corev1.EnvVar{{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "live"}, Key: "greeting"}}}},
-		VolumeMounts: []corev1.VolumeMount{{Name: "live", MountPath: "/etc/sub/greeting", SubPath: "greeting"}},
-	}, corev1.Volume{Name: "live", VolumeSource: source("live")})
+	createConsumer := func() {
+		t.Helper()
+		createPod("consumer", onA, corev1.Container{
+			Env: []corev1.EnvVar{{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "live"}, Key: "greeting"}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "live", MountPath: "/etc/sub/greeting", SubPath: "greeting"}},
+		}, corev1.Volume{Name: "live", VolumeSource: source("live")})
+	}
+	createConsumer()
 	frozenMount := corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "frozen", MountPath: "/etc/frozen"}}}
 	frozenVolume := corev1.Volume{Name: "frozen", VolumeSource: source("frozen")}
 	createPod("frozen-old", onA, frozenMount, frozenVolume)
@@ -218,6 +227,82 @@ func TestAnalyzeFindsWhatContainersHold(t *testing.T) {
 			t.Errorf("pod %s is running, but analyze says it cannot start", name)
 		}
 	}
+
+	// (5) Always on: the same findings as series, within 30 s.
+	servedWithin := func(what string, want func(found map[string][]string) string) {
+		t.Helper()
+		start := time.Now()
+		eventually(t, 30*time.Second, what, func() string {
+			found, err := analyzerFindings(ctx, analyzer, ns)
+			if err != nil {
+				return err.Error()
+			}
+			return want(found)
+		})
+		t.Logf("%s: served after %.1fs", what, time.Since(start).Seconds())
+	}
+	servedWithin("the analyzer's series name the containers that hold old content", func(found map[string][]string) string {
+		served := dedupe(append(slices.Clone(found[string(analyze.StaleSinceStart)]), found[string(analyze.ImmutableRecreated)]...))
+		if got, want := strings.Join(served, ", "), strings.Join(keys(stale), ", "); got != want {
+			return fmt.Sprintf("staleSinceStart and immutableRecreated series %q, want %q", got, want)
+		}
+		if got := strings.Join(found[string(analyze.Missing)], ", ") + "; " + strings.Join(found[string(analyze.MissingKey)], ", "); got != "missing absent; missing-key keys" {
+			return fmt.Sprintf("missing and missingKey series %q", got)
+		}
+		return ""
+	})
+
+	// (6) The alerts, on a real Prometheus that scrapes the analyzer.
+	var wantAlerts []string
+	for _, f := range r.Findings {
+		pod := strings.TrimPrefix(f.Pod, ns+"/")
+		if f.Object.Namespace != ns {
+			continue
+		}
+		switch f.Type {
+		case analyze.StaleSinceStart:
+			wantAlerts = append(wantAlerts, "ContainerConfigurationStale "+pod+" "+f.Object.Name)
+		case analyze.ImmutableRecreated:
+			wantAlerts = append(wantAlerts, "ImmutableObjectServedStale "+pod+" "+f.Object.Name)
+		case analyze.Missing, analyze.MissingKey:
+			wantAlerts = append(wantAlerts, "ConfigurationObjectMissing "+pod+" "+f.Object.Name)
+		}
+	}
+	prom := startPrometheus(t, analyzer)
+	eventually(t, time.Minute, "deploy/prometheus's alerts firing for each finding", func() string {
+		firing, err := firingAlerts(ctx, prom, ns)
+		if err != nil {
+			return err.Error()
+		}
+		if got, want := strings.Join(firing, ", "), strings.Join(dedupe(wantAlerts), ", "); got != want {
+			return fmt.Sprintf("firing %q, want %q", got, want)
+		}
+		return ""
+	})
+
+	// (7) The consumer restarted (a new pod, as a rollout makes): it reads
+	// the object as it is now, and its series go.
+	if err := pods.Delete(ctx, "consumer", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the consumer pod gone", func() string {
+		if _, err := pods.Get(ctx, "consumer", metav1.GetOptions{}); err == nil {
+			return "still there"
+		}
+		return ""
+	})
+	createConsumer()
+	running("consumer")
+	servedWithin("the restarted consumer's series gone", func(found map[string][]string) string {
+		for _, typ := range found {
+			for _, f := range typ {
+				if strings.HasPrefix(f, "consumer ") {
+					return "still served: " + f
+				}
+			}
+		}
+		return ""
+	})
 }
 
 func keys(m map[string]bool) []string {
