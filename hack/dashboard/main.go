@@ -1,6 +1,7 @@
 // Command dashboard writes deploy/grafana/nodeagent.json, nodeagent's
 // Grafana dashboard, built as code with the Apache-licensed Grafana
-// Foundation SDK on the recording rules of deploy/prometheus. Its own module
+// Foundation SDK on the recording rules of deploy/prometheus and the
+// metrics of analyze always on. Its own module
 // keeps the SDK out of the agent's dependencies. `make dashboard` runs it;
 // `make verify` fails when the committed file differs from what it writes.
 //
@@ -49,7 +50,8 @@ func build() (dashboard.Dashboard, error) {
 	return dashboard.NewDashboardBuilder("nodeagent: ConfigMap reads at the apiserver and etcd").
 		Uid("nodeagent-configmap-reads").
 		Description("The ConfigMap and Secret reads kubelets and nodeagent's agents send, before and after kubernetes#120255, "+
-			"from deploy/prometheus's recording rules (docs/monitoring.md).").
+			"from deploy/prometheus's recording rules, and what nodeagent analyze --serve finds: stale configuration, "+
+			"update delays and the kubelets' predicted load (docs/monitoring.md).").
 		Tags([]string{"nodeagent", "kubelet", "apiserver", "etcd"}).
 		Refresh("30s").
 		Time("now-1h", "now").
@@ -93,6 +95,30 @@ func build() (dashboard.Dashboard, error) {
 			"s", 16, 26, 8,
 			query(`histogram_quantile(0.99, sum by (le, operation) (rate(nodeagent_volume_operation_duration_seconds_bucket{node=~"$node"}[$__rate_interval])))`,
 				"{{operation}}"))).
+		WithRow(dashboard.NewRowBuilder("analyze always on: stale configuration and the kubelets' load")).
+		WithPanel(panel("Findings by type",
+			"What nodeagent analyze --serve finds now: containers that hold older content than their object (staleSinceStart, "+
+				"immutableRecreated), missing objects and keys, and reads that never update (subPath, environment). "+
+				"The alerts of docs/monitoring.md name each one.",
+			"none", 0, 35, 12,
+			query(`sum by (type) (nodeagent_analyze_findings)`, "{{type}}"))).
+		WithPanel(panel("Containers holding old configuration, by namespace",
+			"staleSinceStart and immutableRecreated findings per namespace: restart those pods (a rollout) to give them the current content.",
+			"none", 12, 35, 12,
+			query(`sum by (namespace) (nodeagent_analyze_findings{type=~"staleSinceStart|immutableRecreated"}) > 0`, "{{namespace}}"))).
+		WithPanel(panel("Update delay",
+			"How long a ConfigMap or Secret update takes to reach the pods' volumes, predicted from the kubelets' settings: "+
+				"the cluster's median and longest, and the longest per node.",
+			"s", 0, 43, 12,
+			query(`nodeagent_analyze_update_delay_seconds`, "cluster {{stat}}"),
+			query(`nodeagent_analyze_node_update_delay_seconds{stat="max", node=~"$node"}`, "{{node}} longest"))).
+		WithPanel(panel("The kubelets' predicted GETs, and after each what-if",
+			"The ConfigMap and Secret GETs the kubelets are predicted to send (all, and those that reach etcd), and what each "+
+				"what-if of analyze (an upgrade, another strategy, immutable objects) would leave.",
+			"reqps", 12, 43, 12,
+			query(`nodeagent_analyze_predicted_apiserver_gets_per_second`, "{{kind}} GETs"),
+			query(`nodeagent_analyze_predicted_quorum_gets_per_second`, "{{kind}} quorum GETs"),
+			query(`nodeagent_analyze_whatif_apiserver_gets_per_second`, "what-if {{whatif}}"))).
 		Build()
 }
 

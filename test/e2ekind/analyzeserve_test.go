@@ -5,6 +5,7 @@ package e2ekind
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -197,4 +198,47 @@ func freeLoopbackAddress(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// checkAnalyzeDashboard runs the queries of deploy/grafana/nodeagent.json's
+// panels that read analyze always on's metrics against prom, with Grafana's
+// "All" for $node: each must parse and return data.
+func checkAnalyzeDashboard(t *testing.T, prom promv1.API) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "grafana", "nodeagent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	queries := 0
+	for _, p := range d.Panels {
+		for _, target := range p.Targets {
+			if !strings.Contains(target.Expr, "nodeagent_analyze_") {
+				continue
+			}
+			queries++
+			expr := strings.ReplaceAll(target.Expr, "$node", ".*")
+			result, _, err := prom.Query(context.Background(), expr, time.Now())
+			if err != nil {
+				t.Errorf("panel %q: %s: %v", p.Title, expr, err)
+				continue
+			}
+			if v, ok := result.(model.Vector); !ok || len(v) == 0 {
+				t.Errorf("panel %q: %s: no data", p.Title, expr)
+			}
+		}
+	}
+	if queries < 7 {
+		t.Errorf("the dashboard reads analyze always on in %d queries; want its 4 panels' 7", queries)
+	}
 }

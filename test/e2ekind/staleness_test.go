@@ -280,6 +280,8 @@ func TestAnalyzeFindsWhatContainersHold(t *testing.T) {
 		return ""
 	})
 
+	checkAnalyzeDashboard(t, prom)
+
 	// (7) The consumer restarted (a new pod, as a rollout makes): it reads
 	// the object as it is now, and its series go.
 	if err := pods.Delete(ctx, "consumer", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
