@@ -71,6 +71,10 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	fs.DurationVar(&settingsInterval, "settings-interval", 10*time.Minute, "With --serve: how often every kubelet's /configz is read again (a node's is read again at once when its Node changes).")
 	var maxFindingSeries int
 	fs.IntVar(&maxFindingSeries, "max-finding-series", 1000, "With --serve: at most this many series of nodeagent_analyze_finding (one per finding's pod, container and object; the most pressing first); the counts by type and namespace stay exact.")
+	var events bool
+	var maxEvents int
+	fs.BoolVar(&events, "events", false, "With --serve: post a Warning event on the pod of each finding that appears while it runs (the findings at its start are the baseline). Its one write: needs create and patch on events.")
+	fs.IntVar(&maxEvents, "max-events-per-report", 50, "With --events: at most this many events after one report; the rest are counted in nodeagent_analyze_events_dropped_total.")
 	fs.StringSliceVar(&failOn, "fail-on", nil, fmt.Sprintf("Finding types (comma-separated, of %v) that make analyze exit with code %d after printing its report, when it finds any: a check for CI or a cron job. Empty: findings never change the exit code.", analyze.FindingTypes, exitFindings))
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,6 +96,11 @@ func runAnalyze(args []string, stdout io.Writer) error {
 		if err := serveConflicts(fs); err != nil {
 			return err
 		}
+	} else if events {
+		return fmt.Errorf("--events applies to --serve, which posts an event for each finding that appears while it runs")
+	}
+	if maxEvents < 1 {
+		return fmt.Errorf("--max-events-per-report must be at least 1, got %d", maxEvents)
 	}
 	client, err := analyzeClient(kubeconfig, kubeContext, qps, burst)
 	if err != nil {
@@ -100,7 +109,13 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if serve != "" {
-		return serveAnalysis(ctx, client, o, serve, live.Options{SettingsInterval: settingsInterval, MaxFindingSeries: maxFindingSeries})
+		lo := live.Options{SettingsInterval: settingsInterval, MaxFindingSeries: maxFindingSeries}
+		if events {
+			recorder, stopEvents := live.NewRecorder(ctx, client)
+			defer stopEvents()
+			lo.Events = live.NewEvents(recorder, maxEvents)
+		}
+		return serveAnalysis(ctx, client, o, serve, lo)
 	}
 	result, err := analyze.Run(ctx, client, o)
 	if err != nil {
@@ -134,6 +149,9 @@ func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.O
 	a := live.New(client, lo)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(a.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if lo.Events != nil {
+		registry.MustRegister(lo.Events.Collectors()...)
+	}
 	listener, err := net.Listen("tcp", address)
 	if err != nil {
 		return fmt.Errorf("listening on --serve %s: %w", address, err)

@@ -297,7 +297,7 @@ func TestChartAnalyzeValues(t *testing.T) {
 	if objects := byKey(); objects["Deployment/nodeagent-analyze"] != nil || objects["ClusterRole/nodeagent-analyze"] != nil {
 		t.Error("analyze is off by default, but the chart renders its objects")
 	}
-	objects := byKey("analyze.enabled=true", "analyze.listSecrets=true", "analyze.httpAddress=0.0.0.0:9200",
+	objects := byKey("analyze.enabled=true", "analyze.listSecrets=true", "analyze.events=true", "analyze.httpAddress=0.0.0.0:9200",
 		"analyze.extraArgs={--max-finding-series=50}", "analyze.resources.limits.memory=4Gi", "podMonitor.enabled=true")
 	deployment := objects["Deployment/nodeagent-analyze"]
 	if deployment == nil {
@@ -306,7 +306,7 @@ func TestChartAnalyzeValues(t *testing.T) {
 	container := lookup(deployment, "spec", "template", "spec", "containers").([]interface{})[0].(map[string]interface{})
 	for what, pair := range map[string][2]interface{}{
 		"command":         {fmt.Sprint(container["command"]), "[/nodeagent-full]"},
-		"args":            {fmt.Sprint(container["args"]), "[analyze --serve=0.0.0.0:9200 --max-finding-series=50]"},
+		"args":            {fmt.Sprint(container["args"]), "[analyze --serve=0.0.0.0:9200 --events --max-finding-series=50]"},
 		"image":           {container["image"], "ghcr.io/nodeagent-io/nodeagent:latest"},
 		"port":            {lookup(container["ports"].([]interface{})[0], "containerPort"), float64(9200)},
 		"scrape port":     {lookup(deployment, "spec", "template", "metadata", "annotations", "prometheus.io/port"), "9200"},
@@ -318,8 +318,9 @@ func TestChartAnalyzeValues(t *testing.T) {
 			t.Errorf("%s: %v, want %v", what, pair[0], pair[1])
 		}
 	}
-	if objects["ClusterRoleBinding/nodeagent-analyze-secrets"] == nil || objects["ClusterRoleBinding/nodeagent-analyze-configz"] != nil {
-		t.Error("listSecrets alone: want the secrets role bound and the configz role not")
+	if objects["ClusterRoleBinding/nodeagent-analyze-secrets"] == nil || objects["ClusterRoleBinding/nodeagent-analyze-events"] == nil ||
+		objects["ClusterRoleBinding/nodeagent-analyze-configz"] != nil {
+		t.Error("listSecrets and events: want the secrets and events roles bound and the configz role not")
 	}
 	alone := byKey("agents.enabled=false", "analyze.enabled=true", "mode=csi", "podMonitor.enabled=true")
 	var kinds []string
@@ -327,7 +328,7 @@ func TestChartAnalyzeValues(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	if want := "ClusterRole/nodeagent-analyze ClusterRole/nodeagent-analyze-configz ClusterRole/nodeagent-analyze-secrets " +
+	if want := "ClusterRole/nodeagent-analyze ClusterRole/nodeagent-analyze-configz ClusterRole/nodeagent-analyze-events ClusterRole/nodeagent-analyze-secrets " +
 		"ClusterRoleBinding/nodeagent-analyze Deployment/nodeagent-analyze PodMonitor/nodeagent-analyze ServiceAccount/nodeagent-analyze"; strings.Join(kinds, " ") != want {
 		t.Errorf("analyze alone renders %s, want %s", strings.Join(kinds, " "), want)
 	}

@@ -30,6 +30,9 @@ type Options struct {
 	// MaxFindingSeries caps nodeagent_analyze_finding's series; default
 	// 1,000.
 	MaxFindingSeries int
+	// Events, where not nil, posts an event on the pod of each finding
+	// that appears while the analyzer runs.
+	Events *Events
 	// Clock is nil for the real clock.
 	Clock clock.WithTicker
 }
@@ -176,6 +179,9 @@ func (a *Analyzer) compute(ctx context.Context) {
 	end := a.clock.Now()
 	a.report.Store(&Report{Result: r, ComputedAt: end, Seconds: end.Sub(start).Seconds(), Objects: a.watcher.counts()})
 	a.computations.Add(1)
+	if a.opts.Events != nil {
+		a.opts.Events.observe(ctx, r.Findings)
+	}
 	// A computation's garbage is as large as the inventory: hand it back
 	// now, so that the process's resident memory is what it holds between
 	// computations, not its peak; beside the loop, which goes on waiting
