@@ -37,9 +37,9 @@ const (
 	analyzePort      = "10357"
 )
 
-// installAnalyzer installs the chart with analyze alone, as an operator
-// would, with the image make image built, and returns its ready pod's
-// name. It is uninstalled when the test ends.
+// installAnalyzer installs the chart with analyze alone, posting events, as
+// an operator would, with the image make image built, and returns its
+// ready pod's name. It is uninstalled when the test ends.
 func installAnalyzer(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
@@ -50,7 +50,7 @@ func installAnalyzer(t *testing.T) string {
 	})
 	colon := strings.LastIndex(agentImage, ":")
 	helm(t, "install", analyzeRelease, "deploy/helm/nodeagent", "-n", analyzeNamespace, "--create-namespace",
-		"--set", "agents.enabled=false", "--set", "analyze.enabled=true",
+		"--set", "agents.enabled=false", "--set", "analyze.enabled=true", "--set", "analyze.events=true",
 		"--set", "image.repository="+agentImage[:colon], "--set", "image.tag="+agentImage[colon+1:],
 		"--set", "image.pullPolicy=Never", "--wait", "--timeout", "3m")
 	pods, err := clientset.CoreV1().Pods(analyzeNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nodeagent-analyze"})
@@ -241,4 +241,19 @@ func checkAnalyzeDashboard(t *testing.T, prom promv1.API) {
 	if queries < 7 {
 		t.Errorf("the dashboard reads analyze always on in %d queries; want its 4 panels' 7", queries)
 	}
+}
+
+// analyzerEvents are the events analyze always on posted in namespace ns,
+// as "pod reason".
+func analyzerEvents(ctx context.Context, ns string) ([]string, error) {
+	events, err := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "source=nodeagent-analyze"})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range events.Items {
+		out = append(out, e.InvolvedObject.Name+" "+e.Reason)
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
 }

@@ -74,9 +74,10 @@ func (c containerView) env(t *testing.T, name string) string {
 // containers whose content differs from the API's, none missed and none
 // extra, and its missing and missingKey findings to be the pods that
 // cannot start. analyze always on, installed by the chart alone, must
-// serve the same findings as series within 30 s, a real Prometheus must
-// fire deploy/prometheus's alerts for them, and the series of a pod
-// restarted with the new content must go.
+// serve the same findings as series within 30 s and post an event on each
+// finding's pod, a real Prometheus must fire deploy/prometheus's alerts
+// for them, and the series of a pod restarted with the new content must
+// go.
 func TestAnalyzeFindsWhatContainersHold(t *testing.T) {
 	t.Parallel() // touches no kubelet: runs beside TestCSIDriver, TestRealPodVolumes and TestHelmInstallAndUpgrade, after the tests that restart kubelets
 	ctx := context.Background()
@@ -252,6 +253,25 @@ func TestAnalyzeFindsWhatContainersHold(t *testing.T) {
 		return ""
 	})
 
+	// The findings came after the analyzer's first report: each has its
+	// event on its pod.
+	var wantEvents []string
+	for _, f := range r.Findings {
+		if f.Object.Namespace == ns {
+			wantEvents = append(wantEvents, strings.TrimPrefix(f.Pod, ns+"/")+" "+strings.ToUpper(string(f.Type[:1]))+string(f.Type[1:]))
+		}
+	}
+	eventually(t, 30*time.Second, "an event on each finding's pod", func() string {
+		got, err := analyzerEvents(ctx, ns)
+		if err != nil {
+			return err.Error()
+		}
+		if got, want := strings.Join(got, ", "), strings.Join(dedupe(wantEvents), ", "); got != want {
+			return fmt.Sprintf("events %q, want %q", got, want)
+		}
+		return ""
+	})
+
 	// (6) The alerts, on a real Prometheus that scrapes the analyzer.
 	var wantAlerts []string
 	for _, f := range r.Findings {
@@ -283,7 +303,7 @@ func TestAnalyzeFindsWhatContainersHold(t *testing.T) {
 	checkAnalyzeDashboard(t, prom)
 
 	// (7) The consumer restarted (a new pod, as a rollout makes): it reads
-	// the object as it is now, and its series go.
+	// the object as it is now, and its staleSinceStart series goes.
 	if err := pods.Delete(ctx, "consumer", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
@@ -295,13 +315,16 @@ func TestAnalyzeFindsWhatContainersHold(t *testing.T) {
 	})
 	createConsumer()
 	running("consumer")
-	servedWithin("the restarted consumer's series gone", func(found map[string][]string) string {
-		for _, typ := range found {
-			for _, f := range typ {
-				if strings.HasPrefix(f, "consumer ") {
-					return "still served: " + f
-				}
+	servedWithin("the restarted consumer's staleSinceStart series gone", func(found map[string][]string) string {
+		for _, f := range found[string(analyze.StaleSinceStart)] {
+			if strings.HasPrefix(f, "consumer ") {
+				return "still served: " + f
 			}
+		}
+		// It still reads the object through subPath and its environment,
+		// which never update: those findings stay.
+		if !slices.Contains(found[string(analyze.SubPathNeverUpdated)], "consumer live") {
+			return fmt.Sprintf("subPathNeverUpdated series %q, want the new consumer's", found[string(analyze.SubPathNeverUpdated)])
 		}
 		return ""
 	})
