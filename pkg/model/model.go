@@ -110,7 +110,11 @@ func (n Node) Reads() int {
 // ReadersPerObject counts, for each object read on the node, how many of
 // the node's pod reads are of it: the k that share one cache entry.
 func (n Node) ReadersPerObject() map[Object]int {
-	refs := map[Object]int{}
+	reads := 0
+	for _, p := range n.Pods {
+		reads += len(p.Reads)
+	}
+	refs := make(map[Object]int, reads) // at most that many; grown, it made most of a large cluster's garbage
 	for _, p := range n.Pods {
 		for _, o := range p.Reads {
 			refs[key(o)]++

@@ -63,31 +63,30 @@ type Prediction struct {
 // Predict returns the steady-state load of nodes.
 func Predict(nodes []Node) Prediction {
 	p := Prediction{ByKind: ByKind{}, Nodes: make([]NodeLoad, 0, len(nodes))}
-	byObject := map[Object]*ObjectLoad{}
+	byObject := map[Object]int{} // index in p.Objects
+	var scratch objectScratch
 	for _, n := range nodes {
 		nl := NodeLoad{Node: n.Name, ByKind: ByKind{}}
-		for o, l := range nodeObjectLoads(n) {
+		scratch.eachObjectLoad(n, func(o Object, l Load) {
 			nl.Add(l)
 			nl.ByKind.add(o.Kind, l)
-			ol := byObject[key(o)]
-			if ol == nil {
-				ol = &ObjectLoad{Object: o}
-				byObject[key(o)] = ol
+			i, ok := byObject[key(o)]
+			if !ok {
+				i = len(p.Objects)
+				byObject[key(o)] = i
+				p.Objects = append(p.Objects, ObjectLoad{Object: o})
 			}
+			ol := &p.Objects[i]
 			ol.Object.Immutable = ol.Object.Immutable || o.Immutable
 			ol.Object.Missing = ol.Object.Missing || o.Missing
 			ol.Nodes++
 			ol.Add(l)
-		}
+		})
 		p.Nodes = append(p.Nodes, nl)
 		p.Total.Add(nl.Load)
 		for k, l := range nl.ByKind {
 			p.ByKind.add(k, l)
 		}
-	}
-	p.Objects = make([]ObjectLoad, 0, len(byObject))
-	for _, ol := range byObject {
-		p.Objects = append(p.Objects, *ol)
 	}
 	sort.Slice(p.Objects, func(i, j int) bool {
 		a, b := p.Objects[i], p.Objects[j]
@@ -107,11 +106,12 @@ func Predict(nodes []Node) Prediction {
 func Totals(nodes []Node) (Load, ByKind) {
 	var total Load
 	byKind := ByKind{}
+	var scratch objectScratch
 	for _, n := range nodes {
-		for o, l := range nodeObjectLoads(n) {
+		scratch.eachObjectLoad(n, func(o Object, l Load) {
 			total.Add(l)
 			byKind.add(o.Kind, l)
-		}
+		})
 	}
 	return total, byKind
 }
@@ -123,16 +123,32 @@ type readers struct {
 	remounts, mounts int
 }
 
-// nodeObjectLoads is the load of every object node n reads, keyed by the
-// object with what the node knows of it (immutable, missing).
-func nodeObjectLoads(n Node) map[Object]Load {
-	byKey := map[Object]*readers{}
+// objectScratch is the memory eachObjectLoad gathers one node's readers
+// in, kept from node to node: a cluster's computation goes through
+// thousands of nodes, several times with the what-ifs, and allocating
+// afresh for each made most of its time garbage collection.
+type objectScratch struct {
+	index   map[Object]int
+	readers []readers
+}
+
+// eachObjectLoad calls f with the load of every object node n reads, with
+// what the node knows of it (immutable, missing), in the order its pods
+// first read them.
+func (s *objectScratch) eachObjectLoad(n Node, f func(Object, Load)) {
+	if s.index == nil {
+		s.index = map[Object]int{}
+	}
+	clear(s.index)
+	s.readers = s.readers[:0]
 	note := func(o Object, retry bool) {
-		r := byKey[key(o)]
-		if r == nil {
-			r = &readers{object: key(o)}
-			byKey[key(o)] = r
+		i, ok := s.index[key(o)]
+		if !ok {
+			i = len(s.readers)
+			s.index[key(o)] = i
+			s.readers = append(s.readers, readers{object: key(o)})
 		}
+		r := &s.readers[i]
 		r.object.Immutable = r.object.Immutable || o.Immutable
 		r.object.Missing = r.object.Missing || o.Missing
 		if retry {
@@ -149,11 +165,9 @@ func nodeObjectLoads(n Node) map[Object]Load {
 			note(o, true)
 		}
 	}
-	loads := make(map[Object]Load, len(byKey))
-	for _, r := range byKey {
-		loads[r.object] = objectLoad(n, *r)
+	for _, r := range s.readers {
+		f(r.object, objectLoad(n, r))
 	}
-	return loads
 }
 
 // objectLoad is the load of one object on node n.
