@@ -192,5 +192,8 @@ func TestAnalyzeAtScale(t *testing.T) {
 		Rows: [][]string{{fmt.Sprint(nodes), fmt.Sprint(pods), fmt.Sprint(namespaces * configMapsPerNamespace), fmt.Sprint(namespaces * secretsPerNamespace),
 			fmt.Sprintf("%.1f s", wall.Seconds()), fmt.Sprintf("%.0f MiB", float64(peak)/(1<<20)), fmt.Sprintf("%.0f LISTs", lists)}},
 	})
-	serveAtScale(t, client, names, 20)
+	serveAtScale(t, client, names, 20, func(i int) (string, string) {
+		i %= pods
+		return names[i/podsPerNamespace], fmt.Sprintf("pod-%06d", i)
+	})
 }

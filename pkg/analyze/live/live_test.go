@@ -188,3 +188,42 @@ func TestSettingsAreReadOnlyWhenDue(t *testing.T) {
 		}
 	}
 }
+
+// Updates that change nothing the analysis reads (a pod's annotation, a
+// Node's status) compute nothing; one that does (a Node's TTL) computes
+// again.
+func TestIrrelevantUpdatesComputeNothing(t *testing.T) {
+	client := fake.NewClientset(node("n1"), podReading("web", "n1", "cfg", "env"))
+	a := startAnalyzer(t, client)
+	ctx := context.Background()
+	settled := func() int64 {
+		// Past the debounce's longest wait, the count no longer moves.
+		time.Sleep(300 * time.Millisecond)
+		return a.computations.Load()
+	}
+	before := settled()
+	pod, err := client.CoreV1().Pods("shop").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Annotations = map[string]string{"deployed-by": "ci"}
+	if _, err := client.CoreV1().Pods("shop").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if after := settled(); after != before {
+		t.Errorf("a pod's annotation and a Node's status computed %d times; want none", after-before)
+	}
+	n.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "30"}
+	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "a computation after the TTL's change", func() bool { return a.computations.Load() > before })
+}

@@ -43,9 +43,12 @@ func slimNode(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	// Its name, annotations (the TTL) and kubelet version
+	// (inventory.NodeInfoOf); not when it changed, which every status
+	// report does.
 	out := &corev1.Node{ObjectMeta: slimMeta(n.ObjectMeta, true)}
+	out.ManagedFields = nil
 	out.Status.NodeInfo.KubeletVersion = n.Status.NodeInfo.KubeletVersion
-	out.Status.Allocatable = n.Status.Allocatable
 	return out, nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -94,20 +95,38 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed 
 	// A pod's entry is made before its event marks the analysis dirty, in
 	// one handler: two handlers of one informer run in goroutines of their
 	// own, in no set order.
+	// An update that changes nothing the analysis reads (a pod's
+	// annotation, a Node's status report every few minutes, thousands of
+	// them a minute on a large cluster) neither recomputes nor reads a
+	// kubelet's settings again.
 	_, _ = w.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.podChanged(obj, false); w.event(obj, false) },
-		UpdateFunc: func(_, obj any) { w.podChanged(obj, false); w.event(obj, false) },
+		UpdateFunc: func(_, obj any) {
+			if w.podChanged(obj, false) {
+				w.event(obj, false)
+			}
+		},
 		DeleteFunc: func(obj any) { w.podChanged(obj, true); w.event(obj, false) },
 	})
+	_, _ = w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.event(obj, true) },
+		UpdateFunc: func(old, obj any) {
+			o, okOld := old.(*corev1.Node)
+			n, okNew := obj.(*corev1.Node)
+			if !okOld || !okNew || inventory.NodeInfoOf(o) != inventory.NodeInfoOf(n) {
+				w.event(obj, true)
+			}
+		},
+		DeleteFunc: func(obj any) { w.event(obj, true) },
+	})
 	for _, inf := range w.informers() {
-		if inf == w.pods {
+		if inf == w.pods || inf == w.nodes {
 			continue
 		}
-		isNode := inf == w.nodes
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { w.event(obj, isNode) },
-			UpdateFunc: func(_, obj any) { w.event(obj, isNode) },
-			DeleteFunc: func(obj any) { w.event(obj, isNode) },
+			AddFunc:    func(obj any) { w.event(obj, false) },
+			UpdateFunc: func(_, obj any) { w.event(obj, false) },
+			DeleteFunc: func(obj any) { w.event(obj, false) },
 		})
 	}
 	return w
@@ -138,14 +157,15 @@ func (w *watcher) event(obj any, isNode bool) {
 }
 
 // podChanged keeps the pod's inventory entry: made again on an add or an
-// update of a pod that its node serves, dropped otherwise.
-func (w *watcher) podChanged(obj any, deleted bool) {
+// update of a pod that its node serves, dropped otherwise. It says whether
+// the entry changed.
+func (w *watcher) podChanged(obj any, deleted bool) bool {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
-		return
+		return true
 	}
 	key := p.Namespace + "/" + p.Name
 	var info inventory.PodInfo
@@ -155,11 +175,13 @@ func (w *watcher) podChanged(obj any, deleted bool) {
 	}
 	w.podsMu.Lock()
 	defer w.podsMu.Unlock()
+	before, had := w.podInfos[key]
 	if keep {
 		w.podInfos[key] = info
-	} else {
-		delete(w.podInfos, key)
+		return !had || !reflect.DeepEqual(before, info) // at worst a computation for nothing
 	}
+	delete(w.podInfos, key)
+	return had
 }
 
 // informers are the watcher's informers, Secrets' where watched.
