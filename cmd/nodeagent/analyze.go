@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeagent-io/nodeagent/internal/cliflag"
+	"github.com/nodeagent-io/nodeagent/internal/profiling"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze/live"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
@@ -71,6 +72,8 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	fs.DurationVar(&settingsInterval, "settings-interval", 10*time.Minute, "With --serve: how often every kubelet's /configz is read again (a node's is read again at once when its Node changes).")
 	var maxFindingSeries int
 	fs.IntVar(&maxFindingSeries, "max-finding-series", 1000, "With --serve: at most this many series of nodeagent_analyze_finding (one per finding's pod, container and object; the most pressing first); the counts by type and namespace stay exact.")
+	var profile bool
+	fs.BoolVar(&profile, "profiling", false, "With --serve: also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ (plain HTTP, unauthenticated: keep the address local).")
 	var events bool
 	var maxEvents int
 	fs.BoolVar(&events, "events", false, "With --serve: post a Warning event on the pod of each finding that appears while it runs (the findings at its start are the baseline). Its one write: needs create and patch on events.")
@@ -96,8 +99,8 @@ func runAnalyze(args []string, stdout io.Writer) error {
 		if err := serveConflicts(fs); err != nil {
 			return err
 		}
-	} else if events {
-		return fmt.Errorf("--events applies to --serve, which posts an event for each finding that appears while it runs")
+	} else if events || profile {
+		return fmt.Errorf("--events and --profiling apply to --serve, which keeps running")
 	}
 	if maxEvents < 1 {
 		return fmt.Errorf("--max-events-per-report must be at least 1, got %d", maxEvents)
@@ -115,7 +118,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 			defer stopEvents()
 			lo.Events = live.NewEvents(recorder, maxEvents)
 		}
-		return serveAnalysis(ctx, client, o, serve, lo)
+		return serveAnalysis(ctx, client, o, serve, lo, profile)
 	}
 	result, err := analyze.Run(ctx, client, o)
 	if err != nil {
@@ -143,7 +146,7 @@ func serveConflicts(fs *pflag.FlagSet) error {
 
 // serveAnalysis runs analyze always on (pkg/analyze/live) and serves its
 // endpoints on address until ctx ends.
-func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.Options, address string, lo live.Options) error {
+func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.Options, address string, lo live.Options, profile bool) error {
 	o.Progress = nil
 	lo.Analyze = o
 	a := live.New(client, lo)
@@ -156,7 +159,12 @@ func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.O
 	if err != nil {
 		return fmt.Errorf("listening on --serve %s: %w", address, err)
 	}
-	server := &http.Server{Handler: a.Handler(registry), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", a.Handler(registry))
+	if profile {
+		profiling.Handle(mux)
+	}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = server.Serve(listener) }()
 	defer server.Close()
 	fmt.Fprintf(os.Stderr, "analyze always on: serving /report, /metrics, /healthz and /readyz on %s\n", listener.Addr())

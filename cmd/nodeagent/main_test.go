@@ -46,7 +46,7 @@ func TestDispatch(t *testing.T) {
 		{"analyze: unknown output", []string{"analyze", "-o", "yaml"}, 1, "", "choose one of [table json markdown]"},
 		{"analyze: no kubeconfig", []string{"analyze", "--kubeconfig=/nonexistent"}, 1, "", "loading the kubeconfig"},
 		{"analyze: --serve with one run's flags", []string{"analyze", "--serve=:0", "-o", "json", "--fail-on=missing"}, 1, "", "--output, --fail-on apply to one run, not to --serve"},
-		{"analyze: --events without --serve", []string{"analyze", "--events"}, 1, "", "--events applies to --serve"},
+		{"analyze: --events without --serve", []string{"analyze", "--events"}, 1, "", "--events and --profiling apply to --serve"},
 		{"analyze: --max-events-per-report 0", []string{"analyze", "--serve=:0", "--events", "--max-events-per-report=0"}, 1, "", "--max-events-per-report must be at least 1"},
 		{"analyze: no requests allowed", []string{"analyze", "--kube-api-qps=0"}, 1, "", "--kube-api-qps must be positive"},
 		{"analyze: unknown finding type", []string{"analyze", "--fail-on=staleSinceStart,stale"}, 1, "", `unknown finding type "stale"`},

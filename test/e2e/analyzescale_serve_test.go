@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string
 	logPath := filepath.Join(t.TempDir(), "analyze-serve.log")
 	began := time.Now()
 	proc, err := controlplane.StartProcess("analyze-serve", e2eutil.NodeagentBinary(t),
-		[]string{"analyze", "--kubeconfig=" + cp.KubeconfigPath, "--read-configz=false", "--serve=" + addr}, logPath, controlplane.ProcessOptions{Bare: true})
+		[]string{"analyze", "--kubeconfig=" + cp.KubeconfigPath, "--read-configz=false", "--serve=" + addr, "--profiling"}, logPath, controlplane.ProcessOptions{Bare: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +95,8 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string
 	time.Sleep(idle)
 	cpu1, rss, peak := procStats(t, proc.Pid())
 	after := scrapeAPIServer(t)
+	// What the idle analyzer holds, for `go tool pprof`.
+	saveProfile(t, "http://"+addr+"/debug/pprof/heap?gc=1", filepath.Join(repoRoot(t), "_output", "analyze-scale", "serve-heap.pprof"))
 	var lists, gets float64
 	for _, resource := range []string{"nodes", "pods", "configmaps", "secrets"} {
 		lists += after.Sum(apimetrics.APIServerRequests, map[string]string{"verb": "LIST", "resource": resource}) -
@@ -136,8 +139,11 @@ func scrapeValue(addr, series string) (float64, bool) {
 	return 0, false
 }
 
-// underPodUpdates updates pods, an annotation each, 100 a second for 30 s,
-// and returns the cores the analyzer (process pid) used meanwhile.
+// underPodUpdates updates pods' status, 100 a second for 30 s, as kubelets
+// do when containers start: each update starts the pod's container again
+// (a new start time, which the analysis reads), so that the analyzer
+// computes again as often as it does under a stream of real changes. It
+// returns the cores the analyzer (process pid) used meanwhile.
 func underPodUpdates(t *testing.T, client kubernetes.Interface, pid int, pod func(i int) (string, string)) float64 {
 	const rate, window = 100, 30 * time.Second
 	cpu0, _, _ := procStats(t, pid)
@@ -149,9 +155,11 @@ func underPodUpdates(t *testing.T, client kubernetes.Interface, pid int, pod fun
 	for i := 0; time.Since(began) < window; i++ {
 		<-tick.C
 		ns, name := pod(i * 7919) // a prime stride: pods of every node and namespace
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"nodeagent.io/analyze-scale-update":"%d"}}}`, i)
+		started := began.Add(time.Duration(i) * time.Second).UTC().Format(time.RFC3339)
+		patch := fmt.Appendf(nil, `{"status":{"phase":"Running","containerStatuses":[{"name":"app","ready":true,"restartCount":%d,`+
+			`"image":"registry.k8s.io/pause:3.10","imageID":"","state":{"running":{"startedAt":%q}}}]}}`, i, started)
 		g.Go(func() error {
-			_, err := client.CoreV1().Pods(ns).Patch(context.Background(), name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			_, err := client.CoreV1().Pods(ns).Patch(context.Background(), name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 			return err
 		})
 	}
@@ -162,4 +170,23 @@ func underPodUpdates(t *testing.T, client kubernetes.Interface, pid int, pod fun
 	cores := (cpu1 - cpu0).Seconds() / time.Since(began).Seconds()
 	t.Logf("analyze --serve under %d pod updates a second: %.0f millicores", rate, 1000*cores)
 	return cores
+}
+
+// saveProfile writes the profile at url to path, or says why it could not.
+func saveProfile(t *testing.T, url, path string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Logf("no profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		t.Logf("no profile: %v", err)
+		return
+	}
+	t.Logf("the idle analyzer's heap profile: %s", path)
 }
