@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,11 @@ type Report struct {
 	Seconds    float64   `json:"computationSeconds"`
 	// Objects are the objects the informers held, by resource.
 	Objects map[string]int `json:"objects"`
+	// PodsOnMissingNodes counts pods bound to nodes that do not exist
+	// (left out); ListWatchFailing, resources whose list or watch failed
+	// lately. The warnings say which.
+	PodsOnMissingNodes int `json:"podsOnMissingNodes"`
+	ListWatchFailing   int `json:"listWatchFailing"`
 }
 
 // Analyzer keeps the analysis of one cluster current.
@@ -66,6 +72,7 @@ type Analyzer struct {
 
 	report       atomic.Pointer[Report]
 	computations atomic.Int64
+	failures     *listWatchFailures
 }
 
 // New returns an Analyzer; nothing runs until Run.
@@ -85,7 +92,8 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string]()}
+	return &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string](),
+		failures: newListWatchFailures()}
 }
 
 // Report is the current report, nil before the first computation.
@@ -99,7 +107,7 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, secrets, a.changed)
+	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, secrets, a.changed, a.failures, a.clock.Now)
 	a.watcher.run(ctx)
 	logger.Info("Watching the cluster", "secrets", secrets, "nodeSelector", a.opts.Analyze.NodeSelector)
 	for !a.watcher.synced() {
@@ -172,12 +180,18 @@ func (a *Analyzer) waitForChanges(ctx context.Context) bool {
 // compute makes a report from the informers' current state.
 func (a *Analyzer) compute(ctx context.Context) {
 	start := a.clock.Now()
-	inv := a.watcher.snapshot()
+	inv, orphans := a.watcher.snapshot()
 	settings, warnings := a.nodeSettings(ctx, inv)
 	r := analyze.Predict(analyze.Cluster{Inventory: inv, Settings: settings}, a.opts.Analyze.Top)
-	r.Warnings = append(append([]string(nil), warnings...), r.Warnings...)
+	failing := a.failures.recent(start)
+	if len(orphans) > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d pods are bound to nodes that do not exist, and are left out until they are deleted (%s)",
+			len(orphans), strings.Join(orphans[:min(3, len(orphans))], ", ")))
+	}
+	r.Warnings = append(append(append([]string(nil), warnings...), failing...), r.Warnings...)
 	end := a.clock.Now()
-	a.report.Store(&Report{Result: r, ComputedAt: end, Seconds: end.Sub(start).Seconds(), Objects: a.watcher.counts()})
+	a.report.Store(&Report{Result: r, ComputedAt: end, Seconds: end.Sub(start).Seconds(), Objects: a.watcher.counts(),
+		PodsOnMissingNodes: len(orphans), ListWatchFailing: len(failing)})
 	a.computations.Add(1)
 	if a.opts.Events != nil {
 		a.opts.Events.observe(ctx, r.Findings)

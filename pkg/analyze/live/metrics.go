@@ -42,16 +42,20 @@ func (a *Analyzer) Collector() prometheus.Collector { return collector{a} }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFindings, descGets, descQuorumGets, descWatches, descDelay, descComputedAt, descComputeSeconds, descComputations, descObjects,
-		descNodeGets, descNodeWatches, descNodeDelay, descWhatIfGets, descWhatIfWatches, descFinding, descFindingsDropped} {
+		descNodeGets, descNodeWatches, descNodeDelay, descWhatIfGets, descWhatIfWatches, descFinding, descFindingsDropped, descNotes, descWatchErrors} {
 		ch <- d
 	}
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descComputations, prometheus.CounterValue, float64(c.a.computations.Load()))
+	c.a.failures.collect(ch)
 	r := c.a.Report()
 	if r == nil {
 		return
+	}
+	for reason, n := range notes(r, len(c.a.failures.recent(c.a.clock.Now()))) {
+		ch <- prometheus.MustNewConstMetric(descNotes, prometheus.GaugeValue, float64(n), reason)
 	}
 	counts := map[[2]string]int{}
 	for _, t := range analyze.FindingTypes {

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,13 +59,17 @@ type watcher struct {
 	// changed is called on every event, with whether a Node changed (its
 	// kubelet's settings may have).
 	changed func(node string)
+	// allNodes says the nodes informer holds every node, so that a pod
+	// bound to none of them is on a node that does not exist.
+	allNodes bool
+	failures *listWatchFailures
 }
 
 // newWatcher builds the informers; secretsListed says whether to watch
-// Secrets at all.
-func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed bool, changed func(node string)) *watcher {
+// Secrets at all; failures counts their failed lists and watches.
+func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed bool, changed func(node string), failures *listWatchFailures, now func() time.Time) *watcher {
 	core := client.CoreV1()
-	w := &watcher{changed: changed, podInfos: map[string]inventory.PodInfo{}}
+	w := &watcher{changed: changed, podInfos: map[string]inventory.PodInfo{}, allNodes: nodeSelector == "", failures: failures}
 	w.nodes = informer(client, &corev1.Node{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		o.LabelSelector = nodeSelector
 		return core.Nodes().List(ctx, o)
@@ -91,6 +96,13 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed 
 		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return core.Secrets("").Watch(ctx, o)
 		}, slimSecret)
+	}
+	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "secrets": w.secrets} {
+		if inf != nil {
+			// A failure computes the report again, so that its warnings
+			// say so (client-go retries at most every 30 s meanwhile).
+			_ = inf.SetWatchErrorHandlerWithContext(w.failures.handler(resource, now, func() { changed("") }))
+		}
 	}
 	// A pod's entry is made before its event marks the analysis dirty, in
 	// one handler: two handlers of one informer run in goroutines of their
@@ -211,7 +223,9 @@ func (w *watcher) synced() bool {
 }
 
 // snapshot is the inventory as the informers hold it now.
-func (w *watcher) snapshot() *inventory.Inventory {
+// snapshot is the inventory of what the informers hold now, and the pods
+// bound to nodes that do not exist (where the informers hold every node).
+func (w *watcher) snapshot() (*inventory.Inventory, []string) {
 	inv := &inventory.Inventory{SecretsListed: w.secrets != nil}
 	if w.secrets == nil {
 		inv.SecretsUnlisted = secretsUnlisted
@@ -222,13 +236,18 @@ func (w *watcher) snapshot() *inventory.Inventory {
 		inv.Nodes = append(inv.Nodes, inventory.NodeInfoOf(n))
 		selected[n.Name] = true
 	}
+	var orphans []string
 	w.podsMu.Lock()
 	for _, info := range w.podInfos {
-		if selected[info.Node] {
+		switch {
+		case selected[info.Node]:
 			inv.Pods = append(inv.Pods, info)
+		case w.allNodes:
+			orphans = append(orphans, info.Namespace+"/"+info.Name+" on "+info.Node)
 		}
 	}
 	w.podsMu.Unlock()
+	slices.Sort(orphans)
 	// In a stable order, as a list returns them: the report's rows follow it.
 	slices.SortFunc(inv.Pods, func(a, b inventory.PodInfo) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
@@ -243,7 +262,7 @@ func (w *watcher) snapshot() *inventory.Inventory {
 			inv.AddObjectInfo(model.Secret, s.Namespace, s.Name, inventory.SecretInfo(s))
 		}
 	}
-	return inv
+	return inv, orphans
 }
 
 // counts are the objects each informer holds.

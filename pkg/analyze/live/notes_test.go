@@ -1,0 +1,54 @@
+package live
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// What the analyzer cannot see is in the report and in a labelled metric:
+// a list the apiserver throttles (429), which client-go retries, and a pod
+// bound to a node that does not exist, which is left out.
+func TestNotesSayWhatTheReportCannotSee(t *testing.T) {
+	client := fake.NewClientset(node("n1"), podReading("web", "n1", "cfg", "env"), podReading("ghost", "deleted-node", "cfg", "env"))
+	var lists atomic.Int32
+	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if lists.Add(1) == 1 {
+			return true, nil, apierrors.NewTooManyRequests("the apiserver is busy", 1)
+		}
+		return false, nil, nil
+	})
+	a := startAnalyzer(t, client)
+	r := a.Report()
+	warnings := strings.Join(r.Warnings, "\n")
+	if r.PodsOnMissingNodes != 1 || !strings.Contains(warnings, "1 pods are bound to nodes that do not exist") ||
+		!strings.Contains(warnings, "shop/ghost on deleted-node") {
+		t.Errorf("pods on missing nodes: %d, warnings %q; want shop/ghost named", r.PodsOnMissingNodes, r.Warnings)
+	}
+	if r.ListWatchFailing != 1 || !strings.Contains(warnings, "listing or watching configmaps failed") || !strings.Contains(warnings, "throttled") {
+		t.Errorf("list/watch failing: %d, warnings %q; want the throttled configmaps list", r.ListWatchFailing, r.Warnings)
+	}
+	if r.Cluster.Pods != 1 {
+		t.Errorf("%d pods analyzed; want web alone", r.Cluster.Pods)
+	}
+	want := `
+# HELP nodeagent_analyze_list_watch_errors_total Lists and watches of the informers that failed, by resource and reason (expired: 410 Gone, relisted; throttled: 429; forbidden; unavailable; other).
+# TYPE nodeagent_analyze_list_watch_errors_total counter
+nodeagent_analyze_list_watch_errors_total{reason="throttled",resource="configmaps"} 1
+# HELP nodeagent_analyze_notes What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), pods on nodes that do not exist, resources whose list or watch is failing.
+# TYPE nodeagent_analyze_notes gauge
+nodeagent_analyze_notes{reason="listWatchFailing"} 1
+nodeagent_analyze_notes{reason="podsOnMissingNodes"} 1
+nodeagent_analyze_notes{reason="secretsUnlisted"} 0
+nodeagent_analyze_notes{reason="settingsAssumed"} 1
+`
+	if err := testutil.CollectAndCompare(a.Collector(), strings.NewReader(want), "nodeagent_analyze_notes", "nodeagent_analyze_list_watch_errors_total"); err != nil {
+		t.Error(err)
+	}
+}
