@@ -67,6 +67,12 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string
 	_, rssFirst, _ := procStats(t, proc.Pid())
 	t.Logf("analyze --serve: first report after %s, %.0f MiB resident", first.Round(100*time.Millisecond), float64(rssFirst)/(1<<20))
 
+	// Where a change's time goes, for `go tool pprof`.
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		saveProfile(t, "http://"+addr+"/debug/pprof/profile?seconds=60", filepath.Join(repoRoot(t), "_output", "analyze-scale", "serve-changes-cpu.pprof"))
+	}()
 	var delays []float64
 	for i := range changes {
 		ns := namespaces[i%len(namespaces)]
@@ -89,6 +95,7 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string
 	t.Logf("a change in /metrics: median %.2f s, longest %.2f s over %d changes", model.Quantile(delays, 0.5), delays[len(delays)-1], len(delays))
 
 	time.Sleep(15 * time.Second) // the last change's computation done
+	<-profiled
 	before := scrapeAPIServer(t)
 	cpu0, _, _ := procStats(t, proc.Pid())
 	const idle = time.Minute
@@ -188,5 +195,5 @@ func saveProfile(t *testing.T, url, path string) {
 		t.Logf("no profile: %v", err)
 		return
 	}
-	t.Logf("the idle analyzer's heap profile: %s", path)
+	t.Logf("profile: %s", path)
 }

@@ -54,6 +54,11 @@ type Report struct {
 	ListWatchFailing   int `json:"listWatchFailing"`
 }
 
+// releaseAfter is how long the analyzer waits, after a computation with
+// no change since, before it returns the computation's garbage to the
+// system.
+const releaseAfter = 3 * time.Second
+
 // Analyzer keeps the analysis of one cluster current.
 type Analyzer struct {
 	client  kubernetes.Interface
@@ -149,15 +154,26 @@ func (a *Analyzer) waitForChanges(ctx context.Context) bool {
 	untilSettings := a.settingsRead.Add(a.opts.SettingsInterval).Sub(a.clock.Now())
 	a.mu.Unlock()
 	settingsDue := a.clock.After(max(untilSettings, 0))
-	select {
-	case <-ctx.Done():
-		return false
-	case <-settingsDue:
-		a.mu.Lock()
-		a.settingsRead = time.Time{} // read every node again
-		a.mu.Unlock()
-		return true
-	case <-a.dirty:
+	// A computation's garbage is as large as the inventory: once nothing
+	// has changed for a while, hand it back, so that the process's
+	// resident memory is what it holds between computations, not its
+	// peak. Not at once: under a stream of changes, the full collection
+	// that returns it would take the CPU the next computation needs.
+	release := a.clock.After(releaseAfter)
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-settingsDue:
+			a.mu.Lock()
+			a.settingsRead = time.Time{} // read every node again
+			a.mu.Unlock()
+			return true
+		case <-release:
+			debug.FreeOSMemory()
+		case <-a.dirty:
+			waiting = false
+		}
 	}
 	deadline := a.clock.After(a.opts.MaxDelay)
 	for {
@@ -196,11 +212,6 @@ func (a *Analyzer) compute(ctx context.Context) {
 	if a.opts.Events != nil {
 		a.opts.Events.observe(ctx, r.Findings)
 	}
-	// A computation's garbage is as large as the inventory: hand it back
-	// now, so that the process's resident memory is what it holds between
-	// computations, not its peak; beside the loop, which goes on waiting
-	// for the next change meanwhile.
-	go debug.FreeOSMemory()
 	klog.FromContext(ctx).V(2).Info("Analysis computed", "seconds", end.Sub(start).Seconds(), "pods", len(inv.Pods), "findings", len(r.Findings))
 }
 
