@@ -4,26 +4,20 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
@@ -54,38 +48,18 @@ func promRules(t *testing.T) string {
 	return rules
 }
 
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startPrometheus runs the pinned Prometheus (make prometheus) on loopback,
 // scraping the test control plane's apiserver as its admin and the agents
 // that compare serves at agentsAddr, every 2 s, with deploy/prometheus's
 // rules; it returns a client of its API once it is ready.
 func startPrometheus(t *testing.T, agentsAddr string) promv1.API {
 	t.Helper()
-	bin := pinnedTool(t, "PROMETHEUS_BIN", "prometheus")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(promRules(t)), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	admin := cp.RESTConfig()
 	apiserver, err := url.Parse(admin.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf(`global:
-  scrape_interval: 2s
-  evaluation_interval: 2s
-rule_files: [rules.yaml]
-scrape_configs:
-- job_name: apiserver
+	config := e2eutil.PrometheusConfigHead + fmt.Sprintf(`- job_name: apiserver
   scheme: https
   tls_config: {ca_file: %q, cert_file: %q, key_file: %q}
   static_configs: [{targets: [%q]}]
@@ -93,45 +67,8 @@ scrape_configs:
   honor_labels: true
   static_configs: [{targets: [%q]}]
 `, admin.CAFile, admin.CertFile, admin.KeyFile, apiserver.Host, agentsAddr)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	listen := freeAddress(t)
-	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+listen, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-		log.Close()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			t.Logf("prometheus.log:\n%s", out)
-		}
-	})
-	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
-		resp, err := http.Get("http://" + listen + "/-/ready")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("prometheus not ready: %s", resp.Status)
-		}
-		return nil
-	})
-	client, err := promapi.NewClient(promapi.Config{Address: "http://" + listen})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return promv1.NewAPI(client)
+	return e2eutil.StartPrometheus(t, pinnedTool(t, "PROMETHEUS_BIN", "prometheus"),
+		map[string][]byte{"prometheus.yml": []byte(config), "rules.yaml": []byte(promRules(t))})
 }
 
 // promValue is the value of a query that returns at most one series at
@@ -165,7 +102,7 @@ func promValue(t *testing.T, api promv1.API, query string, at time.Time) (value 
 // there: within 10 %. The quorum-GET alert fires under every-sync and not
 // under first-reference.
 func TestPrometheusRulesMatchCompare(t *testing.T) {
-	agentsAddr := freeAddress(t)
+	agentsAddr := e2eutil.FreeLoopbackAddress(t)
 	prom := startPrometheus(t, agentsAddr)
 	quorumGets(t)
 	out := t.TempDir()
@@ -263,38 +200,13 @@ func quorumGets(t *testing.T) {
 // interval would: each must parse and return data.
 func checkDashboard(t *testing.T, prom promv1.API, at time.Time) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "grafana", "nodeagent.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
 	queries := 0
-	for _, p := range d.Panels {
-		for _, target := range p.Targets {
-			if strings.Contains(target.Expr, "nodeagent_analyze_") {
-				continue // analyze always on's: the kind test's Prometheus scrapes it
-			}
-			expr := strings.NewReplacer(`$node`, `.*`, `$__rate_interval`, promRateWindow).Replace(target.Expr)
-			result, _, err := prom.Query(context.Background(), expr, at)
-			if err != nil {
-				t.Errorf("panel %q: %s: %v", p.Title, expr, err)
-				continue
-			}
-			if v, ok := result.(model.Vector); !ok || len(v) == 0 {
-				t.Errorf("panel %q: %s: no data", p.Title, expr)
-			}
-			queries++
+	for _, q := range e2eutil.DashboardQueries(t, filepath.Join(repoRoot(t), "deploy", "grafana", "nodeagent.json")) {
+		if strings.Contains(q.Expr, "nodeagent_analyze_") {
+			continue // analyze always on's: the kind test's Prometheus scrapes it
 		}
+		q.ReturnsData(t, prom, strings.NewReplacer(`$node`, `.*`, `$__rate_interval`, promRateWindow).Replace(q.Expr), at)
+		queries++
 	}
 	if queries < 8 {
 		t.Errorf("the dashboard has %d panel queries; want its 8 panels' at least", queries)

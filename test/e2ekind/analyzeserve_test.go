@@ -5,10 +5,7 @@ package e2ekind
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,13 +17,12 @@ import (
 	"testing"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // analyze always on, installed by the chart alone (no agents) in a
@@ -105,73 +101,24 @@ func startPrometheus(t *testing.T, pod string) promv1.API {
 	if bin == "" {
 		t.Fatal("NODEAGENT_PROMETHEUS_BIN is not set; run through `make e2e-kind`, which builds Prometheus")
 	}
-	dir := t.TempDir()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "prometheus", "nodeagent-rules.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rules := regexp.MustCompile(`(?m)^(\s+for: )\d+m$`).ReplaceAllString(string(raw), "${1}4s")
-	files := map[string][]byte{"rules.yaml": []byte(rules), "ca.crt": adminConfig.CAData, "admin.crt": adminConfig.CertData, "admin.key": adminConfig.KeyData}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	apiserver, err := url.Parse(adminConfig.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf(`global:
-  scrape_interval: 2s
-  evaluation_interval: 2s
-rule_files: [rules.yaml]
-scrape_configs:
-- job_name: nodeagent-analyze
+	config := e2eutil.PrometheusConfigHead + fmt.Sprintf(`- job_name: nodeagent-analyze
   honor_labels: true
   scheme: https
   metrics_path: /api/v1/namespaces/%s/pods/%s:%s/proxy/metrics
   tls_config: {ca_file: ca.crt, cert_file: admin.crt, key_file: admin.key}
   static_configs: [{targets: [%q]}]
 `, analyzeNamespace, pod, analyzePort, apiserver.Host)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	listen := freeLoopbackAddress(t)
-	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+listen, "--log.level=warn")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-		log.Close()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			t.Logf("prometheus.log:\n%s", out)
-		}
-	})
-	testutil.Eventually(t, time.Second, 30*time.Second, func() error {
-		resp, err := http.Get("http://" + listen + "/-/ready")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("prometheus not ready: %s", resp.Status)
-		}
-		return nil
-	})
-	client, err := promapi.NewClient(promapi.Config{Address: "http://" + listen})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return promv1.NewAPI(client)
+	return e2eutil.StartPrometheus(t, bin, map[string][]byte{"prometheus.yml": []byte(config), "rules.yaml": []byte(rules),
+		"ca.crt": adminConfig.CAData, "admin.crt": adminConfig.CertData, "admin.key": adminConfig.KeyData})
 }
 
 // firingAlerts are the alerts firing now for namespace ns, as
@@ -189,53 +136,16 @@ func firingAlerts(ctx context.Context, prom promv1.API, ns string) ([]string, er
 	return slices.Compact(firing), nil
 }
 
-// freeLoopbackAddress is a loopback address with a port nothing listens on.
-func freeLoopbackAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // checkAnalyzeDashboard runs the queries of deploy/grafana/nodeagent.json's
 // panels that read analyze always on's metrics against prom, with Grafana's
 // "All" for $node: each must parse and return data.
 func checkAnalyzeDashboard(t *testing.T, prom promv1.API) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "grafana", "nodeagent.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
 	queries := 0
-	for _, p := range d.Panels {
-		for _, target := range p.Targets {
-			if !strings.Contains(target.Expr, "nodeagent_analyze_") {
-				continue
-			}
+	for _, q := range e2eutil.DashboardQueries(t, filepath.Join("..", "..", "deploy", "grafana", "nodeagent.json")) {
+		if strings.Contains(q.Expr, "nodeagent_analyze_") {
+			q.ReturnsData(t, prom, strings.ReplaceAll(q.Expr, "$node", ".*"), time.Now())
 			queries++
-			expr := strings.ReplaceAll(target.Expr, "$node", ".*")
-			result, _, err := prom.Query(context.Background(), expr, time.Now())
-			if err != nil {
-				t.Errorf("panel %q: %s: %v", p.Title, expr, err)
-				continue
-			}
-			if v, ok := result.(model.Vector); !ok || len(v) == 0 {
-				t.Errorf("panel %q: %s: no data", p.Title, expr)
-			}
 		}
 	}
 	if queries < 7 {

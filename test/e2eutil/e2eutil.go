@@ -1,7 +1,8 @@
 // Package e2eutil holds what the end-to-end tests on the local control
 // plane (test/e2e) and on kind (test/e2ekind) share: the nodeagent binary
-// under test, running `nodeagent compare` and reading its report, and
-// writing the tables the docs quote.
+// under test, running `nodeagent compare` and reading its report, writing
+// the tables the docs quote, and a Prometheus server with the dashboard's
+// queries to run on it (prometheus.go).
 package e2eutil
 
 import (
