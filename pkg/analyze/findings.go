@@ -211,7 +211,7 @@ func (c Cluster) staleSince(p inventory.PodInfo, container string, r podrefs.Ref
 // keeps serving to every pod on the node that references the object, new
 // ones included, until the last of them is gone.
 func (c Cluster) immutableRecreated() []Finding {
-	byNode := c.requiredObjectsOnWatchNodes()
+	byNode := c.immutableObjectsRequiredOnWatchNodes()
 	var out []Finding
 	nodes := make([]string, 0, len(byNode))
 	for n := range byNode {
@@ -256,17 +256,25 @@ type objectUse struct {
 	earliest time.Time
 }
 
-// requiredObjectsOnWatchNodes lists, for each node whose kubelet uses the
-// Watch strategy, the objects its pods require (not optional), with each
-// pod's earliest container start that required the object.
-func (c Cluster) requiredObjectsOnWatchNodes() map[string]map[ObjectRef][]objectUse {
+// immutableObjectsRequiredOnWatchNodes lists, for each node whose kubelet
+// uses the Watch strategy, the immutable objects its pods require (not
+// optional), with each pod's earliest container start that required the
+// object. Mutable objects are left out as they are met: they are most of
+// a cluster's references, and none of them can be served stale this way.
+func (c Cluster) immutableObjectsRequiredOnWatchNodes() map[string]map[ObjectRef][]objectUse {
 	byNode := map[string]map[ObjectRef][]objectUse{}
 	for _, p := range c.Inventory.Pods {
 		if c.Settings[p.Node].Behaviour() != model.Watch {
 			continue
 		}
-		uses := map[ObjectRef]time.Time{}
+		var uses map[ObjectRef]time.Time
 		note := func(r podrefs.Ref, started time.Time) {
+			if info, known := c.Inventory.Object(r.Kind, p.Namespace, r.Name); !known || info == nil || !info.Immutable {
+				return
+			}
+			if uses == nil {
+				uses = map[ObjectRef]time.Time{}
+			}
 			ref := ObjectRef{Kind: r.Kind, Namespace: p.Namespace, Name: r.Name}
 			if at, seen := uses[ref]; !seen || (!started.IsZero() && (at.IsZero() || started.Before(at))) {
 				uses[ref] = started
@@ -285,6 +293,9 @@ func (c Cluster) requiredObjectsOnWatchNodes() map[string]map[ObjectRef][]object
 					note(r, p.Started[ctr.Name])
 				}
 			}
+		}
+		if len(uses) == 0 {
+			continue
 		}
 		if byNode[p.Node] == nil {
 			byNode[p.Node] = map[ObjectRef][]objectUse{}

@@ -63,7 +63,9 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface) (recorder rec
 }
 
 // Collectors are the counters of posted and dropped events.
-func (e *Events) Collectors() []prometheus.Collector { return []prometheus.Collector{e.posted, e.dropped} }
+func (e *Events) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{e.posted, e.dropped}
+}
 
 // observe posts an event for each of findings that the previous report
 // did not have.

@@ -78,6 +78,7 @@ type Analyzer struct {
 	report       atomic.Pointer[Report]
 	computations atomic.Int64
 	failures     *listWatchFailures
+	rendered     atomic.Pointer[renderedReport]
 }
 
 // New returns an Analyzer; nothing runs until Run.

@@ -110,8 +110,8 @@ func TestAnalyzerFollowsTheCluster(t *testing.T) {
 		}
 	}
 	for _, obj := range a.watcher.pods.GetStore().List() {
-		if c := obj.(*corev1.Pod).Spec.Containers[0]; c.Image != "" || len(c.VolumeMounts) != 1 {
-			t.Errorf("the informer's pod container %+v: want its mounts without its image", c)
+		if e, ok := obj.(*podEntry); !ok || !e.Served || e.Info.Node != "n1" || len(e.Info.Refs.Volumes) != 1 {
+			t.Errorf("the informer holds %T %+v: want the pod's inventory entry alone", obj, obj)
 		}
 	}
 	for _, obj := range a.watcher.nodes.GetStore().List() {

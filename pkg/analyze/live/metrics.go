@@ -57,6 +57,26 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range notes(r, len(c.a.failures.recent(c.a.clock.Now()))) {
 		ch <- prometheus.MustNewConstMetric(descNotes, prometheus.GaugeValue, float64(n), reason)
 	}
+	for _, m := range c.a.reportMetrics(r) {
+		ch <- m
+	}
+}
+
+// renderedReport is a report's metrics, made at the first scrape that
+// reads it: at 5,000 nodes they are tens of thousands, and a report serves
+// many scrapes.
+type renderedReport struct {
+	report  *Report
+	metrics []prometheus.Metric
+}
+
+// reportMetrics are r's metrics, made once.
+func (a *Analyzer) reportMetrics(r *Report) []prometheus.Metric {
+	if cached := a.rendered.Load(); cached != nil && cached.report == r {
+		return cached.metrics
+	}
+	var out []prometheus.Metric
+	add := func(m prometheus.Metric) { out = append(out, m) }
 	counts := map[[2]string]int{}
 	for _, t := range analyze.FindingTypes {
 		counts[[2]string{string(t), ""}] = 0 // every type, so that alerts see zeros
@@ -67,21 +87,23 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counts[[2]string{string(f.Type), ns}]++
 	}
 	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, float64(n), k[0], k[1])
+		add(prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, float64(n), k[0], k[1]))
 	}
 	for kind, rates := range map[string]analyze.Rates{"configmaps": r.Total.Predicted.ConfigMaps, "secrets": r.Total.Predicted.Secrets} {
-		ch <- prometheus.MustNewConstMetric(descGets, prometheus.GaugeValue, rates.APIServerGets, kind)
-		ch <- prometheus.MustNewConstMetric(descQuorumGets, prometheus.GaugeValue, rates.QuorumGets, kind)
-		ch <- prometheus.MustNewConstMetric(descWatches, prometheus.GaugeValue, float64(rates.Watches), kind)
+		add(prometheus.MustNewConstMetric(descGets, prometheus.GaugeValue, rates.APIServerGets, kind))
+		add(prometheus.MustNewConstMetric(descQuorumGets, prometheus.GaugeValue, rates.QuorumGets, kind))
+		add(prometheus.MustNewConstMetric(descWatches, prometheus.GaugeValue, float64(rates.Watches), kind))
 	}
 	if d := r.Total.UpdateDelay; d != nil {
-		ch <- prometheus.MustNewConstMetric(descDelay, prometheus.GaugeValue, d.Median, "median")
-		ch <- prometheus.MustNewConstMetric(descDelay, prometheus.GaugeValue, d.Max, "max")
+		add(prometheus.MustNewConstMetric(descDelay, prometheus.GaugeValue, d.Median, "median"))
+		add(prometheus.MustNewConstMetric(descDelay, prometheus.GaugeValue, d.Max, "max"))
 	}
-	ch <- prometheus.MustNewConstMetric(descComputedAt, prometheus.GaugeValue, float64(r.ComputedAt.UnixNano())/1e9)
-	ch <- prometheus.MustNewConstMetric(descComputeSeconds, prometheus.GaugeValue, r.Seconds)
+	add(prometheus.MustNewConstMetric(descComputedAt, prometheus.GaugeValue, float64(r.ComputedAt.UnixNano())/1e9))
+	add(prometheus.MustNewConstMetric(descComputeSeconds, prometheus.GaugeValue, r.Seconds))
 	for resource, n := range r.Objects {
-		ch <- prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), resource)
+		add(prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), resource))
 	}
-	collectSeries(ch, r, c.a.opts.MaxFindingSeries)
+	out = appendSeries(out, r, a.opts.MaxFindingSeries)
+	a.rendered.Store(&renderedReport{report: r, metrics: out})
+	return out
 }

@@ -30,21 +30,22 @@ var (
 		"Findings left out of nodeagent_analyze_finding by --max-finding-series.", nil, nil)
 )
 
-// collectSeries sends the per-node, per-what-if and per-finding series of r.
-func collectSeries(ch chan<- prometheus.Metric, r *Report, maxFindings int) {
+// appendSeries appends the per-node, per-what-if and per-finding series of
+// r to out.
+func appendSeries(out []prometheus.Metric, r *Report, maxFindings int) []prometheus.Metric {
 	for _, n := range r.Nodes {
 		sum := n.Predicted.Sum()
-		ch <- prometheus.MustNewConstMetric(descNodeGets, prometheus.GaugeValue, sum.APIServerGets, n.Name)
-		ch <- prometheus.MustNewConstMetric(descNodeWatches, prometheus.GaugeValue, float64(sum.Watches), n.Name)
+		out = append(out, prometheus.MustNewConstMetric(descNodeGets, prometheus.GaugeValue, sum.APIServerGets, n.Name))
+		out = append(out, prometheus.MustNewConstMetric(descNodeWatches, prometheus.GaugeValue, float64(sum.Watches), n.Name))
 		if d := n.UpdateDelay; d != nil {
-			ch <- prometheus.MustNewConstMetric(descNodeDelay, prometheus.GaugeValue, d.Median, n.Name, "median")
-			ch <- prometheus.MustNewConstMetric(descNodeDelay, prometheus.GaugeValue, d.Max, n.Name, "max")
+			out = append(out, prometheus.MustNewConstMetric(descNodeDelay, prometheus.GaugeValue, d.Median, n.Name, "median"))
+			out = append(out, prometheus.MustNewConstMetric(descNodeDelay, prometheus.GaugeValue, d.Max, n.Name, "max"))
 		}
 	}
 	for _, w := range r.WhatIfs {
 		sum := w.Predicted.Sum()
-		ch <- prometheus.MustNewConstMetric(descWhatIfGets, prometheus.GaugeValue, sum.APIServerGets, w.Name)
-		ch <- prometheus.MustNewConstMetric(descWhatIfWatches, prometheus.GaugeValue, float64(sum.Watches), w.Name)
+		out = append(out, prometheus.MustNewConstMetric(descWhatIfGets, prometheus.GaugeValue, sum.APIServerGets, w.Name))
+		out = append(out, prometheus.MustNewConstMetric(descWhatIfWatches, prometheus.GaugeValue, float64(sum.Watches), w.Name))
 	}
 	seen := map[[7]string]bool{}
 	dropped := 0
@@ -59,7 +60,8 @@ func collectSeries(ch chan<- prometheus.Metric, r *Report, maxFindings int) {
 			continue
 		}
 		seen[labels] = true
-		ch <- prometheus.MustNewConstMetric(descFinding, prometheus.GaugeValue, 1, labels[:]...)
+		out = append(out, prometheus.MustNewConstMetric(descFinding, prometheus.GaugeValue, 1, labels[:]...))
 	}
-	ch <- prometheus.MustNewConstMetric(descFindingsDropped, prometheus.GaugeValue, float64(dropped))
+	out = append(out, prometheus.MustNewConstMetric(descFindingsDropped, prometheus.GaugeValue, float64(dropped)))
+	return out
 }

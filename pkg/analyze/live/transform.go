@@ -3,12 +3,17 @@ package live
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // The informers' transforms: each keeps of an object what the inventory
-// reads (inventory.NodeInfoOf, PodInfoOf, ConfigMapInfo, SecretInfo) and
-// drops the rest before the object is stored, so the informers hold no
-// object's data and a 5,000-node cluster's nodes not their image lists.
+// reads (inventory.NodeInfoOf, ConfigMapInfo, SecretInfo; of a pod, its
+// inventory entry alone, PodInfoOf) and drops the rest before the object
+// is stored, so the informers hold no object's data and a 5,000-node
+// cluster's nodes not their image lists.
 // An object that is not of the informer's type (a tombstone) passes as it
 // is.
 
@@ -52,48 +57,37 @@ func slimNode(obj any) (any, error) {
 	return out, nil
 }
 
-// slimPod keeps what podrefs.Of and the inventory read of a pod: its node,
-// volumes, image pull secrets, each container's name, mounts, env and
-// envFrom, its phase and its containers' states; not images, commands,
-// resources, probes, scheduling or conditions.
-func slimPod(obj any) (any, error) {
+// podEntry is what the pods informer stores of a pod: its inventory
+// entry, made once as the pod arrives, and the metadata the informer keys
+// and versions it by; not the pod, whose volumes, mounts and environment
+// the entry has read (podrefs.Of) and which would hold twice its memory.
+type podEntry struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	// Served says whether its node serves the pod (podrefs.Served); Info
+	// is its inventory entry where it does.
+	Served bool
+	Info   inventory.PodInfo
+}
+
+// DeepCopyObject is a shallow copy: nothing changes an entry once made.
+func (e *podEntry) DeepCopyObject() runtime.Object {
+	c := *e
+	return &c
+}
+
+// toPodEntry is the pods informer's transform.
+func toPodEntry(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	out := &corev1.Pod{ObjectMeta: slimMeta(p.ObjectMeta, true)}
-	out.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Volumes: p.Spec.Volumes, ImagePullSecrets: p.Spec.ImagePullSecrets,
-		InitContainers: slimContainers(p.Spec.InitContainers), Containers: slimContainers(p.Spec.Containers)}
-	for _, e := range p.Spec.EphemeralContainers {
-		c := slimContainers([]corev1.Container{corev1.Container(e.EphemeralContainerCommon)})[0]
-		out.Spec.EphemeralContainers = append(out.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon(c)})
+	e := &podEntry{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Served: podrefs.Served(p)}
+	if e.Served {
+		e.Info = inventory.PodInfoOf(p)
 	}
-	out.Status = corev1.PodStatus{Phase: p.Status.Phase,
-		InitContainerStatuses: slimStatuses(p.Status.InitContainerStatuses), ContainerStatuses: slimStatuses(p.Status.ContainerStatuses),
-		EphemeralContainerStatuses: slimStatuses(p.Status.EphemeralContainerStatuses)}
-	return out, nil
-}
-
-func slimContainers(cs []corev1.Container) []corev1.Container {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, VolumeMounts: c.VolumeMounts, Env: c.Env, EnvFrom: c.EnvFrom}
-	}
-	return out
-}
-
-func slimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if ss == nil {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(ss))
-	for i, s := range ss {
-		out[i] = corev1.ContainerStatus{Name: s.Name, State: s.State}
-	}
-	return out
+	return e, nil
 }
 
 // keysOnly keeps a data map's keys, each with an empty value.

@@ -29,7 +29,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +40,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
-	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
@@ -51,11 +49,6 @@ const secretsUnlisted = "this user may not list Secrets: every Secret is taken t
 // watcher holds the informers of one cluster.
 type watcher struct {
 	nodes, pods, configMaps, secrets cache.SharedIndexInformer
-	// podInfos are the served pods' inventory entries by namespace/name,
-	// made on each pod's events, so that a computation does not make
-	// every pod's again.
-	podsMu   sync.Mutex
-	podInfos map[string]inventory.PodInfo
 	// changed is called on every event, with whether a Node changed (its
 	// kubelet's settings may have).
 	changed func(node string)
@@ -69,7 +62,7 @@ type watcher struct {
 // Secrets at all; failures counts their failed lists and watches.
 func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed bool, changed func(node string), failures *listWatchFailures, now func() time.Time) *watcher {
 	core := client.CoreV1()
-	w := &watcher{changed: changed, podInfos: map[string]inventory.PodInfo{}, allNodes: nodeSelector == "", failures: failures}
+	w := &watcher{changed: changed, allNodes: nodeSelector == "", failures: failures}
 	w.nodes = informer(client, &corev1.Node{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		o.LabelSelector = nodeSelector
 		return core.Nodes().List(ctx, o)
@@ -84,7 +77,7 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed 
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		o.FieldSelector = scheduled
 		return core.Pods("").Watch(ctx, o)
-	}, slimPod)
+	}, toPodEntry)
 	w.configMaps = informer(client, &corev1.ConfigMap{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.ConfigMaps("").List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -104,21 +97,18 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed 
 			_ = inf.SetWatchErrorHandlerWithContext(w.failures.handler(resource, now, func() { changed("") }))
 		}
 	}
-	// A pod's entry is made before its event marks the analysis dirty, in
-	// one handler: two handlers of one informer run in goroutines of their
-	// own, in no set order.
 	// An update that changes nothing the analysis reads (a pod's
 	// annotation, a Node's status report every few minutes, thousands of
 	// them a minute on a large cluster) neither recomputes nor reads a
 	// kubelet's settings again.
 	_, _ = w.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.podChanged(obj, false); w.event(obj, false) },
-		UpdateFunc: func(_, obj any) {
-			if w.podChanged(obj, false) {
+		AddFunc: func(obj any) { w.event(obj, false) },
+		UpdateFunc: func(old, obj any) {
+			if podEntryChanged(old, obj) {
 				w.event(obj, false)
 			}
 		},
-		DeleteFunc: func(obj any) { w.podChanged(obj, true); w.event(obj, false) },
+		DeleteFunc: func(obj any) { w.event(obj, false) },
 	})
 	_, _ = w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.event(obj, true) },
@@ -168,32 +158,12 @@ func (w *watcher) event(obj any, isNode bool) {
 	w.changed(node)
 }
 
-// podChanged keeps the pod's inventory entry: made again on an add or an
-// update of a pod that its node serves, dropped otherwise. It says whether
-// the entry changed.
-func (w *watcher) podChanged(obj any, deleted bool) bool {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return true
-	}
-	key := p.Namespace + "/" + p.Name
-	var info inventory.PodInfo
-	keep := !deleted && podrefs.Served(p)
-	if keep {
-		info = inventory.PodInfoOf(p)
-	}
-	w.podsMu.Lock()
-	defer w.podsMu.Unlock()
-	before, had := w.podInfos[key]
-	if keep {
-		w.podInfos[key] = info
-		return !had || !reflect.DeepEqual(before, info) // at worst a computation for nothing
-	}
-	delete(w.podInfos, key)
-	return had
+// podEntryChanged says whether a pod's update changed its inventory entry
+// (anything else is taken as a change).
+func podEntryChanged(old, obj any) bool {
+	before, okOld := old.(*podEntry)
+	after, okNew := obj.(*podEntry)
+	return !okOld || !okNew || before.Served != after.Served || !reflect.DeepEqual(before.Info, after.Info) // at worst a computation for nothing
 }
 
 // informers are the watcher's informers, Secrets' where watched.
@@ -237,16 +207,18 @@ func (w *watcher) snapshot() (*inventory.Inventory, []string) {
 		selected[n.Name] = true
 	}
 	var orphans []string
-	w.podsMu.Lock()
-	for _, info := range w.podInfos {
-		switch {
+	for _, obj := range w.pods.GetStore().List() {
+		e, ok := obj.(*podEntry)
+		if !ok || !e.Served {
+			continue
+		}
+		switch info := e.Info; {
 		case selected[info.Node]:
 			inv.Pods = append(inv.Pods, info)
 		case w.allNodes:
 			orphans = append(orphans, info.Namespace+"/"+info.Name+" on "+info.Node)
 		}
 	}
-	w.podsMu.Unlock()
 	slices.Sort(orphans)
 	// In a stable order, as a list returns them: the report's rows follow it.
 	slices.SortFunc(inv.Pods, func(a, b inventory.PodInfo) int {
