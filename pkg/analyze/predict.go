@@ -20,17 +20,27 @@ type Cluster struct {
 // settings from settingsOf (the cluster's own, or a what-if's), in the
 // inventory's order. Pods on nodes the inventory does not hold are left
 // out.
-func (c Cluster) modelNodes(settingsOf func(name string) Settings, pods map[string][]model.Pod) []model.Node {
+func (c Cluster) modelNodes(settingsOf func(name string) Settings, pods map[string][]model.Pod, gathered map[string]*model.Reads) []model.Node {
 	nodes := make([]model.Node, 0, len(c.Inventory.Nodes))
 	for _, n := range c.Inventory.Nodes {
 		s := settingsOf(n.Name)
 		nodes = append(nodes, model.Node{
 			Name: n.Name, Pods: pods[n.Name],
 			SyncFrequency: s.SyncFrequency, TTL: s.TTL, Behaviour: s.Behaviour(),
-			WatchLifetime: s.WatchLifetime(),
+			WatchLifetime: s.WatchLifetime(), Gathered: gathered[n.Name],
 		})
 	}
 	return nodes
+}
+
+// gatherReads gathers each node's pods' reads once, for the prediction and
+// the what-ifs that keep the pods as they are.
+func gatherReads(nodes []model.Node) map[string]*model.Reads {
+	out := make(map[string]*model.Reads, len(nodes))
+	for _, n := range nodes {
+		out[n.Name] = model.GatherReads(n)
+	}
+	return out
 }
 
 // podsByNode is every pod as the model sees it, by node.
@@ -51,7 +61,11 @@ func Predict(c Cluster, top int) Result {
 	var findings []Finding
 	parts.Go(func() { findings = c.findings() })
 	pods := c.podsByNode()
-	now := c.modelNodes(func(name string) Settings { return c.Settings[name] }, pods)
+	now := c.modelNodes(func(name string) Settings { return c.Settings[name] }, pods, nil)
+	gathered := gatherReads(now)
+	for i := range now {
+		now[i].Gathered = gathered[now[i].Name]
+	}
 	p := model.Predict(now)
 	r := Result{
 		Cluster: c.summary(),
@@ -62,7 +76,7 @@ func Predict(c Cluster, top int) Result {
 		shares[n.Name] = model.ShareCounts(n)
 	}
 	var whatIfsPredicted []WhatIf
-	parts.Go(func() { whatIfsPredicted = whatIfs(c, pods, p, shares, top) })
+	parts.Go(func() { whatIfsPredicted = whatIfs(c, pods, gathered, p, shares, top) })
 	r.Nodes = c.nodeResults(now, p, shares)
 	r.Total.UpdateDelay, r.Total.UpdateDelayNodes = clusterDelay(now, shares)
 	r.Namespaces = namespaces(p.Objects, top)

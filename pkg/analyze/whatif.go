@@ -12,9 +12,11 @@ import (
 const rootCA = "kube-root-ca.crt"
 
 // whatIfs predicts the cluster under each change an operator can make.
-func whatIfs(c Cluster, pods map[string][]model.Pod, now model.Prediction, shares map[string]map[int]int, top int) []WhatIf {
+func whatIfs(c Cluster, pods map[string][]model.Pod, gathered map[string]*model.Reads, now model.Prediction, shares map[string]map[int]int, top int) []WhatIf {
 	var out []WhatIf
-	change := func(name, description, caveat string, settings func(Settings) (Settings, bool), pods map[string][]model.Pod) {
+	// gathered are pods' reads gathered by node: a what-if that changes
+	// the pods themselves passes none.
+	change := func(name, description, caveat string, settings func(Settings) (Settings, bool), pods map[string][]model.Pod, gathered map[string]*model.Reads) {
 		touched := 0
 		changed := map[string]Settings{}
 		for _, n := range c.Inventory.Nodes {
@@ -24,7 +26,7 @@ func whatIfs(c Cluster, pods map[string][]model.Pod, now model.Prediction, share
 			}
 			changed[n.Name] = s
 		}
-		nodes := c.modelNodes(func(name string) Settings { return changed[name] }, pods)
+		nodes := c.modelNodes(func(name string) Settings { return changed[name] }, pods, gathered)
 		_, byKind := model.Totals(nodes)
 		delay, _ := clusterDelay(nodes, shares)
 		out = append(out, WhatIf{Name: name, Description: description, Nodes: touched, Predicted: kindsOf(byKind), UpdateDelay: delay, Caveat: caveat})
@@ -36,25 +38,25 @@ func whatIfs(c Cluster, pods map[string][]model.Pod, now model.Prediction, share
 			}
 			s.Version, _ = model.FirstRelease(model.StrategyCache, model.FirstReference)
 			return s, true
-		}, pods)
+		}, pods, gathered)
 	change("cache-everywhere", "every kubelet on the Cache strategy, at its own version", "",
 		func(s Settings) (Settings, bool) {
 			touched := s.Strategy != model.StrategyCache
 			s.Strategy = model.StrategyCache
 			return s, touched
-		}, pods)
+		}, pods, gathered)
 	change("watch-everywhere", "every kubelet on the Watch strategy (the kubelet's default)", "",
 		func(s Settings) (Settings, bool) {
 			touched := s.Strategy != model.StrategyWatch
 			s.Strategy = model.StrategyWatch
 			return s, touched
-		}, pods)
+		}, pods, gathered)
 	marked := immutableCandidates(now, top)
 	description := fmt.Sprintf("the %d most watched mutable objects marked immutable (%s is left out: its controller updates it)", len(marked), rootCA)
 	change(fmt.Sprintf("immutable-top-%d", top), description,
 		"an immutable object cannot change: a new version needs a new name, and one deleted and recreated under the same name stays stale on the nodes that had it (kubernetes#131589); only watches are saved, the Cache and Get strategies ignore immutability",
 		func(s Settings) (Settings, bool) { return s, s.Strategy == model.StrategyWatch },
-		markImmutable(pods, marked))
+		markImmutable(pods, marked), nil)
 	return out
 }
 

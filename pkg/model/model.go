@@ -86,6 +86,11 @@ type Node struct {
 	// (from where they stopped, without a LIST). Zero leaves re-opened
 	// watches out of the prediction.
 	WatchLifetime time.Duration
+	// Gathered, where not nil, are Pods' reads already gathered by object
+	// (GatherReads), which the load is then computed from: the what-ifs
+	// ask a cluster's same pods under other settings, and gathering is
+	// most of the cost.
+	Gathered *Reads
 }
 
 // Volumes counts the volumes the agent keeps on the node.

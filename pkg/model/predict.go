@@ -132,10 +132,33 @@ type objectScratch struct {
 	readers []readers
 }
 
+// Reads are a node's pods' reads gathered by object: what its load needs
+// of its pods, whatever its settings.
+type Reads struct{ readers []readers }
+
+// GatherReads gathers n's pods' reads, for Node.Gathered.
+func GatherReads(n Node) *Reads {
+	var s objectScratch
+	s.gather(n)
+	return &Reads{readers: s.readers}
+}
+
 // eachObjectLoad calls f with the load of every object node n reads, with
 // what the node knows of it (immutable, missing), in the order its pods
 // first read them.
 func (s *objectScratch) eachObjectLoad(n Node, f func(Object, Load)) {
+	gathered := n.Gathered
+	if gathered == nil {
+		s.gather(n)
+		gathered = &Reads{readers: s.readers}
+	}
+	for _, r := range gathered.readers {
+		f(r.object, objectLoad(n, r))
+	}
+}
+
+// gather gathers n's pods' reads into s.readers.
+func (s *objectScratch) gather(n Node) {
 	if s.index == nil {
 		s.index = map[Object]int{}
 	}
@@ -164,9 +187,6 @@ func (s *objectScratch) eachObjectLoad(n Node, f func(Object, Load)) {
 		for _, o := range pod.Retries {
 			note(o, true)
 		}
-	}
-	for _, r := range s.readers {
-		f(r.object, objectLoad(n, r))
 	}
 }
 

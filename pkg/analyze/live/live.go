@@ -23,7 +23,7 @@ type Options struct {
 	// Analyze are analyze's options; Measure and AuditLog do not apply.
 	Analyze analyze.Options
 	// Quiet is how long events must pause before a recomputation;
-	// MaxDelay the longest a change waits for one. Defaults 1 s and 5 s.
+	// MaxDelay the longest a change waits for one. Defaults 500 ms and 5 s.
 	Quiet, MaxDelay time.Duration
 	// SettingsInterval is how often every kubelet's settings are read
 	// again; default 10 minutes.
@@ -84,7 +84,7 @@ type Analyzer struct {
 // New returns an Analyzer; nothing runs until Run.
 func New(client kubernetes.Interface, opts Options) *Analyzer {
 	if opts.Quiet <= 0 {
-		opts.Quiet = time.Second
+		opts.Quiet = 500 * time.Millisecond
 	}
 	if opts.MaxDelay <= 0 {
 		opts.MaxDelay = 5 * time.Second

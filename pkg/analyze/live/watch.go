@@ -207,23 +207,29 @@ func (w *watcher) snapshot() (*inventory.Inventory, []string) {
 		selected[n.Name] = true
 	}
 	var orphans []string
+	var served []*podEntry
 	for _, obj := range w.pods.GetStore().List() {
 		e, ok := obj.(*podEntry)
 		if !ok || !e.Served {
 			continue
 		}
-		switch info := e.Info; {
-		case selected[info.Node]:
-			inv.Pods = append(inv.Pods, info)
+		switch {
+		case selected[e.Info.Node]:
+			served = append(served, e)
 		case w.allNodes:
-			orphans = append(orphans, info.Namespace+"/"+info.Name+" on "+info.Node)
+			orphans = append(orphans, e.Info.Namespace+"/"+e.Info.Name+" on "+e.Info.Node)
 		}
 	}
 	slices.Sort(orphans)
-	// In a stable order, as a list returns them: the report's rows follow it.
-	slices.SortFunc(inv.Pods, func(a, b inventory.PodInfo) int {
+	// In a stable order, as a list returns them: the report's rows follow
+	// it. The entries are sorted, not the copies: a swap moves a pointer.
+	slices.SortFunc(served, func(a, b *podEntry) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
+	inv.Pods = make([]inventory.PodInfo, 0, len(served))
+	for _, e := range served {
+		inv.Pods = append(inv.Pods, e.Info)
+	}
 	for _, obj := range w.configMaps.GetStore().List() {
 		c := obj.(*corev1.ConfigMap)
 		inv.AddObjectInfo(model.ConfigMap, c.Namespace, c.Name, inventory.ConfigMapInfo(c))
