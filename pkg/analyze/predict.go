@@ -80,8 +80,9 @@ func Predict(c Cluster, top int) Result {
 	r.Nodes = c.nodeResults(now, p, shares)
 	r.Total.UpdateDelay, r.Total.UpdateDelayNodes = clusterDelay(now, shares)
 	r.Namespaces = namespaces(p.Objects, top)
-	delays := objectDelays(now)
-	for _, o := range p.Objects[:min(top, len(p.Objects))] {
+	topObjects := p.Objects[:min(top, len(p.Objects))]
+	delays := objectDelays(now, topObjects)
+	for _, o := range topObjects {
 		r.Objects = append(r.Objects, ObjectResult{Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
 			Immutable: o.Object.Immutable, Missing: o.Object.Missing, Nodes: o.Nodes, Predicted: ratesOf(o.Load),
 			UpdateDelay: delays(o.Object)})
@@ -125,17 +126,23 @@ func clusterDelay(nodes []model.Node, shares map[string]map[int]int) (*model.Del
 	return &d, slowest
 }
 
-// objectDelays returns each object's update delay over the nodes whose
-// pods mount it.
-func objectDelays(nodes []model.Node) func(model.Object) *model.Delay {
-	groups := map[model.Object][]model.DelayGroup{}
+// objectDelays returns the update delay of each of objects over the nodes
+// whose pods mount it: the report's top objects, not every object, whose
+// groups a large cluster would spend seconds on.
+func objectDelays(nodes []model.Node, objects []model.ObjectLoad) func(model.Object) *model.Delay {
+	groups := make(map[model.Object][]model.DelayGroup, len(objects))
+	for _, o := range objects {
+		groups[plain(o.Object)] = nil
+	}
 	for _, n := range nodes {
-		for o, k := range n.ReadersPerObject() {
-			groups[o] = append(groups[o], model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
-		}
+		n.EachReaderCount(func(o model.Object, k int) {
+			if g, wanted := groups[o]; wanted {
+				groups[o] = append(g, model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
+			}
+		})
 	}
 	return func(o model.Object) *model.Delay {
-		d, ok := model.DelayOf(groups[model.Object{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}])
+		d, ok := model.DelayOf(groups[plain(o)])
 		if !ok {
 			return nil
 		}

@@ -29,10 +29,25 @@ type DelayGroup struct {
 // settings, so that what-ifs can count once.
 func ShareCounts(n Node) map[int]int {
 	counts := map[int]int{}
-	for _, k := range n.ReadersPerObject() {
-		counts[k]++
-	}
+	n.EachReaderCount(func(_ Object, k int) { counts[k]++ })
 	return counts
+}
+
+// EachReaderCount calls f with each object n's pods' volumes read (without
+// its Immutable and Missing flags, as ReadersPerObject keys it) and how many
+// of their reads do, from n.Gathered where it is set.
+func (n Node) EachReaderCount(f func(o Object, k int)) {
+	if n.Gathered == nil {
+		for o, k := range n.ReadersPerObject() {
+			f(o, k)
+		}
+		return
+	}
+	for _, r := range n.Gathered.readers {
+		if r.remounts > 0 {
+			f(key(r.object), r.remounts)
+		}
+	}
 }
 
 // DelayGroupsOf are the groups of node n's volume reads (reads of failing

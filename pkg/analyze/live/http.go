@@ -13,12 +13,13 @@ import (
 //
 //	/report   the current report: analyze -o json's, with computedAt
 //	          (503 before the first)
-//	/metrics  Prometheus metrics (nodeagent_analyze_*, and registry's)
+//	/metrics  Prometheus metrics: the current report's, and registry's
+//	          (which holds the Analyzer's Collector)
 //	/healthz  200 while the process serves
 //	/readyz   200 once the first report is computed
 func (a *Analyzer) Handler(registry *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{registry, a.reports}, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if a.Report() == nil {

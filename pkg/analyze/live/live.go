@@ -79,6 +79,7 @@ type Analyzer struct {
 	computations atomic.Int64
 	failures     *listWatchFailures
 	rendered     atomic.Pointer[renderedReport]
+	reports      *reportGatherer
 }
 
 // New returns an Analyzer; nothing runs until Run.
@@ -98,8 +99,10 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string](),
+	a := &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string](),
 		failures: newListWatchFailures()}
+	a.reports = newReportGatherer(a)
+	return a
 }
 
 // Report is the current report, nil before the first computation.

@@ -1,7 +1,11 @@
 package live
 
 import (
+	"slices"
 	"strings"
+	"sync"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -34,15 +38,16 @@ var (
 		"Objects the informers hold, by resource.", []string{"resource"}, nil)
 )
 
-// collector is the Analyzer as a Prometheus collector.
+// collector is the Analyzer's own state as a Prometheus collector: its
+// computations, its failed lists and watches, what its report cannot see.
 type collector struct{ a *Analyzer }
 
-// Collector returns the Analyzer's metrics as a collector.
+// Collector returns the Analyzer's own metrics as a collector; Handler
+// serves them with the current report's.
 func (a *Analyzer) Collector() prometheus.Collector { return collector{a} }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFindings, descGets, descQuorumGets, descWatches, descDelay, descComputedAt, descComputeSeconds, descComputations, descObjects,
-		descNodeGets, descNodeWatches, descNodeDelay, descWhatIfGets, descWhatIfWatches, descFinding, descFindingsDropped, descNotes, descWatchErrors} {
+	for _, d := range []*prometheus.Desc{descComputations, descNotes, descWatchErrors} {
 		ch <- d
 	}
 }
@@ -50,16 +55,65 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descComputations, prometheus.CounterValue, float64(c.a.computations.Load()))
 	c.a.failures.collect(ch)
-	r := c.a.Report()
-	if r == nil {
-		return
+	if r := c.a.Report(); r != nil {
+		for reason, n := range notes(r, len(c.a.failures.recent(c.a.clock.Now()))) {
+			ch <- prometheus.MustNewConstMetric(descNotes, prometheus.GaugeValue, float64(n), reason)
+		}
 	}
-	for reason, n := range notes(r, len(c.a.failures.recent(c.a.clock.Now()))) {
-		ch <- prometheus.MustNewConstMetric(descNotes, prometheus.GaugeValue, float64(n), reason)
+}
+
+// reportCollector is the current report's metrics as a collector.
+type reportCollector struct{ a *Analyzer }
+
+func (reportCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descFindings, descGets, descQuorumGets, descWatches, descDelay, descComputedAt, descComputeSeconds, descObjects,
+		descNodeGets, descNodeWatches, descNodeDelay, descWhatIfGets, descWhatIfWatches, descFinding, descFindingsDropped} {
+		ch <- d
 	}
-	for _, m := range c.a.reportMetrics(r) {
-		ch <- m
+}
+
+func (c reportCollector) Collect(ch chan<- prometheus.Metric) {
+	if r := c.a.Report(); r != nil {
+		for _, m := range c.a.reportMetrics(r) {
+			ch <- m
+		}
 	}
+}
+
+// reportGatherer gathers the current report's metrics once per report: at
+// 5,000 nodes they are tens of thousands of series, which every scrape
+// would otherwise turn into the exposition's form again.
+type reportGatherer struct {
+	a        *Analyzer
+	registry *prometheus.Registry
+	mu       sync.Mutex
+	report   *Report
+	families []*dto.MetricFamily
+}
+
+func newReportGatherer(a *Analyzer) *reportGatherer {
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(reportCollector{a})
+	return &reportGatherer{a: a, registry: registry}
+}
+
+// Gather returns copies of the families' lists, which the caller may
+// sort and merge; the metrics themselves are shared and never changed.
+func (g *reportGatherer) Gather() ([]*dto.MetricFamily, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r := g.a.Report(); r != g.report {
+		families, err := g.registry.Gather()
+		if err != nil {
+			return nil, err
+		}
+		g.report, g.families = r, families
+	}
+	out := make([]*dto.MetricFamily, len(g.families))
+	for i, f := range g.families {
+		out[i] = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type, Unit: f.Unit, Metric: slices.Clone(f.Metric)}
+	}
+	return out, nil
 }
 
 // renderedReport is a report's metrics, made at the first scrape that

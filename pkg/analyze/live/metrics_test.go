@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
@@ -24,9 +23,7 @@ func TestFindingSeriesAreCapped(t *testing.T) {
 	}
 	r.Nodes = []analyze.NodeResult{{Name: "n1", UpdateDelay: &model.Delay{Median: 1, Max: 2}}}
 	a.report.Store(r)
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(a.Collector())
-	if n := testutil.CollectAndCount(a.Collector(), "nodeagent_analyze_finding"); n != 2 {
+	if n, err := testutil.GatherAndCount(a.reports, "nodeagent_analyze_finding"); err != nil || n != 2 {
 		t.Errorf("%d finding series, want the cap of 2", n)
 	}
 	want := `
@@ -34,10 +31,10 @@ func TestFindingSeriesAreCapped(t *testing.T) {
 # TYPE nodeagent_analyze_finding_series_dropped gauge
 nodeagent_analyze_finding_series_dropped 3
 `
-	if err := testutil.GatherAndCompare(registry, strings.NewReader(want), "nodeagent_analyze_finding_series_dropped"); err != nil {
+	if err := testutil.GatherAndCompare(a.reports, strings.NewReader(want), "nodeagent_analyze_finding_series_dropped"); err != nil {
 		t.Error(err)
 	}
-	families, err := registry.Gather()
+	families, err := a.reports.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,5 +51,11 @@ nodeagent_analyze_finding_series_dropped 3
 				t.Errorf("findings count %v = %v, want 5 in shop", labels, m.GetGauge().GetValue())
 			}
 		}
+	}
+	// A new report is gathered anew; until then the first is reused.
+	next := &Report{ComputedAt: time.Unix(2000, 0), Findings: r.Findings[:1]}
+	a.report.Store(next)
+	if n, err := testutil.GatherAndCount(a.reports, "nodeagent_analyze_finding"); err != nil || n != 1 {
+		t.Errorf("after a new report with one finding: %d finding series (%v), want 1", n, err)
 	}
 }
