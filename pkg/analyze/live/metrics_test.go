@@ -53,7 +53,8 @@ nodeagent_analyze_finding_series_dropped 3
 		}
 	}
 	// A new report is gathered anew; until then the first is reused.
-	next := &Report{ComputedAt: time.Unix(2000, 0), Findings: r.Findings[:1]}
+	next := &Report{ComputedAt: time.Unix(2000, 0)}
+	next.Findings = r.Findings[:1]
 	a.report.Store(next)
 	if n, err := testutil.GatherAndCount(a.reports, "nodeagent_analyze_finding"); err != nil || n != 1 {
 		t.Errorf("after a new report with one finding: %d finding series (%v), want 1", n, err)
