@@ -297,7 +297,7 @@ func TestChartAnalyzeValues(t *testing.T) {
 	if objects := byKey(); objects["Deployment/nodeagent-analyze"] != nil || objects["ClusterRole/nodeagent-analyze"] != nil {
 		t.Error("analyze is off by default, but the chart renders its objects")
 	}
-	objects := byKey("analyze.enabled=true", "analyze.listSecrets=true", "analyze.events=true", "analyze.httpAddress=0.0.0.0:9200",
+	objects := byKey("analyze.enabled=true", "analyze.listSecrets=true", "analyze.events=true", "analyze.httpAddress=0.0.0.0:9200", "imagePullSecrets[0].name=regcred",
 		"analyze.extraArgs={--max-finding-series=50}", "analyze.resources.limits.memory=4Gi", "podMonitor.enabled=true")
 	deployment := objects["Deployment/nodeagent-analyze"]
 	if deployment == nil {
@@ -312,6 +312,8 @@ func TestChartAnalyzeValues(t *testing.T) {
 		"scrape port":     {lookup(deployment, "spec", "template", "metadata", "annotations", "prometheus.io/port"), "9200"},
 		"memory limit":    {lookup(container, "resources", "limits", "memory"), "4Gi"},
 		"replicas":        {lookup(deployment, "spec", "replicas"), float64(1)},
+		"pull secrets":    {fmt.Sprint(lookup(deployment, "spec", "template", "spec", "imagePullSecrets")), "[map[name:regcred]]"},
+		"agents' secrets": {fmt.Sprint(lookup(objects["DaemonSet/nodeagent"], "spec", "template", "spec", "imagePullSecrets")), "[map[name:regcred]]"},
 		"podmonitor pods": {fmt.Sprint(lookup(objects["PodMonitor/nodeagent-analyze"], "spec", "selector", "matchLabels")), "map[app.kubernetes.io/instance:nodeagent app.kubernetes.io/name:nodeagent-analyze]"},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
@@ -363,6 +365,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"kubeletRootDir=var/lib/kubelet", "image.tag=v1"}, "kubeletRootDir"},
 		{[]string{"analyze.enable=true", "image.tag=v1"}, "enable"},
 		{[]string{"agents.enabled=false", "image.tag=v1"}, "nothing to install"},
+		{[]string{"imagePullSecrets[0].nmae=regcred", "image.tag=v1"}, "nmae"},
 		{[]string{"analyze.enabled=true", "analyze.httpAddress=localhost", "image.tag=v1"}, "httpAddress"},
 		// A source checkout's chart names no published image.
 		{nil, "image.tag is empty"},
