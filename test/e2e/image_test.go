@@ -37,7 +37,8 @@ func readTar(t *testing.T, r io.Reader) map[string][]byte {
 }
 
 // The tarball `make image` writes is a loadable image whose one layer holds
-// a working nodeagent.
+// two working, static builds of nodeagent: the agent-only one at
+// /nodeagent, the entrypoint, and the full one at /nodeagent-full.
 func TestImageTarball(t *testing.T) {
 	path := os.Getenv("NODEAGENT_IMAGE_TAR")
 	if path == "" {
@@ -92,27 +93,43 @@ func TestImageTarball(t *testing.T) {
 		t.Fatal(err)
 	}
 	layer := readTar(t, gz)
-	binary, ok := layer["nodeagent"]
-	if !ok || len(layer) != 1 {
-		t.Fatalf("layer holds %d files, want only nodeagent", len(layer))
+	if len(layer) != 2 || layer["nodeagent"] == nil || layer["nodeagent-full"] == nil {
+		t.Fatalf("layer holds %d files, want nodeagent and nodeagent-full", len(layer))
 	}
 	bin := filepath.Join(t.TempDir(), "nodeagent")
-	if err := os.WriteFile(bin, binary, 0o755); err != nil {
-		t.Fatal(err)
+	full := filepath.Join(t.TempDir(), "nodeagent-full")
+	for path, name := range map[string]string{bin: "nodeagent", full: "nodeagent-full"} {
+		if err := os.WriteFile(path, layer[name], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(path, "version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "nodeagent ") || !strings.Contains(string(out), c.Labels["org.opencontainers.image.revision"]) {
+			t.Errorf("%s version from the image: %q, %v", name, out, err)
+		}
+		checkStatic(t, path)
 	}
-	out, err := exec.Command(bin, "version").CombinedOutput()
-	if err != nil || !strings.HasPrefix(string(out), "nodeagent ") || !strings.Contains(string(out), c.Labels["org.opencontainers.image.revision"]) {
-		t.Errorf("nodeagent version from the image: %q, %v", out, err)
+	// The agent-only build has no analyze; the full one, which the
+	// analyzer's Deployment runs, has it.
+	if out, err := exec.Command(bin, "analyze").CombinedOutput(); err == nil || !strings.Contains(string(out), "agent-only build") {
+		t.Errorf("/nodeagent analyze: %v, %s; want the agent-only build's refusal", err, out)
 	}
-	// Static: it must run in a scratch image, with no dynamic loader.
-	exe, err := elf.Open(bin)
+	if out, err := exec.Command(full, "analyze", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "--serve") {
+		t.Errorf("/nodeagent-full analyze --help: %v, %s", err, out)
+	}
+}
+
+// checkStatic fails t if the binary at path needs a dynamic loader: it
+// must run in a scratch image.
+func checkStatic(t *testing.T, path string) {
+	t.Helper()
+	exe, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer exe.Close()
 	for _, prog := range exe.Progs {
 		if prog.Type == elf.PT_INTERP {
-			t.Error("the binary needs a dynamic loader; build it with CGO_ENABLED=0")
+			t.Errorf("%s needs a dynamic loader; build it with CGO_ENABLED=0", filepath.Base(path))
 		}
 	}
 }
