@@ -155,9 +155,31 @@ func (r Result) summaryLines() []string {
 	return []string{
 		fmt.Sprintf("%s, %s in %s; settings from /configz on %d, assumed on %d; %s.",
 			count(c.Nodes, "node"), count(c.Pods, "running pod"), count(c.Namespaces, "namespace"), c.NodesFromConfigz, c.Nodes-c.NodesFromConfigz, secrets),
-		"Kubelet behaviours: " + strings.Join(behaviours, ", ") + ".",
+		"Kubelet behaviours: " + strings.Join(behaviours, ", ") + ". " + strategiesLine(c.Behaviours),
 		r.delayLine(),
 	}
+}
+
+// strategiesLine says where the before and after of kubernetes#120255
+// applies (the Cache strategy's nodes) and what the others cost instead:
+// the question an operator asks first is whether the issue is theirs.
+func strategiesLine(b map[model.Behaviour]int) string {
+	cache, watch, get := b[model.EverySync]+b[model.FirstReference], b[model.Watch], b[model.Get]
+	var parts []string
+	if cache > 0 {
+		parts = append(parts, fmt.Sprintf("the before and after of kubernetes#120255 applies to the %s on the Cache strategy (%d before v1.29, every sync a quorum GET)",
+			count(cache, "node"), b[model.EverySync]))
+	} else {
+		parts = append(parts, "no node runs the Cache strategy, so the before and after of kubernetes#120255 applies to none")
+	}
+	if watch > 0 {
+		parts = append(parts, fmt.Sprintf("the %s on Watch, the kubelet's default, %s one watch per object their pods read instead", count(watch, "node"), plural(watch, "pays", "pay")))
+	}
+	if get > 0 {
+		parts = append(parts, fmt.Sprintf("the %s on Get %s a quorum GET at every pod sync", count(get, "node"), plural(get, "sends", "send")))
+	}
+	s := strings.Join(parts, "; ") + "."
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func (r Result) rotationLine() string {
@@ -166,6 +188,14 @@ func (r Result) rotationLine() string {
 		"%s within one TTL; the last volume has it within %.0f s.",
 		rootCA, count(rot.Namespaces, "namespace"), count(rot.WatchEvents, "watch event"), count(rot.Volumes, "volume"),
 		count(rot.CacheRefreshes, "Cache refresh"), rot.SpreadSeconds)
+}
+
+// plural is one where n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // count is n things, in the plural where n is not one.
