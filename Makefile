@@ -69,7 +69,7 @@ build: ## Build nodeagent into _output/bin, its agent-only build nodeagent-agent
 	$(AGENT_BUILD) -o $(BIN)/nodeagent-agent ./cmd/nodeagent
 	ln -sf nodeagent $(BIN)/kubectl-nodeagent
 
-controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; six to eleven minutes the first time).
+controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; minutes the first time: docs/development.md).
 	hack/controlplane/build.sh $(BIN)
 
 refkubelet: ## Build the reference kubelets v1.28 and v1.37 into _output/bin (once; about seven minutes the first time).
