@@ -42,8 +42,9 @@ func ValidatePath(p string) error {
 
 // ValidatePayloadPaths checks every path, and then what the API accepts but
 // a directory tree cannot hold: a path that names the volume itself ("."),
-// two paths that name one file ("x" and "./x"), and a path that is both a
-// file and a directory ("a" and "a/b"). It returns the cleaned paths.
+// one that names a writer's entry once cleaned ("./..x"), two paths that
+// name one file ("x" and "./x"), and a path that is both a file and a
+// directory ("a" and "a/b"). It returns the cleaned paths.
 func ValidatePayloadPaths(paths []string) (map[string]string, error) {
 	cleaned := make(map[string]string, len(paths)) // clean -> original
 	sort.Strings(paths)                            // deterministic error messages
@@ -54,6 +55,15 @@ func ValidatePayloadPaths(paths []string) (map[string]string, error) {
 		c := path.Clean(p)
 		if c == "." {
 			return nil, fmt.Errorf("invalid path %q: names the volume directory itself, not a file", p)
+		}
+		// "./..x" passes the rules above and the API's, and names the
+		// top-level entry ..x, beside the writer's own (..data, ..data_tmp,
+		// each generation's ..<time>): the kubelet writes it, and with
+		// "./..data" breaks its own link. Refused here, on purpose
+		// (docs/kubelet-behaviour.md).
+		if strings.HasPrefix(c, "..") {
+			return nil, fmt.Errorf("invalid path %q: it names %q, and a name that starts with '..' belongs to the writer (..data and its generations); name the file without the leading dots",
+				p, strings.SplitN(c, "/", 2)[0])
 		}
 		if other, dup := cleaned[c]; dup {
 			return nil, fmt.Errorf("conflicting paths %q and %q: both name the file %q", other, p, c)

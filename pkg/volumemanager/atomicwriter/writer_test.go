@@ -137,6 +137,8 @@ func TestInvalidPayloadsTouchNothing(t *testing.T) {
 		{"dot-dot element", files("a/../../b", "x"), "must not contain '..'"},
 		{"reserved prefix", files("..data", "x"), "must not start with '..'"},
 		{"reserved prefix hidden", files("..foo/bar", "x"), "must not start with '..'"},
+		{"reserved prefix once cleaned", files("./..0", "x"), "belongs to the writer"},
+		{"the writer's link once cleaned", files("./..data", "x"), "belongs to the writer"},
 		{"element too long", files(strings.Repeat("e", 256), "x"), "longer than 255"},
 		{"path too long", files(strings.Repeat("d/", 2049), "x"), "longer than 4096"},
 		{"the volume itself", files(".", "x"), "volume directory itself"},
