@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,7 +165,12 @@ func TestCompareDaemonSet(t *testing.T) {
 	})
 
 	t.Run("before and after", func(t *testing.T) {
-		out := t.TempDir()
+		// The report stays in _output/compare-daemonset: docs/compare.md
+		// quotes it (record compare-daemonset).
+		out := filepath.Join(repoRoot(t), "_output", "compare-daemonset")
+		if err := os.RemoveAll(out); err != nil {
+			t.Fatal(err)
+		}
 		cmd := c.compare(t, "compare-ds", out, "--phase-duration=20s")
 		output, err := cmd.CombinedOutput()
 		t.Logf("nodeagent compare:\n%s", output)
