@@ -147,12 +147,14 @@ func GatherReads(n Node) *Reads {
 // what the node knows of it (immutable, missing), in the order its pods
 // first read them.
 func (s *objectScratch) eachObjectLoad(n Node, f func(Object, Load)) {
-	gathered := n.Gathered
-	if gathered == nil {
+	var rs []readers
+	if n.Gathered != nil {
+		rs = n.Gathered.readers
+	} else {
 		s.gather(n)
-		gathered = &Reads{readers: s.readers}
+		rs = s.readers
 	}
-	for _, r := range gathered.readers {
+	for _, r := range rs {
 		f(r.object, objectLoad(n, r))
 	}
 }

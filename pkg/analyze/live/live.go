@@ -78,7 +78,6 @@ type Analyzer struct {
 	report       atomic.Pointer[Report]
 	computations atomic.Int64
 	failures     *listWatchFailures
-	rendered     atomic.Pointer[renderedReport]
 	reports      *reportGatherer
 }
 

@@ -116,19 +116,8 @@ func (g *reportGatherer) Gather() ([]*dto.MetricFamily, error) {
 	return out, nil
 }
 
-// renderedReport is a report's metrics, made at the first scrape that
-// reads it: at 5,000 nodes they are tens of thousands, and a report serves
-// many scrapes.
-type renderedReport struct {
-	report  *Report
-	metrics []prometheus.Metric
-}
-
-// reportMetrics are r's metrics, made once.
+// reportMetrics are r's metrics (reportGatherer makes them once a report).
 func (a *Analyzer) reportMetrics(r *Report) []prometheus.Metric {
-	if cached := a.rendered.Load(); cached != nil && cached.report == r {
-		return cached.metrics
-	}
 	var out []prometheus.Metric
 	add := func(m prometheus.Metric) { out = append(out, m) }
 	counts := map[[2]string]int{}
@@ -157,7 +146,5 @@ func (a *Analyzer) reportMetrics(r *Report) []prometheus.Metric {
 	for resource, n := range r.Objects {
 		add(prometheus.MustNewConstMetric(descObjects, prometheus.GaugeValue, float64(n), resource))
 	}
-	out = appendSeries(out, r, a.opts.MaxFindingSeries)
-	a.rendered.Store(&renderedReport{report: r, metrics: out})
-	return out
+	return appendSeries(out, r, a.opts.MaxFindingSeries)
 }
