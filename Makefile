@@ -31,7 +31,7 @@ FULL_BUILD = CGO_ENABLED=0 $(GO) build -tags $(FULL_TAGS) -trimpath
 IMAGE_BUILD = GOOS=linux GOARCH=amd64 $(AGENT_BUILD) -o $(BIN)/nodeagent-linux-amd64 ./cmd/nodeagent && \
 	GOOS=linux GOARCH=amd64 $(FULL_BUILD) -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-full-linux-amd64 ./cmd/nodeagent
 # The image's platforms (make push, make release): both builds for each.
-IMAGE_PLATFORMS := linux/amd64 linux/arm64
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 # e2e tests start real processes; give them room on a two-core machine.
 E2E_TIMEOUT ?= 30m
 
@@ -117,22 +117,27 @@ image: ## Write the container image as a tarball, without Docker: _output/nodeag
 
 # make push REGISTRY=registry.example/team: the multi-architecture image
 # (IMAGE_PLATFORMS, each with its agent-only and its full build) and the
-# Helm chart (running that image by default), sent to a
-# registry without Docker (credentials from ~/.docker/config.json, as
-# `docker login`, `crane auth login` or `helm registry login` write them);
+# Helm chart (running that image by default), sent to a registry without
+# Docker; then a kustomization per overlay in _output/deploy that runs the
+# image pushed, and the commands that install it (hack/release/
+# install-commands.sh). One login serves both pushes: the image's
+# credentials come from $$DOCKER_CONFIG/config.json (~/.docker/config.json),
+# and helm is given the same file (`docker login`, `crane auth login` or
+# `helm registry login --registry-config ~/.docker/config.json` write it).
 # localhost registries are spoken to over plain HTTP.
-push: helm ## Push the multi-arch image to REGISTRY/nodeagent:<version> and the chart to oci://REGISTRY/charts/nodeagent, without Docker; prints the install commands.
+REGISTRY_CONFIG = $(or $(DOCKER_CONFIG),$(HOME)/.docker)/config.json
+push: helm ## Push the multi-arch image to REGISTRY/nodeagent:<version> and the chart to oci://REGISTRY/charts/nodeagent, without Docker; writes kustomizations for it in _output/deploy and prints the install commands.
 	@if [ -z "$(REGISTRY)" ]; then \
 		echo "make push: say where, e.g. make push REGISTRY=registry.example/team (pushes registry.example/team/nodeagent:$(VERSION) and oci://registry.example/team/charts/nodeagent)"; exit 2; fi
 	@for p in $(IMAGE_PLATFORMS); do echo "building the agent and the full build for $$p"; \
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(AGENT_BUILD) -o $(BIN)/nodeagent-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; \
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(FULL_BUILD) -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-full-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; done
-	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(BIN))/nodeagent-$(subst /,-,$(p)) --full $(p)=$(abspath $(BIN))/nodeagent-full-$(subst /,-,$(p))) \
-		--push $(REGISTRY)/nodeagent:$(VERSION) --version $(VERSION) --revision $(COMMIT)
-	rm -rf $(OUTPUT)/chart && hack/release/package-chart.sh $(BIN)/helm $(REGISTRY)/nodeagent $(VERSION) $(OUTPUT)/chart
-	$(BIN)/helm push $(OUTPUT)/chart/nodeagent-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts \
-		$(if $(filter localhost:% 127.0.0.1:%,$(REGISTRY)),--plain-http)
-	@hack/release/install-commands.sh "$(REGISTRY)" "$(VERSION)" "$(CHART_VERSION)" "$(COMMIT)"
+	@pushed=$$(cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(BIN))/nodeagent-$(subst /,-,$(p)) --full $(p)=$(abspath $(BIN))/nodeagent-full-$(subst /,-,$(p))) \
+		--push $(REGISTRY)/nodeagent:$(VERSION) --version $(VERSION) --revision $(COMMIT)) || exit 1; echo "$$pushed"; \
+	rm -rf $(OUTPUT)/chart && hack/release/package-chart.sh $(BIN)/helm $(REGISTRY)/nodeagent $(VERSION) $(OUTPUT)/chart && \
+	$(BIN)/helm push $(OUTPUT)/chart/nodeagent-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts --registry-config $(REGISTRY_CONFIG) \
+		$(if $(filter localhost:% 127.0.0.1:%,$(REGISTRY)),--plain-http) && \
+	rm -rf $(OUTPUT)/deploy && hack/release/install-commands.sh "$(REGISTRY)" "$(VERSION)" "$(CHART_VERSION)" "$(IMAGE_PLATFORMS)" "$${pushed##*@}" $(OUTPUT)
 
 release-tools: $(BIN)/goreleaser $(BIN)/cyclonedx-gomod $(BIN)/krew ## Build the pinned GoReleaser, cyclonedx-gomod and krew into _output/bin (make release, make release-check).
 

@@ -24,9 +24,9 @@
 #                update delays against what the containers hold, and analyze
 #                always on (the chart's, alone) serving them as series, with
 #                deploy/prometheus's alerts firing on a real Prometheus;
-#   6. install   make push to a local registry on the kind network, then the
-#                README's install commands, as written, with Helm and
-#                kustomize (TestInstallFromREADME).
+#   6. install   the README's commands for a checkout, as written, on a clone
+#                of this one: build, analyze, make push to a local registry on
+#                the kind network, Helm, kubectl (TestInstallFromREADME).
 #
 # The cluster, and dockerd if this script started it, are removed on success,
 # failure and Ctrl-C (KEEP_CLUSTER=1 keeps the cluster). Exit code 3 means

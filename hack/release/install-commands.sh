@@ -1,29 +1,48 @@
 #!/usr/bin/env bash
-# install-commands.sh REGISTRY VERSION CHART_VERSION COMMIT: after make
-# push, the README's install commands for exactly what it pushed (the
-# kustomize base at the release's tag, or at the commit between releases).
+# install-commands.sh REGISTRY VERSION CHART_VERSION PLATFORMS DIGEST OUTPUT:
+# after make push, a kustomization for each deployable part of deploy/ that
+# runs exactly the image pushed (OUTPUT/deploy/<part>/kustomization.yaml:
+# this checkout's overlay, the image by tag and digest), and the commands
+# that install what was pushed, printed. Every command printed works from
+# the checkout's root as it is; docs/deploy.md quotes this output for an
+# example registry (make docs), and make e2e-kind runs the README's, which
+# are these.
 set -euo pipefail
-registry=$1 version=$2 chart_version=$3 commit=$4
-ref=$commit
-[[ ! "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || ref=$version
+registry=$1 version=$2 chart_version=$3 platforms=$4 digest=$5 output=$6
+root=$(cd "$(dirname "$0")/../.." && pwd)
+
+parts=(overlays/before overlays/after overlays/watch overlays/csi analyze-serve)
+for part in "${parts[@]}"; do
+  dir="$output/deploy/${part#overlays/}"
+  mkdir -p "$dir"
+  resource=$(realpath --relative-to="$dir" "$root/deploy/$part")
+  cat >"$dir/kustomization.yaml" <<YAML
+# Written by make push: deploy/$part of this checkout, running the image it
+# pushed. kubectl apply -k $dir
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $resource
+images:
+- name: ghcr.io/nodeagent-io/nodeagent
+  newName: $registry/nodeagent
+  newTag: $version
+  digest: $digest
+YAML
+done
+
 plain_http=""
 case "$registry" in localhost:* | 127.0.0.1:*) plain_http=" --plain-http" ;; esac
+relative_output=$(realpath --relative-to="$root" -m "$output")
 cat <<MSG
 
-Pushed $registry/nodeagent:$version (linux/amd64, linux/arm64) and oci://$registry/charts/nodeagent $chart_version.
-Install it with Helm:
+Pushed $registry/nodeagent:$version ($platforms) and oci://$registry/charts/nodeagent $chart_version.
+Install them with Helm, from the registry or from the chart's copy in $relative_output/chart:
 
   helm install nodeagent oci://$registry/charts/nodeagent --version $chart_version$plain_http -n nodeagent --create-namespace --set mode=after
+  helm install nodeagent $relative_output/chart/nodeagent-$chart_version.tgz -n nodeagent --create-namespace --set mode=after
 
-or with kustomize, in a directory of your own:
+or with kubectl, from the kustomizations written in $relative_output/deploy (before, after, watch, csi, analyze-serve):
 
-  mkdir nodeagent && cat > nodeagent/kustomization.yaml <<YAML
-  resources:
-  - https://github.com/nodeagent-io/nodeagent//deploy/overlays/after?ref=$ref
-  images:
-  - name: ghcr.io/nodeagent-io/nodeagent
-    newName: $registry/nodeagent
-    newTag: $version
-  YAML
-  kubectl apply -k nodeagent
+  kubectl apply -k $relative_output/deploy/after
 MSG

@@ -65,8 +65,8 @@ func TestReliabilityRowsRender(t *testing.T) {
 	}
 }
 
-// A compare run's latency and resources render as Markdown tables of its
-// phases, and a table run as the table its test wrote.
+// A compare run's latency, resources and summary render as Markdown
+// tables of its phases, and a table run as the table its test wrote.
 func TestCompareTablesAndTableRunsRender(t *testing.T) {
 	records := map[string]*Record{
 		"idle": {Name: "idle", Command: "make idle", Kind: "compare", Report: json.RawMessage(`{"scenario":{"nodes":1},"phases":[
@@ -75,7 +75,7 @@ func TestCompareTablesAndTableRunsRender(t *testing.T) {
 		"busy": {Name: "busy", Command: "make e2e", Kind: "table", Report: json.RawMessage(`{"header":["","nodeagent","kubelet v1.36"],"rows":[["GETs","1,000","996"]]}`)},
 	}
 	page := "<!-- run idle run --><!-- /run --><!-- run busy run --><!-- /run -->\n" +
-		"<!-- run idle resources --><!-- /run -->\n<!-- run idle latency --><!-- /run -->\n<!-- run busy rows --><!-- /run -->\n" +
+		"<!-- run idle resources --><!-- /run -->\n<!-- run idle summary --><!-- /run -->\n<!-- run idle latency --><!-- /run -->\n<!-- run busy rows --><!-- /run -->\n" +
 		"nodeagent sent <!-- run busy value %s rows/0/1 --><!-- /run --> GETs.\n"
 	got, problems := Render("page.md", page, records)
 	if len(problems) > 0 {
@@ -83,6 +83,7 @@ func TestCompareTablesAndTableRunsRender(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| `watch` | 1.5 millicores | 28.0 / 30.0 MiB | 0.00 |\n",
+		"| mode | apiserver GET/s | etcd get/s | model GET/s | measured/model |\n|---|---|---|---|---|\n| watch | 0.00 | 0.00 | 0.00 | - |\n",
 		"| watch | 750 | 15000 | 7 ms | 55 ms | 132 ms | 37.8 s | 83.5 s | 91.2 s | 0 | 9 ms |\n",
 		"| GETs | 1,000 | 996 |\n<!-- /run -->",
 		"sent <!-- run busy value %s rows/0/1 -->1,000<!-- /run --> GETs",

@@ -22,6 +22,8 @@ import (
 //     Markdown table;
 //   - resources: a compare run's CPU, memory and GET/s per mode, as a
 //     Markdown table (results.Report.ResourceTable);
+//   - summary: a compare run's GET/s at the apiserver and etcd per mode
+//     against the model's, as a Markdown table (results.Report.SummaryTable);
 //   - value FORMAT PATH: one figure of the report (Record.Value), written
 //     with a Go format verb such as %.2f, or a cell of a table run's
 //     table, rows/ROW/COLUMN, written with %s;
@@ -44,13 +46,16 @@ func render(r *Record, what string, args []string) (string, error) {
 		return runLine(r), nil
 	case "table":
 		return table(r)
-	case "latency", "resources":
+	case "latency", "resources", "summary":
 		run, err := compareReport(r, what)
 		if err != nil {
 			return "", err
 		}
-		if what == "latency" {
+		switch what {
+		case "latency":
 			return "\n" + run.LatencyTable().Markdown(), nil
+		case "summary":
+			return "\n" + run.SummaryTable().Markdown(), nil
 		}
 		return "\n" + run.ResourceTable().Markdown(), nil
 	case "value":
@@ -84,7 +89,7 @@ func render(r *Record, what string, args []string) (string, error) {
 		}
 		return stagesLine(r, args[0], args[1:])
 	}
-	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, value, ratio, duration, stages, rows, bench or report", what)
+	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, summary, value, ratio, duration, stages, rows, bench or report", what)
 }
 
 // runLine names the run: what to run, on what code, where and when.

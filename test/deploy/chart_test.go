@@ -80,7 +80,7 @@ func parse(t *testing.T, manifest []byte) []object {
 func helmTemplate(t *testing.T, args ...string) []object {
 	t.Helper()
 	return render(t, tool(t, "HELM_BIN", "helm"), append([]string{"template", "nodeagent", "deploy/helm/nodeagent",
-		"--namespace", "nodeagent", "--set", "image.tag=latest"}, args...)...)
+		"--namespace", "nodeagent", "--set", "image.tag=" + pinnedTag}, args...)...)
 }
 
 // helmOnlyLabels are the labels a chart adds by convention and kustomize's
@@ -180,7 +180,7 @@ func TestChartEqualsOverlays(t *testing.T) {
 			}
 			overlay := map[string]object{}
 			for _, dir := range tc.kustomizes {
-				for _, o := range render(t, kustomize, "build", dir) {
+				for _, o := range render(t, kustomize, "build", pinImage(t, dir)) {
 					if o["kind"] != "Namespace" {
 						overlay[key(o)] = o
 					}
@@ -307,7 +307,7 @@ func TestChartAnalyzeValues(t *testing.T) {
 	for what, pair := range map[string][2]interface{}{
 		"command":         {fmt.Sprint(container["command"]), "[/nodeagent-full]"},
 		"args":            {fmt.Sprint(container["args"]), "[analyze --serve=0.0.0.0:9200 --events --max-finding-series=50]"},
-		"image":           {container["image"], "ghcr.io/nodeagent-io/nodeagent:latest"},
+		"image":           {container["image"], "ghcr.io/nodeagent-io/nodeagent:" + pinnedTag},
 		"port":            {lookup(container["ports"].([]interface{})[0], "containerPort"), float64(9200)},
 		"scrape port":     {lookup(deployment, "spec", "template", "metadata", "annotations", "prometheus.io/port"), "9200"},
 		"memory limit":    {lookup(container, "resources", "limits", "memory"), "4Gi"},

@@ -25,59 +25,77 @@ import (
 // what every node's containerd maps localhost:<port> to.
 const registryPort = "5001"
 
-// TestInstallFromREADME installs nodeagent the way the README's Install
-// section says, on the kind cluster: `make push` to a registry on the kind
-// network (kind's documented local registry, its image built here), then
-// the README's Helm block and its kustomize block, read from README.md
-// with only the addresses changed (the registry's for ghcr.io's, a local
-// path for the repository's URL, the version pushed for the README's).
-// After each, every node's agent runs exactly the pushed image; the git
-// tree is as it was. It replaces the agents make e2e-kind deployed for the
-// other tests, so make e2e-kind runs it last and alone.
+// TestInstallFromREADME runs the README's commands for a checkout as they
+// are written, in order, as a reader would: the blocks of "Is my cluster
+// affected?" (clone, build, analyze) and of "Install from a checkout"
+// (make push, then Helm, then kubectl), with the environment the README
+// asks for (REGISTRY, a registry on the kind network: kind's documented
+// local registry, its image built here) and what this machine lacks
+// supplied around them, never in them: git redirects the README's
+// repository URL to this checkout (so the clone is of its HEAD, not of
+// uncommitted changes), IMAGE_PLATFORMS=linux/amd64 spares the arm64
+// builds the kind nodes would not run (make release-check checks the
+// index of both), and kubectl and helm are on PATH. After the Helm block
+// and after the kubectl block, every node's agent runs exactly the image
+// pushed; the clone's git tree is as it was. It replaces the agents make
+// e2e-kind deployed for the other tests, so make e2e-kind runs it last and
+// alone.
 func TestInstallFromREADME(t *testing.T) {
 	ctx := context.Background()
 	root := repoRoot(t)
 	registry := startRegistry(t)
-	gitBefore := gitStatus(t, root)
-	version := strings.TrimSpace(string(mustOutput(t, exec.Command(filepath.Join(root, "hack/release/version.sh")))))
-	// The kind nodes are amd64: one platform's builds, not the index of
-	// two that make release's test (release-check) checks.
-	push := exec.Command("make", "push", "REGISTRY="+registry, "IMAGE_PLATFORMS=linux/amd64")
-	push.Dir = root
-	out := mustOutput(t, push)
-	digest := regexp.MustCompile(`Pushed \S+@(sha256:[0-9a-f]{64})`).FindStringSubmatch(string(out))
-	if digest == nil {
-		t.Fatalf("make push printed no digest:\n%s", out)
-	}
-	helmBlock, kustomizeBlock := readmeInstallBlocks(t, root)
-	shell := installShell(t, root)
+	blocks := readmeCheckoutBlocks(t, root)
+	shell := installShell(t, root, registry)
 
 	// The README's commands install into the namespace make e2e-kind
 	// deployed to: that deployment goes first.
 	deleteDeployment(t)
-	run := func(block string) {
-		t.Helper()
-		script := substituteAddresses(block, registry, version, root, shell.Dir)
-		t.Logf("running:\n%s", script)
-		shell.run(t, script)
+	var digest, version, gitBefore string
+	for _, block := range blocks {
+		t.Logf("running in %s:\n%s", shell.Dir, block)
+		out := shell.run(t, block)
+		switch {
+		case strings.HasPrefix(block, "git clone "):
+			// The reader is now in the clone, as the block's cd leaves
+			// them.
+			shell.Dir = filepath.Join(shell.Dir, "nodeagent")
+			version = strings.TrimSpace(string(mustOutput(t, exec.Command(filepath.Join(shell.Dir, "hack/release/version.sh")))))
+			gitBefore = gitStatus(t, shell.Dir)
+			if !strings.Contains(out, "Kubelet behaviours: ") {
+				t.Errorf("the clone's analyze printed no report:\n%s", out)
+			}
+		case strings.HasPrefix(block, "make push "):
+			match := regexp.MustCompile(`Pushed \S+@(sha256:[0-9a-f]{64})`).FindStringSubmatch(out)
+			if match == nil {
+				t.Fatalf("make push printed no digest:\n%s", out)
+			}
+			digest = match[1]
+		case strings.HasPrefix(block, "helm install "):
+			waitAgentsPulled(t, registry+"/nodeagent:"+version, registry+"/nodeagent:"+version, digest)
+			shell.run(t, "helm uninstall nodeagent -n nodeagent --wait")
+			eventually(t, 2*time.Minute, "the Helm release's agents gone", func() string {
+				pods, err := clientset.CoreV1().Pods("nodeagent").List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return err.Error()
+				}
+				if len(pods.Items) > 0 {
+					return fmt.Sprintf("%d pods left", len(pods.Items))
+				}
+				return ""
+			})
+		case strings.HasPrefix(block, "kubectl apply -k "):
+			// make push's kustomization pins the image by digest too.
+			image := registry + "/nodeagent:" + version
+			waitAgentsPulled(t, image, image+"@"+digest, digest)
+		default:
+			t.Fatalf("the README's block %q is one this test does not know how to check: teach it", block)
+		}
 	}
-	run(helmBlock + " --plain-http")
-	waitAgentsPulled(t, registry+"/nodeagent:"+version, digest[1])
-	shell.run(t, "helm uninstall nodeagent -n nodeagent --wait")
-	eventually(t, 2*time.Minute, "the Helm release's agents gone", func() string {
-		pods, err := clientset.CoreV1().Pods("nodeagent").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if len(pods.Items) > 0 {
-			return fmt.Sprintf("%d pods left", len(pods.Items))
-		}
-		return ""
-	})
-	run(kustomizeBlock)
-	waitAgentsPulled(t, registry+"/nodeagent:"+version, digest[1])
-	if after := gitStatus(t, root); after != gitBefore {
-		t.Errorf("the install changed the git tree:\nbefore:\n%s\nafter:\n%s", gitBefore, after)
+	if digest == "" {
+		t.Fatal("the README's blocks ran no make push")
+	}
+	if after := gitStatus(t, shell.Dir); after != gitBefore {
+		t.Errorf("the install changed the clone's git tree:\nbefore:\n%s\nafter:\n%s", gitBefore, after)
 	}
 }
 
@@ -117,59 +135,43 @@ func startRegistry(t *testing.T) string {
 	return address
 }
 
-// readmeInstallBlocks are the README's Install section's Helm and
-// kustomize blocks, as written.
-func readmeInstallBlocks(t *testing.T, root string) (helm, kustomize string) {
+// readmeCheckoutBlocks are the README's shell blocks for a checkout, as
+// written, in order: those of "Is my cluster affected?" and "Install from
+// a checkout".
+func readmeCheckoutBlocks(t *testing.T, root string) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(data)
-	start := strings.Index(section, "\n## Install\n")
-	if start < 0 {
-		t.Fatal("README.md has no ## Install section")
-	}
-	section = section[start+1:]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
-	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
-		switch body := strings.TrimSpace(block[1]); {
-		case strings.HasPrefix(body, "helm install "):
-			helm = body
-		case strings.Contains(body, "kubectl apply -k"):
-			kustomize = body
+	var blocks []string
+	for _, heading := range []string{"## Is my cluster affected?", "## Install from a checkout"} {
+		section := string(data)
+		start := strings.Index(section, "\n"+heading+"\n")
+		if start < 0 {
+			t.Fatalf("README.md has no %q section", heading)
+		}
+		section = section[start+1:]
+		if end := strings.Index(section[len(heading):], "\n## "); end >= 0 {
+			section = section[:len(heading)+end]
+		}
+		for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
+			blocks = append(blocks, strings.TrimSpace(block[1]))
 		}
 	}
-	if helm == "" || kustomize == "" {
-		t.Fatalf("README.md's Install section lacks a helm install block or a kubectl apply -k block:\n%s", section)
-	}
-	return helm, kustomize
+	return blocks
 }
 
-// substituteAddresses changes only where the README's commands point: the
-// published registry to the local one, the repository's URL to this
-// checkout (relative to dir, as kustomize wants), the README's release to
-// the version pushed.
-func substituteAddresses(block, registry, version, root, dir string) string {
-	block = strings.ReplaceAll(block, "oci://ghcr.io/nodeagent-io/", "oci://"+registry+"/")
-	block = strings.ReplaceAll(block, "newName: ghcr.io/nodeagent-io/", "newName: "+registry+"/")
-	repository := regexp.MustCompile(`https://github\.com/nodeagent-io/nodeagent//(\S+)\?ref=\S+`)
-	block = repository.ReplaceAllStringFunc(block, func(url string) string {
-		path := repository.FindStringSubmatch(url)[1]
-		rel, _ := filepath.Rel(filepath.Join(dir, "nodeagent"), filepath.Join(root, path))
-		return rel
-	})
-	block = strings.ReplaceAll(block, "--version 0.1.0", "--version "+strings.TrimPrefix(version, "v"))
-	return strings.ReplaceAll(block, "v0.1.0", version)
+// shellEnv runs the README's blocks, starting in an empty directory, with
+// helm and kubectl on PATH, the kind cluster as the current context,
+// REGISTRY set as the README asks, and the README's repository URL
+// redirected to this checkout.
+type shellEnv struct {
+	Dir string
+	env []string
 }
 
-// shellEnv runs the README's blocks in an empty directory with helm and
-// kubectl on PATH and the kind cluster as the current context.
-type shellEnv struct{ Dir, path string }
-
-func installShell(t *testing.T, root string) shellEnv {
+func installShell(t *testing.T, root, registry string) *shellEnv {
 	t.Helper()
 	bin := t.TempDir()
 	// kubectl as the nodes have it, so that this machine needs none.
@@ -177,19 +179,25 @@ func installShell(t *testing.T, root string) shellEnv {
 	if err := os.Symlink(os.Getenv("NODEAGENT_HELM_BIN"), filepath.Join(bin, "helm")); err != nil {
 		t.Fatal(err)
 	}
-	return shellEnv{Dir: t.TempDir(), path: bin + ":" + os.Getenv("PATH")}
+	return &shellEnv{Dir: t.TempDir(), env: append(os.Environ(),
+		"PATH="+bin+":"+os.Getenv("PATH"), "KUBECONFIG="+kubeconfigPath,
+		"REGISTRY="+registry, "IMAGE_PLATFORMS=linux/amd64",
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=url."+root+".insteadOf",
+		"GIT_CONFIG_VALUE_0=https://github.com/nodeagent-io/nodeagent")}
 }
 
-func (s shellEnv) run(t *testing.T, script string) {
+// run runs script in bash, failing the test when it fails; its output.
+func (s *shellEnv) run(t *testing.T, script string) string {
 	t.Helper()
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = s.Dir
-	cmd.Env = append(os.Environ(), "PATH="+s.path, "KUBECONFIG="+kubeconfigPath)
+	cmd.Env = s.env
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	return string(out)
 }
 
 // deleteDeployment removes what make e2e-kind deployed: the namespace and
@@ -217,12 +225,12 @@ func deleteDeployment(t *testing.T) {
 }
 
 // waitAgentsPulled waits until namespace nodeagent's DaemonSet has a ready
-// agent on every node, each running image, and then requires that every
+// agent on every node, each naming spec (image, or image@digest), and then requires that every
 // node's containerd pulled image as the index digest pushed (its repository
 // digests say so) and that the agent's container runs that image's content
 // (containerd may name it after an earlier import of the same content, so
 // the image ID is compared, not the name), reporting the image's version.
-func waitAgentsPulled(t *testing.T, image, digest string) {
+func waitAgentsPulled(t *testing.T, image, spec, digest string) {
 	t.Helper()
 	ctx := context.Background()
 	nodes := clusterNodes(t)
@@ -237,7 +245,7 @@ func waitAgentsPulled(t *testing.T, image, digest string) {
 			if p.DeletionTimestamp != nil || len(p.Status.ContainerStatuses) == 0 {
 				continue
 			}
-			if p.Spec.Containers[0].Image != image {
+			if p.Spec.Containers[0].Image != spec {
 				return fmt.Sprintf("%s runs %s", p.Name, p.Spec.Containers[0].Image)
 			}
 			if p.Status.ContainerStatuses[0].Ready && p.Status.Phase == corev1.PodRunning {
