@@ -35,6 +35,8 @@ IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 # e2e tests start real processes; give them room on a two-core machine.
 E2E_TIMEOUT ?= 30m
 
+comma := ,
+space := $(empty) $(empty)
 KUSTOMIZE_VERSION := v5.8.2
 HELM_VERSION := v4.3.1
 # Prometheus 3.16's module; its service discoveries other than static and
@@ -151,21 +153,43 @@ $(BIN)/cyclonedx-gomod:
 	GOBIN=$(abspath $(BIN)) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
 
 # make release: what a release publishes, into _output/release, without
-# Docker or any network but the module proxy (docs/install.md).
+# Docker or any network but the module proxy (docs/install.md). GoReleaser
+# runs in snapshot mode on a tag too: it publishes nothing, and the version
+# is hack/release/version.sh's; publishing is docs/install.md's steps.
+# RELEASE_GOOS=linux leaves darwin's archives out (make test's
+# release-check: the darwin builds are make release's to prove).
+RELEASE_GOOS ?= linux darwin
 release: release-tools helm ## Archives for linux and darwin on amd64 and arm64, checksums, SBOMs, the krew manifest, the chart and the multi-arch image as an OCI layout, into _output/release.
+	@grep -q '^  goos: \[linux, darwin\]$$' .goreleaser.yaml || { echo "make release: .goreleaser.yaml has no line '  goos: [linux, darwin]' for RELEASE_GOOS to replace"; exit 1; }
+	mkdir -p $(OUTPUT) && sed 's/^  goos: \[linux, darwin\]$$/  goos: [$(subst $(space),$(comma) ,$(strip $(RELEASE_GOOS)))]/' .goreleaser.yaml >$(OUTPUT)/goreleaser.yaml
 	RELEASE_VERSION=$(VERSION) RELEASE_COMMIT=$(COMMIT) RELEASE_COMMIT_TIME=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
 		RELEASE_URL=$(RELEASE_URL) PATH=$(abspath $(BIN)):$$PATH \
-		$(BIN)/goreleaser release --snapshot --clean
+		$(BIN)/goreleaser release --snapshot --clean --config $(OUTPUT)/goreleaser.yaml
+	mv $(RELEASE)/krew/nodeagent.yaml $(RELEASE)/nodeagent.yaml && rmdir $(RELEASE)/krew
 	hack/release/package-chart.sh $(BIN)/helm ghcr.io/nodeagent-io/nodeagent $(VERSION) $(RELEASE)
 	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(RELEASE))/nodeagent-agent-$(subst /,-,$(p)) \
-		--full $(p)=$$(echo $(abspath $(RELEASE))/nodeagent_$(subst /,_,$(p))_*/nodeagent)) \
+		--full $(p)=$$(echo $(abspath $(RELEASE))/nodeagent_$(VERSION)_$(subst /,_,$(p))_*/nodeagent)) \
 		--oci-layout $(abspath $(RELEASE))/image --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(RELEASE): nodeagent $(VERSION)"
 
-# The release's own tests: archives, checksums, the krew manifest installed
-# by krew, the chart and the image index (test/release).
-release-check: release ## Build the release and test it: archives, checksums, SBOMs, krew install, the chart and the image index.
-	NODEAGENT_RELEASE_DIR=$(abspath $(RELEASE)) NODEAGENT_RELEASE_VERSION=$(VERSION) HELM_BIN=$(abspath $(BIN))/helm KREW_BIN=$(abspath $(BIN))/krew \
+# make release-check: the release of a throwaway clone of this checkout
+# (its uncommitted changes to tracked files included, through git stash
+# create; untracked files are not), tagged RELEASE_CHECK_TAG there, as a
+# maintainer's `git tag vX.Y.Z && make release` makes it, in
+# _output/release-check/_output/release; then the release's own tests
+# (test/release): asset names, archives, checksums, the krew manifest's
+# URLs and its install by krew, the chart and the image index. This
+# checkout's tags are untouched.
+RELEASE_CHECK_TAG ?= v9.9.9
+RELEASE_CHECK := $(OUTPUT)/release-check
+release-check: release-tools helm ## Build the release of this checkout tagged RELEASE_CHECK_TAG (in a throwaway clone) and test it: asset names, archives, checksums, SBOMs, krew install, the chart and the image index.
+	rm -rf $(RELEASE_CHECK) && commit=$$(git stash create) && commit=$${commit:-$$(git rev-parse HEAD)} && \
+		git clone -q --shared . $(RELEASE_CHECK) && git -C $(RELEASE_CHECK) checkout -q --detach $$commit && \
+		git -C $(RELEASE_CHECK) tag $(RELEASE_CHECK_TAG)
+	$(MAKE) -C $(RELEASE_CHECK) release BIN=$(abspath $(BIN)) IMAGE_PLATFORMS="linux/amd64 linux/arm64" RELEASE_GOOS="$(RELEASE_GOOS)" \
+		RELEASE_URL=https://example.com/releases/$(RELEASE_CHECK_TAG)
+	NODEAGENT_RELEASE_DIR=$(abspath $(RELEASE_CHECK))/$(RELEASE) NODEAGENT_RELEASE_VERSION=$(RELEASE_CHECK_TAG) NODEAGENT_RELEASE_GOOS="$(RELEASE_GOOS)" \
+		NODEAGENT_RELEASE_URL=https://example.com/releases/$(RELEASE_CHECK_TAG) HELM_BIN=$(abspath $(BIN))/helm KREW_BIN=$(abspath $(BIN))/krew \
 		$(GO) test -tags release -count=1 ./test/release/
 
 vet: ## Run go vet over every module but the reference kubelets' (make verify checks those).
@@ -180,7 +204,7 @@ vet: ## Run go vet over every module but the reference kubelets' (make verify ch
 # staticcheck over every package of every module (hack/'s, and the
 # reference kubelets' two builds, included), the e2e tests' included; the
 # docs' links; the generated dashboard.
-verify: verify-core verify-refkubelet ## Check formatting (gofmt), go vet and staticcheck over every module, that the agent-only build links the core API group alone (and no generic typed client), the docs' relative links and anchors, and that docs/reference.md and the dashboard are what the code writes.
+verify: verify-core verify-refkubelet ## Check formatting (gofmt), go vet and staticcheck over every module, that the agent-only build links the core API group alone (and no generic typed client), the docs' relative links and anchors, their quotes of runs and of make push, no measured figure by hand and no overlay applied without an image (hack/docrules), and that docs/reference.md and the dashboard are what the code writes.
 
 # make test runs verify-refkubelet in the background while the e2e tests
 # run: it type-checks the kubelet twice, and the e2e tests leave cores idle.
@@ -203,12 +227,15 @@ verify-core: vet staticcheck ## make verify but the reference kubelets' module.
 	if [ -n "$$heavy" ]; then echo "the agent-only build links $$(echo $$heavy): every API group's types, server-side apply's, or text/template (which keeps every exported method); keep it on pkg/coreclient and gRPC on grpcnotrace (docs/performance.md)"; exit 1; fi
 	$(GO) run ./hack/doclinks $$(git ls-files '*.md' '*.yaml' '*.go' '*.json')
 	$(GO) run ./hack/docruns check $$(git ls-files '*.md')
+	$(GO) run ./hack/docrules $$(git ls-files '*.md' '*.sh' Makefile)
+	hack/release/quote-push.sh --check docs/deploy.md
 	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent
 	@cd hack/dashboard && $(GO) run . | diff -u $(abspath deploy/grafana/nodeagent.json) - >/dev/null || \
 		{ echo "deploy/grafana/nodeagent.json is not what hack/dashboard writes: run make dashboard"; exit 1; }
 
-docs: ## Write the docs' quotes of recorded runs (docs/runs/*.json) between their markers; make verify checks them.
+docs: ## Write the docs' quotes of recorded runs (docs/runs/*.json) and of make push's output between their markers; make verify checks them.
 	$(GO) run ./hack/docruns render $$(git ls-files '*.md')
+	hack/release/quote-push.sh docs/deploy.md
 
 reference: ## Write docs/reference.md (every command's flags, every metric) from the code.
 	$(GO) test -count=1 -run '^TestReferenceIsCurrent$$' ./cmd/nodeagent -update-reference
@@ -312,6 +339,9 @@ soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default
 # the e2e tests run (hack/stages.sh); verify-core and it are make verify.
 TEST_STAGES := controlplane bg:kind-prep refkubelet build kustomize helm bg:release-check promtool prometheus image verify-core unit fuzz deploy-check \
 	bg:verify-refkubelet e2e wait e2e-kind-if-possible
+# make test's release-check builds linux's archives alone: make release
+# builds darwin's, which share the code and the GoReleaser configuration.
+test: export RELEASE_GOOS = linux
 test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and, where the machine can, the kind e2e; prints each stage's time.
 	@hack/stages.sh "$(MAKE)" $(TEST_STAGES)
 

@@ -51,7 +51,7 @@ out=$(cd "$out" && pwd)
 exec 9>"$out/.build.lock"
 flock 9
 
-kube_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+kube_version=$(cd "$root/hack/controlplane" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 kind_version=$(cd "$here" && go list -m -f '{{.Version}}' sigs.k8s.io/kind)
 node_image="nodeagent.local/kind-node:$kube_version"
 debian_suite=bookworm
@@ -95,11 +95,15 @@ start=$(date +%s)
 stage "building etcd, kube-apiserver and kube-controller-manager (make controlplane)"
 "$root/hack/controlplane/build.sh" "$root/_output/bin"
 stage "building kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy $kube_version and kind $kind_version (about 10 minutes the first time)"
+# From the control plane's module, with its flags (cgo as the host has it,
+# as its kube-apiserver, which the node runs too, is built): the packages
+# they share with it and with the reference kubelet v1.37 (hack/refkubelet,
+# the same module versions) are compiled once for all three.
+for cmd in kubelet kubeadm kubectl kube-scheduler kube-proxy; do
+  (cd "$root/hack/controlplane" && go build -trimpath -ldflags "$ldflags" -o "$out/bin/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+done
 (
   cd "$here"
-  for cmd in kubelet kubeadm kubectl kube-scheduler kube-proxy; do
-    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/bin/$cmd" "k8s.io/kubernetes/cmd/$cmd"
-  done
   CGO_ENABLED=0 go build -trimpath -o "$out/bin/pause" ./pause
   CGO_ENABLED=0 go build -trimpath -o "$out/bin/capdrop-runc" ./capdrop-runc
   go build -trimpath -o "$out/bin/images" ./images

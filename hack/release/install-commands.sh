@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# install-commands.sh REGISTRY VERSION CHART_VERSION PLATFORMS DIGEST OUTPUT:
+# install-commands.sh REGISTRY VERSION CHART_VERSION PLATFORMS DIGEST OUTPUT [SHOWN]:
 # after make push, a kustomization for each deployable part of deploy/ that
 # runs exactly the image pushed (OUTPUT/deploy/<part>/kustomization.yaml:
 # this checkout's overlay, the image by tag and digest), and the commands
 # that install what was pushed, printed. Every command printed works from
 # the checkout's root as it is; docs/deploy.md quotes this output for an
 # example registry (make docs), and make e2e-kind runs the README's, which
-# are these.
+# are these. SHOWN is how the commands name OUTPUT (default: its path from
+# the checkout's root), for docs/deploy.md's quote, written elsewhere.
 set -euo pipefail
-registry=$1 version=$2 chart_version=$3 platforms=$4 digest=$5 output=$6
+registry=$1 version=$2 chart_version=$3 platforms=$4 digest=$5 output=$6 shown=${7:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
 parts=(overlays/before overlays/after overlays/watch overlays/csi analyze-serve)
@@ -18,7 +19,7 @@ for part in "${parts[@]}"; do
   resource=$(realpath --relative-to="$dir" "$root/deploy/$part")
   cat >"$dir/kustomization.yaml" <<YAML
 # Written by make push: deploy/$part of this checkout, running the image it
-# pushed. kubectl apply -k $dir
+# pushed. kubectl apply -k ${shown:-$output}/deploy/${part#overlays/}
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -33,7 +34,7 @@ done
 
 plain_http=""
 case "$registry" in localhost:* | 127.0.0.1:*) plain_http=" --plain-http" ;; esac
-relative_output=$(realpath --relative-to="$root" -m "$output")
+relative_output=${shown:-$(realpath --relative-to="$root" -m "$output")}
 cat <<MSG
 
 Pushed $registry/nodeagent:$version ($platforms) and oci://$registry/charts/nodeagent $chart_version.

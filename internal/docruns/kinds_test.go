@@ -72,11 +72,11 @@ func TestCompareTablesAndTableRunsRender(t *testing.T) {
 		"idle": {Name: "idle", Command: "make idle", Kind: "compare", Report: json.RawMessage(`{"scenario":{"nodes":1},"phases":[
 			{"mode":"watch","measured_seconds":300,"agent_cpu_seconds":0.45,"agent_peak_rss_bytes":31457280,"agent_rss_bytes":29360128,"apiserver_configmap_get_qps":0.004,
 			 "latency":{"updates":750,"samples":15000,"p50_seconds":0.007,"p99_seconds":0.055,"max_seconds":0.132,"model_p50_seconds":37.8,"model_p99_seconds":83.5,"bound_seconds":91.2,"unseen":0,"api_write_p99_seconds":0.009}}]}`)},
-		"busy": {Name: "busy", Command: "make e2e", Kind: "table", Report: json.RawMessage(`{"header":["","nodeagent","kubelet v1.36"],"rows":[["GETs","1,000","996"]]}`)},
+		"busy": {Name: "busy", Command: "make e2e", Took: "1m26s", Kind: "table", Report: json.RawMessage(`{"header":["","nodeagent","kubelet v1.36"],"rows":[["GETs","1,000","996"]]}`)},
 	}
 	page := "<!-- run idle run --><!-- /run --><!-- run busy run --><!-- /run -->\n" +
 		"<!-- run idle resources --><!-- /run -->\n<!-- run idle summary --><!-- /run -->\n<!-- run idle latency --><!-- /run -->\n<!-- run busy rows --><!-- /run -->\n" +
-		"nodeagent sent <!-- run busy value %s rows/0/1 --><!-- /run --> GETs.\n"
+		"nodeagent sent <!-- run busy value %s rows/0/1 --><!-- /run --> GETs in <!-- run busy took --><!-- /run -->.\n"
 	got, problems := Render("page.md", page, records)
 	if len(problems) > 0 {
 		t.Fatalf("problems: %v", problems)
@@ -86,7 +86,7 @@ func TestCompareTablesAndTableRunsRender(t *testing.T) {
 		"| mode | apiserver GET/s | etcd get/s | model GET/s | measured/model |\n|---|---|---|---|---|\n| watch | 0.00 | 0.00 | 0.00 | - |\n",
 		"| watch | 750 | 15000 | 7 ms | 55 ms | 132 ms | 37.8 s | 83.5 s | 91.2 s | 0 | 9 ms |\n",
 		"| GETs | 1,000 | 996 |\n<!-- /run -->",
-		"sent <!-- run busy value %s rows/0/1 -->1,000<!-- /run --> GETs",
+		"sent <!-- run busy value %s rows/0/1 -->1,000<!-- /run --> GETs in <!-- run busy took -->1m26s<!-- /run -->",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rendered:\n%s\nwant it to hold %q", got, want)

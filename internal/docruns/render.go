@@ -29,6 +29,8 @@ import (
 //     table, rows/ROW/COLUMN, written with %s;
 //   - ratio FORMAT PATH PATH: the first figure over the second;
 //   - duration PATH: a figure in seconds as "47 m 18 s";
+//   - took: how long the recorded command ran, as the record says it
+//     ("22m18s");
 //   - stages PATH [SKIP...]: a timings run's list of stages as a sentence,
 //     "controlplane 3 m 47 s, refkubelet 6 m 5 s", leaving out the stages
 //     named in SKIP;
@@ -62,6 +64,11 @@ func render(r *Record, what string, args []string) (string, error) {
 		return value(r, args)
 	case "ratio":
 		return ratio(r, args)
+	case "took":
+		if r.Took == "" {
+			return "", fmt.Errorf("run %s records no duration", r.Name)
+		}
+		return r.Took, nil
 	case "duration":
 		if len(args) != 1 {
 			return "", fmt.Errorf("duration wants a path, got %q", args)
@@ -89,7 +96,7 @@ func render(r *Record, what string, args []string) (string, error) {
 		}
 		return stagesLine(r, args[0], args[1:])
 	}
-	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, summary, value, ratio, duration, stages, rows, bench or report", what)
+	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, summary, value, ratio, took, duration, stages, rows, bench or report", what)
 }
 
 // runLine names the run: what to run, on what code, where and when.

@@ -255,8 +255,12 @@ func (r *runner) deleteObjects() {
 	timeout := time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*10*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := objects.Delete(ctx, r.admin, r.namespace); err != nil {
-		r.progress.Done("cleanup: %v (remove namespace %s and nodes labelled %s=%s by hand)", err, r.namespace, objects.RunLabel, r.namespace)
+	if err := objects.Delete(ctx, r.admin, r.namespace, r.simulatedNodes); err != nil {
+		leftovers := "namespace " + r.namespace
+		if r.simulatedNodes {
+			leftovers += fmt.Sprintf(" and nodes labelled %s=%s", objects.RunLabel, r.namespace)
+		}
+		r.progress.Done("cleanup: %v (remove %s by hand)", err, leftovers)
 	}
 }
 

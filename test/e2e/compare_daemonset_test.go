@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -27,13 +28,18 @@ import (
 // dsCluster is a control plane of its own with the real DaemonSet
 // controller, deploy/overlays/after applied, and a fake kubelet running
 // the agents of the DaemonSet's pods on two nodes. It is separate from the
-// package's control plane, where no controller may write.
+// package's control plane, where no controller may write. compare runs
+// there as a ServiceAccount bound to deploy/compare's roles alone, which
+// proves them enough.
 type dsCluster struct {
 	cp           *controlplane.ControlPlane
 	client       kubernetes.Interface
 	kubelet      *fakeKubelet
 	nodes        []string
 	originalArgs []string
+	// compareKubeconfig speaks as the ServiceAccount compare-runner,
+	// bound to deploy/compare's ClusterRole and Role.
+	compareKubeconfig string
 }
 
 // startDSCluster starts a cluster whose fake kubelet gives the agent pods
@@ -65,6 +71,7 @@ func startDSCluster(t *testing.T, podIP string, nodes ...string) *dsCluster {
 	}
 	kubeconfig, _ := serviceAccountClient(t, c)
 	ds.kubelet = startFakeKubelet(t, ds.client, "nodeagent", kubeconfig, podIP, nodes...)
+	ds.compareKubeconfig = compareRunner(t, c, ds.client)
 	ds.waitRestored(t)
 	return ds
 }
@@ -103,9 +110,33 @@ func (c *dsCluster) waitRestored(t *testing.T) {
 
 func (c *dsCluster) compare(t *testing.T, namespace, out string, extra ...string) *exec.Cmd {
 	return exec.Command(e2eutil.NodeagentBinary(t), append([]string{"compare",
-		"--kubeconfig=" + c.cp.KubeconfigPath, "--fleet=daemonset", // its default target: nodeagent/nodeagent
+		"--kubeconfig=" + c.compareKubeconfig, "--fleet=daemonset", // its default target: nodeagent/nodeagent
 		"--pods-per-node=5", "--sync-frequency=2s", "--sample-interval=5s",
 		"--namespace=" + namespace, "--output-dir=" + out}, extra...)...)
+}
+
+// compareRunner applies deploy/compare and binds its roles to a
+// ServiceAccount of their own, default/compare-runner; a kubeconfig of it.
+func compareRunner(t *testing.T, c *controlplane.ControlPlane, client kubernetes.Interface) string {
+	t.Helper()
+	ctx := context.Background()
+	applyManifests(t, c, kustomizeBuild(t, "compare"))
+	runner := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "compare-runner"}
+	if _, err := client.CoreV1().ServiceAccounts(runner.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: runner.Name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	meta := metav1.ObjectMeta{Name: "nodeagent-compare"}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, Subjects: []rbacv1.Subject{runner},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "nodeagent-compare"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	meta.Namespace = "nodeagent"
+	if _, err := client.RbacV1().RoleBindings("nodeagent").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, Subjects: []rbacv1.Subject{runner},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodeagent-compare"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path, _ := tokenKubeconfig(t, c, runner.Namespace, runner.Name)
+	return path
 }
 
 // checkCleanedUp says whether the run's pods and ConfigMaps are gone.

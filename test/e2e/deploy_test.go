@@ -127,7 +127,15 @@ func daemonSetOf(t *testing.T, objects []*unstructured.Unstructured) *appsv1.Dae
 // returns a kubeconfig and client that use only that token.
 func serviceAccountClient(t *testing.T, c *controlplane.ControlPlane) (string, kubernetes.Interface) {
 	t.Helper()
-	tr, err := kubernetes.NewForConfigOrDie(c.RESTConfig()).CoreV1().ServiceAccounts("nodeagent").CreateToken(context.Background(), "nodeagent",
+	path, cfg := tokenKubeconfig(t, c, "nodeagent", "nodeagent")
+	return path, kubernetes.NewForConfigOrDie(cfg)
+}
+
+// tokenKubeconfig is a kubeconfig, and its client config, that speaks to
+// c as ServiceAccount namespace/name, with a token minted for it.
+func tokenKubeconfig(t *testing.T, c *controlplane.ControlPlane, namespace, name string) (string, *rest.Config) {
+	t.Helper()
+	tr, err := kubernetes.NewForConfigOrDie(c.RESTConfig()).CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -136,14 +144,14 @@ func serviceAccountClient(t *testing.T, c *controlplane.ControlPlane) (string, k
 	cfg := &rest.Config{Host: admin.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAFile: admin.CAFile}}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: cfg.CAFile}
-	kc.AuthInfos["nodeagent"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "nodeagent"}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: name}
 	kc.CurrentContext = "c"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
-	return path, kubernetes.NewForConfigOrDie(cfg)
+	return path, cfg
 }
 
 // Each overlay, applied for real: the agent runs with the DaemonSet

@@ -59,7 +59,9 @@ func TestInstallFromREADME(t *testing.T) {
 			// The reader is now in the clone, as the block's cd leaves
 			// them.
 			shell.Dir = filepath.Join(shell.Dir, "nodeagent")
-			version = strings.TrimSpace(string(mustOutput(t, exec.Command(filepath.Join(shell.Dir, "hack/release/version.sh")))))
+			describe := exec.Command("hack/release/version.sh")
+			describe.Dir = shell.Dir
+			version = strings.TrimSpace(string(mustOutput(t, describe)))
 			gitBefore = gitStatus(t, shell.Dir)
 			if !strings.Contains(out, "Kubelet behaviours: ") {
 				t.Errorf("the clone's analyze printed no report:\n%s", out)

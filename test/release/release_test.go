@@ -4,7 +4,10 @@
 // a user receives it: the archives of four platforms, their checksums and
 // SBOMs, the krew manifest (installed by the pinned krew), the packaged Helm
 // chart and the multi-architecture image's OCI layout. `make release-check`
-// runs it, with NODEAGENT_RELEASE_DIR and NODEAGENT_RELEASE_VERSION set.
+// runs it on the release of a tagged throwaway clone, with
+// NODEAGENT_RELEASE_DIR, NODEAGENT_RELEASE_VERSION (the tag) and
+// NODEAGENT_RELEASE_URL (where the archives are said to be downloaded
+// from) set.
 package release
 
 import (
@@ -28,23 +31,71 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// platforms are the release's archives' platforms.
-var platforms = []struct{ os, arch string }{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
+// platforms are the release's archives' platforms: linux's and darwin's,
+// or those of the systems NODEAGENT_RELEASE_GOOS names (make test's
+// release-check builds linux's alone).
+var platforms []struct{ os, arch string }
 
-var releaseDir, version string
+var releaseDir, version, releaseURL string
 
 func TestMain(m *testing.M) {
-	releaseDir, version = os.Getenv("NODEAGENT_RELEASE_DIR"), os.Getenv("NODEAGENT_RELEASE_VERSION")
-	if releaseDir == "" || version == "" {
-		os.Stderr.WriteString("release: NODEAGENT_RELEASE_DIR and NODEAGENT_RELEASE_VERSION are not set; run make release-check\n")
+	releaseDir, version, releaseURL = os.Getenv("NODEAGENT_RELEASE_DIR"), os.Getenv("NODEAGENT_RELEASE_VERSION"), os.Getenv("NODEAGENT_RELEASE_URL")
+	if releaseDir == "" || version == "" || releaseURL == "" {
+		os.Stderr.WriteString("release: NODEAGENT_RELEASE_DIR, NODEAGENT_RELEASE_VERSION and NODEAGENT_RELEASE_URL are not set; run make release-check\n")
 		os.Exit(1)
+	}
+	for _, goos := range strings.Fields(os.Getenv("NODEAGENT_RELEASE_GOOS")) {
+		if goos != "linux" && goos != "darwin" {
+			os.Stderr.WriteString("release: NODEAGENT_RELEASE_GOOS names " + goos + "; a release is for linux and darwin\n")
+			os.Exit(1)
+		}
+		platforms = append(platforms, struct{ os, arch string }{goos, "amd64"}, struct{ os, arch string }{goos, "arm64"})
+	}
+	if len(platforms) == 0 {
+		platforms = []struct{ os, arch string }{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
 	}
 	os.Exit(m.Run())
 }
 
-// archiveName is a platform's archive, as .goreleaser.yaml names it.
+// archiveName is a platform's archive, as docs/install.md names it: the
+// tag as it is, v included.
 func archiveName(osName, arch string) string {
-	return "nodeagent_" + strings.TrimPrefix(version, "v") + "_" + osName + "_" + arch + ".tar.gz"
+	return "nodeagent_" + version + "_" + osName + "_" + arch + ".tar.gz"
+}
+
+// TestAssets: the release directory holds what docs/install.md says a
+// release publishes, by those names, and nothing else a maintainer would
+// have to sort out: per platform the archive and its SBOM, checksums.txt,
+// the krew manifest nodeagent.yaml, the chart, the image's layout; and the
+// agent-only builds and GoReleaser's own files the image was made from.
+func TestAssets(t *testing.T) {
+	want := map[string]bool{"checksums.txt": true, "nodeagent.yaml": true, "image": true,
+		"nodeagent-" + strings.TrimPrefix(version, "v") + ".tgz": true}
+	for _, p := range platforms {
+		want[archiveName(p.os, p.arch)] = true
+		want[strings.TrimSuffix(archiveName(p.os, p.arch), ".tar.gz")+".cdx.json"] = true
+	}
+	entries, err := os.ReadDir(releaseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		found[name] = true
+		// What the release is built from, not published: the image's
+		// agent-only builds, GoReleaser's build directories and records.
+		if want[name] || strings.HasPrefix(name, "nodeagent-agent-linux-") || e.IsDir() && strings.HasPrefix(name, "nodeagent_") ||
+			name == "artifacts.json" || name == "metadata.json" || name == "config.yaml" {
+			continue
+		}
+		t.Errorf("%s: in the release directory, not among the assets docs/install.md names", name)
+	}
+	for name := range want {
+		if !found[name] {
+			t.Errorf("%s: missing from the release directory", name)
+		}
+	}
 }
 
 // TestArchives: each archive holds the binary of its platform, LICENSE and
@@ -189,7 +240,7 @@ type krewManifest struct {
 // TestKrewManifest: the manifest names each archive, by URL, with its
 // sha256, for the platform it holds.
 func TestKrewManifest(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(releaseDir, "krew", "nodeagent.yaml"))
+	data, err := os.ReadFile(filepath.Join(releaseDir, "nodeagent.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +254,8 @@ func TestKrewManifest(t *testing.T) {
 	for _, p := range m.Spec.Platforms {
 		labels := p.Selector.MatchLabels
 		want := archiveName(labels["os"], labels["arch"])
-		if !strings.HasSuffix(p.URI, "/"+want) || p.Bin != "nodeagent" {
-			t.Errorf("%s/%s: uri %s, bin %s; want .../%s and nodeagent", labels["os"], labels["arch"], p.URI, p.Bin, want)
+		if p.URI != releaseURL+"/"+want || p.Bin != "nodeagent" {
+			t.Errorf("%s/%s: uri %s, bin %s; want %s/%s and nodeagent", labels["os"], labels["arch"], p.URI, p.Bin, releaseURL, want)
 			continue
 		}
 		if got := sha256File(t, filepath.Join(releaseDir, want)); got != p.Sha256 {
@@ -223,7 +274,7 @@ func TestKrewInstall(t *testing.T) {
 		t.Fatal("KREW_BIN is not set; make release-check builds krew and sets it")
 	}
 	root := t.TempDir()
-	cmd := exec.Command(krew, "install", "--manifest="+filepath.Join(releaseDir, "krew", "nodeagent.yaml"),
+	cmd := exec.Command(krew, "install", "--manifest="+filepath.Join(releaseDir, "nodeagent.yaml"),
 		"--archive="+filepath.Join(releaseDir, archiveName(runtime.GOOS, runtime.GOARCH)))
 	cmd.Env = append(os.Environ(), "KREW_ROOT="+root)
 	if out, err := cmd.CombinedOutput(); err != nil {

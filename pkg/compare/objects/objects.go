@@ -216,8 +216,9 @@ func runParallel(ctx context.Context, jobs []func() error, workers int, report f
 
 // Delete removes everything a comparison created: pods at once
 // (there is no kubelet to finish a graceful deletion), then ConfigMaps,
-// Nodes and the namespace.
-func Delete(ctx context.Context, client kubernetes.Interface, namespace string) error {
+// the Nodes where it created them (simulatedNodes; a run on real nodes
+// touches none, and needs no right to), and the namespace.
+func Delete(ctx context.Context, client kubernetes.Interface, namespace string, simulatedNodes bool) error {
 	zero := int64(0)
 	selector := metav1.ListOptions{LabelSelector: ownerLabel + "=" + ownerValue + "," + RunLabel + "=" + namespace}
 	var errs []error
@@ -227,8 +228,10 @@ func Delete(ctx context.Context, client kubernetes.Interface, namespace string) 
 	if err := client.CoreV1().ConfigMaps(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("deleting configmaps: %w", err))
 	}
-	if err := client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil && !apierrors.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("deleting nodes: %w", err))
+	if simulatedNodes {
+		if err := client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, selector); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting nodes: %w", err))
+		}
 	}
 	// The namespace stays only if a previous step failed, so that a
 	// re-run can still find what is left in it.
