@@ -168,7 +168,7 @@ release: release-tools helm ## Archives for linux and darwin on amd64 and arm64,
 	mv $(RELEASE)/krew/nodeagent.yaml $(RELEASE)/nodeagent.yaml && rmdir $(RELEASE)/krew
 	hack/release/package-chart.sh $(BIN)/helm ghcr.io/nodeagent-io/nodeagent $(VERSION) $(RELEASE)
 	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(RELEASE))/nodeagent-agent-$(subst /,-,$(p)) \
-		--full $(p)=$$(echo $(abspath $(RELEASE))/nodeagent_$(VERSION)_$(subst /,_,$(p))_*/nodeagent)) \
+		--full $(p)=$$(echo $(abspath $(RELEASE))/nodeagent_$(subst /,_,$(p))_*/nodeagent)) \
 		--oci-layout $(abspath $(RELEASE))/image --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(RELEASE): nodeagent $(VERSION)"
 
