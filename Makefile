@@ -59,7 +59,7 @@ CHART_VERSION = $(VERSION:v%=%)
 IMAGE       ?= nodeagent:$(VERSION)
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: release release-tools release-check analyze-scale footprint all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo demo-record docs clean help
+.PHONY: release release-tools release-check release-check-published analyze-scale footprint all build controlplane kind-prep verify-core verify-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-kind-if-possible vet demo demo-record docs clean help
 
 all: build
 
@@ -172,32 +172,36 @@ release: release-tools helm ## Archives for linux and darwin on amd64 and arm64,
 		--oci-layout $(abspath $(RELEASE))/image --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(RELEASE): nodeagent $(VERSION)"
 
-# make release-check: the release of a throwaway clone of this checkout
-# (its uncommitted changes to tracked files included, through git stash
-# create; untracked files are not), tagged RELEASE_CHECK_TAG there, as a
-# maintainer's `git tag vX.Y.Z && make release` makes it, in
-# _output/release-check/_output/release; then the release's own tests
-# (test/release): asset names, archives, checksums, the krew manifest's
-# URLs and its install by krew, the chart and the image index. This
-# checkout's tags are untouched.
+# make release-check: a release made, published and checked on this
+# machine, as docs/install.md says (hack/release/release-check.sh): a
+# throwaway clone of this checkout tagged RELEASE_CHECK_TAG, make release
+# there and the release's tests (test/release), then the assets and make
+# push published to a local stand-in for GitHub and the registry, and make
+# release-check-published on what it serves.
 RELEASE_CHECK_TAG ?= v9.9.9
-RELEASE_CHECK := $(OUTPUT)/release-check
-release-check: release-tools helm ## Build the release of this checkout tagged RELEASE_CHECK_TAG (in a throwaway clone) and test it: asset names, archives, checksums, SBOMs, krew install, the chart and the image index.
-	rm -rf $(RELEASE_CHECK) && commit=$$(git stash create) && commit=$${commit:-$$(git rev-parse HEAD)} && \
-		git clone -q --shared . $(RELEASE_CHECK) && git -C $(RELEASE_CHECK) checkout -q --detach $$commit && \
-		git -C $(RELEASE_CHECK) tag $(RELEASE_CHECK_TAG)
-	$(MAKE) -C $(RELEASE_CHECK) release BIN=$(abspath $(BIN)) IMAGE_PLATFORMS="linux/amd64 linux/arm64" RELEASE_GOOS="$(RELEASE_GOOS)" \
-		RELEASE_URL=https://example.com/releases/$(RELEASE_CHECK_TAG)
-	NODEAGENT_RELEASE_DIR=$(abspath $(RELEASE_CHECK))/$(RELEASE) NODEAGENT_RELEASE_VERSION=$(RELEASE_CHECK_TAG) NODEAGENT_RELEASE_GOOS="$(RELEASE_GOOS)" \
-		NODEAGENT_RELEASE_URL=https://example.com/releases/$(RELEASE_CHECK_TAG) HELM_BIN=$(abspath $(BIN))/helm KREW_BIN=$(abspath $(BIN))/krew \
-		$(GO) test -tags release -count=1 ./test/release/
+release-check: release-tools helm ## Make, publish (to a local stand-in) and test a release of this checkout tagged RELEASE_CHECK_TAG in a throwaway clone: asset names, archives, checksums, SBOMs, krew install, the chart and the image index.
+	BIN=$(abspath $(BIN)) RELEASE_GOOS="$(RELEASE_GOOS)" HELM_BIN=$(abspath $(BIN))/helm KREW_BIN=$(abspath $(BIN))/krew \
+		hack/release/release-check.sh $(RELEASE_CHECK_TAG)
+
+# make release-check-published VERSION=vX.Y.Z: what release vX.Y.Z
+# published, downloaded as a user gets it (hack/release/check-published.sh:
+# the assets from RELEASE_URL, the chart and the image index from
+# RELEASE_REGISTRY) into _output/published, and the release's tests run on
+# it.
+RELEASE_REGISTRY ?= ghcr.io/nodeagent-io
+PUBLISHED ?= $(OUTPUT)/published
+release-check-published: release-tools helm ## Download release VERSION as published (assets, chart, image) and run the release's tests on it.
+	hack/release/check-published.sh $(VERSION) $(RELEASE_URL) $(RELEASE_REGISTRY) $(abspath $(BIN))/helm $(abspath $(PUBLISHED))
+	NODEAGENT_RELEASE_DIR=$(abspath $(PUBLISHED)) NODEAGENT_RELEASE_VERSION=$(VERSION) NODEAGENT_RELEASE_URL=$(RELEASE_URL) \
+		NODEAGENT_RELEASE_GOOS="$(RELEASE_GOOS)" NODEAGENT_RELEASE_IMAGE=$(RELEASE_REGISTRY)/nodeagent \
+		HELM_BIN=$(abspath $(BIN))/helm KREW_BIN=$(abspath $(BIN))/krew $(GO) test -tags release -count=1 ./test/release/
 
 vet: ## Run go vet over every module but the reference kubelets' (make verify checks those).
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/... ./test/e2ekind/... ./test/deploy/...
 	$(GO) vet -tags release ./test/release/
 	cd hack/kind && $(GO) vet ./capdrop-runc ./images ./pause
-	cd hack/image && $(GO) vet .
+	cd hack/image && $(GO) vet . ./localpublish
 	cd hack/dashboard && $(GO) vet .
 
 # verify is what a change must pass before review: formatting, go vet and
@@ -219,7 +223,7 @@ verify-core: vet staticcheck ## make verify but the reference kubelets' module.
 	$(BIN)/staticcheck -tags release ./test/release/
 	$(BIN)/staticcheck -tags $(AGENT_TAGS) ./cmd/nodeagent
 	cd hack/kind && $(abspath $(BIN))/staticcheck ./capdrop-runc ./images ./pause
-	cd hack/image && $(abspath $(BIN))/staticcheck .
+	cd hack/image && $(abspath $(BIN))/staticcheck . ./localpublish
 	cd hack/dashboard && $(abspath $(BIN))/staticcheck .
 	@trace=$$($(GO) list -tags $(FULL_TAGS) -deps ./cmd/nodeagent | grep -x 'text/template'); \
 	if [ -n "$$trace" ]; then echo "the full build links text/template (which keeps every exported method of client-go's types): keep gRPC on grpcnotrace"; exit 1; fi

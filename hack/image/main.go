@@ -11,6 +11,7 @@
 //	go run . --binary PATH --full PATH --output FILE --tag nodeagent:dev --version v1.2.3 --revision SHA
 //	go run . --binary linux/amd64=PATH --full linux/amd64=PATH --binary linux/arm64=PATH --full linux/arm64=PATH --oci-layout DIR ...
 //	go run . --binary linux/amd64=PATH --full linux/amd64=PATH ... --push registry.example/nodeagent:v1.2.3 ...
+//	go run . --pull registry.example/nodeagent:v1.2.3 --oci-layout DIR --version v1.2.3
 //
 // Each --binary is one platform's agent-only build and each --full its
 // full build (a bare PATH is linux/amd64's); every platform has both. One
@@ -20,7 +21,10 @@
 // image layout directory, the index tagged with the version; --push sends
 // the image or index to a registry with the credentials of
 // ~/.docker/config.json (or $DOCKER_CONFIG) where it has some (plain HTTP
-// for localhost registries).
+// for localhost registries). --pull does the opposite of --push for a
+// published index: it writes it, as the registry serves it, into an OCI
+// layout tagged with --version, where make release-check-published tests
+// it as make release-check tests the release's own.
 package main
 
 import (
@@ -70,10 +74,22 @@ func main() {
 	output := flag.String("output", "", "image tarball to write (one platform)")
 	ociLayout := flag.String("oci-layout", "", "OCI image layout directory to write the image or index into")
 	push := flag.String("push", "", "push the image or index to this reference (registry/repository:tag)")
+	pull := flag.String("pull", "", "instead of building, pull the index at this reference into --oci-layout")
 	tag := flag.String("tag", "nodeagent:dev", "image reference recorded in the tarball")
 	version := flag.String("version", "dev", "version label")
 	revision := flag.String("revision", "unknown", "git commit label")
 	flag.Parse()
+	if *pull != "" {
+		if *ociLayout == "" || len(binaries) > 0 || *output != "" || *push != "" {
+			fmt.Fprintln(os.Stderr, "image: --pull writes into --oci-layout, and takes no --binary, --output or --push")
+			os.Exit(2)
+		}
+		if err := pullIndex(*pull, *ociLayout, *version); err != nil {
+			fmt.Fprintln(os.Stderr, "image:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	outputs := 0
 	for _, o := range []string{*output, *ociLayout, *push} {
 		if o != "" {
@@ -196,6 +212,20 @@ func writeLayout(img v1.Image, index v1.ImageIndex, dir, version string) error {
 		return p.AppendIndex(index, tagged)
 	}
 	return p.AppendImage(img, tagged)
+}
+
+// pullIndex writes the index at reference, as the registry serves it, into
+// an OCI layout at dir, tagged with version.
+func pullIndex(reference, dir, version string) error {
+	ref, err := name.NewTag(reference)
+	if err != nil {
+		return fmt.Errorf("--pull %q: %w (want registry/repository:tag)", reference, err)
+	}
+	index, err := remote.Index(ref, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	if err != nil {
+		return fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	return writeLayout(nil, index, dir, version)
 }
 
 // pushImage sends the image or index to the registry of reference, as that

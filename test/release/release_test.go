@@ -38,11 +38,19 @@ var platforms []struct{ os, arch string }
 
 var releaseDir, version, releaseURL string
 
+// imageRepository is the image the release's chart runs by default:
+// ghcr.io/nodeagent-io/nodeagent, or NODEAGENT_RELEASE_IMAGE's where the
+// release was published elsewhere (make release-check's local stand-in).
+var imageRepository = "ghcr.io/nodeagent-io/nodeagent"
+
 func TestMain(m *testing.M) {
 	releaseDir, version, releaseURL = os.Getenv("NODEAGENT_RELEASE_DIR"), os.Getenv("NODEAGENT_RELEASE_VERSION"), os.Getenv("NODEAGENT_RELEASE_URL")
 	if releaseDir == "" || version == "" || releaseURL == "" {
 		os.Stderr.WriteString("release: NODEAGENT_RELEASE_DIR, NODEAGENT_RELEASE_VERSION and NODEAGENT_RELEASE_URL are not set; run make release-check\n")
 		os.Exit(1)
+	}
+	if image := os.Getenv("NODEAGENT_RELEASE_IMAGE"); image != "" {
+		imageRepository = image
 	}
 	for _, goos := range strings.Fields(os.Getenv("NODEAGENT_RELEASE_GOOS")) {
 		if goos != "linux" && goos != "darwin" {
@@ -310,7 +318,7 @@ func TestChart(t *testing.T) {
 	}
 	helm := os.Getenv("HELM_BIN")
 	out, err := exec.Command(helm, "template", "nodeagent", chart).CombinedOutput()
-	if want := "image: \"ghcr.io/nodeagent-io/nodeagent:" + version + "\""; err != nil || !strings.Contains(string(out), want) {
+	if want := "image: \"" + imageRepository + ":" + version + "\""; err != nil || !strings.Contains(string(out), want) {
 		t.Errorf("helm template of the packaged chart: %v; want %s in\n%s", err, want, out)
 	}
 	out, err = exec.Command(helm, "template", "nodeagent", chart, "--set", "mode=aftr").CombinedOutput()
