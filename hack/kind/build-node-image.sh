@@ -69,7 +69,7 @@ stage() { echo "build-node-image: $*"; }
 elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
 
 inputs() {
-  cat "$here/build-node-image.sh" "$here/go.mod" "$here/go.sum" "$here/coredns/go.mod" "$here/coredns/go.sum" \
+  cat "$here/build-node-image.sh" "$here/go.mod" "$here/go.sum" "$here/coredns/go.mod" "$here/coredns/go.sum" "$here/coredns/main.go" \
     "$here/crictl/go.mod" "$here/crictl/go.sum" \
     "$root/hack/controlplane/go.mod" "$root/hack/controlplane/go.sum" "$root/hack/lib/build.sh"
   find "$here/node" "$here/images" "$here/pause" "$here/capdrop-runc" -type f | sort | xargs cat
@@ -91,31 +91,9 @@ fi
 total=$(date +%s)
 ldflags=$(build::kube_ldflags "$kube_version")
 
-start=$(date +%s)
-stage "building etcd, kube-apiserver and kube-controller-manager (make controlplane)"
-"$root/hack/controlplane/build.sh" "$root/_output/bin"
-stage "building kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy $kube_version and kind $kind_version (about 10 minutes the first time)"
-# From the control plane's module, with its flags (cgo as the host has it,
-# as its kube-apiserver, which the node runs too, is built): the packages
-# they share with it and with the reference kubelet v1.37 (hack/refkubelet,
-# the same module versions) are compiled once for all three.
-for cmd in kubelet kubeadm kubectl kube-scheduler kube-proxy; do
-  (cd "$root/hack/controlplane" && go build -trimpath -ldflags "$ldflags" -o "$out/bin/$cmd" "k8s.io/kubernetes/cmd/$cmd")
-done
-(
-  cd "$here"
-  CGO_ENABLED=0 go build -trimpath -o "$out/bin/pause" ./pause
-  CGO_ENABLED=0 go build -trimpath -o "$out/bin/capdrop-runc" ./capdrop-runc
-  go build -trimpath -o "$out/bin/images" ./images
-)
-build::kind "$root/_output/bin"
-stage "building CoreDNS and crictl"
-(cd "$here/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" github.com/coredns/coredns)
-crictl_version=$(cd "$here/crictl" && go list -m -f '{{.Version}}' sigs.k8s.io/cri-tools)
-(cd "$here/crictl" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" \
-  -o "$out/bin/crictl" sigs.k8s.io/cri-tools/cmd/crictl)
-stage "binaries built in $(elapsed "$start")"
-
+# Debian's packages first: it waits on the network, while make test's
+# refkubelet stage compiles the kubelet v1.37 whose packages the node's
+# kubelet then finds compiled.
 start=$(date +%s)
 debian="$out/debian-$debian_suite.tar"
 debian_stamp="$out/.debian.stamp"
@@ -145,6 +123,33 @@ if [[ ! -f "$debian" || ! -f "$debian_stamp" || "$(cat "$debian_stamp")" != "$de
   echo "$debian_want" >"$debian_stamp"
   stage "debootstrap done in $(elapsed "$start")"
 fi
+
+start=$(date +%s)
+stage "building etcd, kube-apiserver and kube-controller-manager (make controlplane)"
+"$root/hack/controlplane/build.sh" "$root/_output/bin"
+stage "building kubelet, kubeadm, kubectl, kube-scheduler, kube-proxy $kube_version and kind $kind_version (about 10 minutes the first time)"
+# From the control plane's module, with its flags (cgo as the host has it,
+# as its kube-apiserver, which the node runs too, is built): the packages
+# they share with it and with the reference kubelet v1.37 (hack/refkubelet,
+# the same module versions) are compiled once for all three.
+for cmd in kubelet kubeadm kubectl kube-scheduler kube-proxy; do
+  (cd "$root/hack/controlplane" && go build -trimpath -ldflags "$ldflags" -o "$out/bin/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+done
+(
+  cd "$here"
+  CGO_ENABLED=0 go build -trimpath -o "$out/bin/pause" ./pause
+  CGO_ENABLED=0 go build -trimpath -o "$out/bin/capdrop-runc" ./capdrop-runc
+  go build -trimpath -o "$out/bin/images" ./images
+)
+build::kind "$root/_output/bin"
+stage "building CoreDNS and crictl"
+# CoreDNS with the plugins of kubeadm's Corefile alone (coredns/main.go).
+(cd "$here/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/bin/coredns" .)
+crictl_version=$(cd "$here/crictl" && go list -m -f '{{.Version}}' sigs.k8s.io/cri-tools)
+(cd "$here/crictl" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" \
+  -o "$out/bin/crictl" sigs.k8s.io/cri-tools/cmd/crictl)
+stage "binaries built in $(elapsed "$start")"
+
 
 start=$(date +%s)
 stage "assembling the images kubeadm runs"
