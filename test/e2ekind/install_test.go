@@ -29,8 +29,9 @@ const registryPort = "5001"
 // are written, in order, as a reader would: the blocks of "Is my cluster
 // affected?" (clone, build, analyze) and of "Install from a checkout"
 // (make push, then Helm, then kubectl), with the environment the README
-// asks for (REGISTRY, a registry on the kind network: kind's documented
-// local registry, its image built here) and what this machine lacks
+// asks for (REGISTRY, a registry on the kind network, as kind documents a
+// local registry: hack/image/localpublish's, its image built here by
+// hack/kind/registry-image.sh) and what this machine lacks
 // supplied around them, never in them: git redirects the README's
 // repository URL to this checkout (so the clone is of its HEAD, not of
 // uncommitted changes), IMAGE_PLATFORMS=linux/amd64 spares the arm64
