@@ -9,6 +9,7 @@
 set -euo pipefail
 version=$1 url=$2 registry=$3 helm=$4 out=$5
 here=$(cd "$(dirname "$0")" && pwd)
+command -v curl >/dev/null || { echo "check-published.sh: curl is missing; install it (apt-get install curl) and run again" >&2; exit 1; }
 rm -rf "$out"
 mkdir -p "$out"
 fetch() { curl -fsSL --retry 3 -o "$out/$1" "$url/$1" || { echo "check-published.sh: $url/$1 cannot be downloaded" >&2; exit 1; }; }
