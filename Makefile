@@ -336,13 +336,20 @@ soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_SOAK_DURATION=$(SOAK_DURATION) NODEAGENT_RELIABILITY_TABLE=$(abspath $(OUTPUT))/reliability/soak.md \
 		$(GO) test -tags e2e -count=1 -timeout 0 -v -run '^TestSoak$$' ./test/e2e/...
 
-# Each stage prints its time, and make test the table of them at the end.
-# bg:kind-prep builds the kind node image's root file system in the
-# background, niced, from after the control plane to the wait before the
-# kind stage, and bg:verify-refkubelet checks the reference kubelets while
-# the e2e tests run (hack/stages.sh); verify-core and it are make verify.
-TEST_STAGES := controlplane bg:kind-prep refkubelet build kustomize helm bg:release-check promtool prometheus image verify-core unit fuzz deploy-check \
-	bg:verify-refkubelet e2e wait e2e-kind-if-possible
+# Each stage prints its time and CPU seconds, and make test the table of them
+# at the end (hack/stages.sh). The foreground is what the tests wait for:
+# the control plane, the reference kubelets, nodeagent and the tools the e2e
+# tests run, then the e2e tests and the kind stage, which mostly wait on
+# clocks (_output/test-cpu.txt: far fewer CPU seconds than two cores give
+# in their time). Everything else runs in background chains, niced, on the
+# cores they leave idle: kind-prep from the start; make verify's checks
+# once the main module is compiled; the tools the e2e tests do not run,
+# deploy-check and release-check; the unit tests and fuzzing beside the
+# kind stage, whose tests leave the most idle. The kind stage waits for its
+# node image and helm; a background stage that fails stops the run at the
+# next stage boundary.
+TEST_STAGES := controlplane bg:kind-prep refkubelet build bg:verify-core,verify-refkubelet kustomize prometheus image \
+	bg:helm,promtool,deploy-check,release-check e2e wait:kind-prep wait:helm bg:unit,fuzz e2e-kind-if-possible wait
 # make test's release-check builds linux's archives alone: make release
 # builds darwin's, which share the code and the GoReleaser configuration.
 test: export RELEASE_GOOS = linux
