@@ -74,8 +74,10 @@ mkdir -p _output
 : >"$cpu"
 total_start=$(date +%s)
 # chain_pid[first stage of the chain], chain_of[stage] = first stage of its
-# chain, chain_stages[first] = its stages, reported[stage] once printed.
+# chain, chain_stages[first] = its stages, reported[stage] once printed;
+# background lists every background stage in the order the chains were given.
 declare -A chain_pid chain_of chain_stages reported
+background=()
 
 stop_background() {
   local first
@@ -101,6 +103,7 @@ start_chain() {
   for name in "$@"; do
     rm -f "_output/stage-$name.start" "_output/stage-$name.end"
     chain_of[$name]=$1
+    background+=("$name")
   done
   chain_stages[$1]="$*"
   local list="$*"
@@ -128,7 +131,7 @@ report_stage() {
 # call; it fails if one of them failed.
 report_ended() {
   local name failed=0
-  for name in "${!chain_of[@]}"; do
+  for name in "${background[@]}"; do
     [[ -f "_output/stage-$name.end" ]] || continue
     report_stage "$name" || failed=$?
   done
