@@ -39,7 +39,7 @@ cpu_ms() {
   line=$(tail -n 1 "$scratch")
   rm -f "$scratch"
   for part in $line; do
-    [[ $part =~ ^([0-9]+)m([0-9]+)\.([0-9]{3})s$ ]] || continue
+    [[ $part =~ ^([0-9]+)m([0-9]+)[.,]([0-9]{3})s$ ]] || continue
     ms=$((ms + BASH_REMATCH[1] * 60000 + 10#${BASH_REMATCH[2]} * 1000 + 10#${BASH_REMATCH[3]}))
   done
   cpu_ms=$ms

@@ -12,14 +12,16 @@ import (
 
 // fakeMake stands in for make: `fakemake --no-print-directory STAGE`
 // prints the stage and its nice value and appends the stage to ran.txt;
-// a stage named slow* sleeps a second first, fail* exits 4, and hang*
-// sleeps two seconds, then writes hang.done, unless it was killed.
+// a stage named slow* sleeps a second first, fail* exits 4, hang* sleeps
+// two seconds, then writes hang.done, unless it was killed, and spin*
+// counts for a few seconds of CPU.
 const fakeMake = `#!/usr/bin/env bash
 name=$2
 case $name in
   slow*) sleep 1 ;;
   fail*) echo "$name fails"; exit 4 ;;
   hang*) sleep 2; touch hang.done ;;
+  spin*) i=0; while ((i < 1500000)); do ((i++)); done ;;
 esac
 echo "$name ran at nice $(nice)"
 echo "$name" >>ran.txt
@@ -158,5 +160,22 @@ func TestForegroundFailureStopsTheChains(t *testing.T) {
 	time.Sleep(3 * time.Second) // past the hanging stage's sleep, had it not been killed
 	if _, err := os.Stat(filepath.Join(r.dir, "hang.done")); err == nil {
 		t.Error("the background stage went on after the run stopped")
+	}
+}
+
+// A stage's CPU seconds are its processes', in the foreground and in a
+// chain alike.
+func TestCPUSecondsCounted(t *testing.T) {
+	t.Parallel()
+	r := runStages(t, "spin-a", "bg:spin-b", "wait")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.output)
+	}
+	cpu := r.file(t, "_output/test-cpu.txt")
+	for _, stage := range []string{`spin-a`, `spin-b \(background\)`} {
+		m := regexp.MustCompile(`(?m)^` + stage + `\s+(\d+)s$`).FindStringSubmatch(cpu)
+		if m == nil || m[1] == "0" {
+			t.Errorf("no CPU second for %s:\n%s", stage, cpu)
+		}
 	}
 }
