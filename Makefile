@@ -340,8 +340,8 @@ soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default
 # at the end (hack/stages.sh). The foreground is what the tests wait for:
 # the control plane, the reference kubelets, nodeagent and the tools the e2e
 # tests run, then the e2e tests and the kind stage, which mostly wait on
-# clocks (_output/test-cpu.txt: far fewer CPU seconds than two cores give
-# in their time). Everything else runs in background chains, niced, on the
+# clocks (_output/test-cpu.txt: fewer CPU seconds than two cores give in
+# their time, the kind stage's far fewer). Everything else runs in background chains, niced, on the
 # cores they leave idle: kind-prep from the start; make verify's checks
 # once the main module is compiled; the tools the e2e tests do not run,
 # deploy-check and release-check; the unit tests and fuzzing beside the
@@ -353,7 +353,7 @@ TEST_STAGES := controlplane bg:kind-prep refkubelet build bg:verify-core,verify-
 # make test's release-check builds linux's archives alone: make release
 # builds darwin's, which share the code and the GoReleaser configuration.
 test: export RELEASE_GOOS = linux
-test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and, where the machine can, the kind e2e; prints each stage's time.
+test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and, where the machine can, the kind e2e; prints each stage's time and CPU seconds.
 	@hack/stages.sh "$(MAKE)" $(TEST_STAGES)
 
 # The demo scenario is nodeagent compare's default (20 nodes x 10 pods, S=5s,
