@@ -341,11 +341,11 @@ soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default
 # the control plane, the reference kubelets, nodeagent and the tools the e2e
 # tests run, then the e2e tests and the kind stage, which mostly wait on
 # clocks (_output/test-cpu.txt: fewer CPU seconds than two cores give in
-# their time, the kind stage's far fewer). Everything else runs in background chains, niced, on the
-# cores they leave idle: kind-prep from the start; make verify's checks
-# once the main module is compiled; the tools the e2e tests do not run,
-# deploy-check and release-check; the unit tests and fuzzing beside the
-# kind stage, whose tests leave the most idle. The kind stage waits for its
+# their time, the kind stage's far fewer). Everything else runs in
+# background chains, niced, on the cores they leave idle: kind-prep from
+# the start; make verify's checks once the main module is compiled; the
+# tools the e2e tests do not run, deploy-check and release-check; the unit
+# tests and fuzzing beside the kind stage, whose tests leave the most idle. The kind stage waits for its
 # node image and helm; a background stage that fails stops the run at the
 # next stage boundary.
 TEST_STAGES := controlplane bg:kind-prep refkubelet build bg:verify-core,verify-refkubelet kustomize prometheus image \

@@ -45,6 +45,24 @@ cpu_ms() {
   cpu_ms=$ms
 }
 
+# run_stage runs `MAKE NAME` and sets stage_cpu to the CPU seconds it
+# used; it returns the stage's exit code.
+run_stage() {
+  local before code
+  cpu_ms
+  before=$cpu_ms
+  "$1" --no-print-directory "$2"
+  code=$?
+  cpu_ms
+  stage_cpu=$(((cpu_ms - before + 500) / 1000))
+  return "$code"
+}
+
+# table_line adds a stage's line to a table: its name, then its seconds.
+table_line() {
+  printf '%-32s %6ss\n' "$2" "$3" >>"$1"
+}
+
 # --chain MAKE STAGE...: a background chain's own process (start_chain).
 # Each stage writes when it started, and when it ended with its exit code
 # and CPU seconds, so that its line says how long it ran, not how long
@@ -54,12 +72,9 @@ if [[ $1 == --chain ]]; then
   shift 2
   for name; do
     date +%s >"_output/stage-$name.start"
-    cpu_ms
-    before=$cpu_ms
-    "$make" --no-print-directory "$name" >"_output/stage-$name.log" 2>&1
+    run_stage "$make" "$name" >"_output/stage-$name.log" 2>&1
     code=$?
-    cpu_ms
-    echo "$(date +%s) $code $(((cpu_ms - before + 500) / 1000))" >"_output/stage-$name.end"
+    echo "$(date +%s) $code $stage_cpu" >"_output/stage-$name.end"
     [[ $code == 0 ]] || exit "$code"
   done
   exit 0
@@ -89,8 +104,8 @@ trap stop_background EXIT
 
 report() {
   local code=$1
-  printf '%-32s %6ss\n' total "$(($(date +%s) - total_start))" >>"$timings"
-  printf '%-32s %6ss\n' total "$(awk '{ sub(/s$/, "", $NF); cpu += $NF } END { print cpu + 0 }' "$cpu")" >>"$cpu"
+  table_line "$timings" total "$(($(date +%s) - total_start))"
+  table_line "$cpu" total "$(awk '{ sub(/s$/, "", $NF); cpu += $NF } END { print cpu + 0 }' "$cpu")"
   echo "=== make test: stage times$([[ $code == 0 ]] || echo " (stopped at a failure, exit $code)"), and CPU seconds in $cpu"
   # Each stage's line, and its CPU seconds where it has them.
   awk 'NR == FNR { name = $0; sub(/[ ]+[0-9]+s$/, "", name); cpu[name] = $NF; next }
@@ -120,8 +135,8 @@ report_stage() {
   [[ -n "${reported[$name]:-}" ]] && return "$code"
   reported[$name]=1
   started=$(cat "_output/stage-$name.start")
-  printf '%-32s %6ss\n' "$name (background)" "$((ended - started))" >>"$timings"
-  printf '%-32s %6ss\n' "$name (background)" "$seconds" >>"$cpu"
+  table_line "$timings" "$name (background)" "$((ended - started))"
+  table_line "$cpu" "$name (background)" "$seconds"
   echo "=== make test: the background stage $name (exit $code, $((ended - started))s), _output/stage-$name.log:"
   cat "_output/stage-$name.log"
   return "$code"
@@ -184,18 +199,12 @@ for stage in "$@"; do
   case $stage in
   wait) wait_all ;;
   wait:*) wait_stage "${stage#wait:}" ;;
-  *)
-    cpu_ms
-    before=$cpu_ms
-    $make_cmd --no-print-directory "$stage"
-    code=$?
-    cpu_ms
-    printf '%-32s %6ss\n' "$stage" "$(((cpu_ms - before + 500) / 1000))" >>"$cpu"
-    (exit "$code")
-    ;;
+  *) run_stage "$make_cmd" "$stage" ;;
   esac
   code=$?
-  printf '%-32s %6ss\n' "$stage" "$(($(date +%s) - start))" >>"$timings"
+  table_line "$timings" "$stage" "$(($(date +%s) - start))"
+  # A wait's line is the foreground's waiting; it has no CPU of its own.
+  [[ $stage == wait* ]] || table_line "$cpu" "$stage" "$stage_cpu"
   if [[ $code == 0 ]]; then
     report_ended
     code=$?
