@@ -345,9 +345,9 @@ soak: controlplane build ## Churn, updates and faults for SOAK_DURATION (default
 # background chains, niced, on the cores they leave idle: kind-prep from
 # the start; make verify's checks once the main module is compiled; the
 # tools the e2e tests do not run, deploy-check and release-check; the unit
-# tests and fuzzing beside the kind stage, whose tests leave the most idle. The kind stage waits for its
-# node image and helm; a background stage that fails stops the run at the
-# next stage boundary.
+# tests and fuzzing beside the kind stage, whose tests leave the most idle.
+# The kind stage waits for its node image and helm; a background stage that
+# fails stops the run at the next stage boundary.
 TEST_STAGES := controlplane bg:kind-prep refkubelet build bg:verify-core,verify-refkubelet kustomize prometheus image \
 	bg:helm,promtool,deploy-check,release-check e2e wait:kind-prep wait:helm bg:unit,fuzz e2e-kind-if-possible wait
 # make test's release-check builds linux's archives alone: make release
