@@ -17,7 +17,7 @@
 # test are written to _output/e2e/durations.txt, to refresh the committed
 # file with when the suite changes.
 #
-# Environment: E2E_SHARDS (3), E2E_TIMEOUT (30m, per shard), E2E_RUN (a
+# Environment: E2E_SHARDS (3), E2E_TIMEOUT (45m, per shard), E2E_RUN (a
 # -run pattern: only those tests, in one process, output as go test -v
 # prints it).
 set -euo pipefail
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 out=_output/e2e
 shards=${E2E_SHARDS:-3}
-timeout=${E2E_TIMEOUT:-30m}
+timeout=${E2E_TIMEOUT:-45m}
 mkdir -p "$out"
 
 if [[ -n "${E2E_RUN:-}" ]]; then

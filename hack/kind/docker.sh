@@ -12,7 +12,9 @@
 # _output/kind/docker/dockerd.log. Where this machine's capability bounding
 # set lacks capabilities that privileged containers ask for (kind's nodes are
 # privileged), dockerd gets capdrop-runc as its default runtime; see
-# capdrop-runc/main.go. `down` stops that dockerd, removes the networks it
+# capdrop-runc/main.go. Where NODEAGENT_CGROUP_PARENT names a cgroup (make
+# e2e-halfcpu's, hack/halfcpu.sh), dockerd puts its containers under it, so
+# that the cgroup's CPU limit holds the kind nodes too. `down` stops that dockerd, removes the networks it
 # made, and puts back the iptables rules as they were before `up`.
 set -euo pipefail
 
@@ -66,6 +68,10 @@ up() {
     say "this machine's capability bounding set lacks $(missing_capabilities) of the kernel's capabilities: privileged containers go through capdrop-runc"
     (cd "$here" && CGO_ENABLED=0 go build -trimpath -o "$state/capdrop-runc" ./capdrop-runc)
     args+=(--add-runtime "capdrop=$state/capdrop-runc" --default-runtime capdrop)
+  fi
+  if [[ -n "${NODEAGENT_CGROUP_PARENT:-}" ]]; then
+    say "containers go under the cgroup $NODEAGENT_CGROUP_PARENT"
+    args+=(--cgroup-parent "$NODEAGENT_CGROUP_PARENT")
   fi
   iptables-save >"$state/iptables.before" 2>/dev/null || true
   ip6tables-save >"$state/ip6tables.before" 2>/dev/null || true

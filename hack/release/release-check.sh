@@ -15,8 +15,9 @@
 #   5. make release-check-published on (2): the same tests on what a user
 #      downloads.
 #
-# The Makefile passes BIN (its tools), RELEASE_GOOS and the test's
-# environment through its own variables.
+# The Makefile passes BIN (its tools), RELEASE_GOOS, RELEASE_GOARCH (the
+# image's platforms are linux on each) and the test's environment through
+# its own variables.
 set -euo pipefail
 tag=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,15 +42,18 @@ address=$(cat "$clone/_output/localpublish.address")
 # localhost, which make push and helm speak plain HTTP to.
 registry=localhost:${address##*:}
 url=http://$registry/releases/download/$tag
+archs=${RELEASE_GOARCH:-amd64 arm64}
+platforms=$(for arch in $archs; do printf 'linux/%s ' "$arch"; done)
+platforms=${platforms% }
 
-make -C "$clone" release BIN="$BIN" IMAGE_PLATFORMS="linux/amd64 linux/arm64" RELEASE_GOOS="$RELEASE_GOOS" RELEASE_URL="$url"
+make -C "$clone" release BIN="$BIN" IMAGE_PLATFORMS="$platforms" RELEASE_GOOS="$RELEASE_GOOS" RELEASE_GOARCH="$archs" RELEASE_URL="$url"
 echo "release-check: the release's tests on $clone/_output/release"
 NODEAGENT_RELEASE_DIR=$clone/_output/release NODEAGENT_RELEASE_VERSION=$tag NODEAGENT_RELEASE_URL=$url NODEAGENT_RELEASE_GOOS="$RELEASE_GOOS" \
-  go test -tags release -count=1 ./test/release/
+  NODEAGENT_RELEASE_GOARCH="$archs" go test -tags release -count=1 ./test/release/
 
 echo "release-check: publishing $tag to $registry as docs/install.md says"
 mkdir -p "$assets/releases/download/$tag"
 cp "$clone/_output/release/nodeagent_${tag}_"* "$clone/_output/release/checksums.txt" "$clone/_output/release/nodeagent.yaml" \
   "$assets/releases/download/$tag/"
-make -C "$clone" push BIN="$BIN" REGISTRY="$registry" IMAGE_PLATFORMS="linux/amd64 linux/arm64" >/dev/null
-make release-check-published VERSION="$tag" RELEASE_URL="$url" RELEASE_REGISTRY="$registry" PUBLISHED="$clone/_output/published"
+make -C "$clone" push BIN="$BIN" REGISTRY="$registry" IMAGE_PLATFORMS="$platforms" >/dev/null
+make release-check-published VERSION="$tag" RELEASE_GOARCH="$archs" RELEASE_URL="$url" RELEASE_REGISTRY="$registry" PUBLISHED="$clone/_output/published"

@@ -35,8 +35,12 @@ const (
 
 // Snapshot is the set of metric families read at one instant.
 type Snapshot struct {
-	Time     time.Time
-	families map[string]*dto.MetricFamily
+	// Time is when the read began. Read is when the answer had arrived,
+	// where the read went over the network (zero otherwise): the server
+	// took its values at some instant between the two, which on a loaded
+	// machine can be a second or more after Time.
+	Time, Read time.Time
+	families   map[string]*dto.MetricFamily
 }
 
 // Parse reads Prometheus text exposition format.
@@ -57,7 +61,13 @@ func ScrapeAPIServer(ctx context.Context, client rest.Interface) (*Snapshot, err
 	if err != nil {
 		return nil, fmt.Errorf("reading the apiserver's /metrics: %w", err)
 	}
-	return Parse(strings.NewReader(string(data)), at)
+	read := time.Now()
+	s, err := Parse(strings.NewReader(string(data)), at)
+	if err != nil {
+		return nil, err
+	}
+	s.Read = read
+	return s, nil
 }
 
 // ScrapeURL reads metrics from a plain HTTP endpoint, such as an agent's.

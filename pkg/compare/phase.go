@@ -134,16 +134,20 @@ func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode modes.
 // waitForVolumes waits until the agents have want volumes on disk. When
 // the agents' metrics cannot be read it waits one cycle past running (when
 // the last agent started) instead, by when every pod has synced.
+//
+// It gives up only when the agents have stopped making progress: past the
+// allowance for the scenario's size, and with no new volume on disk for a
+// stall window. A slower machine (a laptop, a loaded CI runner) mounts the
+// same volumes later, not never; a stuck agent mounts none.
 func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode modes.Mode, want int, cycle time.Duration, start, running time.Time) error {
-	extra, poll := plan.WarmupExtra, plan.WarmupPoll
 	s := r.scenario
 	// Creating and mounting thousands of volumes takes a while on two
 	// cores; a stagger adds one refresh cycle.
-	timeout := 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + model.RefreshCycle(s.SyncFrequency, s.TTL) + extra
-	mounted := 0
-	err := wait.PollUntilContextTimeout(ctx, poll, max(timeout-time.Since(start), poll), true, func(ctx context.Context) (bool, error) {
-		var err error
-		mounted, err = f.VolumesMounted(ctx)
+	refresh := model.RefreshCycle(s.SyncFrequency, s.TTL)
+	allowance := 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refresh + plan.WarmupExtra
+	progress := volumeProgress{stall: time.Minute + refresh + plan.WarmupExtra, lastChange: start}
+	err := wait.PollUntilContextCancel(ctx, plan.WarmupPoll, true, func(ctx context.Context) (bool, error) {
+		mounted, err := f.VolumesMounted(ctx)
 		switch {
 		case errors.Is(err, ErrNoAgentMetrics):
 			left := time.Until(running.Add(cycle))
@@ -156,6 +160,7 @@ func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode mo
 		case err != nil:
 			return false, err
 		}
+		progress.observe(mounted)
 		starting := ""
 		if time.Since(start) < cycle {
 			starting = fmt.Sprintf(" (agents starting over %.1fs, one cycle)", cycle.Seconds())
@@ -165,17 +170,35 @@ func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode mo
 			r.progress.Done("%-19s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
 			return true, nil
 		}
+		if time.Since(start) > allowance && progress.stalled() {
+			return false, fmt.Errorf("%s: only %d of %d volumes on disk after %s, none new for %s; see the agents' logs",
+				mode, mounted, want, time.Since(start).Round(time.Second), progress.stall.Round(time.Second))
+		}
 		return false, nil
 	})
-	if wait.Interrupted(err) && ctx.Err() == nil {
-		return fmt.Errorf("%s: only %d of %d volumes on disk after %s; see the agents' logs", mode, mounted, want, timeout.Round(time.Second))
-	}
 	return err
 }
+
+// volumeProgress tracks whether the count of volumes on disk still grows.
+type volumeProgress struct {
+	stall      time.Duration
+	mounted    int
+	lastChange time.Time
+}
+
+func (p *volumeProgress) observe(mounted int) {
+	if mounted != p.mounted {
+		p.mounted, p.lastChange = mounted, time.Now()
+	}
+}
+
+// stalled says no volume has come (or gone) for the stall window.
+func (p *volumeProgress) stalled() bool { return time.Since(p.lastChange) > p.stall }
 
 // measure samples the apiserver every sample interval for the phase
 // duration, and fills in the totals and rates.
 func (r *runner) measure(ctx context.Context, f Phase, res *results.PhaseResult) error {
+	agentStartRead := time.Now()
 	agentStart, err := f.Counters(ctx)
 	agentMetrics := !errors.Is(err, ErrNoAgentMetrics)
 	if err != nil && agentMetrics {
@@ -194,6 +217,7 @@ func (r *runner) measure(ctx context.Context, f Phase, res *results.PhaseResult)
 			agentMetrics = false
 		}
 	}
+	agentEndRead := time.Now()
 	res.MeasuredSeconds = last.Time.Sub(first.Time).Seconds()
 	res.APIServerGetTotal = last.APIServerConfigMapGets() - first.APIServerConfigMapGets()
 	res.EtcdGetTotal = last.EtcdConfigMapGets() - first.EtcdConfigMapGets()
@@ -203,6 +227,11 @@ func (r *runner) measure(ctx context.Context, f Phase, res *results.PhaseResult)
 	}
 	if agentMetrics {
 		addAgentCounters(res, agentStart, agentEnd)
+		firstRead := first.Read
+		if firstRead.IsZero() {
+			firstRead = first.Time
+		}
+		res.AgentWindowMarginSeconds = firstRead.Sub(agentStartRead).Seconds() + agentEndRead.Sub(last.Time).Seconds()
 	}
 	res.WindowStart, res.WindowEnd = first.Time, last.Time
 	r.progress.Done("%-19s measured %.0fs: apiserver %.2f GET/s, etcd %.2f get/s (model %.2f / %.2f)",

@@ -29,7 +29,10 @@ import (
 // window moves by a few per cent with where each node's cycle falls, the
 // interval does not (pkg/compare/attribution's intervals.go).
 func TestModelAtRealClusterSettings(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	// A guard against a hang, not a budget: compare itself gives up when
+	// the kubelets stop mounting volumes, and a slower machine takes
+	// longer to mount 1,800 of them.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	binDir, err := controlplane.FindBinDir()
 	if err != nil {

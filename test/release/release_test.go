@@ -1,7 +1,7 @@
 //go:build release
 
 // Package release tests what `make release` writes into _output/release, as
-// a user receives it: the archives of four platforms, their checksums and
+// a user receives it: the archives of its platforms, their checksums and
 // SBOMs, the krew manifest (installed by the pinned krew), the packaged Helm
 // chart and the multi-architecture image's OCI layout. `make release-check`
 // runs it on the release of a tagged throwaway clone, with
@@ -20,6 +20,7 @@ import (
 	"debug/macho"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -31,9 +32,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// platforms are the release's archives' platforms: linux's and darwin's,
-// or those of the systems NODEAGENT_RELEASE_GOOS names (make test's
-// release-check builds linux's alone).
+// platforms are the release's archives' platforms: linux's and darwin's
+// on amd64 and arm64, or those of the systems NODEAGENT_RELEASE_GOOS and
+// the architectures NODEAGENT_RELEASE_GOARCH name (make test's
+// release-check builds linux's on this machine's architecture alone).
 var platforms []struct{ os, arch string }
 
 var releaseDir, version, releaseURL string
@@ -52,17 +54,37 @@ func TestMain(m *testing.M) {
 	if image := os.Getenv("NODEAGENT_RELEASE_IMAGE"); image != "" {
 		imageRepository = image
 	}
-	for _, goos := range strings.Fields(os.Getenv("NODEAGENT_RELEASE_GOOS")) {
-		if goos != "linux" && goos != "darwin" {
-			os.Stderr.WriteString("release: NODEAGENT_RELEASE_GOOS names " + goos + "; a release is for linux and darwin\n")
-			os.Exit(1)
-		}
-		platforms = append(platforms, struct{ os, arch string }{goos, "amd64"}, struct{ os, arch string }{goos, "arm64"})
-	}
-	if len(platforms) == 0 {
-		platforms = []struct{ os, arch string }{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
+	var err error
+	if platforms, err = releasePlatforms(os.Getenv("NODEAGENT_RELEASE_GOOS"), os.Getenv("NODEAGENT_RELEASE_GOARCH")); err != nil {
+		os.Stderr.WriteString("release: " + err.Error() + "\n")
+		os.Exit(1)
 	}
 	os.Exit(m.Run())
+}
+
+// releasePlatforms is every pair of the systems in goos and the
+// architectures in goarch (space-separated lists; empty: all the release's).
+func releasePlatforms(goos, goarch string) ([]struct{ os, arch string }, error) {
+	systems, archs := strings.Fields(goos), strings.Fields(goarch)
+	if len(systems) == 0 {
+		systems = []string{"linux", "darwin"}
+	}
+	if len(archs) == 0 {
+		archs = []string{"amd64", "arm64"}
+	}
+	var all []struct{ os, arch string }
+	for _, s := range systems {
+		if s != "linux" && s != "darwin" {
+			return nil, fmt.Errorf("NODEAGENT_RELEASE_GOOS names %s; a release is for linux and darwin", s)
+		}
+		for _, a := range archs {
+			if a != "amd64" && a != "arm64" {
+				return nil, fmt.Errorf("NODEAGENT_RELEASE_GOARCH names %s; a release is for amd64 and arm64", a)
+			}
+			all = append(all, struct{ os, arch string }{s, a})
+		}
+	}
+	return all, nil
 }
 
 // archiveName is a platform's archive, as docs/install.md names it: the
