@@ -42,18 +42,18 @@ type PhaseResult struct {
 	ExpectedWatches int `json:"expected_watches,omitempty"`
 	// AgentMetrics says whether the agents' own counters below were read;
 	// deployed agents may be out of the apiserver proxy's reach.
-	AgentMetrics        bool    `json:"agent_metrics"`
-	AgentGetTotal       float64 `json:"agent_configmap_get_total"`
+	AgentMetrics  bool    `json:"agent_metrics"`
+	AgentGetTotal float64 `json:"agent_configmap_get_total"`
 	// AgentWindowMarginSeconds is how much longer than the measured window
 	// the agents' counters' window may be: they are read just before the
 	// window's first scrape of the apiserver and just after its last, and
 	// each read takes time (seconds on a loaded machine). What the agents
 	// sent in the margin, they count and the apiserver's window does not.
 	AgentWindowMarginSeconds float64 `json:"agent_window_margin_seconds,omitempty"`
-	AgentQuorumGetTotal float64 `json:"agent_configmap_quorum_get_total"`
-	AgentPodSyncs       float64 `json:"agent_pod_syncs_total"`
-	AgentCPUSeconds     float64 `json:"agent_cpu_seconds"`
-	AgentPeakRSSBytes   int64   `json:"agent_peak_rss_bytes"`
+	AgentQuorumGetTotal      float64 `json:"agent_configmap_quorum_get_total"`
+	AgentPodSyncs            float64 `json:"agent_pod_syncs_total"`
+	AgentCPUSeconds          float64 `json:"agent_cpu_seconds"`
+	AgentPeakRSSBytes        int64   `json:"agent_peak_rss_bytes"`
 	// AgentRSSBytes is the agents' resident memory at the end of the
 	// measured window.
 	AgentRSSBytes int64 `json:"agent_rss_bytes"`
