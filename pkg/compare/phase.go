@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
@@ -145,7 +146,7 @@ func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode mo
 	// cores; a stagger adds one refresh cycle.
 	refresh := model.RefreshCycle(s.SyncFrequency, s.TTL)
 	allowance := 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refresh + plan.WarmupExtra
-	progress := volumeProgress{stall: time.Minute + refresh + plan.WarmupExtra, lastChange: start}
+	progress := newVolumeProgress(clock.RealClock{}, start, allowance, time.Minute+refresh+plan.WarmupExtra)
 	err := wait.PollUntilContextCancel(ctx, plan.WarmupPoll, true, func(ctx context.Context) (bool, error) {
 		mounted, err := f.VolumesMounted(ctx)
 		switch {
@@ -160,7 +161,6 @@ func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode mo
 		case err != nil:
 			return false, err
 		}
-		progress.observe(mounted)
 		starting := ""
 		if time.Since(start) < cycle {
 			starting = fmt.Sprintf(" (agents starting over %.1fs, one cycle)", cycle.Seconds())
@@ -170,7 +170,7 @@ func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode mo
 			r.progress.Done("%-19s warm-up done in %.1fs: %d volumes on disk", mode, time.Since(start).Seconds(), want)
 			return true, nil
 		}
-		if time.Since(start) > allowance && progress.stalled() {
+		if progress.stuck(mounted) {
 			return false, fmt.Errorf("%s: only %d of %d volumes on disk after %s, none new for %s; see the agents' logs",
 				mode, mounted, want, time.Since(start).Round(time.Second), progress.stall.Round(time.Second))
 		}
@@ -179,21 +179,30 @@ func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode mo
 	return err
 }
 
-// volumeProgress tracks whether the count of volumes on disk still grows.
+// volumeProgress decides when a warm-up has stopped making progress: past
+// its allowance, with the count of volumes on disk unchanged for the stall
+// window.
 type volumeProgress struct {
+	clock      clock.PassiveClock
+	deadline   time.Time
 	stall      time.Duration
 	mounted    int
 	lastChange time.Time
 }
 
-func (p *volumeProgress) observe(mounted int) {
-	if mounted != p.mounted {
-		p.mounted, p.lastChange = mounted, time.Now()
-	}
+func newVolumeProgress(c clock.PassiveClock, start time.Time, allowance, stall time.Duration) *volumeProgress {
+	return &volumeProgress{clock: c, deadline: start.Add(allowance), stall: stall, lastChange: start}
 }
 
-// stalled says no volume has come (or gone) for the stall window.
-func (p *volumeProgress) stalled() bool { return time.Since(p.lastChange) > p.stall }
+// stuck records the count of volumes on disk now and says whether to give
+// up.
+func (p *volumeProgress) stuck(mounted int) bool {
+	now := p.clock.Now()
+	if mounted != p.mounted {
+		p.mounted, p.lastChange = mounted, now
+	}
+	return now.After(p.deadline) && now.Sub(p.lastChange) > p.stall
+}
 
 // measure samples the apiserver every sample interval for the phase
 // duration, and fills in the totals and rates.
