@@ -396,7 +396,7 @@ e2e-kind: build kustomize helm prometheus image ## A kind cluster (built offline
 #   make e2e-halfcpu HALFCPU_STAGES=e2e E2E_RUN='^TestUpdateStorms$$'
 HALFCPU_STAGES ?= e2e e2e-kind
 e2e-halfcpu: controlplane refkubelet build kustomize prometheus image $(if $(filter e2e-kind,$(HALFCPU_STAGES)),helm kind-prep) ## make e2e and make e2e-kind with half the machine's CPU (HALFCPU_STAGES, E2E_RUN): the suite must hold on a slower machine.
-	hack/halfcpu.sh $(MAKE) $(HALFCPU_STAGES)
+	MAKE="$(MAKE)" hack/halfcpu.sh $(HALFCPU_STAGES)
 
 # make test runs the kind e2e where this machine can have a Docker engine and
 # says in one line why not where it cannot; with E2E_KIND_REQUIRED=1 (CI) a

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# Runs a command with half the CPU this machine offers, to prove that the
+# Runs make stages with half the CPU this machine offers, to prove that the
 # tests hold on a slower machine (a laptop, a CI runner, a machine of the
 # same kind on a busy day). Usage:
 #
-#   hack/halfcpu.sh [command...]        # default: make e2e e2e-kind
+#   hack/halfcpu.sh [STAGE...]        # default: e2e e2e-kind (make e2e-halfcpu)
 #
-# The command and every process it starts run in a cgroup of their own
+# Each stage is `make STAGE`, one after another; the first that fails ends
+# the run. They and every process they start run in a cgroup of their own
 # whose CPU bandwidth is HALFCPU_CPUS cores (default: half of nproc): the
 # cgroup v2 cpu.max, or the v1 cpu controller's CFS quota. A cgroup, not
-# taskset, because it also holds what the command does not start itself:
-# a dockerd that hack/kind/docker.sh starts under it puts its containers
-# (the kind nodes and their pods) in the same cgroup through
-# --cgroup-parent (NODEAGENT_CGROUP_PARENT). A Docker engine that already
-# runs is not held; the script says so and stops, unless
-# HALFCPU_ALLOW_RUNNING_DOCKER=1.
+# taskset, because it also holds what make does not start itself: a dockerd
+# that hack/kind/docker.sh starts under it puts its containers (the kind
+# nodes and their pods) in the same cgroup through --cgroup-parent
+# (NODEAGENT_CGROUP_PARENT). A Docker engine that already runs would not be
+# held; the script says so and stops, unless HALFCPU_ALLOW_RUNNING_DOCKER=1.
 #
-# At the end it prints the CPU seconds the cgroup used, how often the
-# limit throttled it and for how long: a run that was never throttled
-# proved nothing, and the script says that too. It needs root and a
-# writable cgroup file system; where it has neither it says what to do.
+# Each stage's time and the cgroup's CPU seconds go to
+# _output/halfcpu-timings.txt and _output/halfcpu-cpu.txt (hack/stages.sh's
+# format, which hack/docruns records), and at the end it prints how often
+# the limit throttled the stages and for how long: a run that was never
+# throttled proved nothing, and the script says that too. It needs root
+# and a writable cgroup file system; where it has neither it says what to
+# do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +33,8 @@ cpus=${HALFCPU_CPUS:-$(awk -v n="$(nproc)" 'BEGIN { print n / 2 }')}
 period=100000
 quota=$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')
 ((quota >= 1000)) || die "HALFCPU_CPUS=$cpus: want at least 0.01 of a core"
-[[ $# -gt 0 ]] || set -- make e2e e2e-kind
+[[ $# -gt 0 ]] || set -- e2e e2e-kind
+make=${MAKE:-make}
 [[ $(id -u) == 0 ]] || die "moving processes into a cgroup needs root: run as root (or under sudo)"
 
 if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
@@ -65,7 +69,7 @@ throttling() {
     $1 == "nr_throttled" { throttled = $2 }
     $1 == "throttled_usec" { seconds = $2 / 1e6 }
     $1 == "throttled_time" { seconds = $2 / 1e9 }
-    END { printf "%d %d %.0f", throttled, periods, seconds }' "$dir/cpu.stat"
+    END { printf "%d %d %.0f\n", throttled, periods, seconds }' "$dir/cpu.stat"
 }
 
 # remove waits for the cgroup's last process (a dockerd the command started
@@ -95,22 +99,34 @@ if [[ $version == 1 && -d /sys/fs/cgroup/cpuacct && ! /sys/fs/cgroup/cpuacct -ef
   mkdir -p /sys/fs/cgroup/cpuacct/"$name"
 fi
 
-say "running '$*' with $cpus of $(nproc) cores (cgroup v$version $dir, quota ${quota}us per ${period}us)"
+trap remove EXIT
+say "running make $* with $cpus of $(nproc) cores (cgroup v$version $dir, quota ${quota}us per ${period}us)"
+timings=_output/halfcpu-timings.txt cpu=_output/halfcpu-cpu.txt
+mkdir -p _output
+: >"$timings"
+: >"$cpu"
 start=$(date +%s)
 status=0
-(
-  echo "$BASHPID" >"$dir/cgroup.procs"
-  [[ -d /sys/fs/cgroup/cpuacct/$name ]] && echo "$BASHPID" >/sys/fs/cgroup/cpuacct/"$name"/cgroup.procs
-  export NODEAGENT_CGROUP_PARENT=/$name
-  exec "$@"
-) || status=$?
+for stage in "$@"; do
+  stage_start=$(date +%s) stage_cpu=$(usage_seconds)
+  (
+    echo "$BASHPID" >"$dir/cgroup.procs"
+    [[ -d /sys/fs/cgroup/cpuacct/$name ]] && echo "$BASHPID" >/sys/fs/cgroup/cpuacct/"$name"/cgroup.procs
+    export NODEAGENT_CGROUP_PARENT=/$name
+    exec "$make" "$stage"
+  ) || status=$?
+  printf '%-32s %6ss\n' "$stage" "$(($(date +%s) - stage_start))" >>"$timings"
+  printf '%-32s %6ss\n' "$stage" "$(($(usage_seconds) - stage_cpu))" >>"$cpu"
+  ((status == 0)) || break
+done
+took=$(($(date +%s) - start))
+printf '%-32s %6ss\n' total "$took" >>"$timings"
+printf '%-32s %6ss\n' total "$(usage_seconds)" >>"$cpu"
 
 read -r throttled periods throttled_seconds < <(throttling)
-used=$(usage_seconds)
-took=$(($(date +%s) - start))
-say "'$*' exited $status after ${took}s; it used ${used} CPU-seconds of the $cpus cores' $(awk -v c="$cpus" -v t="$took" 'BEGIN { printf "%.0f", c * t }'); throttled in $throttled of $periods periods (${throttled_seconds}s)"
+say "make $* exited $status after ${took}s; the stages used $(usage_seconds) CPU-seconds of the $(awk -v c="$cpus" -v t="$took" 'BEGIN { printf "%.0f", c * t }') that $cpus cores give; throttled in $throttled of $periods periods (${throttled_seconds}s)"
+paste "$timings" "$cpu" | awk '{ printf "halfcpu: %-24s %6s %6s CPU\n", $1, $2, $4 }' >&2
 if [[ $throttled == 0 ]]; then
-  say "the limit never throttled the command: this run proves nothing about a slower machine"
+  say "the limit never throttled the stages: this run proves nothing about a slower machine"
 fi
-remove
 exit "$status"
