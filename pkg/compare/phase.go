@@ -271,6 +271,13 @@ func (r *runner) sampleWindow(ctx context.Context, res *results.PhaseResult) (fi
 		case <-ticker.C:
 		}
 		next, err := apimetrics.ScrapeAPIServer(ctx, r.admin.CoreV1().RESTClient())
+		if err != nil && ctx.Err() != nil {
+			// Interrupted while the scrape was in flight (on a loaded
+			// machine a scrape takes a while): the window ends at the
+			// last scrape that came back.
+			res.Interrupted = true
+			return first, last, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
