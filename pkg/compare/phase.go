@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -171,12 +172,43 @@ func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode mo
 			return true, nil
 		}
 		if progress.stuck(mounted) {
-			return false, fmt.Errorf("%s: only %d of %d volumes on disk after %s, none new for %s; see the agents' logs",
-				mode, mounted, want, time.Since(start).Round(time.Second), progress.stall.Round(time.Second))
+			return false, fmt.Errorf("%s: only %d of %d volumes on disk after %s, none new for %s; %s",
+				mode, mounted, want, time.Since(start).Round(time.Second), progress.stall.Round(time.Second), behind(ctx, f, r.served[r.fleetFor(mode)]))
 		}
 		return false, nil
 	})
 	return err
+}
+
+// volumesByNode is a phase that can count the volumes on disk node by
+// node, and says where the nodes' logs are (name.log).
+type volumesByNode interface {
+	VolumesMountedByNode(ctx context.Context) (map[string]int, string, error)
+}
+
+// behind names the nodes whose volumes are not all on disk, where the
+// phase can tell, and where their logs are.
+func behind(ctx context.Context, f Phase, nodes []model.Node) string {
+	counter, ok := f.(volumesByNode)
+	if !ok {
+		return "see the agents' logs"
+	}
+	byNode, logDir, err := counter.VolumesMountedByNode(ctx)
+	if err != nil {
+		return "see the agents' logs"
+	}
+	var lagging []string
+	for _, n := range nodes {
+		if got, want := byNode[n.Name], n.Volumes(); got < want {
+			lagging = append(lagging, fmt.Sprintf("%s (%d of %d)", n.Name, got, want))
+		}
+	}
+	const named = 8
+	more := ""
+	if len(lagging) > named {
+		lagging, more = lagging[:named], fmt.Sprintf(" and %d more", len(lagging)-named)
+	}
+	return fmt.Sprintf("behind: %s%s; their logs are NODE.log in %s", strings.Join(lagging, ", "), more, logDir)
 }
 
 // volumeProgress decides when a warm-up has stopped making progress: past

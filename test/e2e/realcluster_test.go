@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,11 +50,13 @@ func TestModelAtRealClusterSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := t.TempDir()
 	report, err := compare.Run(ctx, compare.Options{
-		Scenario: s, Kubelets: kubelets, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: t.TempDir(), Namespace: "real-cluster",
+		Scenario: s, Kubelets: kubelets, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: out, Namespace: "real-cluster",
 		AuditLog: cp.AuditLogPath(),
 	})
 	if err != nil {
+		logNodesNamedIn(t, err, out)
 		t.Fatal(err)
 	}
 	p := report.Phases[0]
@@ -69,5 +74,25 @@ func TestModelAtRealClusterSettings(t *testing.T) {
 		if c.QuorumGetQPS > 0.01*c.GetQPS {
 			t.Errorf("%s: %.3f of %.3f GET/s were quorum reads: after kubernetes#120255 a refresh reads the watch cache", c.Class, c.QuorumGetQPS, c.GetQPS)
 		}
+	}
+}
+
+// logNodesNamedIn logs the end of the log of every node that err names as
+// behind ("NAME (k of n)"), from the run's output directory, where the
+// test's temporary directory would otherwise take them.
+func logNodesNamedIn(t *testing.T, err error, out string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(out, "*", "*", "*.log"))
+	for _, path := range logs {
+		node := strings.TrimSuffix(filepath.Base(path), ".log")
+		if !strings.Contains(err.Error(), node+" (") {
+			continue
+		}
+		data, readErr := os.ReadFile(path)
+		if readErr != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		t.Logf("%s, its last lines:\n%s", path, strings.Join(lines[max(0, len(lines)-40):], "\n"))
 	}
 }

@@ -295,6 +295,23 @@ func (p *phase) VolumesMounted(context.Context) (int, error) {
 	return matches, nil
 }
 
+// VolumesMountedByNode counts VolumesMounted's volumes node by node, and
+// says where each node's log is, for a warm-up that stalls to name the
+// nodes behind.
+func (p *phase) VolumesMountedByNode(context.Context) (map[string]int, string, error) {
+	byNode := map[string]int{}
+	for i, node := range p.fleet.nodes {
+		for _, plugin := range podrefs.Plugins {
+			found, err := filepath.Glob(filepath.Join(podrefs.VolumeDir(p.rootDir(i), "*", plugin, "*"), "..data"))
+			if err != nil {
+				return nil, "", err
+			}
+			byNode[node.Name] += len(found)
+		}
+	}
+	return byNode, p.logDir, nil
+}
+
 // exited reports a process that died, with the end of its log.
 func (p *phase) exited() error {
 	p.mu.Lock()
