@@ -221,6 +221,9 @@ func (f *Fleet) Start(_ context.Context, mode modes.Mode, stagger time.Duration)
 			if proc != nil {
 				proc.Stop(kubeletGrace)
 			}
+			if err != nil && ctx.Err() == nil {
+				p.startErr = fmt.Errorf("starting %s's %s: %w", f.nodes[i].Name, name, err)
+			}
 			return
 		}
 		p.procs = append(p.procs, proc)
@@ -238,6 +241,7 @@ type phase struct {
 
 	mu        sync.Mutex
 	procs     []*controlplane.Process
+	startErr  error // a process that could not be started
 	cpuAtMark time.Duration
 	marked    bool
 }
@@ -316,6 +320,9 @@ func (p *phase) VolumesMountedByNode(context.Context) (map[string]int, string, e
 func (p *phase) exited() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.startErr != nil {
+		return p.startErr
+	}
 	for _, proc := range p.procs {
 		if err := proc.Err(); err != nil {
 			return fmt.Errorf("a process of the fleet died: %w\n%s", err, proc.Tail(20))
