@@ -32,6 +32,11 @@ IMAGE_BUILD = GOOS=linux GOARCH=amd64 $(AGENT_BUILD) -o $(BIN)/nodeagent-linux-a
 	GOOS=linux GOARCH=amd64 $(FULL_BUILD) -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-full-linux-amd64 ./cmd/nodeagent
 # The image's platforms (make push, make release): both builds for each.
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+# The tests and go vet compile the main module as make build does (no cgo,
+# -trimpath), so that they reuse its compiled packages instead of compiling
+# the module's whole graph a second time with cgo and full paths. The unit
+# tests' -race needs cgo, and compiles a graph of its own anyway.
+AS_BUILT := CGO_ENABLED=0 GOFLAGS=-trimpath
 # e2e tests start real processes; give them room on a two-core machine (a
 # guard against a hang: each test waits for its conditions, and a shard
 # takes longer at half the speed, make e2e-halfcpu).
@@ -106,7 +111,7 @@ deploy-check: kustomize helm promtool ## helm lint, the chart against the overla
 	for mode in before after watch csi; do $(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=$$mode --set image.tag=lint || exit 1; done
 	$(BIN)/promtool check rules deploy/prometheus/nodeagent-rules.yaml
 	$(BIN)/promtool test rules deploy/prometheus/tests/rules_test.yaml
-	HELM_BIN=$(abspath $(BIN))/helm KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize $(GO) test -tags e2e -count=1 ./test/deploy/
+	$(AS_BUILT) HELM_BIN=$(abspath $(BIN))/helm KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize $(GO) test -tags e2e -count=1 ./test/deploy/
 
 staticcheck: $(BIN)/staticcheck ## Build the pinned staticcheck into _output/bin.
 
@@ -205,9 +210,9 @@ release-check-published: release-tools helm ## Download release VERSION as publi
 		HELM_BIN=$(abspath $(BIN))/helm KREW_BIN=$(abspath $(BIN))/krew $(GO) test -tags release -count=1 ./test/release/
 
 vet: ## Run go vet over every module but the reference kubelets' (make verify checks those).
-	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/e2e/... ./test/e2ekind/... ./test/deploy/...
-	$(GO) vet -tags release ./test/release/
+	$(AS_BUILT) $(GO) vet ./...
+	$(AS_BUILT) $(GO) vet -tags e2e ./test/e2e/... ./test/e2ekind/... ./test/deploy/...
+	$(AS_BUILT) $(GO) vet -tags release ./test/release/
 	cd hack/kind && $(GO) vet ./capdrop-runc ./images ./pause
 	cd hack/image && $(GO) vet . ./localpublish
 	cd hack/dashboard && $(GO) vet .
@@ -279,7 +284,7 @@ fuzz: ## Fuzz path validation and payload building, FUZZTIME executions each (de
 E2E_SHARDS ?= 3
 e2e: controlplane refkubelet build kustomize prometheus image ## Run the end-to-end tests on local control planes (E2E_SHARDS at once) and beside the reference kubelets.
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize PROMETHEUS_BIN=$(abspath $(BIN))/prometheus NODEAGENT_IMAGE_TAR=$(abspath $(IMAGE_TAR)) \
-		E2E_SHARDS=$(E2E_SHARDS) E2E_TIMEOUT=$(E2E_TIMEOUT) hack/e2e.sh
+		E2E_SHARDS=$(E2E_SHARDS) E2E_TIMEOUT=$(E2E_TIMEOUT) $(AS_BUILT) hack/e2e.sh
 
 # Six samples of each benchmark, in the format benchstat compares:
 #   benchstat old.txt _output/bench.txt
@@ -387,7 +392,7 @@ kind-prep: ## Build kind and the kind node image's root file system, which need 
 	hack/kind/prepare.sh
 
 e2e-kind: build kustomize helm prometheus image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 10 minutes; 14 more the first time).
-	hack/e2e-kind.sh
+	$(AS_BUILT) hack/e2e-kind.sh
 
 # The e2e and kind stages with half the CPU this machine offers (hack/halfcpu.sh:
 # a cgroup's CPU quota, which also holds the kind nodes): a test that fails
@@ -402,7 +407,7 @@ e2e-halfcpu: controlplane refkubelet build kustomize prometheus image $(if $(fil
 # says in one line why not where it cannot; with E2E_KIND_REQUIRED=1 (CI) a
 # machine that cannot is a failure.
 e2e-kind-if-possible: build kustomize helm prometheus image
-	@if [ -n "$$E2E_KIND_REQUIRED" ]; then hack/e2e-kind.sh; else E2E_KIND_OPTIONAL=1 hack/e2e-kind.sh; fi
+	@if [ -n "$$E2E_KIND_REQUIRED" ]; then $(AS_BUILT) hack/e2e-kind.sh; else $(AS_BUILT) E2E_KIND_OPTIONAL=1 hack/e2e-kind.sh; fi
 
 clean: ## Remove build output (the control plane is rebuilt on the next run).
 	rm -rf $(OUTPUT)
