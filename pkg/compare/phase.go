@@ -139,15 +139,21 @@ func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode modes.
 //
 // It gives up only when the agents have stopped making progress: past the
 // allowance for the scenario's size, and with no new volume on disk for a
-// stall window. A slower machine (a laptop, a loaded CI runner) mounts the
-// same volumes later, not never; a stuck agent mounts none.
+// stall window of one mount retry backoff and one refresh cycle. A slower
+// machine (a laptop, a loaded CI runner) mounts the same volumes later, not
+// never; a stuck agent mounts none.
 func (r *runner) waitForVolumes(ctx context.Context, f Phase, plan Plan, mode modes.Mode, want int, cycle time.Duration, start, running time.Time) error {
 	s := r.scenario
 	// Creating and mounting thousands of volumes takes a while on two
 	// cores; a stagger adds one refresh cycle.
 	refresh := model.RefreshCycle(s.SyncFrequency, s.TTL)
 	allowance := 2*time.Minute + time.Duration(s.Nodes*s.PodsPerNode)*20*time.Millisecond + refresh + plan.WarmupExtra
-	progress := newVolumeProgress(clock.RealClock{}, start, allowance, time.Minute+refresh+plan.WarmupExtra)
+	// A node whose mounts failed while it started (on a loaded machine,
+	// a kubelet's first syncs can fail before it registers the pods'
+	// objects) retries them only after its longest backoff, and then
+	// mounts them all at once: the stall window holds one such backoff.
+	stall := model.MountRetryInterval + refresh + plan.WarmupExtra
+	progress := newVolumeProgress(clock.RealClock{}, start, allowance, stall)
 	err := wait.PollUntilContextCancel(ctx, plan.WarmupPoll, true, func(ctx context.Context) (bool, error) {
 		mounted, err := f.VolumesMounted(ctx)
 		switch {
