@@ -142,7 +142,7 @@ push: helm ## Push the multi-arch image to REGISTRY/nodeagent:<version> and the 
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(AGENT_BUILD) -o $(BIN)/nodeagent-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; \
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(FULL_BUILD) -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/nodeagent-full-$${p%/*}-$${p#*/} ./cmd/nodeagent || exit 1; done
 	@pushed=$$(cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(BIN))/nodeagent-$(subst /,-,$(p)) --full $(p)=$(abspath $(BIN))/nodeagent-full-$(subst /,-,$(p))) \
-		--push $(REGISTRY)/nodeagent:$(VERSION) --version $(VERSION) --revision $(COMMIT)) || exit 1; echo "$$pushed"; \
+		--index --push $(REGISTRY)/nodeagent:$(VERSION) --version $(VERSION) --revision $(COMMIT)) || exit 1; echo "$$pushed"; \
 	rm -rf $(OUTPUT)/chart && hack/release/package-chart.sh $(BIN)/helm $(REGISTRY)/nodeagent $(VERSION) $(OUTPUT)/chart && \
 	$(BIN)/helm push $(OUTPUT)/chart/nodeagent-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts --registry-config $(REGISTRY_CONFIG) \
 		$(if $(filter localhost:% 127.0.0.1:%,$(REGISTRY)),--plain-http) && \
@@ -182,7 +182,7 @@ release: release-tools helm ## Archives for linux and darwin on amd64 and arm64,
 	hack/release/package-chart.sh $(BIN)/helm ghcr.io/nodeagent-io/nodeagent $(VERSION) $(RELEASE)
 	cd hack/image && $(GO) run . $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(abspath $(RELEASE))/nodeagent-agent-$(subst /,-,$(p)) \
 		--full $(p)=$$(echo $(abspath $(RELEASE))/nodeagent_$(subst /,_,$(p))_*/nodeagent)) \
-		--oci-layout $(abspath $(RELEASE))/image --version $(VERSION) --revision $(COMMIT)
+		--index --oci-layout $(abspath $(RELEASE))/image --version $(VERSION) --revision $(COMMIT)
 	@echo "Wrote $(RELEASE): nodeagent $(VERSION)"
 
 # make release-check: a release made, published and checked on this

@@ -15,8 +15,9 @@
 //
 // Each --binary is one platform's agent-only build and each --full its
 // full build (a bare PATH is linux/amd64's); every platform has both. One
-// platform gives an image; several give a multi-architecture index of one
-// image each. --output writes a tarball that `docker load` and `kind load
+// platform gives an image, and several a multi-architecture index of one
+// image each; --index gives an index of one platform too (make release and
+// make push: what a release publishes is an index, whatever it holds). --output writes a tarball that `docker load` and `kind load
 // image-archive` accept (one platform only); --oci-layout writes an OCI
 // image layout directory, the index tagged with the version; --push sends
 // the image or index to a registry with the credentials of
@@ -71,6 +72,7 @@ func main() {
 		fulls = append(fulls, b)
 		return err
 	})
+	asIndex := flag.Bool("index", false, "write or push an index even of one platform, as a release publishes")
 	output := flag.String("output", "", "image tarball to write (one platform)")
 	ociLayout := flag.String("oci-layout", "", "OCI image layout directory to write the image or index into")
 	push := flag.String("push", "", "push the image or index to this reference (registry/repository:tag)")
@@ -105,16 +107,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(2)
 	}
-	if err := write(binaries, *version, *revision, *output, *ociLayout, *push, *tag); err != nil {
+	if err := write(binaries, *asIndex, *version, *revision, *output, *ociLayout, *push, *tag); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-// write builds the image of one binary, or the index of several, and
-// writes it to the one output given.
-func write(binaries []platformBinary, version, revision, output, ociLayout, push, tag string) error {
-	if len(binaries) == 1 {
+// write builds the image of one binary, or the index of several (or of
+// one, asIndex), and writes it to the one output given.
+func write(binaries []platformBinary, asIndex bool, version, revision, output, ociLayout, push, tag string) error {
+	if len(binaries) == 1 && !asIndex {
 		img, err := build(binaries[0], version, revision, false)
 		switch {
 		case err != nil:

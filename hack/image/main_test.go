@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -179,6 +180,60 @@ func readFile(t *testing.T, layer v1.Layer, path string) string {
 		if h.Name == path {
 			data, _ := io.ReadAll(tr)
 			return string(data)
+		}
+	}
+}
+
+// One platform makes an image, or with --index an index of that one image,
+// as make release and make push write it whatever platforms they build.
+func TestIndexOfOnePlatform(t *testing.T) {
+	dir := t.TempDir()
+	var pair []platformBinary
+	for _, build := range []string{"agent", "full"} {
+		path := filepath.Join(dir, build)
+		if err := os.WriteFile(path, []byte(build+" for linux/amd64"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := parseBinary("linux/amd64=" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair = append(pair, b)
+	}
+	binaries, err := pairFull(pair[:1], pair[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, asIndex := range []bool{false, true} {
+		layoutDir := filepath.Join(dir, fmt.Sprintf("layout-%v", asIndex))
+		if err := write(binaries, asIndex, "v1.2.3", "abc", "", layoutDir, "", ""); err != nil {
+			t.Fatal(err)
+		}
+		p, err := layout.FromPath(layoutDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top, err := p.ImageIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		topManifest, _ := top.IndexManifest()
+		if len(topManifest.Manifests) != 1 {
+			t.Fatalf("--index=%v: layout's index.json: %+v", asIndex, topManifest.Manifests)
+		}
+		if got := topManifest.Manifests[0].MediaType; !asIndex && !got.IsImage() {
+			t.Errorf("without --index: %s, want an image", got)
+		}
+		if !asIndex {
+			continue
+		}
+		index, err := top.ImageIndex(topManifest.Manifests[0].Digest)
+		if err != nil {
+			t.Fatalf("with --index: %v", err)
+		}
+		manifest, _ := index.IndexManifest()
+		if len(manifest.Manifests) != 1 || manifest.Manifests[0].Platform == nil || manifest.Manifests[0].Platform.Architecture != "amd64" {
+			t.Errorf("with --index: %+v, want one linux/amd64 image", manifest.Manifests)
 		}
 	}
 }
