@@ -64,7 +64,7 @@ done < <(deal)
 
 # Each test's result as it comes, from every shard's log.
 tail -q -n +1 -F $(seq -f "$out/shard-%g.log" 0 $((${#pids[@]} - 1))) 2>/dev/null |
-  grep --line-buffered -E '^(--- (PASS|FAIL|SKIP)|panic:)' &
+  grep -a --line-buffered -E '^(--- (PASS|FAIL|SKIP)|panic:)' &
 follower=$!
 
 failed=()
@@ -74,7 +74,7 @@ done
 sleep 1
 kill "$follower" 2>/dev/null || true
 
-grep -h -E '^--- (PASS|FAIL): Test' "$out"/shard-*.log | sed -E 's/^--- [A-Z]+: (Test[^ ]*) \(([0-9.]+)s\)/\1 \2/' |
+grep -a -h -E '^--- (PASS|FAIL): Test' "$out"/shard-*.log | sed -E 's/^--- [A-Z]+: (Test[^ ]*) \(([0-9.]+)s\)/\1 \2/' |
   sort -k2,2nr >"$out/durations.txt" || true
 
 for n in "${failed[@]}"; do
