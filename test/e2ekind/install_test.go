@@ -35,8 +35,8 @@ const registryPort = "5001"
 // supplied around them, never in them: git redirects the README's
 // repository URL to this checkout (so the clone is of its HEAD, not of
 // uncommitted changes), IMAGE_PLATFORMS=linux/amd64 spares the arm64
-// builds the kind nodes would not run (make release-check checks the
-// index of both), and kubectl and helm are on PATH. After the Helm block
+// builds the kind nodes would not run (make release checks the index of
+// every platform), and kubectl and helm are on PATH. After the Helm block
 // and after the kubectl block, every node's agent runs exactly the image
 // pushed; the clone's git tree is as it was. It replaces the agents make
 // e2e-kind deployed for the other tests, so make e2e-kind runs it last and
