@@ -1,10 +1,15 @@
 package compare
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // A warm-up gives up only when the agents stop making progress: past its
@@ -48,5 +53,42 @@ func TestVolumeProgressGivesUpOnlyOnAStall(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countingPhase counts volumes node by node, as the processes fleet does.
+type countingPhase struct{ byNode map[string]int }
+
+func (p countingPhase) VolumesMounted(context.Context) (int, error) { return 0, nil }
+func (p countingPhase) Counters(context.Context) (Counters, error) {
+	return Counters{}, ErrNoAgentMetrics
+}
+func (p countingPhase) VolumesMountedByNode(context.Context) (map[string]int, string, error) {
+	return p.byNode, "/logs", nil
+}
+
+// A stalled warm-up names the nodes behind, where the fleet can count them.
+func TestBehindNamesTheNodesBehind(t *testing.T) {
+	node := func(name string, pods int) model.Node {
+		n := model.Node{Name: name}
+		for range pods {
+			n.Pods = append(n.Pods, model.Pod{Volumes: 2})
+		}
+		return n
+	}
+	nodes := []model.Node{node("a", 3), node("b", 3), node("c", 1)}
+	got := behind(context.Background(), countingPhase{map[string]int{"a": 6, "b": 2}}, nodes)
+	if want := "behind: b (2 of 6), c (0 of 2); their logs are NODE.log in /logs"; got != want {
+		t.Errorf("behind = %q, want %q", got, want)
+	}
+	var many []model.Node
+	for i := range 10 {
+		many = append(many, node(fmt.Sprintf("n%d", i), 1))
+	}
+	if got := behind(context.Background(), countingPhase{}, many); !strings.Contains(got, "n7 (0 of 2) and 2 more;") {
+		t.Errorf("ten nodes behind: %q, want eight named and 2 more", got)
+	}
+	if got := behind(context.Background(), struct{ Phase }{}, nodes); got != "see the agents' logs" {
+		t.Errorf("a fleet that cannot count by node: %q", got)
 	}
 }
