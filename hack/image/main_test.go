@@ -114,15 +114,7 @@ func TestIndex(t *testing.T) {
 	if err := writeLayout(nil, index, layoutDir, "v1.2.3"); err != nil {
 		t.Fatal(err)
 	}
-	p, err := layout.FromPath(layoutDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	topManifest, _ := top.IndexManifest()
+	top, topManifest := readLayout(t, layoutDir)
 	if len(topManifest.Manifests) != 1 || topManifest.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "v1.2.3" {
 		t.Fatalf("layout's index.json: %+v", topManifest.Manifests)
 	}
@@ -209,15 +201,7 @@ func TestIndexOfOnePlatform(t *testing.T) {
 		if err := write(binaries, asIndex, "v1.2.3", "abc", "", layoutDir, "", ""); err != nil {
 			t.Fatal(err)
 		}
-		p, err := layout.FromPath(layoutDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		top, err := p.ImageIndex()
-		if err != nil {
-			t.Fatal(err)
-		}
-		topManifest, _ := top.IndexManifest()
+		top, topManifest := readLayout(t, layoutDir)
 		if len(topManifest.Manifests) != 1 {
 			t.Fatalf("--index=%v: layout's index.json: %+v", asIndex, topManifest.Manifests)
 		}
@@ -236,4 +220,22 @@ func TestIndexOfOnePlatform(t *testing.T) {
 			t.Errorf("with --index: %+v, want one linux/amd64 image", manifest.Manifests)
 		}
 	}
+}
+
+// readLayout opens the OCI layout at dir: its index.json, and what it lists.
+func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top, manifest
 }
