@@ -180,13 +180,30 @@ func (r *volumeReader) readVolume(dir string, names []string) {
 	for _, name := range names {
 		data, err := r.readName(dir, name)
 		if err != nil {
-			r.problem(&r.stats.Missing, "%s/%s: %v", dir, name, err)
+			r.problem(&r.stats.Missing, "%s/%s: %v (%s)", dir, name, err, volumeState(dir, name))
 			continue
 		}
 		if _, err := parseGeneration(data); err != nil {
 			r.problem(&r.stats.Torn, "%s/%s: %v", dir, name, err)
 		}
 	}
+}
+
+// volumeState says, right after a failed read of name, what the volume
+// directory holds: whether it exists, where ..data and name point, and
+// whether the generation ..data names is there; it tells a volume torn
+// down from a generation removed under its ..data or a missing link.
+func volumeState(dir, name string) string {
+	if _, err := os.Lstat(dir); err != nil {
+		return "the volume directory is gone: " + err.Error()
+	}
+	data, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		return "no ..data: " + err.Error()
+	}
+	link, linkErr := os.Readlink(filepath.Join(dir, name))
+	_, genErr := os.Stat(filepath.Join(dir, data))
+	return fmt.Sprintf("..data -> %s (stat: %v), %s -> %s (readlink: %v)", data, genErr, name, link, linkErr)
 }
 
 // readName reads a top-level name as a workload opens it. The open
