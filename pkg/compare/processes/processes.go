@@ -284,19 +284,16 @@ func (p *phase) LocalRoots() map[string]string {
 
 // VolumesMounted counts, under every process's root directory, the
 // ConfigMap and projected volumes whose ..data link is in place.
-func (p *phase) VolumesMounted(context.Context) (int, error) {
+func (p *phase) VolumesMounted(ctx context.Context) (int, error) {
 	if err := p.exited(); err != nil {
 		return 0, err
 	}
-	matches := 0
-	for _, plugin := range podrefs.Plugins {
-		found, err := filepath.Glob(filepath.Join(podrefs.VolumeDir(filepath.Join(p.dir, "*"), "*", plugin, "*"), "..data"))
-		if err != nil {
-			return 0, err
-		}
-		matches += len(found)
+	byNode, _, err := p.VolumesMountedByNode(ctx)
+	total := 0
+	for _, n := range byNode {
+		total += n
 	}
-	return matches, nil
+	return total, err
 }
 
 // VolumesMountedByNode counts VolumesMounted's volumes node by node, and
