@@ -50,7 +50,12 @@ func TestModelAtRealClusterSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
+	// The output stays for a reader of a failure: every kubelet's whole log
+	// is under it.
+	out := filepath.Join(repoRoot(t), "_output", "e2e", "real-cluster")
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
 	report, err := compare.Run(ctx, compare.Options{
 		Scenario: s, Kubelets: kubelets, RESTConfig: cp.RESTConfig(), APIServer: "e2e", OutputDir: out, Namespace: "real-cluster",
 		AuditLog: cp.AuditLogPath(),
@@ -78,8 +83,7 @@ func TestModelAtRealClusterSettings(t *testing.T) {
 }
 
 // logNodesNamedIn logs the end of the log of every node that err names as
-// behind ("NAME (k of n)"), from the run's output directory, where the
-// test's temporary directory would otherwise take them.
+// behind ("NAME (k of n)"), and where its whole log stays.
 func logNodesNamedIn(t *testing.T, err error, out string) {
 	t.Helper()
 	logs, _ := filepath.Glob(filepath.Join(out, "*", "*", "*.log"))
@@ -93,6 +97,6 @@ func logNodesNamedIn(t *testing.T, err error, out string) {
 			continue
 		}
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		t.Logf("%s, its last lines:\n%s", path, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		t.Logf("%s (kept), its last lines:\n%s", path, strings.Join(lines[max(0, len(lines)-40):], "\n"))
 	}
 }
