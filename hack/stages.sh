@@ -26,7 +26,9 @@
 # Where the CPU goes: each stage's CPU seconds (user and system, of the
 # processes it waited for; not the kind nodes', which are Docker's) are
 # written to _output/test-cpu.txt in the same format, so that a change
-# that adds work shows it even where it runs beside a wait.
+# that adds work shows it even where it runs beside a wait. The most memory
+# in use during the run and the disk its caches and outputs hold at the end
+# go to _output/test-resources.json (hack/resources.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -94,8 +96,12 @@ total_start=$(date +%s)
 declare -A chain_pid chain_of chain_stages reported
 background=()
 
+hack/resources.sh sample _output/.peak-memory &
+sampler=$!
+
 stop_background() {
   local first
+  kill "$sampler" 2>/dev/null
   for first in "${!chain_pid[@]}"; do
     kill -- -"${chain_pid[$first]}" 2>/dev/null && echo "=== make test: stopped the background chain ${chain_stages[$first]// /, }"
   done
@@ -106,7 +112,9 @@ report() {
   local code=$1
   table_line "$timings" total "$(($(date +%s) - total_start))"
   table_line "$cpu" total "$(awk '{ sub(/s$/, "", $NF); cpu += $NF } END { print cpu + 0 }' "$cpu")"
-  echo "=== make test: stage times$([[ $code == 0 ]] || echo " (stopped at a failure, exit $code)"), and CPU seconds in $cpu"
+  kill "$sampler" 2>/dev/null
+  hack/resources.sh report _output/.peak-memory _output/test-resources.json || true
+  echo "=== make test: stage times$([[ $code == 0 ]] || echo " (stopped at a failure, exit $code)"), and CPU seconds in $cpu; memory and disk in _output/test-resources.json"
   # Each stage's line, and its CPU seconds where it has them.
   awk 'NR == FNR { name = $0; sub(/[ ]+[0-9]+s$/, "", name); cpu[name] = $NF; next }
        { name = $0; sub(/[ ]+[0-9]+s$/, "", name); print $0 (name in cpu ? sprintf(" %7s CPU", cpu[name]) : "") }' "$cpu" "$timings"

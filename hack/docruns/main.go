@@ -109,6 +109,8 @@ func record(args []string) error {
 	kind := fs.String("kind", "compare", "what -report is: compare, analyze, reliability, table (an e2e test's _output/tables/NAME.json), or bench (make bench's _output/bench.txt)")
 	var timings timingsFlag
 	fs.Var(&timings, "timings", "KEY=FILE: a timings file (hack/stages.sh's, hack/e2e-kind.sh's) kept under KEY; repeat for more (a timings run)")
+	var figures timingsFlag
+	fs.Var(&figures, "json", "KEY=FILE: with -timings, a JSON file of the run's other figures kept under KEY (hack/resources.sh's memory and disk)")
 	took := fs.Duration("took", 0, "how long the command ran")
 	commit := fs.String("commit", "", "the commit the run measured (default: this checkout's), for a run kept after the checkout moved on")
 	date := fs.String("date", "", "the day of the run, YYYY-MM-DD (default: today)")
@@ -120,7 +122,10 @@ func record(args []string) error {
 	if !slices.Contains([]string{"compare", "analyze", "reliability", "table", "bench"}, *kind) {
 		return fmt.Errorf("-kind %q: want compare, analyze, reliability, table or bench", *kind)
 	}
-	report, err := readReport(*reportPath, *kind, timings)
+	if len(figures) > 0 && len(timings) == 0 {
+		return errors.New("-json goes with -timings: a timings run's other figures")
+	}
+	report, err := readReport(*reportPath, *kind, timings, figures)
 	if err != nil {
 		return err
 	}
@@ -154,7 +159,7 @@ func record(args []string) error {
 
 // readReport is a run's report (a compare report without its samples,
 // benchmarks summarised), or the stages of the timings files by key.
-func readReport(reportPath, kind string, timings timingsFlag) (json.RawMessage, error) {
+func readReport(reportPath, kind string, timings, figures timingsFlag) (json.RawMessage, error) {
 	if reportPath != "" {
 		report, err := os.ReadFile(reportPath)
 		if err != nil {
@@ -173,7 +178,7 @@ func readReport(reportPath, kind string, timings timingsFlag) (json.RawMessage, 
 		}
 		return trimmed, nil
 	}
-	byKey := map[string][]docruns.Stage{}
+	byKey := map[string]any{}
 	for key, path := range timings {
 		f, err := os.Open(path)
 		if err != nil {
@@ -185,6 +190,16 @@ func readReport(reportPath, kind string, timings timingsFlag) (json.RawMessage, 
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		byKey[key] = stages
+	}
+	for key, path := range figures {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if !json.Valid(data) {
+			return nil, fmt.Errorf("%s: not JSON", path)
+		}
+		byKey[key] = json.RawMessage(data)
 	}
 	return json.Marshal(byKey)
 }
