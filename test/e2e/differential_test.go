@@ -124,7 +124,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			t.Errorf("%s: compared %d volumes, want %d", p.name, compared, want)
 		}
 	}
-	waitForTrees := func(t *testing.T, what string, ready func(dir string, tree volumetree.Tree, key string) bool) {
+	waitForTrees := func(t *testing.T, what string, ready func(dir string, tree volumetree.Tree, pod *corev1.Pod, key string) bool) {
 		t.Helper()
 		testutil.Eventually(t, pollInterval, 90*time.Second, func() error {
 			for node, s := range nodes {
@@ -139,7 +139,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						if !ready(dir, tree, key) {
+						if !ready(dir, tree, pod, key) {
 							return fmt.Errorf("%s: pod %s, volume %s: %s not yet", node, base, key, what)
 						}
 					}
@@ -148,7 +148,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			return nil
 		})
 	}
-	waitForTrees(t, "mounted", func(_ string, tree volumetree.Tree, _ string) bool {
+	waitForTrees(t, "mounted", func(_ string, tree volumetree.Tree, _ *corev1.Pod, _ string) bool {
 		_, mounted := tree["..data"]
 		return mounted
 	})
@@ -238,9 +238,9 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 
 	// An update, then a key removed: both reach the same files.
 	updateConfigMap(t, ns, "diff-shared", "greeting", "updated")
-	waitForTrees(t, "the update", func(dir string, _ volumetree.Tree, key string) bool {
+	waitForTrees(t, "the update", func(dir string, _ volumetree.Tree, pod *corev1.Pod, key string) bool {
 		data, _ := os.ReadFile(filepath.Join(dir, "greeting"))
-		return !strings.Contains(key, "shared") || strings.Contains(string(data), "updated")
+		return !usesConfigMap(pod, key, "diff-shared") || strings.Contains(string(data), "updated")
 	})
 	t.Run("files after an update", func(t *testing.T) {
 		for _, p := range pairs {
@@ -248,9 +248,9 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 		}
 	})
 	removeConfigMapKey(t, ns, "diff-shared", "farewell")
-	waitForTrees(t, "the key's removal", func(_ string, tree volumetree.Tree, key string) bool {
+	waitForTrees(t, "the key's removal", func(_ string, tree volumetree.Tree, pod *corev1.Pod, key string) bool {
 		_, still := tree["farewell"]
-		return !strings.Contains(key, "shared") || !still
+		return !usesConfigMap(pod, key, "diff-shared") || !still
 	})
 	t.Run("files after a key is removed", func(t *testing.T) {
 		for _, p := range pairs {
@@ -272,6 +272,19 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			})
 		}
 	})
+}
+
+// usesConfigMap reports whether the volume that key names (PLUGIN/VOLUME,
+// as volumeDirs keys it) is one of pod's ConfigMap volumes of name: the
+// volumes an update to that ConfigMap must reach, whatever they are called.
+func usesConfigMap(pod *corev1.Pod, key, name string) bool {
+	volume := key[strings.LastIndex(key, "/")+1:]
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == volume {
+			return v.ConfigMap != nil && v.ConfigMap.Name == name
+		}
+	}
+	return false
 }
 
 // dropServiceAccountToken is the deliberate difference of the
