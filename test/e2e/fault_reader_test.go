@@ -97,10 +97,10 @@ type readStats struct {
 	// Missing counts reads of a top-level name that failed: a file that
 	// was there vanished.
 	Missing int64
-	// SwapRaces counts reads of a top-level name that failed because the
+	// SwapRaces counts opens of a top-level name that failed because the
 	// writer swapped ..data and removed the generation the open had
-	// already resolved, and that succeeded when opened again: the atomic
-	// writer's window (and the kubelet's), not a bad read.
+	// already resolved, and were opened again: the atomic writer's window
+	// (and the kubelet's), not a bad read.
 	SwapRaces int64
 	// Problems holds the first few, for the test log.
 	Problems []string
@@ -206,26 +206,34 @@ func volumeState(dir, name string) string {
 	return fmt.Sprintf("..data -> %s (stat: %v), %s -> %s (readlink: %v)", data, genErr, name, link, linkErr)
 }
 
+// maxSwapRaces is how many times in a row readName opens a name again
+// because ..data moved under the open.
+const maxSwapRaces = 10
+
 // readName reads a top-level name as a workload opens it. The open
 // resolves <name> to ..data/<name> and ..data to a generation directory;
 // if the writer swaps ..data and removes that generation between the two
 // steps, the open fails with ENOENT although the file was never missing.
-// Such a failure, with ..data changed across it, is opened once more; a
-// file that is really gone fails again.
+// Such a failure, with ..data changed across it, is opened again; on a
+// loaded machine the reader may sleep through one swap after another (a
+// storm swaps every 100 ms), so again while ..data keeps changing. A file
+// that is really gone fails with ..data unchanged.
 func (r *volumeReader) readName(dir, name string) ([]byte, error) {
 	before, _ := os.Readlink(filepath.Join(dir, "..data"))
 	data, err := os.ReadFile(filepath.Join(dir, name))
-	if !errors.Is(err, fs.ErrNotExist) {
-		return data, err
-	}
-	if after, _ := os.Readlink(filepath.Join(dir, "..data")); after == before {
-		return nil, err
-	}
-	data, err = os.ReadFile(filepath.Join(dir, name))
-	if err == nil {
+	for range maxSwapRaces {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return data, err
+		}
+		after, _ := os.Readlink(filepath.Join(dir, "..data"))
+		if after == before {
+			return nil, err
+		}
 		r.mu.Lock()
 		r.stats.SwapRaces++
 		r.mu.Unlock()
+		before = after
+		data, err = os.ReadFile(filepath.Join(dir, name))
 	}
 	return data, err
 }
