@@ -126,7 +126,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	defer stopManager()
 	components.Go(func() { d.manager.Run(managerCtx) })
 	d.manager.PodsSynced() // no pod source: only the driver's volumes
-	d.restore(ctx)
+	restored := d.restore(ctx)
 	d.ready.Store(true)
 
 	server := grpc.NewServer(grpc.UnaryInterceptor(logCalls(logger)))
@@ -146,7 +146,7 @@ func (d *Driver) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	logger.Info("CSI driver started", "endpoint", d.opts.Endpoint, "registrationDir", d.opts.RegistrationDir, "volumes", len(d.node.published))
+	logger.Info("CSI driver started", "endpoint", d.opts.Endpoint, "registrationDir", d.opts.RegistrationDir, "volumes", restored)
 	<-ctx.Done()
 	logger.Info("CSI driver stopping; volumes stay on disk")
 	for _, s := range servers {
@@ -155,10 +155,11 @@ func (d *Driver) Run(ctx context.Context) error {
 	return nil
 }
 
-// restore serves again the volumes recorded before a restart. A record
-// whose target directory is gone (its pod left while the driver was down,
-// and the kubelet's unpublish found no one) is dropped.
-func (d *Driver) restore(ctx context.Context) {
+// restore serves again the volumes recorded before a restart, and returns
+// how many. A record whose target directory is gone (its pod left while
+// the driver was down, and the kubelet's unpublish found no one) is
+// dropped. It runs before gRPC serves, so nothing else holds the records.
+func (d *Driver) restore(ctx context.Context) int {
 	logger := klog.FromContext(ctx)
 	records, errs := d.node.state.load()
 	for _, err := range errs {
@@ -181,6 +182,7 @@ func (d *Driver) restore(ctx context.Context) {
 	if len(records) > 0 {
 		logger.Info("Restored the published volumes", "volumes", len(d.node.published), "records", len(records))
 	}
+	return len(d.node.published)
 }
 
 // serveUnix serves s on a unix socket at path, replacing a stale socket.

@@ -207,8 +207,11 @@ func TestRestartKeepsServing(t *testing.T) {
 	}
 	h.start()
 	h.eventually("the update made while down is in the volume", func() bool { return h.read(v, "k") == "2" })
-	if n := len(h.driver.node.published); n != 1 {
-		t.Errorf("%d volumes restored, want 1 (the other's pod is gone)", n)
+	h.driver.node.mu.Lock()
+	restored := len(h.driver.node.published)
+	h.driver.node.mu.Unlock()
+	if restored != 1 {
+		t.Errorf("%d volumes restored, want 1 (the other's pod is gone)", restored)
 	}
 	h.setConfigMap("app", map[string]string{"k": "3"})
 	h.eventually("a later update is in the volume", func() bool { return h.read(v, "k") == "3" })
