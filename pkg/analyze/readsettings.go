@@ -17,7 +17,7 @@ import (
 func ReadSettings(ctx context.Context, reader configzReader, nodes []inventory.NodeInfo, assume Assumptions, workers int, progress inventory.Progress) (map[string]Settings, []string, error) {
 	settings := make(map[string]Settings, len(nodes))
 	for _, n := range nodes {
-		settings[n.Name] = nodeSettings(n, assume)
+		settings[n.Name] = AssumedSettings(n, assume)
 	}
 	assumed := fmt.Sprintf("strategy %s and sync frequency %s assumed for every node (--assume-strategy, --assume-sync-frequency)", assume.Strategy, assume.SyncFrequency)
 	if reader == nil {

@@ -49,9 +49,9 @@ type Assumptions struct {
 	SyncFrequency time.Duration
 }
 
-// nodeSettings reads a Node's version and TTL and takes the strategy and
-// sync frequency from assume; the caller replaces them with /configz's.
-func nodeSettings(node inventory.NodeInfo, assume Assumptions) Settings {
+// AssumedSettings reads a Node's version and TTL and takes the strategy
+// and sync frequency from assume; the caller replaces them with /configz's.
+func AssumedSettings(node inventory.NodeInfo, assume Assumptions) Settings {
 	s := Settings{
 		KubeletVersion: node.KubeletVersion,
 		Strategy:       assume.Strategy,

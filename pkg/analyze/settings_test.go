@@ -31,7 +31,7 @@ func TestBehaviourByVersionAndStrategy(t *testing.T) {
 		{"v1.26.1", model.StrategyGet, model.Get, 450 * time.Second},
 		{"not-a-version", model.StrategyCache, model.FirstReference, 45 * time.Minute},
 	} {
-		s := nodeSettings(inventory.NodeInfo{Name: "n", KubeletVersion: tt.version, TTL: 15 * time.Second}, Assumptions{Strategy: tt.strategy, SyncFrequency: time.Minute})
+		s := AssumedSettings(inventory.NodeInfo{Name: "n", KubeletVersion: tt.version, TTL: 15 * time.Second}, Assumptions{Strategy: tt.strategy, SyncFrequency: time.Minute})
 		if got := s.Behaviour(); got != tt.want {
 			t.Errorf("%s %s: behaviour %s, want %s", tt.version, tt.strategy, got, tt.want)
 		}
@@ -63,7 +63,7 @@ func TestTTLAnnotation(t *testing.T) {
 	} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: tt.annotations}}
 		node.Status.NodeInfo.KubeletVersion = "v1.36.0"
-		s := nodeSettings(inventory.NodeInfoOf(node), Assumptions{Strategy: model.StrategyCache})
+		s := AssumedSettings(inventory.NodeInfoOf(node), Assumptions{Strategy: model.StrategyCache})
 		if s.TTL != tt.want || (len(s.Notes) > 0) != tt.flagged {
 			t.Errorf("annotations %v: TTL %s, notes %q; want %s, flagged %v", tt.annotations, s.TTL, s.Notes, tt.want, tt.flagged)
 		}

@@ -75,6 +75,10 @@ type Analyzer struct {
 	warnings     []string
 	settingsRead time.Time
 
+	// readSettings reads kubelets' settings: analyze.NodeSettings through
+	// client.
+	readSettings settingsReader
+
 	report       atomic.Pointer[Report]
 	computations atomic.Int64
 	failures     *listWatchFailures
@@ -100,6 +104,9 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 	}
 	a := &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string](),
 		failures: newListWatchFailures()}
+	a.readSettings = func(ctx context.Context, nodes []inventory.NodeInfo) (map[string]analyze.Settings, []string, error) {
+		return analyze.NodeSettings(ctx, client, nodes, opts.Analyze)
+	}
 	a.reports = newReportGatherer(a)
 	return a
 }
@@ -216,44 +223,4 @@ func (a *Analyzer) compute(ctx context.Context) {
 		a.opts.Events.observe(ctx, r.Findings)
 	}
 	klog.FromContext(ctx).V(2).Info("Analysis computed", "seconds", end.Sub(start).Seconds(), "pods", len(inv.Pods), "findings", len(r.Findings))
-}
-
-// nodeSettings are the settings of inv's nodes: those read before, those
-// of new or changed nodes read now, and every node's again once
-// SettingsInterval has passed.
-func (a *Analyzer) nodeSettings(ctx context.Context, inv *inventory.Inventory) (map[string]analyze.Settings, []string) {
-	a.mu.Lock()
-	changed := a.nodesChanged
-	a.nodesChanged = sets.New[string]()
-	all := a.settingsRead.IsZero()
-	old := a.settings
-	a.mu.Unlock()
-
-	var read []inventory.NodeInfo
-	settings := make(map[string]analyze.Settings, len(inv.Nodes))
-	for _, n := range inv.Nodes {
-		if s, ok := old[n.Name]; ok && !all && !changed.Has(n.Name) {
-			settings[n.Name] = s
-			continue
-		}
-		read = append(read, n)
-	}
-	warnings := a.warnings
-	if len(read) > 0 {
-		fresh, w, err := analyze.NodeSettings(ctx, a.client, read, a.opts.Analyze)
-		if err != nil {
-			w = append(w, fmt.Sprintf("reading the kubelets' settings failed, assumed where not read before: %v", err))
-		}
-		for name, s := range fresh {
-			settings[name] = s
-		}
-		warnings = w
-	}
-	a.mu.Lock()
-	a.settings, a.warnings = settings, warnings
-	if all {
-		a.settingsRead = a.clock.Now()
-	}
-	a.mu.Unlock()
-	return settings, warnings
 }
