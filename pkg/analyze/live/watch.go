@@ -61,8 +61,24 @@ type watcher struct {
 // newWatcher builds the informers; secretsListed says whether to watch
 // Secrets at all; failures counts their failed lists and watches.
 func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed bool, changed func(node string), failures *listWatchFailures, now func() time.Time) *watcher {
-	core := client.CoreV1()
 	w := &watcher{changed: changed, allNodes: nodeSelector == "", failures: failures}
+	w.makeInformers(client, nodeSelector, secretsListed)
+	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "secrets": w.secrets} {
+		if inf != nil {
+			// A failure computes the report again, so that its warnings
+			// say so (client-go retries at most every 30 s meanwhile).
+			_ = inf.SetWatchErrorHandlerWithContext(w.failures.handler(resource, now, func() { changed("") }))
+		}
+	}
+	w.addEventHandlers()
+	return w
+}
+
+// makeInformers makes the informers of the nodes nodeSelector selects, of
+// the scheduled pods, of ConfigMaps, and of Secrets where they may be
+// listed.
+func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string, secretsListed bool) {
+	core := client.CoreV1()
 	w.nodes = informer(client, &corev1.Node{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		o.LabelSelector = nodeSelector
 		return core.Nodes().List(ctx, o)
@@ -90,17 +106,13 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed 
 			return core.Secrets("").Watch(ctx, o)
 		}, slimSecret)
 	}
-	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "secrets": w.secrets} {
-		if inf != nil {
-			// A failure computes the report again, so that its warnings
-			// say so (client-go retries at most every 30 s meanwhile).
-			_ = inf.SetWatchErrorHandlerWithContext(w.failures.handler(resource, now, func() { changed("") }))
-		}
-	}
-	// An update that changes nothing the analysis reads (a pod's
-	// annotation, a Node's status report every few minutes, thousands of
-	// them a minute on a large cluster) neither recomputes nor reads a
-	// kubelet's settings again.
+}
+
+// addEventHandlers makes every event of the informers an event of w. An
+// update that changes nothing the analysis reads (a pod's annotation, a
+// Node's status report every few minutes, thousands of them a minute on a
+// large cluster) neither recomputes nor reads a kubelet's settings again.
+func (w *watcher) addEventHandlers() {
 	_, _ = w.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.event(obj, false) },
 		UpdateFunc: func(old, obj any) {
@@ -131,7 +143,6 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed 
 			DeleteFunc: func(obj any) { w.event(obj, false) },
 		})
 	}
-	return w
 }
 
 // informer is one resource's informer, with transform applied before
