@@ -40,19 +40,66 @@ const (
 
 var outputFormats = []outputFormat{outputTable, outputJSON, outputMarkdown}
 
+// analyzeFlags are analyze's flags: the options of one analysis, and
+// those of --serve.
+type analyzeFlags struct {
+	o                           analyze.Options
+	kubeconfig, kubeContext     string
+	outputDir, serve            string
+	failOn                      []string
+	qps                         float32
+	burst                       int
+	output                      outputFormat
+	settingsInterval            time.Duration
+	maxFindingSeries, maxEvents int
+	profile, events             bool
+}
+
 func runAnalyze(args []string, stdout io.Writer) error {
 	fs := newFlagSet("analyze", "Predict, read-only, the ConfigMap and Secret GETs and watches that a live cluster's kubelets send to the apiserver and etcd, per node, namespace and object, and what each fix would save.", stdout)
-	o := analyze.DefaultOptions()
-	o.Progress = os.Stderr
-	var kubeconfig, kubeContext, outputDir string
-	var failOn []string
+	f := newAnalyzeFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	failTypes, err := f.validate(fs)
+	if err != nil {
+		return err
+	}
+	client, err := analyzeClient(f.kubeconfig, f.kubeContext, f.qps, f.burst)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if f.serve != "" {
+		lo := live.Options{SettingsInterval: f.settingsInterval, MaxFindingSeries: f.maxFindingSeries}
+		if f.events {
+			recorder, stopEvents := live.NewRecorder(ctx, client)
+			defer stopEvents()
+			lo.Events = live.NewEvents(recorder, f.maxEvents)
+		}
+		return serveAnalysis(ctx, client, f.o, f.serve, lo, f.profile)
+	}
+	result, err := analyze.Run(ctx, client, f.o)
+	if err != nil {
+		return err
+	}
+	if err := writeAnalysis(stdout, result, f.output, f.outputDir, f.o.Top); err != nil {
+		return err
+	}
+	return failOnFindings(result, failTypes)
+}
+
+// newAnalyzeFlags registers analyze's flags on fs, with their defaults.
+func newAnalyzeFlags(fs *pflag.FlagSet) *analyzeFlags {
 	// client-go's default of 5 requests a second would hold a 5,000-node
 	// cluster's 462 pages of lists to 90 s; kubectl asks for 50.
-	qps, burst := float32(50), 100
-	output := outputTable
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: in a pod, its service account; elsewhere $KUBECONFIG or ~/.kube/config, as kubectl does.")
+	f := &analyzeFlags{o: analyze.DefaultOptions(), qps: 50, burst: 100, output: outputTable}
+	f.o.Progress = os.Stderr
+	o := &f.o
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: in a pod, its service account; elsewhere $KUBECONFIG or ~/.kube/config, as kubectl does.")
 	fs.StringVarP(&o.NodeSelector, "node-selector", "l", "", "A label selector (e.g. node.kubernetes.io/instance-type=m5.large): analyze only the nodes it selects and their pods. Empty: every node.")
-	fs.StringVar(&kubeContext, "context", "", "The kubeconfig context to use. Empty: its current context.")
+	fs.StringVar(&f.kubeContext, "context", "", "The kubeconfig context to use. Empty: its current context.")
 	fs.Var(cliflag.NewChoice(&o.Assume.Strategy, []model.Strategy{model.StrategyWatch, model.StrategyCache, model.StrategyGet}), "assume-strategy",
 		"The kubelets' configMapAndSecretChangeDetectionStrategy where their /configz cannot be read: Watch (the kubelet's default), Cache or Get.")
 	fs.DurationVar(&o.Assume.SyncFrequency, "assume-sync-frequency", o.Assume.SyncFrequency, "The kubelets' syncFrequency where their /configz cannot be read (the kubelet's default is 1m).")
@@ -62,72 +109,47 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	fs.IntVar(&o.Top, "top", o.Top, "How many nodes, namespaces and objects the tables show, and how many objects the immutable what-if marks.")
 	fs.DurationVar(&o.Measure, "measure", 0, "After predicting, read the apiserver's own ConfigMap and Secret counters over this window (e.g. 5m) and show them beside the prediction. Needs get on /metrics. 0: do not measure.")
 	fs.StringVar(&o.AuditLog, "audit-log", "", "An apiserver audit log (JSON lines, configmaps and secrets get/list/watch at Metadata level) to attribute per node (user system:node:NAME) beside each node's prediction: over the --measure window where one is given (the log of this cluster's apiserver, read as it is written), otherwise over the whole log.")
-	fs.VarP(cliflag.NewChoice(&output, outputFormats), "output", "o", "Output on stdout: table, json or markdown.")
-	fs.StringVar(&outputDir, "output-dir", "", "Also write report.json, report.md and chart.svg/png (now, each what-if, measured) into this directory.")
-	fs.Float32Var(&qps, "kube-api-qps", qps, "Requests a second analyze may send to the apiserver (its list pages and /configz reads).")
-	fs.IntVar(&burst, "kube-api-burst", burst, "Requests analyze may send at once, above --kube-api-qps.")
-	var serve string
-	var settingsInterval time.Duration
-	fs.StringVar(&serve, "serve", "", "Keep running (analyze always on, docs/analyze.md): watch the cluster, recompute the report within seconds of each change, and serve /report (the JSON of -o json, with computedAt), /metrics, /healthz and /readyz on this address (e.g. :8080). Empty: analyze once and exit.")
-	fs.DurationVar(&settingsInterval, "settings-interval", 10*time.Minute, "With --serve: how often every kubelet's /configz is read again (a node's is read again at once when its Node changes).")
-	var maxFindingSeries int
-	fs.IntVar(&maxFindingSeries, "max-finding-series", 1000, "With --serve: at most this many series of nodeagent_analyze_finding (one per finding's pod, container and object; the most pressing first); the counts by type and namespace stay exact.")
-	var profile bool
-	fs.BoolVar(&profile, "profiling", false, "With --serve: also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ (plain HTTP, unauthenticated: keep the address local).")
-	var events bool
-	var maxEvents int
-	fs.BoolVar(&events, "events", false, "With --serve: post a Warning event on the pod of each finding that appears while it runs (the findings at its start are the baseline). Its one write: needs create and patch on events.")
-	fs.IntVar(&maxEvents, "max-events-per-report", 50, "With --events: at most this many events after one report; the rest are counted in nodeagent_analyze_events_dropped_total.")
-	fs.StringSliceVar(&failOn, "fail-on", nil, fmt.Sprintf("Finding types (comma-separated, of %v) that make analyze exit with code %d after printing its report, when it finds any: a check for CI or a cron job. Empty: findings never change the exit code.", analyze.FindingTypes, exitFindings))
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+	fs.VarP(cliflag.NewChoice(&f.output, outputFormats), "output", "o", "Output on stdout: table, json or markdown.")
+	fs.StringVar(&f.outputDir, "output-dir", "", "Also write report.json, report.md and chart.svg/png (now, each what-if, measured) into this directory.")
+	fs.Float32Var(&f.qps, "kube-api-qps", f.qps, "Requests a second analyze may send to the apiserver (its list pages and /configz reads).")
+	fs.IntVar(&f.burst, "kube-api-burst", f.burst, "Requests analyze may send at once, above --kube-api-qps.")
+	fs.StringVar(&f.serve, "serve", "", "Keep running (analyze always on, docs/analyze.md): watch the cluster, recompute the report within seconds of each change, and serve /report (the JSON of -o json, with computedAt), /metrics, /healthz and /readyz on this address (e.g. :8080). Empty: analyze once and exit.")
+	fs.DurationVar(&f.settingsInterval, "settings-interval", 10*time.Minute, "With --serve: how often every kubelet's /configz is read again (a node's is read again at once when its Node changes).")
+	fs.IntVar(&f.maxFindingSeries, "max-finding-series", 1000, "With --serve: at most this many series of nodeagent_analyze_finding (one per finding's pod, container and object; the most pressing first); the counts by type and namespace stay exact.")
+	fs.BoolVar(&f.profile, "profiling", false, "With --serve: also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ (plain HTTP, unauthenticated: keep the address local).")
+	fs.BoolVar(&f.events, "events", false, "With --serve: post a Warning event on the pod of each finding that appears while it runs (the findings at its start are the baseline). Its one write: needs create and patch on events.")
+	fs.IntVar(&f.maxEvents, "max-events-per-report", 50, "With --events: at most this many events after one report; the rest are counted in nodeagent_analyze_events_dropped_total.")
+	fs.StringSliceVar(&f.failOn, "fail-on", nil, fmt.Sprintf("Finding types (comma-separated, of %v) that make analyze exit with code %d after printing its report, when it finds any: a check for CI or a cron job. Empty: findings never change the exit code.", analyze.FindingTypes, exitFindings))
+	return f
+}
+
+// validate checks the parsed flags together, and returns the finding
+// types of --fail-on.
+func (f *analyzeFlags) validate(fs *pflag.FlagSet) ([]analyze.FindingType, error) {
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	failTypes, err := parseFindingTypes(failOn)
+	failTypes, err := parseFindingTypes(f.failOn)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if qps <= 0 || burst < 1 {
-		return fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1, got %g and %d", qps, burst)
+	if f.qps <= 0 || f.burst < 1 {
+		return nil, fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1, got %g and %d", f.qps, f.burst)
 	}
-	if err := o.Validate(); err != nil {
-		return err
+	if err := f.o.Validate(); err != nil {
+		return nil, err
 	}
-	if serve != "" {
+	if f.serve != "" {
 		if err := serveConflicts(fs); err != nil {
-			return err
+			return nil, err
 		}
-	} else if events || profile {
-		return fmt.Errorf("--events and --profiling apply to --serve, which keeps running")
+	} else if f.events || f.profile {
+		return nil, fmt.Errorf("--events and --profiling apply to --serve, which keeps running")
 	}
-	if maxEvents < 1 {
-		return fmt.Errorf("--max-events-per-report must be at least 1, got %d", maxEvents)
+	if f.maxEvents < 1 {
+		return nil, fmt.Errorf("--max-events-per-report must be at least 1, got %d", f.maxEvents)
 	}
-	client, err := analyzeClient(kubeconfig, kubeContext, qps, burst)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if serve != "" {
-		lo := live.Options{SettingsInterval: settingsInterval, MaxFindingSeries: maxFindingSeries}
-		if events {
-			recorder, stopEvents := live.NewRecorder(ctx, client)
-			defer stopEvents()
-			lo.Events = live.NewEvents(recorder, maxEvents)
-		}
-		return serveAnalysis(ctx, client, o, serve, lo, profile)
-	}
-	result, err := analyze.Run(ctx, client, o)
-	if err != nil {
-		return err
-	}
-	if err := writeAnalysis(stdout, result, output, outputDir, o.Top); err != nil {
-		return err
-	}
-	return failOnFindings(result, failTypes)
+	return failTypes, nil
 }
 
 // serveConflicts refuses the flags that mean one run, beside --serve.
