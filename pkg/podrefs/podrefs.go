@@ -129,8 +129,15 @@ func Of(pod *corev1.Pod) Refs {
 	for _, s := range pod.Spec.ImagePullSecrets {
 		refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: s.Name, Optional: true})
 	}
-	byName := map[string][]Ref{}
-	driver := map[string]bool{} // the driver's atomic volumes
+	byName, driver := refs.addVolumes(pod, mounted)
+	refs.keepStaleableSubPaths(byName, driver)
+	return refs
+}
+
+// addVolumes adds pod's mounted volumes that read objects, and returns
+// what each reads by name, and which are the driver's atomic volumes.
+func (refs *Refs) addVolumes(pod *corev1.Pod, mounted map[string]bool) (byName map[string][]Ref, driver map[string]bool) {
+	byName, driver = map[string][]Ref{}, map[string]bool{}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if !mounted[v.Name] {
@@ -148,8 +155,14 @@ func Of(pod *corev1.Pod) Refs {
 			byName[v.Name] = reads
 		}
 	}
-	// A subPath mount of a volume that reads no object (an emptyDir, a
-	// downward API volume) holds nothing that could go stale.
+	return byName, driver
+}
+
+// keepStaleableSubPaths keeps the subPath mounts of volumes that read
+// objects: one of a volume that reads none (an emptyDir, a downward API
+// volume) holds nothing that could go stale. A container left with no
+// subPath mount and no environment reference is dropped.
+func (refs *Refs) keepStaleableSubPaths(byName map[string][]Ref, driver map[string]bool) {
 	containers := refs.Containers[:0]
 	for _, c := range refs.Containers {
 		kept := c.SubPaths[:0]
@@ -165,7 +178,6 @@ func Of(pod *corev1.Pod) Refs {
 		}
 	}
 	refs.Containers = containers
-	return refs
 }
 
 // envRefs are the objects a container's environment reads, once, when it
