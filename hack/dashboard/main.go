@@ -47,7 +47,7 @@ func panel(title, description, unit string, x, y, w uint32, queries ...*promethe
 func build() (dashboard.Dashboard, error) {
 	nodes := dashboard.StringOrMap{String: cog.ToPtr("label_values(node:nodeagent_volumes_mounted:sum, node)")}
 	//lint:ignore SA1019 the classic model, on purpose (build's comment)
-	return dashboard.NewDashboardBuilder("nodeagent: ConfigMap reads at the apiserver and etcd").
+	b := dashboard.NewDashboardBuilder("nodeagent: ConfigMap reads at the apiserver and etcd").
 		Uid("nodeagent-configmap-reads").
 		Description("The ConfigMap and Secret reads kubelets and nodeagent's agents send, before and after kubernetes#120255, "+
 			"from deploy/prometheus's recording rules, and what nodeagent analyze --serve finds: stale configuration, "+
@@ -58,7 +58,17 @@ func build() (dashboard.Dashboard, error) {
 		Timezone(common.TimeZoneBrowser).
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Prometheus").Type("prometheus")).
 		WithVariable(dashboard.NewQueryVariableBuilder("node").Label("Node").Datasource(datasource).Query(nodes).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).Multi(true).IncludeAll(true).AllValue(".*")).
+			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).Multi(true).IncludeAll(true).AllValue(".*"))
+	b = withClusterRow(b)
+	b = withAgentsRow(b)
+	return withAnalyzeRow(b).Build()
+}
+
+// withClusterRow adds the row of the apiserver's and etcd's reads, from every client.
+//
+//lint:ignore SA1019 the classic model, on purpose (build's comment)
+func withClusterRow(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("The apiserver and etcd (every client)")).
 		WithPanel(panel("ConfigMap GETs at the apiserver and at etcd",
 			"Single-object ConfigMap GETs the apiserver answered per second, and those that reached etcd (quorum reads). "+
@@ -74,7 +84,14 @@ func build() (dashboard.Dashboard, error) {
 			"etcd reads per apiserver GET: near 1 when every pod sync sends a quorum GET, near 0 after the fix. "+
 				"The ConfigMapQuorumGetRateHigh alert fires above 0.5 with more than 5 etcd reads a second.",
 			"percentunit", 0, 9, 24,
-			query(`resource:etcd_request_gets_per_apiserver_get:ratio5m`, "{{resource}}"))).
+			query(`resource:etcd_request_gets_per_apiserver_get:ratio5m`, "{{resource}}")))
+}
+
+// withAgentsRow adds the row of nodeagent's agents: their GETs, volumes and operations.
+//
+//lint:ignore SA1019 the classic model, on purpose (build's comment)
+func withAgentsRow(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("nodeagent's agents")).
 		WithPanel(panel("Agents' GETs per node",
 			"Each node's agent's ConfigMap GETs per second.", "reqps", 0, 18, 12,
@@ -94,7 +111,14 @@ func build() (dashboard.Dashboard, error) {
 			"How long a mount or a remount takes, ConfigMap reads included: the agent's part of an update's way to disk.",
 			"s", 16, 26, 8,
 			query(`histogram_quantile(0.99, sum by (le, operation) (rate(nodeagent_volume_operation_duration_seconds_bucket{node=~"$node"}[$__rate_interval])))`,
-				"{{operation}}"))).
+				"{{operation}}")))
+}
+
+// withAnalyzeRow adds the row of analyze always on: findings, update delays and the kubelets' predicted load.
+//
+//lint:ignore SA1019 the classic model, on purpose (build's comment)
+func withAnalyzeRow(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("analyze always on: stale configuration and the kubelets' load")).
 		WithPanel(panel("Findings by type",
 			"What nodeagent analyze --serve finds now: containers that hold older content than their object (staleSinceStart, "+
@@ -118,8 +142,7 @@ func build() (dashboard.Dashboard, error) {
 			"reqps", 12, 43, 12,
 			query(`nodeagent_analyze_predicted_apiserver_gets_per_second`, "{{kind}} GETs"),
 			query(`nodeagent_analyze_predicted_quorum_gets_per_second`, "{{kind}} quorum GETs"),
-			query(`nodeagent_analyze_whatif_apiserver_gets_per_second`, "what-if {{whatif}}"))).
-		Build()
+			query(`nodeagent_analyze_whatif_apiserver_gets_per_second`, "what-if {{whatif}}")))
 }
 
 func main() {
