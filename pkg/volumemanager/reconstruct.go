@@ -14,9 +14,10 @@ import (
 )
 
 // reconstruct rebuilds the actual state from the volume directories under
-// the root dir, repairing crash leftovers in each, and returns how many it
-// found. A reconstructed volume has no pod, and is only kept, until its
-// pod's first sync, which flags it for a remount.
+// the root dir, repairing crash leftovers in each, and returns how many
+// volumes it added to the actual state (those this manager had mounted
+// already are not counted). A reconstructed volume has no pod, and is only
+// kept, until its pod's first sync, which flags it for a remount.
 func (m *Manager) reconstruct() (int, error) {
 	var dirs []string
 	for _, plugin := range podrefs.Plugins {
@@ -56,7 +57,7 @@ func (m *Manager) reconstruct() (int, error) {
 	if m.opts.Recorder != nil {
 		m.opts.Recorder.VolumesMounted(m.actual.Len())
 	}
-	return len(dirs), errors.Join(errs...)
+	return len(found), errors.Join(errs...)
 }
 
 // RemoveOrphanedPodDirs deletes <root>/pods/<uid> for every pod that is not

@@ -15,7 +15,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
 
-// A second source of desired volumes (as a CSI publish call will be): the
+// A second source of desired volumes (as the CSI driver's publish calls are): the
 // reconciler mounts its volume at the directory the source names, keeps
 // it up to date on a ConfigMap change, leaves it through the pod's syncs
 // and teardown, and removes it when its source lets it go.

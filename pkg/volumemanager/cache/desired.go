@@ -5,8 +5,9 @@
 //   - DesiredState: the volumes that some source wants on disk, each with
 //     the pod it is for and the directory it goes to. A source is whoever
 //     decides that a volume should exist: the pod workers' syncs, through
-//     the populator, today; a CSI publish call next. The reconciler reads
-//     the desired volumes and never learns which source put them there.
+//     the populator, and the CSI driver's publish calls. The reconciler
+//     reads the desired volumes and never learns which source put them
+//     there.
 //   - ActualState: the volumes on disk, each with its remountRequired flag
 //     and what it holds.
 //
