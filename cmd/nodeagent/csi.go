@@ -37,8 +37,8 @@ type csiConfig struct {
 	register                         bool
 	stateDir, httpAddress            string
 	checkAccess                      bool
-	qps                              float32
-	burst                            int
+	qps, eventQPS                    float32
+	burst, eventBurst                int
 }
 
 func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
@@ -53,6 +53,8 @@ func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.checkAccess, "check-access", false, "Beyond the kubelet: publish a volume only if the pod's service account may get its ConfigMap (a SubjectAccessReview per publish; needs create on subjectaccessreviews).")
 	fs.Float32Var(&c.qps, "kube-api-qps", 50, "Requests per second to the apiserver.")
 	fs.IntVar(&c.burst, "kube-api-burst", 100, "Burst of requests to the apiserver.")
+	fs.Float32Var(&c.eventQPS, agent.FlagEventQPS, 50, "Events posted per second, on a client of their own, as the kubelet's --event-qps; 0 is no limit.")
+	fs.IntVar(&c.eventBurst, agent.FlagEventBurst, 100, "Burst of events posted, as the kubelet's --event-burst.")
 }
 
 func (c *csiConfig) validate() error {
@@ -68,6 +70,9 @@ func (c *csiConfig) validate() error {
 	}
 	if c.qps <= 0 || c.burst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", c.qps, c.burst))
+	}
+	if c.eventQPS < 0 || c.eventBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--event-qps must be at least 0 and --event-burst positive, got %v and %d", c.eventQPS, c.eventBurst))
 	}
 	return errors.Join(errs...)
 }
@@ -125,8 +130,12 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	if err != nil {
 		return err
 	}
+	eventClient, err := coreclient.NewForConfig(agent.EventsRESTConfig(rc, cfg.eventQPS, cfg.eventBurst))
+	if err != nil {
+		return fmt.Errorf("creating the events client: %w", err)
+	}
 	events := record.NewBroadcaster()
-	events.StartRecordingToSink(client.EventSink())
+	events.StartRecordingToSink(eventClient.EventSink())
 	defer events.Shutdown()
 
 	metrics := agent.NewMetrics(model.StrategyWatch, configmapcache.InvalidateFirstReference, version.Get().Version)

@@ -49,6 +49,7 @@ func TestDispatch(t *testing.T) {
 		{"analyze: --events without --serve", []string{"analyze", "--events"}, 1, "", "--events and --profiling apply to --serve"},
 		{"analyze: --max-events-per-report 0", []string{"analyze", "--serve=:0", "--events", "--max-events-per-report=0"}, 1, "", "--max-events-per-report must be at least 1"},
 		{"analyze: no requests allowed", []string{"analyze", "--kube-api-qps=0"}, 1, "", "--kube-api-qps must be positive"},
+		{"csi: events need a burst", []string{"csi", "--node-name=n", "--event-burst=0"}, 1, "", "--event-qps must be at least 0 and --event-burst positive"},
 		{"analyze: unknown finding type", []string{"analyze", "--fail-on=staleSinceStart,stale"}, 1, "", `unknown finding type "stale"`},
 		{"compare: daemonset, bad scenario", []string{"compare", "--daemonset=nodeagent/nodeagent", "--kubeconfig=/nonexistent", "--pods-per-node=0"}, 1, "", "--pods-per-node must be at least 1"},
 	}

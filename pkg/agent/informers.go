@@ -15,12 +15,18 @@ import (
 )
 
 // eventsConfig is rc with the events' own rate limit, as the kubelet's
-// (--event-qps, --event-burst): events must not wait behind the volumes'
-// requests, nor delay them.
+// (--event-qps, --event-burst).
 func eventsConfig(rc *rest.Config, cfg Config) *rest.Config {
+	return EventsRESTConfig(rc, cfg.EventQPS, cfg.EventBurst)
+}
+
+// EventsRESTConfig is rc for a client of events alone, with their own rate
+// limit (qps 0: none), as the kubelet's --event-qps and --event-burst:
+// events must not wait behind the volumes' requests, nor delay them.
+func EventsRESTConfig(rc *rest.Config, qps float32, burst int) *rest.Config {
 	ec := rest.CopyConfig(rc)
-	ec.QPS, ec.Burst = cfg.EventQPS, cfg.EventBurst
-	if cfg.EventQPS == 0 {
+	ec.QPS, ec.Burst = qps, burst
+	if qps == 0 {
 		ec.QPS = -1 // client-go: no rate limiter
 	}
 	return ec
