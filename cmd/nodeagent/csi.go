@@ -27,7 +27,6 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
 	"github.com/nodeagent-io/nodeagent/pkg/csidriver"
-	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // csiConfig is what `nodeagent csi` is told.
@@ -111,8 +110,8 @@ func runCSI(args []string, stdout io.Writer) error {
 }
 
 // csiWatchesOpts is the one metric of the csi command's own; the rest are
-// the agent's (agent.NewMetrics), of which the driver's volume manager
-// feeds the volume operations and volumes mounted.
+// the agent's volume metrics (agent.NewVolumeMetrics), which the driver's
+// volume manager feeds.
 var csiWatchesOpts = prometheus.GaugeOpts{
 	Name: "nodeagent_csi_configmap_watches",
 	Help: "ConfigMap watches the CSI driver holds open: one per ConfigMap its volumes on this node read.",
@@ -138,7 +137,7 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	events.StartRecordingToSink(eventClient.EventSink())
 	defer events.Shutdown()
 
-	metrics := agent.NewMetrics(model.StrategyWatch, configmapcache.InvalidateFirstReference, version.Get().Version)
+	metrics := agent.NewVolumeMetrics(version.Get().Version)
 	metrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := csidriver.Options{
 		DriverName: cfg.driverName, NodeName: cfg.nodeName, Endpoint: cfg.endpointPath(), StateDir: cfg.stateDir,

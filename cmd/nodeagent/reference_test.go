@@ -86,8 +86,9 @@ and this page does not.
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.GetName(), strings.ToLower(f.GetType().String()),
 			strings.Join(labels, ", "), strings.ReplaceAll(f.GetHelp(), "|", `\|`))
 	}
-	fmt.Fprintf(&b, "\n`nodeagent csi` serves the same metrics, of which its volumes feed the volume operations and the volumes "+
-		"mounted (the ConfigMap GET and pod-worker counters stay at zero: it sends no GET and syncs no pod), and one of its own:\n\n"+
+	fmt.Fprintf(&b, "\n`nodeagent csi` serves the volumes' metrics of these (the volume operations, their duration, the volumes "+
+		"mounted and their writes) and `nodeagent_info` with its `version` alone: it sends no GET, syncs no pod and always watches. "+
+		"And one of its own:\n\n"+
 		"| metric | type | labels | what it counts |\n|---|---|---|---|\n| `%s` | gauge |  | %s |\n", csiWatchesOpts.Name, csiWatchesOpts.Help)
 	return b.Bytes()
 }

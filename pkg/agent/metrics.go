@@ -98,20 +98,38 @@ func NewMetrics(strategy model.Strategy, invalidation configmapcache.Invalidatio
 	return m
 }
 
+// NewVolumeMetrics returns the metrics of a process that writes volumes
+// but runs no pods, the CSI driver: the volume operations, the volumes on
+// disk and their writes, and nodeagent_info with the version alone (no
+// strategy: the driver always watches). The pods' metrics are not
+// registered: the driver would report them as zeros for ever.
+func NewVolumeMetrics(version string) *Metrics {
+	m := NewMetrics(model.StrategyWatch, configmapcache.InvalidateFirstReference, version)
+	m.Registry = prometheus.NewRegistry()
+	m.registerVolumes(prometheus.Labels{"version": version})
+	return m
+}
+
 // register registers m's metrics and nodeagent_info, and makes the series
 // tools compare, so that a zero is a zero and not a missing series.
 func (m *Metrics) register(strategy model.Strategy, invalidation configmapcache.Invalidation, version string) {
-	info := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "nodeagent_info",
-		Help:        "Always 1; the labels say how this agent is configured.",
-		ConstLabels: prometheus.Labels{"version": version, "strategy": strategyLabel(strategy), "invalidation": string(invalidation)},
-	})
-	info.Set(1)
-	m.Registry.MustRegister(m.configMapGets, m.cacheLookups, m.podWork, m.podWorkDuration,
-		m.volumeOps, m.volumeOpDuration, m.volumesMounted, m.volumeWrites, m.podUpdates, info)
+	m.Registry.MustRegister(m.configMapGets, m.cacheLookups, m.podWork, m.podWorkDuration, m.podUpdates)
 	for _, rv := range []string{"0", ResourceVersionUnset} {
 		m.configMapGets.WithLabelValues(strategyLabel(strategy), rv)
 	}
+	m.registerVolumes(prometheus.Labels{"version": version, "strategy": strategyLabel(strategy), "invalidation": string(invalidation)})
+}
+
+// registerVolumes registers the volumes' metrics, and nodeagent_info with
+// the labels given.
+func (m *Metrics) registerVolumes(info prometheus.Labels) {
+	gauge := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "nodeagent_info",
+		Help:        "Always 1; the labels say how this agent is configured.",
+		ConstLabels: info,
+	})
+	gauge.Set(1)
+	m.Registry.MustRegister(m.volumeOps, m.volumeOpDuration, m.volumesMounted, m.volumeWrites, gauge)
 	for _, op := range []reconciler.OperationKind{reconciler.Mount, reconciler.Remount, reconciler.Unmount} {
 		for _, r := range []string{"success", "error"} {
 			m.volumeOps.WithLabelValues(string(op), r)
