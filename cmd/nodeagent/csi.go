@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -172,29 +171,23 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	return driver.Run(ctx)
 }
 
-// csiHandler serves the driver's HTTP endpoints:
-//
-//	/metrics        Prometheus metrics (nodeagent_*)
-//	/healthz        200 while the process serves
-//	/readyz         200 once the recorded volumes are served again and,
-//	                when registering, the kubelet has accepted the driver
-//	/debug/volumes  the volumes on disk, as JSON (read-only)
+// csiHandler serves the driver's HTTP endpoints (agent.Endpoints): ready
+// once the recorded volumes are served again and, when registering, the
+// kubelet has accepted the driver.
 func csiHandler(driver *csidriver.Driver, registry *prometheus.Registry, register bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		switch {
-		case !driver.Ready():
-			http.Error(w, "restoring the published volumes", http.StatusServiceUnavailable)
-		case register && !driver.Registered():
-			http.Error(w, "not registered with the kubelet yet", http.StatusServiceUnavailable)
-		default:
-			fmt.Fprintln(w, "ok")
-		}
-	})
-	mux.HandleFunc("/debug/volumes", agent.ReadOnlyJSON(func() any {
-		return map[string]any{"volumes": driver.Volumes(), "configMapWatches": driver.Watching()}
-	}))
-	return mux
+	return agent.Endpoints{
+		Registry: registry,
+		Ready: func() error {
+			switch {
+			case !driver.Ready():
+				return errors.New("restoring the published volumes")
+			case register && !driver.Registered():
+				return errors.New("not registered with the kubelet yet")
+			}
+			return nil
+		},
+		Volumes: func() any {
+			return map[string]any{"volumes": driver.Volumes(), "configMapWatches": driver.Watching()}
+		},
+	}.Handler()
 }

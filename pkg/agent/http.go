@@ -2,10 +2,12 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nodeagent-io/nodeagent/internal/profiling"
@@ -15,47 +17,81 @@ import (
 // ticked for /healthz to pass; a wedged loop means no pod is resynced.
 const healthyWithin = 30 * time.Second
 
-// Handler serves the agent's HTTP endpoints:
+// Endpoints are the HTTP endpoints of a node process, the agent's or the
+// CSI driver's:
 //
 //	/metrics        Prometheus metrics (nodeagent_*)
-//	/healthz        200 while the sync loop runs; 500 when it has not ticked for 30 s
-//	/readyz         200 once the pod and node informers have synced
-//	/debug/volumes  the volumes on disk, as JSON (read-only)
-//	/debug/pprof/   Go's profiles (net/http/pprof), with --profiling only
-func (a *Agent) Handler() http.Handler {
+//	/healthz        200 while Healthy says nil, 500 with its error
+//	/readyz         200 once Ready says nil, 503 with its error
+//	/debug/volumes  what Volumes returns, as JSON (read-only)
+//	/debug/pprof/   Go's profiles (net/http/pprof), with Profiling only
+type Endpoints struct {
+	Registry  *prometheus.Registry
+	Healthy   func() error // nil: always healthy
+	Ready     func() error
+	Volumes   func() any
+	Profiling bool
+}
+
+// Handler serves e.
+func (e Endpoints) Handler() http.Handler {
 	mux := http.NewServeMux()
-	if a.cfg.Profiling {
+	if e.Profiling {
 		profiling.Handle(mux)
 	}
-	mux.Handle("/metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		last := a.workers.LastTick()
-		if last.IsZero() {
-			last = a.startTime // not ticked yet: give it the grace period from start
-		}
-		if age := time.Since(last); age > healthyWithin {
-			http.Error(w, fmt.Sprintf("sync loop last ran %s ago", age.Round(time.Second)), http.StatusInternalServerError)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.Ready() {
-			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/debug/volumes", ReadOnlyJSON(func() any {
-		return map[string]any{
-			"node":         a.cfg.NodeName,
-			"strategy":     a.cfg.Strategy,
-			"invalidation": a.cfg.Invalidation,
-			"ttlSeconds":   a.ttl().Seconds(),
-			"volumes":      a.Volumes(),
-		}
-	}))
+	mux.Handle("/metrics", promhttp.HandlerFor(e.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", check(e.Healthy, http.StatusInternalServerError))
+	mux.HandleFunc("/readyz", check(e.Ready, http.StatusServiceUnavailable))
+	mux.HandleFunc("/debug/volumes", ReadOnlyJSON(e.Volumes))
 	return mux
+}
+
+// check answers "ok" while probe says nil, and code with its error.
+func check(probe func() error, code int) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if probe != nil {
+			if err := probe(); err != nil {
+				http.Error(w, err.Error(), code)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	}
+}
+
+// Handler serves the agent's HTTP endpoints (Endpoints): healthy while
+// the sync loop has ticked within 30 s, ready once the pod and node
+// informers have synced.
+func (a *Agent) Handler() http.Handler {
+	return Endpoints{
+		Registry:  a.Metrics.Registry,
+		Profiling: a.cfg.Profiling,
+		Healthy: func() error {
+			last := a.workers.LastTick()
+			if last.IsZero() {
+				last = a.startTime // not ticked yet: give it the grace period from start
+			}
+			if age := time.Since(last); age > healthyWithin {
+				return fmt.Errorf("sync loop last ran %s ago", age.Round(time.Second))
+			}
+			return nil
+		},
+		Ready: func() error {
+			if !a.Ready() {
+				return errors.New("informers not synced")
+			}
+			return nil
+		},
+		Volumes: func() any {
+			return map[string]any{
+				"node":         a.cfg.NodeName,
+				"strategy":     a.cfg.Strategy,
+				"invalidation": a.cfg.Invalidation,
+				"ttlSeconds":   a.ttl().Seconds(),
+				"volumes":      a.Volumes(),
+			}
+		},
+	}.Handler()
 }
 
 // ReadOnlyJSON serves what view returns, indented, to GET requests alone:
