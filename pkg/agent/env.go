@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // envReader reads the ConfigMaps of containers' environments the way the
@@ -106,30 +108,29 @@ func (r *envRefs) required() bool {
 	return false
 }
 
+// envReferences groups the ConfigMaps of c's environment (podrefs.EnvRefs)
+// by name. A key named twice is optional only if both say so.
 func envReferences(c *corev1.Container) map[string]*envRefs {
 	refs := map[string]*envRefs{}
-	ref := func(name string) *envRefs {
-		if refs[name] == nil {
-			refs[name] = &envRefs{keys: map[string]bool{}}
+	for _, r := range podrefs.EnvRefs(c) {
+		if r.Kind != model.ConfigMap {
+			continue
 		}
-		return refs[name]
-	}
-	isOptional := func(o *bool) bool { return o != nil && *o }
-	for _, e := range c.EnvFrom {
-		if e.ConfigMapRef != nil {
-			r := ref(e.ConfigMapRef.Name)
-			r.wholeRequired = r.wholeRequired || !isOptional(e.ConfigMapRef.Optional)
+		e := refs[r.Name]
+		if e == nil {
+			e = &envRefs{keys: map[string]bool{}}
+			refs[r.Name] = e
 		}
-	}
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
-			k := e.ValueFrom.ConfigMapKeyRef
-			r := ref(k.Name)
-			optional := isOptional(k.Optional)
-			if prev, seen := r.keys[k.Key]; seen {
+		if len(r.Keys) == 0 {
+			e.wholeRequired = e.wholeRequired || !r.Optional
+			continue
+		}
+		for _, key := range r.Keys {
+			optional := r.Optional
+			if prev, seen := e.keys[key]; seen {
 				optional = optional && prev
 			}
-			r.keys[k.Key] = optional
+			e.keys[key] = optional
 		}
 	}
 	return refs

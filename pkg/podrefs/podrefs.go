@@ -120,7 +120,7 @@ func Of(pod *corev1.Pod) Refs {
 				container.SubPaths = append(container.SubPaths, SubPathMount{Volume: m.Name, MountPath: m.MountPath, SubPath: m.SubPath + m.SubPathExpr})
 			}
 		}
-		container.Env = envRefs(c)
+		container.Env = EnvRefs(c)
 		refs.AtStart = append(refs.AtStart, container.Env...)
 		if len(container.SubPaths)+len(container.Env) > 0 {
 			refs.Containers = append(refs.Containers, container)
@@ -180,9 +180,9 @@ func (refs *Refs) keepStaleableSubPaths(byName map[string][]Ref, driver map[stri
 	refs.Containers = containers
 }
 
-// envRefs are the objects a container's environment reads, once, when it
-// starts: envFrom's whole objects and env's single keys.
-func envRefs(c *corev1.Container) []Ref {
+// EnvRefs are the objects a container's environment reads, once, when it
+// starts: envFrom's whole objects (no Keys) and env's single keys.
+func EnvRefs(c *corev1.Container) []Ref {
 	var env []Ref
 	for _, e := range c.EnvFrom {
 		if e.ConfigMapRef != nil {
