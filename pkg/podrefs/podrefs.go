@@ -47,8 +47,8 @@ type Ref struct {
 	Keys []string
 }
 
-// Volume is one mounted volume and the objects it reads, in the order it
-// reads them, on every remount.
+// Volume is one mounted volume that reads objects, or is projected, and
+// the objects it reads, in the order it reads them, on every remount.
 type Volume struct {
 	Name string
 	// Secret says the volume is a Secret volume, which nodeagent's agent
@@ -150,8 +150,14 @@ func (refs *Refs) addVolumes(pod *corev1.Pod, mounted map[string]bool) (byName m
 			}
 			continue
 		}
-		if reads := volumeReads(v); len(reads) > 0 {
+		reads := volumeReads(v)
+		// A projected volume is written whatever its sources, the downward
+		// API's alone included; a subPath of it goes stale only with an
+		// object it reads.
+		if len(reads) > 0 || v.Projected != nil {
 			refs.Volumes = append(refs.Volumes, Volume{Name: v.Name, Secret: v.Secret != nil, Reads: reads})
+		}
+		if len(reads) > 0 {
 			byName[v.Name] = reads
 		}
 	}

@@ -106,3 +106,27 @@ func TestModelPod(t *testing.T) {
 		t.Errorf("with only the optional Secret missing: %+v; want four reads, the last one missing, no retries", got)
 	}
 }
+
+// AgentVolumes counts what KeptVolumes keeps: a projected volume that
+// reads no object (the downward API alone) is on disk all the same.
+func TestAgentVolumesCountWhatTheAgentKeeps(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "config"}, {Name: "labels"}, {Name: "tls"}, {Name: "scratch"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
+				{Name: "labels", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}},
+				}}}},
+				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+	all := func(model.Kind, string, string) (bool, bool, bool) { return true, false, true }
+	kept := KeptVolumes(pod)
+	if got := AgentVolumes("shop", Of(pod), all); got != len(kept) || got != 2 {
+		t.Errorf("AgentVolumes %d, KeptVolumes %d (%v): want both 2, the ConfigMap and the projected volume", got, len(kept), kept)
+	}
+}
