@@ -134,17 +134,21 @@ type volumeReader struct {
 }
 
 // startReader reads dirs until stopped. A directory with no names given
-// is checked for generations only.
+// is checked for generations only. After each pass over every directory it
+// sleeps as long as the pass took: a reader that never rests would take a
+// whole core from the apiserver and the agent it watches, and on a small
+// machine slow what it tests (a storm's updates, a restart's recovery).
 func startReader(dirs map[string][]string) *volumeReader {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &volumeReader{dirs: dirs, cancel: cancel, finished: make(chan struct{})}
 	go func() {
 		defer close(r.finished)
 		for ctx.Err() == nil {
+			began := time.Now()
 			for dir, names := range r.dirs {
 				r.readVolume(dir, names)
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(max(time.Since(began), time.Millisecond))
 		}
 	}()
 	return r
