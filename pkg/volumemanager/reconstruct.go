@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
@@ -62,35 +63,34 @@ func (m *Manager) reconstruct() (int, error) {
 
 // RemoveOrphanedPodDirs deletes <root>/pods/<uid> for every pod that is not
 // active, not desired and has no volume on disk: what is left of a pod
-// after its teardown, or of a pod deleted while the agent was down. It
-// runs while the populator is held, so no pod it removes can be set up
-// meanwhile: a pod's volumes are set up only once it is active and desired.
+// after its teardown, or of a pod deleted while the agent was down. The
+// populator claims those pods first (ClaimInactive), so that none of their
+// volumes can be set up while their directories go, without its lock held
+// across the reads and removals: the pod informer's handlers and every
+// sync's MarkPod take that lock.
 func (m *Manager) RemoveOrphanedPodDirs() (removed int, err error) {
-	var errs []error
-	m.populator.WhileHeld(func(active func(types.UID) bool, synced bool) {
-		if !synced {
-			return
-		}
-		entries, err := os.ReadDir(filepath.Join(m.opts.RootDir, "pods"))
-		if errors.Is(err, fs.ErrNotExist) {
-			return
-		}
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		inUse := m.desired.PodUIDs().Union(m.reconciler.Busy()).Union(m.actual.PodUIDs())
-		for _, e := range entries {
-			uid := types.UID(e.Name())
-			if active(uid) || inUse.Has(uid) {
-				continue
-			}
-			if err := os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", e.Name())); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			removed++
-		}
+	entries, err := os.ReadDir(filepath.Join(m.opts.RootDir, "pods"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	pods := make([]types.UID, 0, len(entries))
+	for _, e := range entries {
+		pods = append(pods, types.UID(e.Name()))
+	}
+	orphans := m.populator.ClaimInactive(pods, func() sets.Set[types.UID] {
+		return m.desired.PodUIDs().Union(m.reconciler.Busy()).Union(m.actual.PodUIDs())
 	})
+	defer m.populator.Release(orphans)
+	var errs []error
+	for _, uid := range orphans {
+		if err := os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", string(uid))); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
 	return removed, errors.Join(errs...)
 }

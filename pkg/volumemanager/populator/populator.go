@@ -83,6 +83,9 @@ type Populator struct {
 	// has compared it with the desired pods.
 	active           sets.Set[types.UID]
 	synced, compared bool
+	// claimed are the inactive pods whose directories are being removed
+	// (ClaimInactive): a pass sets up none of their volumes meanwhile.
+	claimed sets.Set[types.UID]
 	// A pass's scratch space, kept so that a pass allocates little:
 	// the volumes of the pod it processes, the volumes it flags for a
 	// remount, and those it hands over.
@@ -105,6 +108,7 @@ func New(opts Options) *Populator {
 		marked:  map[types.UID]*corev1.Pod{},
 		gone:    sets.New[types.UID](),
 		active:  sets.New[types.UID](),
+		claimed: sets.New[types.UID](),
 	}
 }
 
@@ -149,14 +153,45 @@ func (p *Populator) PodsSynced() {
 	}
 }
 
-// WhileHeld runs f while no pod becomes active and none is processed, so
-// that no volume of a pod f sees inactive can be set up before f returns.
-// f gets the active set's test and whether the source has synced; it must
-// not call the populator.
-func (p *Populator) WhileHeld(f func(active func(types.UID) bool, synced bool)) {
+// ClaimInactive returns those of pods that are not active and not in the
+// set inUse returns, and claims them until Release: no pass sets up a
+// volume of theirs meanwhile (a pod that becomes active waits, marked, for
+// the first pass after Release), so that their directories can be removed
+// without the populator's lock held across the disk work. Before the
+// source has synced it claims nothing: a pod not listed yet may be active.
+// inUse is called with the populator's lock held, and must not call it.
+func (p *Populator) ClaimInactive(pods []types.UID, inUse func() sets.Set[types.UID]) []types.UID {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f(p.active.Has, p.synced)
+	if !p.synced {
+		return nil
+	}
+	used := inUse()
+	var claimed []types.UID
+	for _, uid := range pods {
+		if p.active.Has(uid) || used.Has(uid) || p.claimed.Has(uid) {
+			continue
+		}
+		p.claimed.Insert(uid)
+		claimed = append(claimed, uid)
+	}
+	return claimed
+}
+
+// Release ends the claim on pods, and kicks a pass if one of them became
+// active meanwhile.
+func (p *Populator) Release(pods []types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	waiting := false
+	for _, uid := range pods {
+		p.claimed.Delete(uid)
+		_, marked := p.marked[uid]
+		waiting = waiting || marked
+	}
+	if waiting {
+		p.loop.Kick()
+	}
 }
 
 // MarkPod takes the newest version of pod and marks it for the next pass
@@ -219,13 +254,16 @@ func (p *Populator) Pass() {
 	}
 	clear(p.gone)
 	for uid, pod := range p.marked {
+		if p.claimed.Has(uid) {
+			continue // its directory is being removed: stays marked until Release
+		}
+		delete(p.marked, uid)
 		if p.synced && !p.active.Has(uid) {
 			p.drop(uid) // marked by a sync that raced with the pod's deletion
 			continue
 		}
 		p.process(pod)
 	}
-	clear(p.marked)
 	// The desired state first, then the flags, then the hand-over: the
 	// reconciler finds every flagged volume desired as the pod is now.
 	if len(p.flag) > 0 {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
@@ -131,5 +132,34 @@ func TestKeptVolumesAndOtherSources(t *testing.T) {
 	f.p.DropPod("a")
 	if _, ok := f.desired.Get(cache.VolumeKey{PodUID: "a", Volume: "csi"}); !ok {
 		t.Error("dropping the pod's volumes dropped another source's")
+	}
+}
+
+// A pod whose directory is claimed for removal is set up only after the
+// claim ends, even if it becomes active meanwhile; an active pod, a pod in
+// use, and any pod before the source has synced are never claimed.
+func TestClaimedPodsWaitForRelease(t *testing.T) {
+	f := newFixture()
+	none := func() sets.Set[types.UID] { return sets.New[types.UID]() }
+	if got := f.p.ClaimInactive([]types.UID{"gone"}, none); len(got) != 0 {
+		t.Fatalf("claimed %v before the source synced", got)
+	}
+	f.p.PodActive("active")
+	f.p.PodsSynced()
+	got := f.p.ClaimInactive([]types.UID{"active", "busy", "late"}, func() sets.Set[types.UID] { return sets.New[types.UID]("busy") })
+	if !slices.Equal(got, []types.UID{"late"}) {
+		t.Fatalf("claimed %v, want [late]", got)
+	}
+	late := pod("late", "v")
+	f.p.PodActive(late.UID)
+	f.p.MarkPod(late)
+	f.p.Pass()
+	if got := f.takeHanded(); got != "[]" {
+		t.Errorf("a claimed pod's volumes were handed over: %s", got)
+	}
+	f.p.Release([]types.UID{"late"})
+	f.p.Pass()
+	if got := f.takeHanded(); got != "[late/v]" {
+		t.Errorf("after the release: handed %s, want [late/v]", got)
 	}
 }
