@@ -389,3 +389,36 @@ func TestWaitsEndAtAPollNotOnTheMount(t *testing.T) {
 	}
 	testutil.WaitFor(t, "the volume manager's state", func() bool { h.clock.Step(waitPollInterval); return len(done) == 2 })
 }
+
+// An operation already running when a sync's wait began may have read the
+// world as it was before: its failure does not fail the wait (as it does
+// not fail WaitForVolume); the wait goes on to the retry, which mounts.
+func TestWaitIgnoresAFailureThatStartedBeforeIt(t *testing.T) {
+	h := newHarness(t)
+	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 10), release: make(chan struct{})}
+	h.m = h.newManager(func(o *Options) { o.ConfigMaps = blocking })
+	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
+	h.mark(pod)
+	h.publish()
+	h.m.populator.Pass()
+	h.m.reconciler.Pass(context.Background())
+	<-blocking.reading // the mount reads before the ConfigMap exists
+	h.clock.Step(time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- h.m.WaitForAttachAndMount(context.Background(), pod) }()
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	close(blocking.release)
+	h.m.reconciler.Wait()
+	if _, ok := h.m.reconciler.Failure(cache.VolumeKey{PodUID: "p", Volume: "v"}); !ok {
+		t.Fatal("the first mount did not fail; the test proves nothing")
+	}
+	testutil.WaitFor(t, "the wait to end", func() bool {
+		h.clock.Step(waitPollInterval)
+		h.step()
+		return len(done) > 0
+	})
+	if err := <-done; err != nil {
+		t.Errorf("the wait failed on a mount that began before it: %v", err)
+	}
+	h.mustRead(pod, "v", "a", "1")
+}

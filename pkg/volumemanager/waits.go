@@ -22,7 +22,9 @@ import (
 //
 // Beyond the kubelet, which waits its full timeout (2 m 3 s) for a volume
 // that cannot mount, it returns an error as soon as every missing volume
-// has failed since the call began: the pod worker then retries the pod
+// has failed in an operation that started after the call began (as
+// WaitForVolume counts them: one already running may have read the pod or
+// its ConfigMaps as they were before): the pod worker then retries the pod
 // after its error backoff (10 s), so a broken volume delays its healthy
 // siblings' remounts by seconds, not minutes.
 func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error {
@@ -40,7 +42,7 @@ func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) er
 				continue
 			}
 			missing = append(missing, name)
-			if f, ok := m.reconciler.Failure(key); !ok || f.At.Before(start) {
+			if f, ok := m.reconciler.Failure(key); !ok || f.Started.Before(start) {
 				allFailed = false
 			}
 		}
