@@ -176,7 +176,7 @@ func (d *Driver) restore(ctx context.Context) int {
 			logger.Error(err, "A volume record no longer parses; its volume is not served", "volumeID", rec.VolumeID)
 			continue
 		}
-		d.node.serve(spec, desired)
+		d.node.restore(spec, desired)
 		d.node.published[rec.VolumeID] = rec
 	}
 	if len(records) > 0 {

@@ -35,6 +35,7 @@ const PluginCSI podrefs.Plugin = "kubernetes.io~csi"
 // (volumemanager.Manager).
 type volumes interface {
 	AddVolume(source cache.Source, v cache.DesiredVolume)
+	RestoreVolume(source cache.Source, v cache.DesiredVolume)
 	RemoveVolume(source cache.Source, key cache.VolumeKey)
 	WaitForVolume(ctx context.Context, key cache.VolumeKey) error
 	WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error
@@ -172,6 +173,14 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume) {
 	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
 	s.volumes.AddVolume(SourceCSI, desired)
+}
+
+// restore is serve for a volume published before a restart: its files on
+// disk are the volume manager's at once, so that an unpublish before its
+// first remount removes them.
+func (s *nodeServer) restore(spec volumeSpec, desired cache.DesiredVolume) {
+	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
+	s.volumes.RestoreVolume(SourceCSI, desired)
 }
 
 // withdraw undoes serve at once, for a volume that never made it to disk.

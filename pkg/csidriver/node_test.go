@@ -2,6 +2,8 @@ package csidriver
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -269,5 +271,30 @@ func TestConcurrentCallsOfOneVolume(t *testing.T) {
 	defer h.driver.node.mu.Unlock()
 	if n := len(h.driver.node.locks); n != 0 || len(h.driver.node.published) != 0 {
 		t.Errorf("%d locks and %d volumes kept after the last call", n, len(h.driver.node.published))
+	}
+}
+
+// A volume restored after a restart whose ConfigMap is gone cannot be
+// remounted; an unpublish before it ever is removes its files and target
+// path all the same, so the pod can terminate (seen on kind: the kubelet
+// retried the unpublish for ever against a non-empty directory).
+func TestUnpublishOfARestoredVolumeThatNeverRemounted(t *testing.T) {
+	h := newHarness(t)
+	h.setConfigMap("app", map[string]string{"k": "1"})
+	v := h.newVolume("uid-1", "config", map[string]string{podrefs.AttrConfigMap: "app"})
+	h.mustPublish(v)
+	h.halt()
+	if err := h.client.CoreV1().ConfigMaps(testNamespace).Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if h.read(v, "k") != "1" {
+		t.Fatal("the restored volume lost its last content; the test proves nothing")
+	}
+	if err := h.unpublish(v); err != nil {
+		t.Fatalf("unpublish: %v", err)
+	}
+	if _, err := os.Stat(v.target); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the target path is still there after the unpublish (%v): the pod would never terminate", err)
 	}
 }

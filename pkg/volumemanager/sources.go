@@ -3,6 +3,7 @@ package volumemanager
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
@@ -36,6 +37,18 @@ func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) {
 		volumes = append(volumes, v)
 	}
 	m.reconciler.HandOver(m.desired.SetPodVolumes(source, v.Key.PodUID, volumes, nil)...)
+}
+
+// RestoreVolume is AddVolume for a volume that source set up before a
+// restart: if its directory is on disk, the actual state holds it from now
+// on, flagged for a remount, so that the reconciler brings its files up to
+// date, and a RemoveVolume before that remount removes them (a volume only
+// in the desired state would be dropped with its files left behind).
+func (m *Manager) RestoreVolume(source cache.Source, v cache.DesiredVolume) {
+	if info, err := os.Stat(v.Dir); err == nil && info.IsDir() {
+		m.actual.AddFound(cache.MountedVolume{Key: v.Key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
+	}
+	m.AddVolume(source, v)
 }
 
 // RemoveVolume makes source no longer want key; the reconciler removes its
@@ -81,9 +94,14 @@ func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error 
 	return failed
 }
 
-// WaitForVolumeGone waits until key is no longer on disk.
+// WaitForVolumeGone waits until key is no longer on disk and no operation
+// on it runs: a mount in flight when the source let the volume go would
+// write its files after the wait, and only then be unmounted.
 func (m *Manager) WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error {
 	return m.waitEvery(ctx, sourcePollInterval, m.opts.MountTimeout, func() (bool, string) {
+		if m.reconciler.InFlight(key) {
+			return false, fmt.Sprintf("an operation on volume %s is in flight", key.Volume)
+		}
 		if !m.actual.Has(key) {
 			return true, ""
 		}

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
@@ -66,5 +68,44 @@ func TestASecondSourceOfVolumes(t *testing.T) {
 	h.step()
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the volume its source let go is still there: %v", err)
+	}
+}
+
+// A volume let go while its mount is in flight is gone when
+// WaitForVolumeGone returns: the wait outlasts the mount, and the unmount
+// that follows it.
+func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
+	const source cache.Source = "second"
+	h := newHarness(t)
+	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 10), release: make(chan struct{})}
+	h.m = h.newManager(func(o *Options) { o.ConfigMaps = blocking })
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
+	dir := filepath.Join(t.TempDir(), "target")
+	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
+	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
+	h.m.AddVolume(source, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir})
+	h.m.reconciler.Pass(context.Background())
+	<-blocking.reading // the mount is in flight
+	h.m.RemoveVolume(source, key)
+	done := make(chan error, 1)
+	go func() { done <- h.m.WaitForVolumeGone(context.Background(), key) }()
+	h.clock.Step(sourcePollInterval)
+	time.Sleep(50 * time.Millisecond) // a wait that ignored the mount would end here
+	if len(done) > 0 {
+		t.Fatalf("the wait ended while the mount was in flight: %v", <-done)
+	}
+	close(blocking.release)
+	testutil.WaitFor(t, "the wait to end", func() bool {
+		h.step()
+		h.clock.Step(sourcePollInterval)
+		return len(done) > 0
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the volume's directory is still there after the wait: %v", err)
 	}
 }

@@ -109,6 +109,14 @@ func (r *Reconciler) Failures() map[cache.VolumeKey]Failure {
 	return out
 }
 
+// InFlight says whether an operation on key runs now.
+func (r *Reconciler) InFlight(key cache.VolumeKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o, ok := r.ops[key]
+	return ok && o.inFlight
+}
+
 // Busy returns the pods with an operation in flight.
 func (r *Reconciler) Busy() sets.Set[types.UID] {
 	r.mu.Lock()
