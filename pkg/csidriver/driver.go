@@ -15,6 +15,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/utils/clock"
@@ -163,7 +165,7 @@ func (d *Driver) restore(ctx context.Context) int {
 	logger := klog.FromContext(ctx)
 	records, errs := d.node.state.load()
 	for _, err := range errs {
-		logger.Error(err, "A volume record cannot be read; its volume is not served")
+		d.unreadableRecord(logger, err)
 	}
 	for _, rec := range records {
 		if _, err := os.Stat(filepath.Dir(rec.TargetPath)); errors.Is(err, fs.ErrNotExist) {
@@ -173,7 +175,7 @@ func (d *Driver) restore(ctx context.Context) int {
 		}
 		spec, desired, err := desiredVolume(rec)
 		if err != nil {
-			logger.Error(err, "A volume record no longer parses; its volume is not served", "volumeID", rec.VolumeID)
+			d.unreadableRecord(logger, d.node.state.unreadable(rec.VolumeID+recordSuffix, err))
 			continue
 		}
 		d.node.restore(spec, desired)
@@ -183,6 +185,18 @@ func (d *Driver) restore(ctx context.Context) int {
 		logger.Info("Restored the published volumes", "volumes", len(d.node.published), "records", len(records))
 	}
 	return len(d.node.published)
+}
+
+// unreadableRecord says, in the log and in a Warning event on this node,
+// that a record could not be read and where it went: its volume is not
+// served, and an unpublish of it removes what the writer's layout shows to
+// be the driver's (removeUnknownTarget).
+func (d *Driver) unreadableRecord(logger klog.Logger, err error) {
+	logger.Error(err, "A volume record cannot be read; its volume is not served")
+	if d.opts.Events != nil {
+		node := &corev1.ObjectReference{Kind: "Node", Name: d.opts.NodeName, UID: types.UID(d.opts.NodeName)}
+		d.opts.Events.Eventf(node, corev1.EventTypeWarning, "VolumeRecordUnreadable", "%v: its volume is not served", err)
+	}
 }
 
 // serveUnix serves s on a unix socket at path, replacing a stale socket.

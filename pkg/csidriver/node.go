@@ -2,10 +2,7 @@ package csidriver
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
 
@@ -318,13 +316,13 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 }
 
 // removeUnknownTarget removes the target path of a volume the driver has
-// no record of, if it is empty or absent. A directory with files in it is
-// left, with an error: without a record the driver cannot tell its own
-// files from somebody else's.
+// no record of (its record was lost or could not be read): the atomic
+// writer's files, told by their layout, and then the directory. Anything
+// else in it is left, with an error: without a record the driver cannot
+// tell the in-place layout's files from somebody else's.
 func removeUnknownTarget(path string) error {
-	err := os.Remove(path)
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if err := atomicwriter.RemoveOwn(path); err != nil {
+		return fmt.Errorf("target path of a volume this driver has no record of: %w", err)
 	}
-	return fmt.Errorf("target path %s of a volume this driver has no record of is not empty; left as it is: %w", path, err)
+	return nil
 }

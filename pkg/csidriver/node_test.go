@@ -244,7 +244,41 @@ func TestUnpublishOfAnUnknownVolume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(v.target, "not-ours"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, h.unpublish(v), codes.Internal, "not empty; left as it is")
+	wantCode(t, h.unpublish(v), codes.Internal, "which the writer did not write; left as it is")
+}
+
+// A record that cannot be read at start is moved aside, with a log line
+// and an event on the node that say where; the unpublish of its volume
+// then removes the files the atomic writer's layout shows to be the
+// driver's, so the pod terminates.
+func TestUnreadableRecordIsMovedAsideAndItsVolumeRemoved(t *testing.T) {
+	h := newHarness(t)
+	h.setConfigMap("app", map[string]string{"k": "1"})
+	v := h.newVolume("uid-1", "config", map[string]string{podrefs.AttrConfigMap: "app"})
+	h.mustPublish(v)
+	h.halt()
+	record := filepath.Join(h.stateDir, "volumes", v.id+recordSuffix)
+	if err := os.WriteFile(record, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if _, err := os.Stat(filepath.Join(h.stateDir, "volumes", unreadableDir, v.id+recordSuffix)); err != nil {
+		t.Errorf("the unreadable record was not moved aside: %v", err)
+	}
+	select {
+	case e := <-h.events.Events:
+		if !strings.Contains(e, "VolumeRecordUnreadable") || !strings.Contains(e, unreadableDir) {
+			t.Errorf("event %q, want VolumeRecordUnreadable saying where the record went", e)
+		}
+	default:
+		t.Error("no event for the unreadable record")
+	}
+	if err := h.unpublish(v); err != nil {
+		t.Fatalf("unpublish of the volume whose record was unreadable: %v", err)
+	}
+	if _, err := os.Stat(v.target); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("its target path is still there (%v): the pod would never terminate", err)
+	}
 }
 
 // Calls of one volume run one at a time, and the driver keeps no lock of a

@@ -91,8 +91,27 @@ func (s stateDir) remove(volumeID string) error {
 	return syncDir(s.dir)
 }
 
-// load returns every record, and the files it could not read (left in
-// place for a person to look at, and reported).
+// unreadableDir is where load moves the records it cannot read.
+const unreadableDir = "unreadable"
+
+// moveAside moves the record file name to the unreadable directory, kept
+// for a person to look at, and returns where it went. A record left in
+// place would be read, and fail, at every start; its volume would stay
+// unknown, and its pod Terminating for ever.
+func (s stateDir) moveAside(name string) (string, error) {
+	dir := filepath.Join(s.dir, unreadableDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	to := filepath.Join(dir, name)
+	if err := os.Rename(filepath.Join(s.dir, name), to); err != nil {
+		return "", err
+	}
+	return to, syncDir(s.dir)
+}
+
+// load returns every record, and the files it could not read, each moved
+// aside (moveAside) and reported with where it went.
 func (s stateDir) load() ([]record, []error) {
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -121,12 +140,21 @@ func (s stateDir) load() ([]record, []error) {
 			err = fmt.Errorf("names volume %q", r.VolumeID)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("record %s: %w", name, err))
+			errs = append(errs, s.unreadable(name, err))
 			continue
 		}
 		out = append(out, r)
 	}
 	return out, errs
+}
+
+// unreadable moves the record file name aside and says why and where.
+func (s stateDir) unreadable(name string, why error) error {
+	to, err := s.moveAside(name)
+	if err != nil {
+		return fmt.Errorf("record %s: %w; moving it aside failed: %v", name, why, err)
+	}
+	return fmt.Errorf("record %s: %w; moved to %s", name, why, to)
 }
 
 func syncDir(dir string) error {

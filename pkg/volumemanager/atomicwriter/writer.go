@@ -371,3 +371,41 @@ func Repair(dir string) error {
 	}
 	return removeOtherGenerations(dir, gen)
 }
+
+// RemoveOwn removes what the writer owns in dir (the entries whose names
+// start with "..", and the top-level symlinks into ..data), then dir
+// itself if nothing else is left. It is for a volume whose owner lost its
+// record of it: the writer's files are told from anything else by their
+// layout alone. Anything else stays, and dir with it, and the error names
+// it. A dir that does not exist is not an error.
+func RemoveOwn(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		if strings.HasPrefix(name, "..") {
+			if err := os.RemoveAll(path); err != nil {
+				return err
+			}
+			continue
+		}
+		if target, err := os.Readlink(path); err == nil && strings.HasPrefix(target, dataDirName+"/") {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			continue
+		}
+		others = append(others, name)
+	}
+	if len(others) > 0 {
+		return fmt.Errorf("%s holds %q, which the writer did not write; left as it is", dir, others)
+	}
+	return os.Remove(dir)
+}

@@ -321,3 +321,32 @@ func TestSetPermsRunsBeforeTheSwitch(t *testing.T) {
 		t.Errorf("got %v, want %v (no partial generation left)", got, want)
 	}
 }
+
+// RemoveOwn removes a volume the writer wrote, and nothing it did not.
+func TestRemoveOwn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "v")
+	if _, err := Write(dir, map[string]FileProjection{"a": {Data: []byte("1"), Mode: 0o644}, "d/b": {Data: []byte("2"), Mode: 0o644}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "theirs"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveOwn(dir); err == nil || !strings.Contains(err.Error(), "theirs") {
+		t.Fatalf("RemoveOwn with a file of somebody else's: %v, want an error naming it", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 || entries[0].Name() != "theirs" {
+		t.Fatalf("left %v, want theirs alone", entries)
+	}
+	if err := os.Remove(filepath.Join(dir, "theirs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveOwn(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the directory is still there: %v", err)
+	}
+	if err := RemoveOwn(dir); err != nil {
+		t.Errorf("RemoveOwn of a directory that is gone: %v", err)
+	}
+}
