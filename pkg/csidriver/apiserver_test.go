@@ -86,7 +86,7 @@ func TestAPIServerDown(t *testing.T) {
 	v := h.newVolume("uid-1", "config", map[string]string{"configMap": "app"})
 
 	api.setDown(true)
-	wantCode(t, h.publish(v), codes.Unavailable, "reading configmap shop/app")
+	wantCode(t, h.publish(v), codes.Unavailable, "couldn't get configMap shop/app")
 	if exists := h.read(v, "k"); exists != "" {
 		t.Errorf("a failed publish left a file: %q", exists)
 	}

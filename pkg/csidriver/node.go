@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -149,9 +148,8 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 			// Published and served: the files stay, and so does the volume.
 			return nil, status.Errorf(codes.Unavailable, "volume %s is published but not on disk: %v", rec.VolumeID, err)
 		}
-		err = s.publishError(ctx, spec, err) // while the watch still runs
 		s.withdraw(spec, desired.Key)
-		return nil, err
+		return nil, publishError(ctx, err)
 	}
 	if !known {
 		if err := s.state.save(rec); err != nil {
@@ -254,23 +252,22 @@ func volumeName(rec record) string {
 }
 
 // publishError says why a volume could not be set up, with the code that
-// fits: NotFound for a missing ConfigMap, Unavailable when the ConfigMap
-// cannot be read yet (the apiserver is down: the kubelet keeps the target
-// directory and retries), FailedPrecondition when the ConfigMap lacks what
-// the volume asks for, Internal for the disk.
-func (s *nodeServer) publishError(ctx context.Context, spec volumeSpec, err error) error {
+// fits its cause as the volume manager classified it: NotFound for a
+// missing ConfigMap, Unavailable when the ConfigMap cannot be read yet (the
+// apiserver is down: the kubelet keeps the target directory and retries),
+// FailedPrecondition when the ConfigMap lacks what the volume asks for or
+// its files cannot be written as asked, Internal for the disk.
+func publishError(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return status.FromContextError(ctxErr).Err()
 	}
-	cm, getErr := s.configMaps.GetConfigMap(spec.Pod.Namespace, spec.Source.Name)
-	switch {
-	case apierrors.IsNotFound(getErr):
-		return status.Errorf(codes.NotFound, "configmap %q not found in namespace %q", spec.Source.Name, spec.Pod.Namespace)
-	case getErr != nil:
-		return status.Errorf(codes.Unavailable, "reading configmap %s/%s: %v", spec.Pod.Namespace, spec.Source.Name, getErr)
-	}
-	if _, payloadErr := volumemanager.Payload(&spec.Source, cm); payloadErr != nil {
-		return status.Error(codes.FailedPrecondition, payloadErr.Error())
+	switch volumemanager.CauseOf(err) {
+	case volumemanager.CauseObjectNotFound:
+		return status.Error(codes.NotFound, err.Error())
+	case volumemanager.CauseNotReadable:
+		return status.Error(codes.Unavailable, err.Error())
+	case volumemanager.CauseKeyMissing, volumemanager.CauseInvalidPayload:
+		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	return status.Errorf(codes.Internal, "writing the volume: %v", err)
 }

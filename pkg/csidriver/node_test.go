@@ -133,7 +133,7 @@ func TestPublishRefusals(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, configMap("app", map[string]string{"a": "1"}))
 	wantCode(t, h.publish(h.newVolume("uid-1", "missing", map[string]string{podrefs.AttrConfigMap: "nope"})),
-		codes.NotFound, `configmap "nope" not found in namespace "shop"`)
+		codes.NotFound, `couldn't get configMap shop/nope: configmaps "nope" not found`)
 	wantCode(t, h.publish(h.newVolume("uid-1", "key", map[string]string{podrefs.AttrConfigMap: "app", podrefs.AttrItems: `[{"key":"x","path":"x"}]`})),
 		codes.FailedPrecondition, `has no key "x"`)
 	wantCode(t, h.publish(h.newVolume("uid-1", "ns", map[string]string{podrefs.AttrConfigMap: "app", "namespace": "kube-system"})),

@@ -130,7 +130,11 @@ func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payl
 		wrote, err = writeVolume(dir, payload, setPerms)
 	}
 	if err != nil {
-		return false, stamp, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err)
+		cause := CauseDisk
+		if errors.Is(err, atomicwriter.ErrInvalidPath) {
+			cause = CauseInvalidPayload
+		}
+		return false, stamp, failure(cause, fmt.Errorf("writing volume %s to %s: %w", v.Name, dir, err))
 	}
 	stamp, stampErr := atomicwriter.StampOf(dir, slices.Collect(maps.Keys(payload)), e.clock.Now())
 	if stampErr != nil {

@@ -62,7 +62,7 @@ func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32
 		} else if optional {
 			continue
 		} else {
-			return nil, fmt.Errorf("configmap %q has no key %q (listed in items for path %q)", cm.Name, item.Key, item.Path)
+			return nil, failure(CauseKeyMissing, fmt.Errorf("configmap %q has no key %q (listed in items for path %q)", cm.Name, item.Key, item.Path))
 		}
 		itemMode := mode
 		if item.Mode != nil {
@@ -140,7 +140,11 @@ func getConfigMap(get ConfigMapGetter, namespace, name string, optional bool) (*
 	if apierrors.IsNotFound(err) && optional {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, nil
 	}
-	return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", namespace, name, err)
+	cause := CauseNotReadable
+	if apierrors.IsNotFound(err) {
+		cause = CauseObjectNotFound
+	}
+	return nil, failure(cause, fmt.Errorf("couldn't get configMap %s/%s: %w", namespace, name, err))
 }
 
 // contentHash is a short digest of a payload's paths and bytes, shown by

@@ -83,8 +83,8 @@ func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error 
 			return true, ""
 		}
 		if f, ok := m.reconciler.Failure(key); ok && !f.Started.Before(start) {
-			failed = fmt.Errorf("%s", f.Err)
-			return true, f.Err
+			failed = f.Err
+			return true, f.Err.Error()
 		}
 		return false, fmt.Sprintf("volume %s is not on disk yet", key.Volume)
 	})
@@ -107,7 +107,7 @@ func (m *Manager) WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) er
 		}
 		msg := fmt.Sprintf("volume %s is still on disk", key.Volume)
 		if f, ok := m.reconciler.Failure(key); ok {
-			msg += ": " + f.Err
+			msg += ": " + f.Err.Error()
 		}
 		return false, msg
 	})

@@ -41,7 +41,7 @@ func (m *Manager) Volumes() []VolumeStatus {
 	for _, v := range m.actual.List() {
 		s := VolumeStatus{
 			PodUID: string(v.Key.PodUID), Volume: v.Key.Volume, Plugin: v.Spec.Plugin, Path: v.Dir, State: StateMounted,
-			ResourceVersion: v.ResourceVersion, ContentHash: v.ContentHash, LastError: failures[v.Key].Err,
+			ResourceVersion: v.ResourceVersion, ContentHash: v.ContentHash, LastError: errorText(failures[v.Key].Err),
 		}
 		if v.RemountRequired {
 			s.State = StateRemountPending
@@ -56,7 +56,7 @@ func (m *Manager) Volumes() []VolumeStatus {
 		if m.actual.Has(key) {
 			continue
 		}
-		s := VolumeStatus{PodUID: string(key.PodUID), Volume: key.Volume, State: StateMountFailing, LastError: f.Err}
+		s := VolumeStatus{PodUID: string(key.PodUID), Volume: key.Volume, State: StateMountFailing, LastError: errorText(f.Err)}
 		if want, ok := m.desired.Get(key); ok && !want.Keep() {
 			s.Pod = want.Pod.Namespace + "/" + want.Pod.Name
 			s.Plugin, s.ConfigMaps, s.NotServed, s.Path = want.Spec.Plugin, want.Spec.ConfigMapNames(), want.Spec.NotServed(), want.Dir
@@ -70,4 +70,12 @@ func (m *Manager) Volumes() []VolumeStatus {
 		return out[i].Volume < out[j].Volume
 	})
 	return out
+}
+
+// errorText is err's message, "" for nil.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -121,7 +121,7 @@ func csiBadInput(t *testing.T) {
 		attrs map[string]string
 		says  string
 	}{
-		"missing":         {map[string]string{"configMap": "absent"}, `configmap "absent" not found in namespace`},
+		"missing":         {map[string]string{"configMap": "absent"}, `configmaps "absent" not found`},
 		"other-namespace": {map[string]string{"configMap": "present", "namespace": "kube-system"}, `"namespace" is not supported`},
 		"slash":           {map[string]string{"configMap": "kube-system/present"}, "a ConfigMap name has no slash"},
 		"bad-items":       {map[string]string{"configMap": "present", "items": `[{"key":`}, "is not a JSON list"},

@@ -1,6 +1,7 @@
 package atomicwriter
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -12,11 +13,33 @@ const (
 	maxElementLength = 255
 )
 
+// ErrInvalidPath is what every error of ValidatePath and
+// ValidatePayloadPaths is, by errors.Is: a payload that cannot be written
+// as asked, whatever the disk.
+var ErrInvalidPath = errors.New("invalid payload path")
+
+// pathError is an invalid path's error: its own message, and
+// ErrInvalidPath to errors.Is.
+type pathError struct{ error }
+
+func (e pathError) Is(target error) bool { return target == ErrInvalidPath }
+func (e pathError) Unwrap() error        { return e.error }
+
+// invalid marks err, if not nil, as an invalid path's.
+func invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return pathError{err}
+}
+
 // ValidatePath checks one payload path against the rules of the kubelet's
 // writer: not empty, relative, at most 4096 bytes, no ".." element, no
 // element longer than 255 bytes, and a first element that does not start
 // with ".." (names like ..data belong to the writer).
-func ValidatePath(p string) error {
+func ValidatePath(p string) error { return invalid(validatePath(p)) }
+
+func validatePath(p string) error {
 	switch {
 	case p == "":
 		return fmt.Errorf("invalid path: must not be empty")
@@ -46,6 +69,11 @@ func ValidatePath(p string) error {
 // name one file ("x" and "./x"), and a path that is both a file and a
 // directory ("a" and "a/b"). It returns the cleaned paths.
 func ValidatePayloadPaths(paths []string) (map[string]string, error) {
+	cleaned, err := validatePayloadPaths(paths)
+	return cleaned, invalid(err)
+}
+
+func validatePayloadPaths(paths []string) (map[string]string, error) {
 	cleaned := make(map[string]string, len(paths)) // clean -> original
 	sort.Strings(paths)                            // deterministic error messages
 	for _, p := range paths {

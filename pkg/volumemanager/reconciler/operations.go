@@ -32,9 +32,10 @@ type volumeOp struct {
 	// operation ran, perhaps after its read; the volume is read again
 	// when it ends, whatever the outcome.
 	changedMeanwhile bool
-	// err is the last failed operation's error, failedAt when it ended,
-	// failedStarted when it started.
-	err                     string
+	// err is the last failed operation's error, as the executor returned
+	// it (its type tells the cause); failedAt when it ended, failedStarted
+	// when it started.
+	err                     error
 	failedAt, failedStarted time.Time
 	// retryDelay is how long after failedAt the next try waits; 0 means
 	// at once (never failed, or the wait was cancelled).
@@ -64,7 +65,7 @@ func (o *volumeOp) failed(err error, now time.Time, retryAtOnce bool) {
 	default:
 		o.retryDelay = min(2*o.retryDelay, maxRetryDelay)
 	}
-	o.err, o.failedAt, o.failedStarted = err.Error(), now, o.startedAt
+	o.err, o.failedAt, o.failedStarted = err, now, o.startedAt
 }
 
 // waiting says whether a failed volume still waits for its retry at now.
@@ -77,7 +78,9 @@ func (o *volumeOp) retryAt() time.Time { return o.failedAt.Add(o.retryDelay) }
 
 // Failure is a volume's last failed operation, as Failure reports it.
 type Failure struct {
-	Err string
+	// Err is the operation's error as the executor returned it: callers
+	// tell its cause by errors.Is and errors.As, not by its text.
+	Err error
 	// Started and At are when the failed operation started and ended.
 	Started, At time.Time
 	// RetryAt is when the reconciler tries again, unless something the
@@ -90,7 +93,7 @@ func (r *Reconciler) Failure(key cache.VolumeKey) (Failure, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	o, ok := r.ops[key]
-	if !ok || o.err == "" {
+	if !ok || o.err == nil {
 		return Failure{}, false
 	}
 	return Failure{Err: o.err, Started: o.failedStarted, At: o.failedAt, RetryAt: o.retryAt()}, true
@@ -102,7 +105,7 @@ func (r *Reconciler) Failures() map[cache.VolumeKey]Failure {
 	defer r.mu.Unlock()
 	out := map[cache.VolumeKey]Failure{}
 	for key, o := range r.ops {
-		if o.err != "" {
+		if o.err != nil {
 			out[key] = Failure{Err: o.err, Started: o.failedStarted, At: o.failedAt, RetryAt: o.retryAt()}
 		}
 	}

@@ -28,7 +28,7 @@ func TestRetryDelay(t *testing.T) {
 	if !o.waiting(o.failedAt.Add(time.Minute)) || o.waiting(o.failedAt.Add(maxRetryDelay)) {
 		t.Errorf("waiting: want true a minute after the failure, false after the full delay %s", o.retryDelay)
 	}
-	if o.err != "boom" {
+	if o.err != boom {
 		t.Errorf("err %q, want boom", o.err)
 	}
 

@@ -298,7 +298,7 @@ func (r *Reconciler) reconcileVolume(ctx context.Context, key cache.VolumeKey, n
 // from the reconciler: on disk, wanted and not flagged for a remount, or
 // neither on disk nor wanted, and not failing. Called with r.mu held.
 func (r *Reconciler) settled(key cache.VolumeKey) bool {
-	if o, ok := r.ops[key]; ok && (o.inFlight || o.err != "") {
+	if o, ok := r.ops[key]; ok && (o.inFlight || o.err != nil) {
 		return false
 	}
 	want, wanted := r.opts.Desired.Get(key)
