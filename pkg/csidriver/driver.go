@@ -178,7 +178,10 @@ func (d *Driver) restore(ctx context.Context) int {
 			d.unreadableRecord(logger, d.node.state.unreadable(rec.VolumeID+recordSuffix, err))
 			continue
 		}
-		d.node.restore(spec, desired)
+		if err := d.node.restore(spec, desired); err != nil {
+			logger.Error(err, "A recorded volume cannot be served", "volumeID", rec.VolumeID)
+			continue
+		}
 		d.node.published[rec.VolumeID] = rec
 	}
 	if len(records) > 0 {

@@ -31,8 +31,8 @@ const PluginCSI podrefs.Plugin = "kubernetes.io~csi"
 // volumes is what the node service asks of the volume manager
 // (volumemanager.Manager).
 type volumes interface {
-	AddVolume(source cache.Source, v cache.DesiredVolume)
-	RestoreVolume(source cache.Source, v cache.DesiredVolume)
+	AddVolume(source cache.Source, v cache.DesiredVolume) error
+	RestoreVolume(source cache.Source, v cache.DesiredVolume) error
 	RemoveVolume(source cache.Source, key cache.VolumeKey)
 	WaitForVolume(ctx context.Context, key cache.VolumeKey) error
 	WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error
@@ -141,7 +141,9 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		}
 	}
 	if !known {
-		s.serve(spec, desired)
+		if err := s.serve(spec, desired); err != nil {
+			return nil, status.Error(codes.AlreadyExists, err.Error())
+		}
 	}
 	if err := s.volumes.WaitForVolume(ctx, desired.Key); err != nil {
 		if known {
@@ -166,17 +168,23 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 }
 
 // serve makes desired the volume manager's, and its ConfigMap watched.
-func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume) {
+func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume) error {
+	if err := s.volumes.AddVolume(SourceCSI, desired); err != nil {
+		return err
+	}
 	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
-	s.volumes.AddVolume(SourceCSI, desired)
+	return nil
 }
 
 // restore is serve for a volume published before a restart: its files on
 // disk are the volume manager's at once, so that an unpublish before its
 // first remount removes them.
-func (s *nodeServer) restore(spec volumeSpec, desired cache.DesiredVolume) {
+func (s *nodeServer) restore(spec volumeSpec, desired cache.DesiredVolume) error {
+	if err := s.volumes.RestoreVolume(SourceCSI, desired); err != nil {
+		return err
+	}
 	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
-	s.volumes.RestoreVolume(SourceCSI, desired)
+	return nil
 }
 
 // withdraw undoes serve at once, for a volume that never made it to disk.

@@ -22,8 +22,9 @@ import (
 const sourcePollInterval = 20 * time.Millisecond
 
 // AddVolume makes source want v, beside the other volumes it wants of
-// v's pod; a volume of the same key is replaced. v.Dir must be set.
-func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) {
+// v's pod; a volume of the same key is replaced. v.Dir must be set. A
+// volume another source owns is refused (*cache.OwnedError).
+func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) error {
 	m.sourceMu.Lock()
 	defer m.sourceMu.Unlock()
 	volumes := m.desired.SourceVolumes(source, v.Key.PodUID)
@@ -36,7 +37,9 @@ func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) {
 	if !replaced {
 		volumes = append(volumes, v)
 	}
-	m.reconciler.HandOver(m.desired.SetPodVolumes(source, v.Key.PodUID, volumes, nil)...)
+	touched, err := m.desired.SetPodVolumes(source, v.Key.PodUID, volumes, nil)
+	m.reconciler.HandOver(touched...)
+	return err
 }
 
 // RestoreVolume is AddVolume for a volume that source set up before a
@@ -44,15 +47,22 @@ func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) {
 // on, flagged for a remount, so that the reconciler brings its files up to
 // date, and a RemoveVolume before that remount removes them (a volume only
 // in the desired state would be dropped with its files left behind).
-func (m *Manager) RestoreVolume(source cache.Source, v cache.DesiredVolume) {
+func (m *Manager) RestoreVolume(source cache.Source, v cache.DesiredVolume) error {
+	found := false
 	if info, err := os.Stat(v.Dir); err == nil && info.IsDir() {
-		m.actual.AddFound(cache.MountedVolume{Key: v.Key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
+		found = m.actual.AddFound(cache.MountedVolume{Key: v.Key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
 	}
-	m.AddVolume(source, v)
+	if err := m.AddVolume(source, v); err != nil {
+		if found {
+			m.actual.MarkUnmounted(v.Key) // another's: not this source's to keep
+		}
+		return err
+	}
+	return nil
 }
 
 // RemoveVolume makes source no longer want key; the reconciler removes its
-// directory unless another source wants it.
+// directory.
 func (m *Manager) RemoveVolume(source cache.Source, key cache.VolumeKey) {
 	m.sourceMu.Lock()
 	defer m.sourceMu.Unlock()
@@ -66,7 +76,9 @@ func (m *Manager) RemoveVolume(source cache.Source, key cache.VolumeKey) {
 	if len(kept) == len(volumes) {
 		return
 	}
-	m.reconciler.HandOver(m.desired.SetPodVolumes(source, key.PodUID, kept, nil)...)
+	// What a source keeps of its own volumes is never another's.
+	touched, _ := m.desired.SetPodVolumes(source, key.PodUID, kept, nil)
+	m.reconciler.HandOver(touched...)
 }
 
 // WaitForVolume waits until key is on disk, or an operation on it that

@@ -32,7 +32,9 @@ func TestASecondSourceOfVolumes(t *testing.T) {
 	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
 	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
-	h.m.reconciler.HandOver(h.m.desired.SetPodVolumes(second, pod.UID, []cache.DesiredVolume{{Key: key, Pod: pod, Spec: spec, Dir: dir}}, nil)...)
+	if err := h.m.AddVolume(second, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
 	h.step()
 	readPublished := func() string {
 		data, _ := os.ReadFile(filepath.Join(dir, "a"))
@@ -85,7 +87,9 @@ func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
 	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
 	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
-	h.m.AddVolume(source, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir})
+	if err := h.m.AddVolume(source, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
 	h.m.reconciler.Pass(context.Background())
 	<-blocking.reading // the mount is in flight
 	h.m.RemoveVolume(source, key)

@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,15 +37,15 @@ func TestDesiredStateKeepsEachSourceApart(t *testing.T) {
 	const other Source = "second"
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
 	s := NewDesiredState()
-	if got := sorted(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm"), configMapVolume(pod, "b", "cm")}, nil)); got != "[u/a u/b]" {
+	if got := sorted(must(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm"), configMapVolume(pod, "b", "cm")}, nil))); got != "[u/a u/b]" {
 		t.Errorf("first set touched %s, want [u/a u/b]", got)
 	}
-	s.SetPodVolumes(other, "u", []DesiredVolume{configMapVolume(pod, "c", "cm")}, nil)
+	must(s.SetPodVolumes(other, "u", []DesiredVolume{configMapVolume(pod, "c", "cm")}, nil))
 	if got := sorted(s.VolumesReading("ns", "cm")); got != "[u/a u/b u/c]" {
 		t.Errorf("VolumesReading: %s, want all three", got)
 	}
 	// The pod source's new version drops b: a, b (before) and a (now).
-	if got := sorted(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil)); got != "[u/a u/a u/b]" {
+	if got := sorted(must(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil))); got != "[u/a u/a u/b]" {
 		t.Errorf("second set touched %s", got)
 	}
 	if _, ok := s.Get(VolumeKey{"u", "b"}); ok {
@@ -63,11 +65,38 @@ func TestDesiredStateKeepsEachSourceApart(t *testing.T) {
 	}
 }
 
+// must is a SetPodVolumes that the test expects to be accepted.
+func must(touched []VolumeKey, err error) []VolumeKey {
+	if err != nil {
+		panic(err)
+	}
+	return touched
+}
+
+// A volume has one owner: another source that wants it is refused, with
+// both named, and nothing changes; once its owner lets it go, it may.
+func TestDesiredStateRefusesASecondOwner(t *testing.T) {
+	const other Source = "second"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
+	s := NewDesiredState()
+	must(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil))
+	_, err := s.SetPodVolumes(other, "u", []DesiredVolume{configMapVolume(pod, "b", "cm"), configMapVolume(pod, "a", "cm")}, nil)
+	var owned *OwnedError
+	if !errors.As(err, &owned) || owned.Owner != SourcePods || owned.Wanter != other || !strings.Contains(err.Error(), "u/a") {
+		t.Fatalf("a second owner of u/a: %v, want an OwnedError naming both sources", err)
+	}
+	if _, ok := s.Get(VolumeKey{"u", "b"}); ok || len(s.Pods(other)) != 0 {
+		t.Error("the refused call changed the desired state")
+	}
+	must(s.DeletePod(SourcePods, "u"), nil)
+	must(s.SetPodVolumes(other, "u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil))
+}
+
 // Kept volumes (found on disk, pod not synced) are never set up: a
 // ConfigMap change does not reach them.
 func TestKeptVolumesReadNothing(t *testing.T) {
 	s := NewDesiredState()
-	s.SetPodVolumes(SourcePods, "u", []DesiredVolume{{Key: VolumeKey{"u", "v"}, Spec: podrefs.KeptVolume{Name: "v", Plugin: podrefs.PluginConfigMap}}}, nil)
+	must(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{{Key: VolumeKey{"u", "v"}, Spec: podrefs.KeptVolume{Name: "v", Plugin: podrefs.PluginConfigMap}}}, nil))
 	if v, _ := s.Get(VolumeKey{"u", "v"}); !v.Keep() {
 		t.Error("a volume with no pod is not kept")
 	}

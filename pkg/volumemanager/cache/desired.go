@@ -17,6 +17,7 @@
 package cache
 
 import (
+	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +98,18 @@ type DesiredState struct {
 	volumes     map[VolumeKey]DesiredVolume
 	byOwner     map[owner]sets.Set[VolumeKey]
 	byNamespace map[string]sets.Set[VolumeKey]
+	// sourceOf is each volume's one owner.
+	sourceOf map[VolumeKey]Source
+}
+
+// OwnedError refuses a source a volume that another source owns.
+type OwnedError struct {
+	Key           VolumeKey
+	Owner, Wanter Source
+}
+
+func (e *OwnedError) Error() string {
+	return fmt.Sprintf("volume %s is wanted by source %q, which owns it; source %q cannot want it too", e.Key, e.Owner, e.Wanter)
 }
 
 // NewDesiredState returns an empty desired state.
@@ -105,19 +118,20 @@ func NewDesiredState() *DesiredState {
 		volumes:     map[VolumeKey]DesiredVolume{},
 		byOwner:     map[owner]sets.Set[VolumeKey]{},
 		byNamespace: map[string]sets.Set[VolumeKey]{},
+		sourceOf:    map[VolumeKey]Source{},
 	}
 }
 
 // SetPodVolumes makes volumes all that source wants of pod, replacing what
 // it wanted before, and appends to touched the keys it wanted before and
 // those it wants now: every volume whose desire may have changed. Each
-// volume's Key.PodUID must be pod. Two sources must not want one key (a
-// pod's volume names are unique, and each source serves its own kinds of
-// volume).
+// volume's Key.PodUID must be pod. A volume has one owner: a key that
+// another source wants is refused, with an *OwnedError that names both,
+// and nothing changes.
 //
 // A pod's syncs mostly set the volumes it had: that case replaces them in
 // place and allocates nothing.
-func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []DesiredVolume, touched []VolumeKey) []VolumeKey {
+func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []DesiredVolume, touched []VolumeKey) ([]VolumeKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := owner{source, pod}
@@ -126,11 +140,16 @@ func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []Des
 			s.volumes[v.Key] = v
 			touched = append(touched, v.Key)
 		}
-		return touched
+		return touched, nil
+	}
+	for _, v := range volumes {
+		if other, owned := s.sourceOf[v.Key]; owned && other != source {
+			return touched, &OwnedError{Key: v.Key, Owner: other, Wanter: source}
+		}
 	}
 	touched = s.deleteLocked(o, touched)
 	if len(volumes) == 0 {
-		return touched
+		return touched, nil
 	}
 	keys := sets.New[VolumeKey]()
 	for _, v := range volumes {
@@ -141,10 +160,11 @@ func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []Des
 			s.byNamespace[ns] = sets.New[VolumeKey]()
 		}
 		s.byNamespace[ns].Insert(v.Key)
+		s.sourceOf[v.Key] = source
 		touched = append(touched, v.Key)
 	}
 	s.byOwner[o] = keys
-	return touched
+	return touched, nil
 }
 
 // sameVolumesLocked says whether volumes have exactly the keys o wants
@@ -186,6 +206,7 @@ func (s *DesiredState) deleteLocked(o owner, out []VolumeKey) []VolumeKey {
 			}
 			delete(s.volumes, key)
 		}
+		delete(s.sourceOf, key)
 		out = append(out, key)
 	}
 	delete(s.byOwner, o)

@@ -30,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -39,7 +40,7 @@ import (
 
 // desiredPods is what the populator changes of the desired state.
 type desiredPods interface {
-	SetPodVolumes(source cache.Source, pod types.UID, volumes []cache.DesiredVolume, touched []cache.VolumeKey) []cache.VolumeKey
+	SetPodVolumes(source cache.Source, pod types.UID, volumes []cache.DesiredVolume, touched []cache.VolumeKey) ([]cache.VolumeKey, error)
 	DeletePod(source cache.Source, pod types.UID) []cache.VolumeKey
 	Pods(source cache.Source) []types.UID
 }
@@ -223,7 +224,11 @@ func (p *Populator) Keep(found []cache.MountedVolume) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for uid, volumes := range byPod {
-		p.opts.HandOver(p.opts.Desired.SetPodVolumes(cache.SourcePods, uid, volumes, nil)...)
+		touched, err := p.opts.Desired.SetPodVolumes(cache.SourcePods, uid, volumes, nil)
+		if err != nil {
+			klog.Background().Error(err, "Volumes found on disk are another source's; not kept as the pods'", "podUID", uid)
+		}
+		p.opts.HandOver(touched...)
 	}
 }
 
@@ -290,7 +295,11 @@ func (p *Populator) process(pod *corev1.Pod) {
 		p.volumes = append(p.volumes, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir})
 		p.flag = append(p.flag, key)
 	}
-	p.handOvers = p.opts.Desired.SetPodVolumes(cache.SourcePods, pod.UID, p.volumes, p.handOvers)
+	var err error
+	p.handOvers, err = p.opts.Desired.SetPodVolumes(cache.SourcePods, pod.UID, p.volumes, p.handOvers)
+	if err != nil {
+		klog.Background().Error(err, "A pod's volumes are refused", "pod", klog.KObj(pod))
+	}
 }
 
 // drop removes a pod's volumes from the desired state and hands them to

@@ -115,7 +115,9 @@ func TestPassesFollowChanges(t *testing.T) {
 func TestKeptVolumesAndOtherSources(t *testing.T) {
 	f := newFixture()
 	f.p.Keep([]cache.MountedVolume{{Key: cache.VolumeKey{PodUID: "a", Volume: "v"}, Dir: "/d/a/v"}, {Key: cache.VolumeKey{PodUID: "a", Volume: "old"}, Dir: "/d/a/old"}})
-	f.desired.SetPodVolumes("second", "a", []cache.DesiredVolume{{Key: cache.VolumeKey{PodUID: "a", Volume: "csi"}, Pod: pod("a"), Dir: "/elsewhere"}}, nil)
+	if _, err := f.desired.SetPodVolumes("second", "a", []cache.DesiredVolume{{Key: cache.VolumeKey{PodUID: "a", Volume: "csi"}, Pod: pod("a"), Dir: "/elsewhere"}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	if v, ok := f.desired.Get(cache.VolumeKey{PodUID: "a", Volume: "v"}); !ok || !v.Keep() {
 		t.Fatalf("a found volume: %+v, %v; want kept", v, ok)
 	}
