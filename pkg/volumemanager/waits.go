@@ -29,9 +29,9 @@ import (
 // siblings' remounts by seconds, not minutes.
 func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error {
 	start := m.clock.Now()
-	m.populator.MarkPod(pod)
-
 	want := podrefs.KeptVolumes(pod)
+	m.populator.MarkPodVolumes(pod, want)
+
 	var failedFast error
 	err := m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
 		var missing []string

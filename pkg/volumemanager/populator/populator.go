@@ -76,7 +76,7 @@ type Populator struct {
 	// reconciler's and the states' locks, never after.
 	mu sync.Mutex
 	// marked are the pods marked since the last pass, newest version.
-	marked map[types.UID]*corev1.Pod
+	marked map[types.UID]markedPod
 	// gone are the pods that left the active set since the last pass.
 	gone sets.Set[types.UID]
 	// active are the pods whose volumes must stay; synced says the pod
@@ -106,7 +106,7 @@ func New(opts Options) *Populator {
 		opts:    opts,
 		loop:    pacedloop.New(opts.Clock, opts.Origin, opts.Period),
 		podsDir: podrefs.PodDir(opts.RootDir, "") + "/",
-		marked:  map[types.UID]*corev1.Pod{},
+		marked:  map[types.UID]markedPod{},
 		gone:    sets.New[types.UID](),
 		active:  sets.New[types.UID](),
 		claimed: sets.New[types.UID](),
@@ -195,12 +195,24 @@ func (p *Populator) Release(pods []types.UID) {
 	}
 }
 
+// markedPod is a pod marked for the next pass, with its volumes.
+type markedPod struct {
+	pod     *corev1.Pod
+	volumes map[string]podrefs.KeptVolume
+}
+
 // MarkPod takes the newest version of pod and marks it for the next pass
 // (the kubelet's ReprocessPod).
 func (p *Populator) MarkPod(pod *corev1.Pod) {
+	p.MarkPodVolumes(pod, podrefs.KeptVolumes(pod))
+}
+
+// MarkPodVolumes is MarkPod for a caller that has worked out the pod's
+// volumes (podrefs.KeptVolumes) already: a sync does it once.
+func (p *Populator) MarkPodVolumes(pod *corev1.Pod, volumes map[string]podrefs.KeptVolume) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.marked[pod.UID] = pod
+	p.marked[pod.UID] = markedPod{pod: pod, volumes: volumes}
 	p.loop.Kick()
 }
 
@@ -258,7 +270,7 @@ func (p *Populator) Pass() {
 		}
 	}
 	clear(p.gone)
-	for uid, pod := range p.marked {
+	for uid, m := range p.marked {
 		if p.claimed.Has(uid) {
 			continue // its directory is being removed: stays marked until Release
 		}
@@ -267,7 +279,7 @@ func (p *Populator) Pass() {
 			p.drop(uid) // marked by a sync that raced with the pod's deletion
 			continue
 		}
-		p.process(pod)
+		p.process(m.pod, m.volumes)
 	}
 	// The desired state first, then the flags, then the hand-over: the
 	// reconciler finds every flagged volume desired as the pod is now.
@@ -285,9 +297,9 @@ func (p *Populator) Pass() {
 // notes them to be flagged for a remount (which also adopts volumes found
 // on disk) and every volume it had or has to be handed to the reconciler,
 // at the end of the pass. Called with p.mu held.
-func (p *Populator) process(pod *corev1.Pod) {
+func (p *Populator) process(pod *corev1.Pod, volumes map[string]podrefs.KeptVolume) {
 	p.volumes = p.volumes[:0]
-	for name, spec := range podrefs.KeptVolumes(pod) {
+	for name, spec := range volumes {
 		key := cache.VolumeKey{PodUID: pod.UID, Volume: name}
 		// podrefs.VolumeDir without its Clean: the API's UIDs, plugin
 		// and volume names are single clean path elements.
