@@ -45,16 +45,17 @@ sample)
 report)
   file=$2 out=$3
   docker_root=$(docker info --format '{{.DockerRootDir}}' 2>/dev/null || echo /var/lib/docker)
-  modcache=$(go env GOMODCACHE) gocache=$(go env GOCACHE)
+  modcache=$(gib "$(go env GOMODCACHE)") gocache=$(gib "$(go env GOCACHE)") output=$(gib _output) docker=$(gib "$docker_root")
   cat >"$out" <<EOF
 {
   "peak_memory_gib": $(awk -v m="$(<"$file")" 'BEGIN { printf "%.1f", m / 1024 }'),
   "memory_total_gib": $(awk '$1 == "MemTotal:" { printf "%.1f", $2 / 1048576 }' /proc/meminfo),
   "disk_gib": {
-    "go_module_cache": $(gib "$modcache"),
-    "go_build_cache": $(gib "$gocache"),
-    "output": $(gib _output),
-    "docker": $(gib "$docker_root")
+    "go_module_cache": $modcache,
+    "go_build_cache": $gocache,
+    "output": $output,
+    "docker": $docker,
+    "total": $(awk -v a="$modcache" -v b="$gocache" -v c="$output" -v d="$docker" 'BEGIN { printf "%.1f", a + b + c + d }')
   }
 }
 EOF
