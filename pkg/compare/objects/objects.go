@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -78,7 +79,7 @@ func Create(ctx context.Context, client kubernetes.Interface, namespace string, 
 	configMaps := map[string]bool{}
 	for _, node := range nodes {
 		if opts.SimulatedNodes {
-			jobs = append(jobs, func() error { return createNode(ctx, client, node.Name, opts.TTL, labels) })
+			jobs = append(jobs, func() error { return createNode(ctx, client, node.Name, opts.TTL, labels, len(node.Pods)) })
 		}
 		for _, pod := range node.Pods {
 			for _, cm := range pod.Reads {
@@ -114,7 +115,19 @@ func countPods(nodes []model.Node) int {
 	return n
 }
 
-func createNode(ctx context.Context, client kubernetes.Interface, name string, ttl time.Duration, labels map[string]string) error {
+// NodePodCapacity is how many pods a simulated node of pods pods takes:
+// the kubelet's default of 110, or twice its pods. The reference kubelets
+// run with it as --max-pods.
+func NodePodCapacity(pods int) int { return max(110, 2*pods) }
+
+// createNode creates a simulated node with its pod capacity in its status.
+// A reference kubelet that starts on it admits the pods bound to it as soon
+// as it sees the Node, before it has registered its own status: against a
+// Node without capacity it would reject every one of them (OutOfpods), for
+// good, as a kubelet does on a real cluster whose pods were bound to its
+// node before it registered. At half the CPU, two of thirty kubelets did.
+func createNode(ctx context.Context, client kubernetes.Interface, name string, ttl time.Duration, labels map[string]string, pods int) error {
+	capacity := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(NodePodCapacity(pods)), resource.DecimalSI)}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -126,6 +139,7 @@ func createNode(ctx context.Context, client kubernetes.Interface, name string, t
 			// tolerate it (DaemonSets included) off this Node.
 			Taints: []corev1.Taint{{Key: simTaintKey, Value: "true", Effect: corev1.TaintEffectNoExecute}},
 		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 	}
 	_, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

@@ -24,6 +24,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/progress"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/modes"
+	"github.com/nodeagent-io/nodeagent/pkg/compare/objects"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -188,7 +189,7 @@ func kubeletCommand(s compare.Scenario, binDir string) commandFunc {
 			"--configmap-change-detection-strategy=" + string(k.Strategy),
 			"--kube-api-qps=" + strconv.FormatFloat(float64(cfg.KubeAPIQPS), 'f', -1, 32),
 			"--kube-api-burst=" + strconv.Itoa(cfg.KubeAPIBurst),
-			"--max-pods=" + strconv.Itoa(max(110, 2*len(node.Pods))),
+			"--max-pods=" + strconv.Itoa(objects.NodePodCapacity(len(node.Pods))),
 		}
 	}
 }
