@@ -139,7 +139,8 @@ func objectTable(objects []ObjectResult) report.Table {
 	return t
 }
 
-// summaryLines describe the cluster, the rotation and what was assumed.
+// summaryLines describe the cluster, the rotation and what was assumed:
+// first, where some node's settings were assumed, that they were.
 func (r Result) summaryLines() []string {
 	c := r.Cluster
 	secrets := "Secrets listed"
@@ -152,12 +153,20 @@ func (r Result) summaryLines() []string {
 			behaviours = append(behaviours, fmt.Sprintf("%s %d", b, n))
 		}
 	}
-	return []string{
+	var lines []string
+	if assumed := c.Nodes - c.NodesFromConfigz; assumed > 0 {
+		// First, where nobody misses it: on a cluster that runs the Cache
+		// strategy, the default assumption (Watch) predicts no quorum GET.
+		lines = append(lines, fmt.Sprintf("ASSUMED: the kubelet strategy and sync frequency of %d of the %s (their /configz was not read; the notes say why). "+
+			"What follows holds if they run as assumed: a cluster on the Cache strategy looks unaffected under the Watch assumption. "+
+			"Say what they run (--assume-strategy, --assume-sync-frequency), or let analyze get nodes/proxy.", assumed, count(c.Nodes, "node")))
+	}
+	return append(lines,
 		fmt.Sprintf("%s, %s in %s; settings from /configz on %d, assumed on %d; %s.",
 			count(c.Nodes, "node"), count(c.Pods, "running pod"), count(c.Namespaces, "namespace"), c.NodesFromConfigz, c.Nodes-c.NodesFromConfigz, secrets),
 		"Kubelet behaviours: " + strings.Join(behaviours, ", ") + ". " + strategiesLine(c.Behaviours),
 		r.delayLine(),
-	}
+	)
 }
 
 // strategiesLine says where the before and after of kubernetes#120255

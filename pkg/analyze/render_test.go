@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
@@ -23,5 +24,30 @@ func TestStrategiesLine(t *testing.T) {
 		if got := strategiesLine(tc.behaviours); got != tc.want {
 			t.Errorf("%v:\n got %s\nwant %s", tc.behaviours, got, tc.want)
 		}
+	}
+}
+
+// A result with assumed settings says so in its first line, in text and
+// Markdown alike; one that read every node's /configz does not.
+func TestAssumedSettingsComeFirst(t *testing.T) {
+	r := Result{Cluster: Summary{Nodes: 5, NodesFromConfigz: 2}}
+	var text strings.Builder
+	if err := r.WriteText(&text, 5); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(text.String(), "\n")
+	if !strings.HasPrefix(first, "ASSUMED: the kubelet strategy and sync frequency of 3 of the 5 nodes") {
+		t.Errorf("first line %q, want the assumption", first)
+	}
+	if md := r.Markdown(5); !strings.Contains(strings.SplitN(md, "\n", 4)[2], "ASSUMED") {
+		t.Errorf("Markdown's first summary line does not say ASSUMED:\n%s", md[:min(len(md), 400)])
+	}
+	r.Cluster.NodesFromConfigz = 5
+	text.Reset()
+	if err := r.WriteText(&text, 5); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "ASSUMED") {
+		t.Error("a result with every node's /configz read says ASSUMED")
 	}
 }
