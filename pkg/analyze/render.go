@@ -164,7 +164,7 @@ func (r Result) summaryLines() []string {
 	return append(lines,
 		fmt.Sprintf("%s, %s in %s; settings from /configz on %d, assumed on %d; %s.",
 			count(c.Nodes, "node"), count(c.Pods, "running pod"), count(c.Namespaces, "namespace"), c.NodesFromConfigz, c.Nodes-c.NodesFromConfigz, secrets),
-		"Kubelet behaviours: " + strings.Join(behaviours, ", ") + ". " + strategiesLine(c.Behaviours),
+		"Kubelet behaviours: "+strings.Join(behaviours, ", ")+". "+strategiesLine(c.Behaviours),
 		r.delayLine(),
 	)
 }
