@@ -169,10 +169,13 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 
 // serve makes desired the volume manager's, and its ConfigMap watched.
 func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume) error {
+	// The watch first: the reconciler may mount the volume as soon as it
+	// is added, and reads it from the watch.
+	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
 	if err := s.volumes.AddVolume(SourceCSI, desired); err != nil {
+		s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
 		return err
 	}
-	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
 	return nil
 }
 
@@ -180,10 +183,11 @@ func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume) error {
 // disk are the volume manager's at once, so that an unpublish before its
 // first remount removes them.
 func (s *nodeServer) restore(spec volumeSpec, desired cache.DesiredVolume) error {
+	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
 	if err := s.volumes.RestoreVolume(SourceCSI, desired); err != nil {
+		s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
 		return err
 	}
-	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
 	return nil
 }
 
