@@ -141,7 +141,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		}
 	}
 	if !known {
-		if err := s.serve(spec, desired); err != nil {
+		if err := s.serve(spec, desired, false); err != nil {
 			return nil, status.Error(codes.AlreadyExists, err.Error())
 		}
 	}
@@ -167,24 +167,19 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
-// serve makes desired the volume manager's, and its ConfigMap watched.
-func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume) error {
+// serve makes desired the volume manager's, and its ConfigMap watched. A
+// volume restored after a restart (restored) has its files on disk made
+// the volume manager's at once, so that an unpublish before its first
+// remount removes them.
+func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume, restored bool) error {
 	// The watch first: the reconciler may mount the volume as soon as it
 	// is added, and reads it from the watch.
 	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
-	if err := s.volumes.AddVolume(SourceCSI, desired); err != nil {
-		s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
-		return err
+	add := s.volumes.AddVolume
+	if restored {
+		add = s.volumes.RestoreVolume
 	}
-	return nil
-}
-
-// restore is serve for a volume published before a restart: its files on
-// disk are the volume manager's at once, so that an unpublish before its
-// first remount removes them.
-func (s *nodeServer) restore(spec volumeSpec, desired cache.DesiredVolume) error {
-	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
-	if err := s.volumes.RestoreVolume(SourceCSI, desired); err != nil {
+	if err := add(SourceCSI, desired); err != nil {
 		s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
 		return err
 	}
