@@ -28,13 +28,7 @@ func TestASecondSourceOfVolumes(t *testing.T) {
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	h.sync(pod)
 
-	dir := filepath.Join(t.TempDir(), "target")
-	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
-	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
-	if err := h.m.AddVolume(second, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
+	_, dir := addPublished(t, h.m, second, pod)
 	h.step()
 	readPublished := func() string {
 		data, _ := os.ReadFile(filepath.Join(dir, "a"))
@@ -83,13 +77,7 @@ func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
 	h.m = h.newManager(func(o *Options) { o.ConfigMaps = blocking })
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
-	dir := filepath.Join(t.TempDir(), "target")
-	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
-	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
-	if err := h.m.AddVolume(source, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
+	key, dir := addPublished(t, h.m, source, pod)
 	h.m.reconciler.Pass(context.Background())
 	<-blocking.reading // the mount is in flight
 	h.m.RemoveVolume(source, key)
@@ -112,4 +100,18 @@ func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the volume's directory is still there after the wait: %v", err)
 	}
+}
+
+// addPublished makes source want a volume "published" of pod, reading the
+// ConfigMap cfg, in a directory of its own, as a CSI publish call does.
+func addPublished(t *testing.T, m *Manager, source cache.Source, pod *corev1.Pod) (cache.VolumeKey, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "target")
+	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
+	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
+	if err := m.AddVolume(source, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	return key, dir
 }
