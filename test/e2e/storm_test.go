@@ -42,8 +42,8 @@ const (
 	// syncFall and remountFall are how far the burst's rate falls, at
 	// most, where files change at syncs and where every change remounts
 	// (a hundred volumes rewritten as often as the reconciler passes);
-	// measured at half the CPU beside the other e2e shards: to a tenth
-	// (every-sync, with its GET a sync) and to a twenty-first.
+	// with a margin above what runs at half the CPU beside the other e2e
+	// shards showed in their logs (the burst and the storm's rate).
 	syncFall, remountFall = 8, 32
 	// stormPods is the storm's pods, shared evenly by its ConfigMaps, and
 	// maxStormConfigMaps the most ConfigMaps it updates.
