@@ -26,13 +26,17 @@
 //   - Load on the apiserver: one watch per ConfigMap in use on the node,
 //     opened by the first volume that names it and closed with the last
 //     (configmapcache.Watches); no GET, ever, and nothing per pod sync.
-//   - Updates: the volumes are the volume manager's (pkg/volumemanager),
-//     a source of their own beside the pods (SourceCSI); every change a
-//     watch delivers remounts the volumes of that ConfigMap on the
-//     reconciler's next pass. A deleted ConfigMap keeps the last content
+//   - Updates: the volumes live in a volume core of the driver's own
+//     (volumemanager.Core: no pods, no populator, no directory scan),
+//     whose only source is the publish calls (SourceCSI); every change a
+//     watch delivers remounts the volumes of that ConfigMap at once, not
+//     at the next 100 ms tick (reconciler.WakeAtOnce). A deleted ConfigMap keeps the last content
 //     (a FailedMount event on the pod says why); a recreated one, immutable
 //     or not, reaches every volume.
 //   - Restarts: a record per published volume in the state directory
 //     (state.go) lets a restarted driver serve every volume again before it
-//     answers a call: the kubelet never publishes an ephemeral volume twice.
+//     answers a call (the kubelet never publishes an ephemeral volume
+//     twice); the core holds each recorded volume on disk from the start
+//     (RestoreVolume), so an unpublish before its first remount removes
+//     its files.
 package csidriver

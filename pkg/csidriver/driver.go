@@ -51,7 +51,7 @@ type Options struct {
 	// Access, optional, checks that a pod's service account may get the
 	// ConfigMap its volume names (AccessReviewer).
 	Access accessChecker
-	// Events and Recorder, optional, are the volume manager's.
+	// Events and Recorder, optional, are the volume core's.
 	Events   reconciler.EventRecorder
 	Recorder reconciler.Recorder
 	// Clock is nil for the real clock.
@@ -62,7 +62,7 @@ type Options struct {
 type Driver struct {
 	opts     Options
 	watches  *configmapcache.Watches
-	manager  *volumemanager.Manager
+	core     *volumemanager.Core
 	identity *identityServer
 	node     *nodeServer
 	register *registrationServer
@@ -79,23 +79,23 @@ func New(opts Options) (*Driver, error) {
 	}
 	d := &Driver{opts: opts}
 	var err error
-	// The manager remounts on every change a watch delivers; it exists
+	// The core writes every change a watch delivers as it comes; it exists
 	// before any watch starts (the first publish call).
 	d.watches, err = configmapcache.NewWatches(opts.ConfigMaps, func(namespace, name string) {
-		d.manager.RemountConfigMap(namespace, name)
+		d.core.RemountConfigMap(namespace, name)
 	}, opts.Clock)
 	if err != nil {
 		return nil, err
 	}
-	d.manager, err = volumemanager.New(volumemanager.Options{
-		RootDir: opts.StateDir, ConfigMaps: d.watches,
-		Events: opts.Events, Recorder: opts.Recorder, Clock: opts.Clock,
+	d.core, err = volumemanager.NewCore(volumemanager.CoreOptions{
+		ConfigMaps: d.watches, Events: opts.Events, Recorder: opts.Recorder, Clock: opts.Clock,
+		Wake: reconciler.WakeAtOnce,
 	})
 	if err != nil {
 		return nil, err
 	}
 	d.identity = &identityServer{name: opts.DriverName, ready: d.ready.Load}
-	d.node = newNodeServer(opts.NodeName, d.manager, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
+	d.node = newNodeServer(opts.NodeName, d.core, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
 	d.register = &registrationServer{driverName: opts.DriverName, endpoint: opts.Endpoint}
 	return d, nil
 }
@@ -109,7 +109,7 @@ func (d *Driver) Ready() bool { return d.ready.Load() }
 func (d *Driver) Registered() bool { return d.register.registered.Load() }
 
 // Volumes lists the volumes on disk, for /debug/volumes.
-func (d *Driver) Volumes() []volumemanager.VolumeStatus { return d.manager.Volumes() }
+func (d *Driver) Volumes() []volumemanager.VolumeStatus { return d.core.Volumes() }
 
 // Watching returns how many ConfigMap watches are open.
 func (d *Driver) Watching() int { return d.watches.Watching() }
@@ -124,10 +124,9 @@ func (d *Driver) Run(ctx context.Context) error {
 	var components sync.WaitGroup
 	defer components.Wait()
 	defer d.watches.Stop()
-	managerCtx, stopManager := context.WithCancel(ctx)
-	defer stopManager()
-	components.Go(func() { d.manager.Run(managerCtx) })
-	d.manager.PodsSynced() // no pod source: only the driver's volumes
+	coreCtx, stopCore := context.WithCancel(ctx)
+	defer stopCore()
+	components.Go(func() { d.core.Run(coreCtx) })
 	restored := d.restore(ctx)
 	d.ready.Store(true)
 

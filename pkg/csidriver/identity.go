@@ -27,7 +27,7 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 }
 
 // Probe says ready once the volumes published before a restart are the
-// volume manager's again.
+// volume core's again.
 func (s *identityServer) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
 	return &csi.ProbeResponse{Ready: wrapperspb.Bool(s.ready())}, nil
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
 
-// SourceCSI is the volume manager's source of the volumes the driver
+// SourceCSI is the volume core's source of the volumes the driver
 // publishes.
 const SourceCSI cache.Source = "csi"
 
@@ -28,8 +28,8 @@ const SourceCSI cache.Source = "csi"
 // path lies: <root>/pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount.
 const PluginCSI podrefs.Plugin = "kubernetes.io~csi"
 
-// volumes is what the node service asks of the volume manager
-// (volumemanager.Manager).
+// volumes is what the node service asks of the volume core
+// (volumemanager.Core).
 type volumes interface {
 	AddVolume(source cache.Source, v cache.DesiredVolume) error
 	RestoreVolume(source cache.Source, v cache.DesiredVolume) error
@@ -167,9 +167,9 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
-// serve makes desired the volume manager's, and its ConfigMap watched. A
+// serve makes desired the volume core's, and its ConfigMap watched. A
 // volume restored after a restart (restored) has its files on disk made
-// the volume manager's at once, so that an unpublish before its first
+// the core's at once, so that an unpublish before its first
 // remount removes them.
 func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume, restored bool) error {
 	// The watch first: the reconciler may mount the volume as soon as it
@@ -217,9 +217,9 @@ func recordOf(req *csi.NodePublishVolumeRequest) (record, error) {
 	}, nil
 }
 
-// desiredVolume turns a record into the volume manager's volume: a pod
+// desiredVolume turns a record into the volume core's volume: a pod
 // made of what the kubelet told (namespace, name, uid, fsGroup), so that
-// the manager's events name the pod and its writer applies the group.
+// the core's events name the pod and its writer applies the group.
 func desiredVolume(rec record) (volumeSpec, cache.DesiredVolume, error) {
 	spec, err := parseAttributes(rec.VolumeContext)
 	if err != nil {

@@ -9,11 +9,12 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
 
-// A source other than the pods the pod workers sync (the CSI driver's
-// publish calls) asks for volumes one at a time: AddVolume and RemoveVolume
-// change what it wants, and WaitForVolume and WaitForVolumeGone wait for
-// the reconciler to bring the disk there. The manager serializes the
-// changes (sourceMu), so two volumes of one pod may be added at once.
+// A source that asks for volumes one at a time (the CSI driver's publish
+// calls) uses the core's own parts: AddVolume and RemoveVolume change what
+// it wants, RestoreVolume rebuilds at start what it had on disk, and
+// WaitForVolume and WaitForVolumeGone wait for the reconciler to bring the
+// disk there. The core serializes the changes (sourceMu), so two volumes
+// of one pod may be added at once.
 
 // sourcePollInterval is how often WaitForVolume and WaitForVolumeGone look
 // at the actual state. A pod's start waits on a publish call, and nothing
@@ -24,10 +25,10 @@ const sourcePollInterval = 20 * time.Millisecond
 // AddVolume makes source want v, beside the other volumes it wants of
 // v's pod; a volume of the same key is replaced. v.Dir must be set. A
 // volume another source owns is refused (*cache.OwnedError).
-func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) error {
-	m.sourceMu.Lock()
-	defer m.sourceMu.Unlock()
-	volumes := m.desired.SourceVolumes(source, v.Key.PodUID)
+func (c *Core) AddVolume(source cache.Source, v cache.DesiredVolume) error {
+	c.sourceMu.Lock()
+	defer c.sourceMu.Unlock()
+	volumes := c.desired.SourceVolumes(source, v.Key.PodUID)
 	replaced := false
 	for i := range volumes {
 		if volumes[i].Key == v.Key {
@@ -37,8 +38,8 @@ func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) error {
 	if !replaced {
 		volumes = append(volumes, v)
 	}
-	touched, err := m.desired.SetPodVolumes(source, v.Key.PodUID, volumes, nil)
-	m.reconciler.HandOver(touched...)
+	touched, err := c.desired.SetPodVolumes(source, v.Key.PodUID, volumes, nil)
+	c.reconciler.HandOver(touched...)
 	return err
 }
 
@@ -47,14 +48,14 @@ func (m *Manager) AddVolume(source cache.Source, v cache.DesiredVolume) error {
 // on, flagged for a remount, so that the reconciler brings its files up to
 // date, and a RemoveVolume before that remount removes them (a volume only
 // in the desired state would be dropped with its files left behind).
-func (m *Manager) RestoreVolume(source cache.Source, v cache.DesiredVolume) error {
+func (c *Core) RestoreVolume(source cache.Source, v cache.DesiredVolume) error {
 	found := false
 	if info, err := os.Stat(v.Dir); err == nil && info.IsDir() {
-		found = m.actual.AddFound(cache.MountedVolume{Key: v.Key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
+		found = c.actual.AddFound(cache.MountedVolume{Key: v.Key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
 	}
-	if err := m.AddVolume(source, v); err != nil {
+	if err := c.AddVolume(source, v); err != nil {
 		if found {
-			m.actual.MarkUnmounted(v.Key) // another's: not this source's to keep
+			c.actual.MarkUnmounted(v.Key) // another's: not this source's to keep
 		}
 		return err
 	}
@@ -63,10 +64,10 @@ func (m *Manager) RestoreVolume(source cache.Source, v cache.DesiredVolume) erro
 
 // RemoveVolume makes source no longer want key; the reconciler removes its
 // directory.
-func (m *Manager) RemoveVolume(source cache.Source, key cache.VolumeKey) {
-	m.sourceMu.Lock()
-	defer m.sourceMu.Unlock()
-	volumes := m.desired.SourceVolumes(source, key.PodUID)
+func (c *Core) RemoveVolume(source cache.Source, key cache.VolumeKey) {
+	c.sourceMu.Lock()
+	defer c.sourceMu.Unlock()
+	volumes := c.desired.SourceVolumes(source, key.PodUID)
 	kept := volumes[:0]
 	for _, v := range volumes {
 		if v.Key != key {
@@ -77,8 +78,8 @@ func (m *Manager) RemoveVolume(source cache.Source, key cache.VolumeKey) {
 		return
 	}
 	// What a source keeps of its own volumes is never another's.
-	touched, _ := m.desired.SetPodVolumes(source, key.PodUID, kept, nil)
-	m.reconciler.HandOver(touched...)
+	touched, _ := c.desired.SetPodVolumes(source, key.PodUID, kept, nil)
+	c.reconciler.HandOver(touched...)
 }
 
 // WaitForVolume waits until key is on disk, or an operation on it that
@@ -87,14 +88,14 @@ func (m *Manager) RemoveVolume(source cache.Source, key cache.VolumeKey) {
 // operation already running when the call began (a retry for an earlier
 // wish for the same volume) does not count: it may have read the world as
 // it was before.
-func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error {
-	start := m.clock.Now()
+func (c *Core) WaitForVolume(ctx context.Context, key cache.VolumeKey) error {
+	start := c.clock.Now()
 	var failed error
-	err := m.waitEvery(ctx, sourcePollInterval, m.opts.MountTimeout, func() (bool, string) {
-		if m.actual.Has(key) {
+	err := c.waitEvery(ctx, sourcePollInterval, c.opts.MountTimeout, func() (bool, string) {
+		if c.actual.Has(key) {
 			return true, ""
 		}
-		if f, ok := m.reconciler.Failure(key); ok && !f.Started.Before(start) {
+		if f, ok := c.reconciler.Failure(key); ok && !f.Started.Before(start) {
 			failed = f.Err
 			return true, f.Err.Error()
 		}
@@ -109,16 +110,16 @@ func (m *Manager) WaitForVolume(ctx context.Context, key cache.VolumeKey) error 
 // WaitForVolumeGone waits until key is no longer on disk and no operation
 // on it runs: a mount in flight when the source let the volume go would
 // write its files after the wait, and only then be unmounted.
-func (m *Manager) WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error {
-	return m.waitEvery(ctx, sourcePollInterval, m.opts.MountTimeout, func() (bool, string) {
-		if m.reconciler.InFlight(key) {
+func (c *Core) WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error {
+	return c.waitEvery(ctx, sourcePollInterval, c.opts.MountTimeout, func() (bool, string) {
+		if c.reconciler.InFlight(key) {
 			return false, fmt.Sprintf("an operation on volume %s is in flight", key.Volume)
 		}
-		if !m.actual.Has(key) {
+		if !c.actual.Has(key) {
 			return true, ""
 		}
 		msg := fmt.Sprintf("volume %s is still on disk", key.Volume)
-		if f, ok := m.reconciler.Failure(key); ok {
+		if f, ok := c.reconciler.Failure(key); ok {
 			msg += ": " + f.Err.Error()
 		}
 		return false, msg

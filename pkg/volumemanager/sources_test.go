@@ -3,6 +3,7 @@ package volumemanager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
 // A second source of desired volumes (as the CSI driver's publish calls are): the
@@ -28,7 +30,7 @@ func TestASecondSourceOfVolumes(t *testing.T) {
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	h.sync(pod)
 
-	_, dir := addPublished(t, h.m, second, pod)
+	_, dir := addPublished(t, h.m.Core, second, pod)
 	h.step()
 	readPublished := func() string {
 		data, _ := os.ReadFile(filepath.Join(dir, "a"))
@@ -77,7 +79,7 @@ func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
 	h.m = h.newManager(func(o *Options) { o.ConfigMaps = blocking })
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
-	key, dir := addPublished(t, h.m, source, pod)
+	key, dir := addPublished(t, h.m.Core, source, pod)
 	h.m.reconciler.Pass(context.Background())
 	<-blocking.reading // the mount is in flight
 	h.m.RemoveVolume(source, key)
@@ -102,9 +104,57 @@ func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
 	}
 }
 
+// A core that wakes at once (the CSI driver's) writes each change as it is
+// reported, with the clock standing still; one that keeps the kubelet's
+// pacing (the agent's) writes a second change within half a period only
+// when that half period has passed.
+func TestACoreWritesChangesAsItsWakeSays(t *testing.T) {
+	for _, tc := range []struct {
+		wake        reconciler.Wake
+		secondWaits bool
+	}{{reconciler.WakeAtOnce, false}, {reconciler.WakeHalfPeriod, true}} {
+		t.Run(fmt.Sprint(tc.wake), func(t *testing.T) {
+			h := newHarness(t)
+			core, err := NewCore(CoreOptions{ConfigMaps: h.cms, Clock: h.clock, Wake: tc.wake})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { core.Run(ctx); close(done) }()
+			t.Cleanup(func() { cancel(); <-done })
+			h.cms.set("cfg", map[string]string{"a": "1"})
+			_, dir := addPublished(t, core, "second", newPod("p"))
+			holds := func(want string) func() bool {
+				return func() bool {
+					data, _ := os.ReadFile(filepath.Join(dir, "a"))
+					return string(data) == want
+				}
+			}
+			testutil.WaitFor(t, "the first mount", func() bool { h.clock.Step(10 * time.Millisecond); return holds("1")() })
+
+			change := func(value string) {
+				h.cms.set("cfg", map[string]string{"a": value})
+				core.RemountConfigMap("ns", "cfg")
+			}
+			change("2") // the clock stands still from here
+			testutil.WaitFor(t, "the first change, off the grid", holds("2"))
+			change("3")
+			if tc.secondWaits {
+				time.Sleep(100 * time.Millisecond) // a core that did not wait would have written it by now
+				if holds("3")() {
+					t.Fatal("the second change was written within half a period of the first")
+				}
+				h.clock.Step(50 * time.Millisecond)
+			}
+			testutil.WaitFor(t, "the second change", holds("3"))
+		})
+	}
+}
+
 // addPublished makes source want a volume "published" of pod, reading the
 // ConfigMap cfg, in a directory of its own, as a CSI publish call does.
-func addPublished(t *testing.T, m *Manager, source cache.Source, pod *corev1.Pod) (cache.VolumeKey, string) {
+func addPublished(t *testing.T, m *Core, source cache.Source, pod *corev1.Pod) (cache.VolumeKey, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "target")
 	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}

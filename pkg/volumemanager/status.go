@@ -35,10 +35,10 @@ type VolumeStatus struct {
 
 // Volumes lists every volume on disk, and every desired volume that is
 // failing to mount, sorted by pod UID and volume name.
-func (m *Manager) Volumes() []VolumeStatus {
-	failures := m.reconciler.Failures()
+func (c *Core) Volumes() []VolumeStatus {
+	failures := c.reconciler.Failures()
 	var out []VolumeStatus
-	for _, v := range m.actual.List() {
+	for _, v := range c.actual.List() {
 		s := VolumeStatus{
 			PodUID: string(v.Key.PodUID), Volume: v.Key.Volume, Plugin: v.Spec.Plugin, Path: v.Dir, State: StateMounted,
 			ResourceVersion: v.ResourceVersion, ContentHash: v.ContentHash, LastError: errorText(failures[v.Key].Err),
@@ -53,11 +53,11 @@ func (m *Manager) Volumes() []VolumeStatus {
 		out = append(out, s)
 	}
 	for key, f := range failures {
-		if m.actual.Has(key) {
+		if c.actual.Has(key) {
 			continue
 		}
 		s := VolumeStatus{PodUID: string(key.PodUID), Volume: key.Volume, State: StateMountFailing, LastError: errorText(f.Err)}
-		if want, ok := m.desired.Get(key); ok && !want.Keep() {
+		if want, ok := c.desired.Get(key); ok && !want.Keep() {
 			s.Pod = want.Pod.Namespace + "/" + want.Pod.Name
 			s.Plugin, s.ConfigMaps, s.NotServed, s.Path = want.Spec.Plugin, want.Spec.ConfigMapNames(), want.Spec.NotServed(), want.Dir
 		}

@@ -1,25 +1,29 @@
-// Package volumemanager keeps the ConfigMap and projected volumes of a
-// node's pods on disk, with the kubelet's structure
-// (docs/kubelet-behaviour.md, "Volume manager"; docs/architecture.md):
+// Package volumemanager keeps ConfigMap and projected volumes on disk, with
+// the kubelet's structure (docs/kubelet-behaviour.md, "Volume manager";
+// docs/architecture.md). Its core knows volumes, not who wants them; a
+// source plugs into it with its desired volumes, its reconstruction at
+// start and its waits:
 //
-//   - cache: the desired state of world (the volumes some source wants,
-//     each with its pod and directory) and the actual state of world (the
-//     volumes on disk, each with a remountRequired flag), each its own type
-//     with its own lock;
-//   - populator: fills the desired state from the pods the pod workers sync
+//   - the core (Core, core.go and sources.go): the desired state of world
+//     (cache: the volumes some source wants, each with its one owner and
+//     its directory), the actual state of world (the volumes on disk, each
+//     with a remountRequired flag), the reconciler (unmounts volumes no
+//     source wants, mounts those not on disk and remounts flagged ones,
+//     one operation at a time per volume, retrying failures with
+//     per-volume backoff, 500 ms doubling to 2 m 2 s) and the executor
+//     (executor.go: payload, atomic writer, fsGroup, nested mount points),
+//     whose typed failures (failures.go) travel unchanged to the waits;
+//   - the pods source (Manager, this file, waits.go, reconstruct.go): the
+//     populator fills the desired state from the pods the pod workers sync
 //     (every WaitForAttachAndMount marks its pod; the next pass re-reads it
 //     and flags its mounted volumes for a remount) and drops the pods that
-//     are no longer active, told change by change;
-//   - reconciler: unmounts volumes no source wants, mounts those not on
-//     disk and remounts flagged ones, one operation at a time per volume,
-//     retrying failures with per-volume backoff (500 ms doubling to
-//     2 m 2 s). It reads only the desired state, so a second source of
-//     volumes (a CSI publish call) needs no change to it;
-//   - this package: the wiring (Manager), the disk work of an operation
-//     (executor.go: payload, atomic writer, fsGroup, nested mount points),
-//     and the reconstruction of the actual state from disk at start.
+//     are no longer active, told change by change; the reconstruction
+//     scans the kubelet's plugin directories at start;
+//   - the CSI driver's publish calls (pkg/csidriver) are the other source:
+//     a Core of its own, AddVolume and RestoreVolume from its records,
+//     WaitForVolume and WaitForVolumeGone.
 //
-// Both loops keep the kubelet's 100 ms grid but do work in proportion to
+// In the agent both loops keep the kubelet's 100 ms grid but do work in proportion to
 // what changed since their last pass, not to the number of pods, and run a
 // pass only at the grid points where something gave them work
 // (pacedloop). A node where nothing changes wakes neither loop.
@@ -33,7 +37,8 @@
 // at one point, a quarter of the sync bursts of a ConfigMap read by seven
 // pods sent a second GET). Only RemountConfigMap wakes the reconciler off
 // its grid, at most once per half period, so the modes that reproduce the
-// kubelet keep its timing.
+// kubelet keep its timing; the driver's core writes every change as the
+// watch delivers it (reconciler.WakeAtOnce).
 //
 // A mount reads the ConfigMaps through ConfigMapGetter and writes the
 // volume with the atomic writer (executor.go). A projected volume gets its
@@ -62,95 +67,43 @@ package volumemanager
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/populator"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
-
-// ConfigMapGetter is the ConfigMap source (configmapcache.Manager).
-type ConfigMapGetter interface {
-	GetConfigMap(namespace, name string) (*corev1.ConfigMap, error)
-}
-
-// DiskLimiter bounds the volume operations that work on the disk at once
-// (golang.org/x/sync/semaphore.Weighted).
-type DiskLimiter interface {
-	Acquire(ctx context.Context, n int64) error
-	Release(n int64)
-}
 
 // Options configure New.
 type Options struct {
+	CoreOptions
 	// RootDir holds pods/<uid>/volumes/<plugin>/<volume>.
-	RootDir    string
-	ConfigMaps ConfigMapGetter
-	// NodeAllocatable, optional, gives the node's allocatable resources,
-	// which downwardAPI items report for limits a container does not set.
-	NodeAllocatable func() (corev1.ResourceList, error)
-	// Events and Recorder are optional.
-	Events   reconciler.EventRecorder
-	Recorder reconciler.Recorder
-	// DiskLimiter, optional, is taken around each operation's disk work
-	// (not its ConfigMap reads). Go gives an OS thread to every goroutine
-	// blocked in a system call, so many managers in one process, each
-	// writing volumes at once, can exhaust the process's threads; they
-	// share one limiter, as the pods of one node share its disk.
-	DiskLimiter DiskLimiter
-	// Clock drives backoff and timestamps; nil means the real clock.
-	Clock clock.WithTicker
-	// LoopPeriod is the populator's and reconciler's period; default 100 ms.
-	LoopPeriod time.Duration
-	// MountTimeout bounds WaitForAttachAndMount; default 2 m 3 s, as in the
-	// kubelet.
-	MountTimeout time.Duration
+	RootDir string
 }
 
-// Manager is the volume manager of one node: the states, the populator
-// and the reconciler, wired.
+// Manager is the volume manager of one node's pods: a Core, and the pods
+// source that feeds it (the populator, the reconstruction from the
+// kubelet's directories, the pod workers' waits).
 type Manager struct {
-	opts       Options
-	clock      clock.WithTicker
-	desired    *cache.DesiredState
-	actual     *cache.ActualState
-	populator  *populator.Populator
-	reconciler *reconciler.Reconciler
-	// sourceMu serializes AddVolume and RemoveVolume (sources.go).
-	sourceMu sync.Mutex
+	*Core
+	opts      Options
+	populator *populator.Populator
 }
 
 // New returns a Manager; call Run to start its loops.
 func New(opts Options) (*Manager, error) {
-	if opts.RootDir == "" || opts.ConfigMaps == nil {
-		return nil, fmt.Errorf("volumemanager: RootDir and ConfigMaps are required")
+	if opts.RootDir == "" {
+		return nil, fmt.Errorf("volumemanager: RootDir is required")
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
+	core, err := NewCore(opts.CoreOptions)
+	if err != nil {
+		return nil, err
 	}
-	if opts.LoopPeriod <= 0 {
-		opts.LoopPeriod = 100 * time.Millisecond
-	}
-	if opts.MountTimeout <= 0 {
-		opts.MountTimeout = 2*time.Minute + 3*time.Second
-	}
-	m := &Manager{opts: opts, clock: opts.Clock, desired: cache.NewDesiredState(), actual: cache.NewActualState()}
-	origin := opts.Clock.Now()
-	m.reconciler = reconciler.New(reconciler.Options{
-		Desired: m.desired, Actual: m.actual,
-		Executor: &executor{configMaps: opts.ConfigMaps, nodeAllocatable: opts.NodeAllocatable, diskLimiter: opts.DiskLimiter, clock: opts.Clock},
-		Events:   opts.Events, Recorder: opts.Recorder,
-		Clock: opts.Clock, Period: opts.LoopPeriod, Origin: origin.Add(opts.LoopPeriod / 2),
-	})
+	opts.CoreOptions = core.opts // defaults filled in
+	m := &Manager{Core: core, opts: opts}
 	m.populator = populator.New(populator.Options{
 		RootDir: opts.RootDir, Desired: m.desired, Actual: m.actual, HandOver: m.reconciler.HandOver,
-		Clock: opts.Clock, Period: opts.LoopPeriod, Origin: origin,
+		Clock: opts.Clock, Period: opts.LoopPeriod, Origin: core.origin,
 	})
 	return m, nil
 }
@@ -166,7 +119,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	done := make(chan struct{})
 	go func() { m.populator.Run(ctx); close(done) }()
-	m.reconciler.Run(ctx)
+	m.Core.Run(ctx)
 	<-done
 }
 
@@ -181,10 +134,3 @@ func (m *Manager) PodInactive(pod types.UID) { m.populator.PodInactive(pod) }
 // that is not active loses its volumes, and so does a volume found on disk
 // whose pod is not active.
 func (m *Manager) PodsSynced() { m.populator.PodsSynced() }
-
-// RemountConfigMap makes every volume that reads namespace/name read it
-// again, so a change seen by a watch reaches disk without waiting for the
-// pods' next sync (reconciler.ConfigMapChanged).
-func (m *Manager) RemountConfigMap(namespace, name string) {
-	m.reconciler.ConfigMapChanged(m.desired.VolumesReading(namespace, name))
-}

@@ -112,7 +112,7 @@ func newHarness(t testing.TB) *harness {
 
 // newManager returns a manager on the harness's fakes, changed by opts.
 func (h *harness) newManager(opts ...func(*Options)) *Manager {
-	o := Options{RootDir: h.root, ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes}
+	o := Options{RootDir: h.root, CoreOptions: CoreOptions{ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes}}
 	for _, opt := range opts {
 		opt(&o)
 	}

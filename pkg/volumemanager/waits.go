@@ -92,14 +92,14 @@ func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done fun
 }
 
 // waitEvery is waitUntil with another poll interval.
-func (m *Manager) waitEvery(ctx context.Context, interval, timeout time.Duration, done func() (bool, string)) error {
+func (c *Core) waitEvery(ctx context.Context, interval, timeout time.Duration, done func() (bool, string)) error {
 	// In steady state the first look succeeds: no timer, no ticker.
 	if ok, _ := done(); ok {
 		return nil
 	}
-	timer := m.clock.NewTimer(timeout)
+	timer := c.clock.NewTimer(timeout)
 	defer timer.Stop()
-	poll := m.clock.NewTicker(interval)
+	poll := c.clock.NewTicker(interval)
 	defer poll.Stop()
 	for {
 		ok, why := done()

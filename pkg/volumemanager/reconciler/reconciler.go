@@ -14,8 +14,9 @@
 //     pass over a node where nothing changed costs a lock and a clock read.
 //
 // Run passes on a 100 ms grid (pacedloop), only at the points where work
-// is due, and once more, off the grid, as soon as ConfigMapChanged asks,
-// at most once per half period. It never learns which source wants a
+// is due, and once more, off the grid, as soon as ConfigMapChanged asks:
+// at most once per half period (WakeHalfPeriod, the agent's), or at every
+// change (WakeAtOnce, the CSI driver's). It never learns which source wants a
 // volume: it reads only the desired state.
 package reconciler
 
@@ -95,6 +96,29 @@ type desiredVolumes interface {
 	Get(key cache.VolumeKey) (cache.DesiredVolume, bool)
 }
 
+// Wake is when a change that ConfigMapChanged reports is written.
+type Wake int
+
+const (
+	// WakeHalfPeriod: a pass at once, then none woken for half a period;
+	// changes meanwhile wait for the end of that half period. The agent's:
+	// it keeps the kubelet's timing, and an update storm costs a volume
+	// at most thirty remounts a second (twenty woken, ten on the grid).
+	WakeHalfPeriod Wake = iota
+	// WakeAtOnce: a pass at every change, as soon as the one before has
+	// ended. The CSI driver's: it owes the kubelet's grid nothing, and a
+	// storm is bounded by the operations themselves, one per volume at a
+	// time, the changes during one read again when it ends.
+	WakeAtOnce
+)
+
+func (w Wake) String() string {
+	if w == WakeAtOnce {
+		return "atOnce"
+	}
+	return "halfPeriod"
+}
+
 // Options configure New.
 type Options struct {
 	Desired  desiredVolumes
@@ -110,6 +134,8 @@ type Options struct {
 	// populator's).
 	Period time.Duration
 	Origin time.Time
+	// Wake is when a pass follows ConfigMapChanged.
+	Wake Wake
 }
 
 // Reconciler is the volume manager's reconciler.
@@ -160,17 +186,18 @@ func (r *Reconciler) Run(ctx context.Context) {
 	var loops sync.WaitGroup
 	loops.Go(func() { r.loop.Run(ctx, r.Pass) })
 	loops.Go(func() {
-		// A pass as soon as ConfigMapChanged asks, then at least half a
-		// period before the next woken one: under an update storm a
-		// volume takes at most thirty remounts a second (twenty woken,
-		// ten on the grid), and the changes in between coalesce in
-		// changeSeen.
+		// A pass as soon as ConfigMapChanged asks; with WakeHalfPeriod,
+		// at least half a period before the next woken one. The changes
+		// in between coalesce in changeSeen.
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-r.changeSeen:
 				r.Pass(ctx)
+			}
+			if r.opts.Wake == WakeAtOnce {
+				continue
 			}
 			if !r.loop.SleepUntil(ctx, r.clock.Now().Add(r.opts.Period/2)) {
 				return
