@@ -237,10 +237,8 @@ func (a *Agent) buildComponents(client *coreclient.Client) error {
 		return err
 	}
 	a.env = newEnvReader(a.configMaps.GetConfigMap)
-	a.volumes, err = volumemanager.New(volumemanager.Options{RootDir: cfg.RootDir, CoreOptions: volumemanager.CoreOptions{
-		ConfigMaps: a.configMaps, NodeAllocatable: a.nodeAllocatable,
-		Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork,
-	}})
+	a.volumes, err = volumemanager.New(volumemanager.Options{RootDir: cfg.RootDir, NodeAllocatable: a.nodeAllocatable,
+		CoreOptions: volumemanager.CoreOptions{ConfigMaps: a.configMaps, Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork}})
 	if err != nil {
 		return err
 	}

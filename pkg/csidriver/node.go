@@ -217,33 +217,36 @@ func recordOf(req *csi.NodePublishVolumeRequest) (record, error) {
 	}, nil
 }
 
-// desiredVolume turns a record into the volume core's volume: a pod
-// made of what the kubelet told (namespace, name, uid, fsGroup), so that
-// the core's events name the pod and its writer applies the group.
+// desiredVolume turns a record into the volume core's volume, from what
+// the kubelet told (the pod's namespace, name and uid, its fsGroup): the
+// pod is the subject of the volume's events, and the group its files get.
 func desiredVolume(rec record) (volumeSpec, cache.DesiredVolume, error) {
 	spec, err := parseAttributes(rec.VolumeContext)
 	if err != nil {
 		return spec, cache.DesiredVolume{}, err
 	}
-	pod := &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: spec.Pod.Namespace, Name: spec.Pod.Name, UID: spec.Pod.UID},
+	req := &cache.Request{
+		Namespace: spec.Pod.Namespace,
+		Subject: &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: spec.Pod.Namespace, Name: spec.Pod.Name, UID: spec.Pod.UID},
+		},
 	}
 	if rec.MountGroup != "" {
 		gid, err := strconv.ParseInt(rec.MountGroup, 10, 64)
 		if err != nil || gid < 0 {
 			return spec, cache.DesiredVolume{}, fmt.Errorf("volume_mount_group %q is not a group id", rec.MountGroup)
 		}
-		pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid}
+		req.FSGroup = &gid
 	}
 	name := volumeName(rec)
 	source := spec.Source
 	return spec, cache.DesiredVolume{
-		Key:    cache.VolumeKey{PodUID: spec.Pod.UID, Volume: name},
-		Pod:    pod,
-		Spec:   podrefs.KeptVolume{Name: name, Plugin: PluginCSI, ConfigMap: &source},
-		Dir:    rec.TargetPath,
-		Layout: spec.Layout,
+		Key:     cache.VolumeKey{PodUID: spec.Pod.UID, Volume: name},
+		Request: req,
+		Spec:    podrefs.KeptVolume{Name: name, Plugin: PluginCSI, ConfigMap: &source},
+		Dir:     rec.TargetPath,
+		Layout:  spec.Layout,
 	}, nil
 }
 

@@ -29,9 +29,6 @@ type DiskLimiter interface {
 // CoreOptions configure NewCore.
 type CoreOptions struct {
 	ConfigMaps ConfigMapGetter
-	// NodeAllocatable, optional, gives the node's allocatable resources,
-	// which downwardAPI items report for limits a container does not set.
-	NodeAllocatable func() (corev1.ResourceList, error)
 	// Events and Recorder are optional.
 	Events   reconciler.EventRecorder
 	Recorder reconciler.Recorder
@@ -91,7 +88,7 @@ func NewCore(opts CoreOptions) (*Core, error) {
 	c := &Core{opts: opts, clock: opts.Clock, desired: cache.NewDesiredState(), actual: cache.NewActualState(), origin: opts.Clock.Now()}
 	c.reconciler = reconciler.New(reconciler.Options{
 		Desired: c.desired, Actual: c.actual,
-		Executor: &executor{configMaps: opts.ConfigMaps, nodeAllocatable: opts.NodeAllocatable, diskLimiter: opts.DiskLimiter, clock: opts.Clock},
+		Executor: &executor{configMaps: opts.ConfigMaps, diskLimiter: opts.DiskLimiter, clock: opts.Clock},
 		Events:   opts.Events, Recorder: opts.Recorder,
 		Clock: opts.Clock, Period: opts.LoopPeriod, Origin: c.origin.Add(opts.LoopPeriod / 2), Wake: opts.Wake,
 	})

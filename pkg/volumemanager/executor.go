@@ -9,13 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/inplacewriter"
@@ -33,10 +32,9 @@ var writeVolume = atomicwriter.Write
 // executor does the disk work of the reconciler's operations: it is the
 // volume manager's reconciler.Executor.
 type executor struct {
-	configMaps      ConfigMapGetter
-	nodeAllocatable func() (corev1.ResourceList, error)
-	diskLimiter     DiskLimiter
-	clock           clock.PassiveClock
+	configMaps  ConfigMapGetter
+	diskLimiter DiskLimiter
+	clock       clock.PassiveClock
 }
 
 // TearDown removes the volume's directory.
@@ -57,15 +55,16 @@ func (e *executor) onDisk(ctx context.Context, work func() error) error {
 	return work()
 }
 
-// SetUp writes the volume of op (a mount or a remount) in the kubelet's
-// order:
+// SetUp writes the volume of op (a mount or a remount) from its Spec and
+// Request, in the kubelet's order:
 //
 //	(1) compute the payload, reading the ConfigMaps: an error here leaves
 //	    the disk untouched;
 //	(2) make the volume directory, mode 0777 whatever the umask;
 //	(3) make the mount points of other volumes that a container mounts
-//	    inside this one, so the container runtime finds them;
-//	(4) write the payload atomically, applying the pod's fsGroup to the
+//	    inside this one (Request.MountPoints), so the container runtime
+//	    finds them;
+//	(4) write the payload atomically, applying the fsGroup to the
 //	    new generation before it becomes visible, and stamp the result;
 //	    or, for a volume of LayoutInPlace, rewrite each changed file in
 //	    place (inplacewriter), which leaves nothing to stamp.
@@ -82,7 +81,7 @@ func (e *executor) onDisk(ctx context.Context, work func() error) error {
 // nodeagent keeps it).
 func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.Operation) (res reconciler.Result, err error) {
 	// (1)
-	payload, rv, err := volumePayload(op.Spec, op.Pod, payloadSources{configMaps: e.configMaps, nodeAllocatable: e.nodeAllocatable})
+	payload, rv, err := volumePayload(op.Spec, op.Request, e.configMaps)
 	if err != nil {
 		return reconciler.Result{}, err
 	}
@@ -103,7 +102,7 @@ func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.
 
 // writeVolume does steps (2) to (4) of setUp.
 func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payload map[string]atomicwriter.FileProjection) (wrote bool, stamp atomicwriter.Stamp, err error) {
-	pod, v, dir := op.Pod, op.Spec, op.Dir
+	req, v, dir := op.Request, op.Spec, op.Dir
 	// (2)
 	if _, statErr := os.Lstat(dir); errors.Is(statErr, fs.ErrNotExist) {
 		defer func() {
@@ -116,15 +115,15 @@ func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payl
 		return false, stamp, err
 	}
 	// (3)
-	if err := makeNestedMountpoints(pod, v.Name, dir); err != nil {
+	if err := makeMountPoints(dir, req.MountPoints); err != nil {
 		return false, stamp, err
 	}
 	// (4)
 	if op.Layout == cache.LayoutInPlace {
-		wrote, err = inplacewriter.Write(dir, payload, podFSGroup(pod))
+		wrote, err = inplacewriter.Write(dir, payload, req.FSGroup)
 	} else {
 		var setPerms func() error
-		if fsGroup := podFSGroup(pod); fsGroup != nil {
+		if fsGroup := req.FSGroup; fsGroup != nil {
 			setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
 		}
 		wrote, err = writeVolume(dir, payload, setPerms)
@@ -161,76 +160,27 @@ func ensureVolumeDir(dir string) error {
 	return nil
 }
 
-// makeNestedMountpoints creates, inside the volume, the directories on
-// which a container mounts another volume beneath this volume's mount path
-// (only the outermost of a chain of nested mounts). The writer leaves them
-// alone: they are not part of the payload.
-func makeNestedMountpoints(pod *corev1.Pod, volume, dir string) error {
-	var errs []string
-	podrefs.VisitContainers(pod, func(c *corev1.Container) {
-		var mine, all []string
-		for _, mount := range c.VolumeMounts {
-			p := filepath.Clean(mount.MountPath)
-			all = append(all, p)
-			if mount.Name == volume {
-				mine = append(mine, p)
-			}
+// makeMountPoints creates, inside the volume at dir, the directories on
+// which a container mounts another volume (Request.MountPoints). The
+// writer leaves them alone: they are not part of the payload. A point
+// outside the volume, or at a name the writer reserves, fails the volume
+// before anything is made.
+func makeMountPoints(dir string, points []string) error {
+	var invalid []string
+	for _, p := range points {
+		if !filepath.IsLocal(p) || strings.HasPrefix(p, "..") {
+			invalid = append(invalid, strconv.Quote(p))
 		}
-		for _, base := range mine {
-			if strings.HasPrefix(base, "../") {
-				errs = append(errs, fmt.Sprintf("container %s mounts the volume at %q, outside its root", c.Name, base))
-				continue
-			}
-			for _, nested := range outermostBeneath(base, all) {
-				if strings.HasPrefix(nested, "..") {
-					errs = append(errs, fmt.Sprintf("container %s mounts a volume at %q, a name the volume's writer reserves", c.Name, filepath.Join(base, nested)))
-					continue
-				}
-				if err := os.MkdirAll(filepath.Join(dir, nested), 0o755); err != nil {
-					errs = append(errs, fmt.Sprintf("making the nested mount point %q: %v", nested, err))
-				}
-			}
+	}
+	if len(invalid) > 0 {
+		return failure(CauseInvalidPayload, fmt.Errorf("a volume is mounted inside this one at %s: outside it, or at a name the volume's writer reserves", strings.Join(invalid, ", ")))
+	}
+	for _, p := range points {
+		if err := os.MkdirAll(filepath.Join(dir, p), 0o755); err != nil {
+			return failure(CauseDisk, fmt.Errorf("making the nested mount point %q: %w", p, err))
 		}
-	})
-	if len(errs) > 0 {
-		return fmt.Errorf("nested mount points: %s", strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// outermostBeneath returns the paths of all that lie beneath base, relative
-// to it, leaving out those beneath another such path.
-func outermostBeneath(base string, all []string) []string {
-	prefix := base + "/"
-	if base == "/" {
-		prefix = "/"
-	}
-	var beneath []string
-	for _, p := range all {
-		if p != base && strings.HasPrefix(p, prefix) {
-			beneath = append(beneath, p)
-		}
-	}
-	var out []string
-	for _, p := range beneath {
-		outermost := true
-		for _, q := range beneath {
-			if q != p && strings.HasPrefix(p, q+"/") {
-				outermost = false
-			}
-		}
-		if outermost {
-			out = append(out, strings.TrimPrefix(p, prefix))
-		}
-	}
-	return out
-}
-
-func podFSGroup(pod *corev1.Pod) *int64 {
-	if pod.Spec.SecurityContext == nil {
-		return nil
-	}
-	return pod.Spec.SecurityContext.FSGroup
 }
 
 // setVolumeOwnership gives everything under dir, dir included, the group

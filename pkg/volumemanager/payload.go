@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
 
 // defaultMode is what the API defaults a volume's defaultMode to; objects
@@ -73,22 +74,14 @@ func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32
 	return payload, nil
 }
 
-// payloadSources is what computing a payload reads besides the pod.
-type payloadSources struct {
-	configMaps ConfigMapGetter
-	// nodeAllocatable serves downwardAPI resource limits a container does
-	// not set; nil fails such items.
-	nodeAllocatable func() (corev1.ResourceList, error)
-}
-
-// volumePayload computes the files of volume v of pod, and the resourceVersions
-// of the ConfigMaps read. A missing optional ConfigMap contributes no
-// files. For a projected volume every source is tried and all errors are
-// returned together, as the kubelet does; sources nodeagent does not serve
-// (podrefs.KeptVolume.NotServed) are skipped.
-func volumePayload(v podrefs.KeptVolume, pod *corev1.Pod, src payloadSources) (map[string]atomicwriter.FileProjection, string, error) {
+// volumePayload computes the files of volume v as req asks for them, and
+// the resourceVersions of the ConfigMaps read. A missing optional ConfigMap
+// contributes no files. For a projected volume every source is tried and
+// all errors are returned together, as the kubelet does; sources nodeagent
+// does not serve (podrefs.KeptVolume.NotServed) are skipped.
+func volumePayload(v podrefs.KeptVolume, req *cache.Request, configMaps ConfigMapGetter) (map[string]atomicwriter.FileProjection, string, error) {
 	if v.ConfigMap != nil {
-		cm, err := getConfigMap(src.configMaps, pod.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
+		cm, err := getConfigMap(configMaps, req.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
 		if err != nil {
 			return nil, "", err
 		}
@@ -106,14 +99,16 @@ func volumePayload(v podrefs.KeptVolume, pod *corev1.Pod, src payloadSources) (m
 		case s.ConfigMap != nil:
 			optional := isOptional(s.ConfigMap.Optional)
 			var cm *corev1.ConfigMap
-			if cm, err = getConfigMap(src.configMaps, pod.Namespace, s.ConfigMap.Name, optional); err == nil {
+			if cm, err = getConfigMap(configMaps, req.Namespace, s.ConfigMap.Name, optional); err == nil {
 				part, err = configMapPayload(s.ConfigMap.Items, cm, mode, optional)
 				if cm.ResourceVersion != "" {
 					versions = append(versions, s.ConfigMap.Name+"="+cm.ResourceVersion)
 				}
 			}
+		case s.DownwardAPI != nil && req.Fields == nil:
+			err = fmt.Errorf("volume %s: its downwardAPI source has no object to read fields from", v.Name)
 		case s.DownwardAPI != nil:
-			part, err = downwardAPIPayload(s.DownwardAPI.Items, pod, src.nodeAllocatable, mode)
+			part, err = req.Fields.DownwardAPIFiles(s.DownwardAPI.Items, mode)
 		}
 		if err != nil {
 			errs = append(errs, err)

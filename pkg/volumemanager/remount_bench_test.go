@@ -40,7 +40,7 @@ func BenchmarkRemountUnchanged(b *testing.B) {
 				h.sync(pod)
 				h.sync(pod) // stamped now
 				v, _ := h.m.actual.Get(cache.VolumeKey{PodUID: pod.UID, Volume: "v"})
-				op := reconciler.Operation{Kind: reconciler.Remount, Key: v.Key, Pod: pod, Spec: v.Spec, Dir: v.Dir, LastHash: v.ContentHash}
+				op := reconciler.Operation{Kind: reconciler.Remount, Key: v.Key, Request: v.Request, Spec: v.Spec, Dir: v.Dir, LastHash: v.ContentHash}
 				if stamped {
 					op.LastStamp = v.Stamp
 				}

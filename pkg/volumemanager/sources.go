@@ -51,7 +51,7 @@ func (c *Core) AddVolume(source cache.Source, v cache.DesiredVolume) error {
 func (c *Core) RestoreVolume(source cache.Source, v cache.DesiredVolume) error {
 	found := false
 	if info, err := os.Stat(v.Dir); err == nil && info.IsDir() {
-		found = c.actual.AddFound(cache.MountedVolume{Key: v.Key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
+		found = c.actual.AddFound(cache.MountedVolume{Key: v.Key, Request: v.Request, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
 	}
 	if err := c.AddVolume(source, v); err != nil {
 		if found {

@@ -160,7 +160,7 @@ func addPublished(t *testing.T, m *Core, source cache.Source, pod *corev1.Pod) (
 	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
 	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
-	if err := m.AddVolume(source, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir}); err != nil {
+	if err := m.AddVolume(source, cache.DesiredVolume{Key: key, Request: &cache.Request{Namespace: pod.Namespace, Subject: pod}, Spec: spec, Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	return key, dir

@@ -46,8 +46,8 @@ func (c *Core) Volumes() []VolumeStatus {
 		if v.RemountRequired {
 			s.State = StateRemountPending
 		}
-		if v.Pod != nil {
-			s.Pod = v.Pod.Namespace + "/" + v.Pod.Name
+		if v.Request != nil {
+			s.Pod = v.Request.SubjectName()
 			s.ConfigMaps, s.NotServed = v.Spec.ConfigMapNames(), v.Spec.NotServed()
 		}
 		out = append(out, s)
@@ -58,7 +58,7 @@ func (c *Core) Volumes() []VolumeStatus {
 		}
 		s := VolumeStatus{PodUID: string(key.PodUID), Volume: key.Volume, State: StateMountFailing, LastError: errorText(f.Err)}
 		if want, ok := c.desired.Get(key); ok && !want.Keep() {
-			s.Pod = want.Pod.Namespace + "/" + want.Pod.Name
+			s.Pod = want.Request.SubjectName()
 			s.Plugin, s.ConfigMaps, s.NotServed, s.Path = want.Spec.Plugin, want.Spec.ConfigMapNames(), want.Spec.NotServed(), want.Dir
 		}
 		out = append(out, s)

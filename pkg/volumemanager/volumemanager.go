@@ -68,6 +68,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -79,6 +80,9 @@ type Options struct {
 	CoreOptions
 	// RootDir holds pods/<uid>/volumes/<plugin>/<volume>.
 	RootDir string
+	// NodeAllocatable, optional, gives the node's allocatable resources,
+	// which downwardAPI items report for limits a container does not set.
+	NodeAllocatable func() (corev1.ResourceList, error)
 }
 
 // Manager is the volume manager of one node's pods: a Core, and the pods
@@ -102,7 +106,7 @@ func New(opts Options) (*Manager, error) {
 	opts.CoreOptions = core.opts // defaults filled in
 	m := &Manager{Core: core, opts: opts}
 	m.populator = populator.New(populator.Options{
-		RootDir: opts.RootDir, Desired: m.desired, Actual: m.actual, HandOver: m.reconciler.HandOver,
+		RootDir: opts.RootDir, Desired: m.desired, Actual: m.actual, HandOver: m.reconciler.HandOver, Request: m.requestFor,
 		Clock: opts.Clock, Period: opts.LoopPeriod, Origin: core.origin,
 	})
 	return m, nil

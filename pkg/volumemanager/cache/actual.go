@@ -3,7 +3,6 @@ package cache
 import (
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -14,9 +13,9 @@ import (
 // MountedVolume is one volume of the actual state of world: it is on disk.
 type MountedVolume struct {
 	Key VolumeKey
-	// Pod is the pod it was last set up for; nil for a volume found on
+	// Request is what it was last set up from; nil for a volume found on
 	// disk at start and not set up since.
-	Pod *corev1.Pod
+	Request *Request
 	// Spec is what it was set up from; only Name and Plugin are known for
 	// a volume found on disk.
 	Spec podrefs.KeptVolume

@@ -16,7 +16,7 @@ import (
 
 func configMapVolume(pod *corev1.Pod, name, configMap string) DesiredVolume {
 	return DesiredVolume{
-		Key: VolumeKey{PodUID: pod.UID, Volume: name}, Pod: pod, Dir: "/d/" + name,
+		Key: VolumeKey{PodUID: pod.UID, Volume: name}, Request: &Request{Namespace: pod.Namespace, Subject: pod}, Dir: "/d/" + name,
 		Spec: podrefs.KeptVolume{Name: name, Plugin: podrefs.PluginConfigMap, ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}},
 	}

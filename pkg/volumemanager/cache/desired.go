@@ -3,7 +3,8 @@
 // manager"):
 //
 //   - DesiredState: the volumes that some source wants on disk, each with
-//     the pod it is for and the directory it goes to. A source is whoever
+//     what it is made from (Request) and the directory it goes to, keyed
+//     by volume, with one owner each. A source is whoever
 //     decides that a volume should exist: the pod workers' syncs, through
 //     the populator, and the CSI driver's publish calls. The reconciler
 //     reads the desired volumes and never learns which source put them
@@ -20,7 +21,6 @@ import (
 	"fmt"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -48,13 +48,11 @@ const (
 // DesiredVolume is one volume a source wants on disk.
 type DesiredVolume struct {
 	Key VolumeKey
-	// Pod is the pod the volume is for: its namespace holds the
-	// ConfigMaps, its fsGroup and downward API fields shape the files, its
-	// containers' mounts make the nested mount points. Nil means "keep":
-	// leave what is on disk as it is, neither set up nor removed (a volume
-	// found on disk at start whose pod has not synced yet).
-	Pod  *corev1.Pod
-	Spec podrefs.KeptVolume
+	// Request is what the files are made from beside Spec. Nil means
+	// "keep": leave what is on disk as it is, neither set up nor removed
+	// (a volume found on disk at start whose pod has not synced yet).
+	Request *Request
+	Spec    podrefs.KeptVolume
 	// Dir is where the volume lives.
 	Dir string
 	// Layout is how its files lie in Dir.
@@ -80,8 +78,8 @@ func (l Layout) String() string {
 	return "atomic"
 }
 
-// Keep says the volume is only to be kept as it is (Pod is nil).
-func (v DesiredVolume) Keep() bool { return v.Pod == nil }
+// Keep says the volume is only to be kept as it is (Request is nil).
+func (v DesiredVolume) Keep() bool { return v.Request == nil }
 
 // owner is one source's claim on one pod's volumes.
 type owner struct {
@@ -274,8 +272,8 @@ func (s *DesiredState) VolumesReading(namespace, name string) []VolumeKey {
 }
 
 func namespaceOf(v DesiredVolume) string {
-	if v.Pod == nil {
+	if v.Request == nil {
 		return ""
 	}
-	return v.Pod.Namespace
+	return v.Request.Namespace
 }

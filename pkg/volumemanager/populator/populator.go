@@ -58,6 +58,9 @@ type Options struct {
 	Actual  remountFlagger
 	// HandOver gives the reconciler volumes to look at.
 	HandOver func(keys ...cache.VolumeKey)
+	// Request says what a pod's volume is made from, for the core that
+	// knows no pods (the pods source's requestFor).
+	Request func(pod *corev1.Pod, spec podrefs.KeptVolume) *cache.Request
 	// Clock drives the loop; nil means the real clock. Period is the
 	// loop's (default 100 ms), Origin where its grid starts.
 	Clock  clock.WithTicker
@@ -304,7 +307,7 @@ func (p *Populator) process(pod *corev1.Pod, volumes map[string]podrefs.KeptVolu
 		// podrefs.VolumeDir without its Clean: the API's UIDs, plugin
 		// and volume names are single clean path elements.
 		dir := p.podsDir + string(pod.UID) + "/volumes/" + string(spec.Plugin) + "/" + name
-		p.volumes = append(p.volumes, cache.DesiredVolume{Key: key, Pod: pod, Spec: spec, Dir: dir})
+		p.volumes = append(p.volumes, cache.DesiredVolume{Key: key, Request: p.opts.Request(pod, spec), Spec: spec, Dir: dir})
 		p.flag = append(p.flag, key)
 	}
 	var err error

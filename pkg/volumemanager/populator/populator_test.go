@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
 
@@ -31,6 +32,8 @@ func newFixture() *fixture {
 		for _, k := range keys {
 			f.handed = append(f.handed, k.String())
 		}
+	}, Request: func(pod *corev1.Pod, _ podrefs.KeptVolume) *cache.Request {
+		return &cache.Request{Namespace: pod.Namespace, Subject: pod}
 	}})
 	return f
 }
@@ -115,7 +118,7 @@ func TestPassesFollowChanges(t *testing.T) {
 func TestKeptVolumesAndOtherSources(t *testing.T) {
 	f := newFixture()
 	f.p.Keep([]cache.MountedVolume{{Key: cache.VolumeKey{PodUID: "a", Volume: "v"}, Dir: "/d/a/v"}, {Key: cache.VolumeKey{PodUID: "a", Volume: "old"}, Dir: "/d/a/old"}})
-	if _, err := f.desired.SetPodVolumes("second", "a", []cache.DesiredVolume{{Key: cache.VolumeKey{PodUID: "a", Volume: "csi"}, Pod: pod("a"), Dir: "/elsewhere"}}, nil); err != nil {
+	if _, err := f.desired.SetPodVolumes("second", "a", []cache.DesiredVolume{{Key: cache.VolumeKey{PodUID: "a", Volume: "csi"}, Request: &cache.Request{Namespace: "ns"}, Dir: "/elsewhere"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := f.desired.Get(cache.VolumeKey{PodUID: "a", Volume: "v"}); !ok || !v.Keep() {

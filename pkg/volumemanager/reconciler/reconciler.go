@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -50,9 +49,11 @@ const (
 type Operation struct {
 	Kind OperationKind
 	Key  cache.VolumeKey
-	Pod  *corev1.Pod // nil when unmounting a volume found on disk
-	Spec podrefs.KeptVolume
-	Dir  string
+	// Request is what a mount or remount writes from; nil when
+	// unmounting a volume found on disk.
+	Request *cache.Request
+	Spec    podrefs.KeptVolume
+	Dir     string
 	// Layout is how a mount or remount writes the files.
 	Layout cache.Layout
 	// LastHash and LastStamp are what a remounted volume holds.
@@ -312,11 +313,11 @@ func (r *Reconciler) reconcileVolume(ctx context.Context, key cache.VolumeKey, n
 	case recorded && o.waiting(now):
 		return false // retried once its backoff has passed
 	case !wanted:
-		r.start(ctx, Operation{Kind: Unmount, Key: key, Pod: v.Pod, Spec: v.Spec, Dir: v.Dir})
+		r.start(ctx, Operation{Kind: Unmount, Key: key, Request: v.Request, Spec: v.Spec, Dir: v.Dir})
 	case !mounted:
-		r.start(ctx, Operation{Kind: Mount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: want.Dir, Layout: want.Layout})
+		r.start(ctx, Operation{Kind: Mount, Key: key, Request: want.Request, Spec: want.Spec, Dir: want.Dir, Layout: want.Layout})
 	case v.RemountRequired && r.opts.Actual.TakeRemount(key):
-		r.start(ctx, Operation{Kind: Remount, Key: key, Pod: want.Pod, Spec: want.Spec, Dir: v.Dir, Layout: want.Layout, LastHash: v.ContentHash, LastStamp: v.Stamp})
+		r.start(ctx, Operation{Kind: Remount, Key: key, Request: want.Request, Spec: want.Spec, Dir: v.Dir, Layout: want.Layout, LastHash: v.ContentHash, LastStamp: v.Stamp})
 	}
 	return true
 }

@@ -18,8 +18,8 @@ func (r *Reconciler) start(ctx context.Context, op Operation) {
 	go func() {
 		defer r.running.Done()
 		logger := klog.FromContext(ctx).WithValues("operation", op.Kind, "volume", op.Key.Volume, "podUID", op.Key.PodUID)
-		if op.Pod != nil {
-			logger = logger.WithValues("pod", klog.KObj(op.Pod))
+		if name := op.Request.SubjectName(); name != "" {
+			logger = logger.WithValues("pod", name)
 		}
 		var res Result
 		var err error
@@ -57,7 +57,7 @@ func (r *Reconciler) finish(ctx context.Context, logger klog.Logger, op Operatio
 		delete(r.ops, op.Key)
 	default:
 		r.opts.Actual.MarkMounted(cache.MountedVolume{
-			Key: op.Key, Pod: op.Pod, Spec: op.Spec, Dir: op.Dir, RemountRequired: changed,
+			Key: op.Key, Request: op.Request, Spec: op.Spec, Dir: op.Dir, RemountRequired: changed,
 			ResourceVersion: res.ResourceVersion, ContentHash: res.ContentHash, Stamp: res.Stamp,
 		})
 		delete(r.ops, op.Key)
@@ -86,8 +86,8 @@ func (r *Reconciler) finish(ctx context.Context, logger klog.Logger, op Operatio
 		return
 	}
 	logger.Error(err, "Volume operation failed; will retry with backoff")
-	if op.Pod != nil && r.opts.Events != nil && op.Kind != Unmount {
-		r.opts.Events.Eventf(op.Pod, corev1.EventTypeWarning, "FailedMount",
+	if op.Request != nil && op.Request.Subject != nil && r.opts.Events != nil && op.Kind != Unmount {
+		r.opts.Events.Eventf(op.Request.Subject, corev1.EventTypeWarning, "FailedMount",
 			"MountVolume.SetUp failed for volume %q: %v", op.Key.Volume, err)
 	}
 }
