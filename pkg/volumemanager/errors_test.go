@@ -170,6 +170,10 @@ func TestBackoff(t *testing.T) {
 	if attempts() != 2 {
 		t.Fatalf("attempts at 500 ms: %d, want 2", attempts())
 	}
+	// /debug/volumes says when the next try comes: a second after this one.
+	if vs := h.m.Volumes(); len(vs) != 1 || vs[0].RetryAt == nil || !vs[0].RetryAt.Equal(h.clock.Now().Add(time.Second)) {
+		t.Errorf("the failing volume's status: %+v; want a retry at %v", vs, h.clock.Now().Add(time.Second))
+	}
 	h.clock.Step(999 * time.Millisecond)
 	h.step()
 	if attempts() != 2 {
@@ -179,7 +183,7 @@ func TestBackoff(t *testing.T) {
 	h.clock.Step(time.Millisecond)
 	h.step()
 	h.mustRead(pod, "v", "a", "1")
-	if vs := h.m.Volumes(); len(vs) != 1 || vs[0].State != "mounted" || vs[0].LastError != "" {
+	if vs := h.m.Volumes(); len(vs) != 1 || vs[0].State != "mounted" || vs[0].LastError != "" || vs[0].RetryAt != nil {
 		t.Errorf("after recovery: %+v", vs)
 	}
 }

@@ -2,6 +2,7 @@ package volumemanager
 
 import (
 	"sort"
+	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
@@ -27,6 +28,9 @@ type VolumeStatus struct {
 	ResourceVersion string         `json:"resourceVersion,omitempty"`
 	ContentHash     string         `json:"contentHash,omitempty"`
 	LastError       string         `json:"lastError,omitempty"`
+	// RetryAt is when the reconciler tries a failing volume again, unless
+	// a ConfigMap it reads changes first.
+	RetryAt *time.Time `json:"retryAt,omitempty"`
 	// NotServed lists the projected sources left out of the volume
 	// (service-account tokens, Secrets, ...): nodeagent does not serve
 	// them, and they never fail the volume.
@@ -41,7 +45,10 @@ func (c *Core) Volumes() []VolumeStatus {
 	for _, v := range c.actual.List() {
 		s := VolumeStatus{
 			PodUID: string(v.Key.PodUID), Volume: v.Key.Volume, Plugin: v.Spec.Plugin, Path: v.Dir, State: StateMounted,
-			ResourceVersion: v.ResourceVersion, ContentHash: v.ContentHash, LastError: errorText(failures[v.Key].Err),
+			ResourceVersion: v.ResourceVersion, ContentHash: v.ContentHash,
+		}
+		if f, failing := failures[v.Key]; failing {
+			s.LastError, s.RetryAt = errorText(f.Err), &f.RetryAt
 		}
 		if v.RemountRequired {
 			s.State = StateRemountPending
@@ -56,7 +63,7 @@ func (c *Core) Volumes() []VolumeStatus {
 		if c.actual.Has(key) {
 			continue
 		}
-		s := VolumeStatus{PodUID: string(key.PodUID), Volume: key.Volume, State: StateMountFailing, LastError: errorText(f.Err)}
+		s := VolumeStatus{PodUID: string(key.PodUID), Volume: key.Volume, State: StateMountFailing, LastError: errorText(f.Err), RetryAt: &f.RetryAt}
 		if want, ok := c.desired.Get(key); ok && !want.Keep() {
 			s.Pod = want.Request.SubjectName()
 			s.Plugin, s.ConfigMaps, s.NotServed, s.Path = want.Spec.Plugin, want.Spec.ConfigMapNames(), want.Spec.NotServed(), want.Dir
