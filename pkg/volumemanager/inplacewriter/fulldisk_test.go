@@ -12,28 +12,60 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
 
-// smallTmpfs mounts a tmpfs of size bytes for the test, or skips it where
-// mounts are not allowed.
-func smallTmpfs(t *testing.T, size int) string {
+// smallTmpfs mounts a tmpfs of size bytes for the test and says true. An
+// unprivileged run cannot mount one; it runs the test again in a child
+// process that is root of user and mount namespaces of its own, where
+// the kernel lets it mount a tmpfs, takes the child's result as the
+// test's, and says false: the caller returns at once.
+func smallTmpfs(t *testing.T, size int) (string, bool) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
+		runAsNamespaceRoot(t)
+		return "", false
 	}
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mounting a tmpfs failed (%v: %s)", err, out)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Fatalf("mounting a tmpfs as root: %v", err)
 	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
-	return dir
+	t.Cleanup(func() { _ = unix.Unmount(dir, 0) })
+	return dir, true
+}
+
+// runAsNamespaceRoot runs t again as root of a new user namespace with a
+// mount namespace of its own, and fails t if the child fails. Only a
+// kernel without unprivileged user namespaces skips it.
+func runAsNamespaceRoot(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err != nil && !errors.As(err, &exit):
+		t.Skipf("no user namespace to mount a tmpfs in, unprivileged (%v): run the test as root", err)
+	case err != nil:
+		t.Fatalf("the test, run as root of a user namespace, failed: %v\n%s", err, out)
+	case !bytes.Contains(out, []byte("--- PASS: "+t.Name())):
+		t.Fatalf("the test, run as root of a user namespace, did not pass:\n%s", out)
+	}
 }
 
 // A full disk fails a larger rewrite before any byte of the file changes:
 // the old content stays whole, and the next write, with room again, works.
 func TestWriteOnAFullDiskKeepsTheOldContent(t *testing.T) {
-	dir := smallTmpfs(t, 1<<20)
+	dir, here := smallTmpfs(t, 1<<20)
+	if !here {
+		return
+	}
 	old := bytes.Repeat([]byte("o"), 64<<10)
 	payload := map[string]atomicwriter.FileProjection{"f": {Data: old, Mode: 0o644}}
 	mustWrite(t, dir, payload, nil)
