@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -47,76 +46,66 @@ type delayRun struct {
 	// Window is how long updates are sent; MeanGap the mean time between
 	// two updates of one ConfigMap.
 	Window, MeanGap time.Duration
-	// Poll is how often every file is read: the resolution of each delay.
+	// Poll is how often every file is read besides the reads inotify
+	// prompts (delayMeter.watch): the resolution of a delay where inotify
+	// reports nothing.
 	Poll time.Duration
 	// Longest is the most an update may take: the run fails when updates
 	// are still not in every file that long after Window.
 	Longest time.Duration
 }
 
-// Measure runs the updates and returns each node's delays in seconds.
+// Measure runs the updates and returns each node's delays in seconds, and
+// the share of them that inotify's prompt measured (the rest have the
+// poll's resolution).
 //
 // Each ConfigMap is updated at the times of a Poisson process of its own,
 // which knows nothing of the kubelets: its updates fall anywhere in the sync
 // ticks and in a Cache node's refresh cycle, as the model's do. A file's
-// delay for an update is the time until it holds that value or a later one
-// (content fetched after a later update was fetched after this one too).
-func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]float64, error) {
-	var mu sync.Mutex
-	updates := make([][]time.Time, len(r.ConfigMaps)) // [ConfigMap][value-1]
+// delay for an update is the time from the apiserver's acceptance of the
+// update (its response to the update request) until the file holds that
+// value or a later one (content fetched after a later update was fetched
+// after this one too). Each file is read as soon as inotify reports a
+// change in its directory, and every Poll besides.
+func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]float64, float64, error) {
+	m := newDelayMeter(files, len(r.ConfigMaps))
+	stopWatching, err := m.watch()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer stopWatching()
 	end := time.Now().Add(r.Window)
 	var wg sync.WaitGroup
 	failures := make(chan error, len(r.ConfigMaps))
 	for i, name := range r.ConfigMaps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), end, func(sent time.Time) {
-				mu.Lock()
-				defer mu.Unlock()
-				updates[i] = append(updates[i], sent)
-			}); err != nil {
+		wg.Go(func() {
+			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), end, func(accepted time.Time) { m.accepted(i, accepted) }); err != nil {
 				failures <- err
 			}
-		}()
+		})
 	}
 	defer wg.Wait()
-
-	delays := map[string][]float64{}
-	seen := make([]int, len(files)) // the updates each file has shown
 	for {
 		now := time.Now()
-		mu.Lock()
-		settled := true
-		for j, f := range files {
-			if data, err := os.ReadFile(f.Path); err == nil {
-				if value, err := strconv.Atoi(string(data)); err == nil {
-					for ; seen[j] < min(value, len(updates[f.ConfigMap])); seen[j]++ {
-						delays[f.Node] = append(delays[f.Node], now.Sub(updates[f.ConfigMap][seen[j]]).Seconds())
-					}
-				}
-			}
-			settled = settled && seen[j] == len(updates[f.ConfigMap])
-		}
-		mu.Unlock()
+		settled := m.readAll()
 		select {
 		case err := <-failures:
-			return nil, err
+			return nil, 0, err
 		default:
 		}
 		if now.After(end) && settled {
-			return delays, nil
+			return m.result(), m.notified(), nil
 		}
 		if now.After(end.Add(r.Longest)) {
-			return nil, fmt.Errorf("updates still not in every volume %s after the last could be sent", r.Longest)
+			return nil, 0, fmt.Errorf("updates still not in every volume %s after the last could be sent", r.Longest)
 		}
 		time.Sleep(r.Poll)
 	}
 }
 
-// update sends the updates of one ConfigMap until end, calling sent with
-// the time each was sent.
-func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end time.Time, sent func(time.Time)) error {
+// update sends the updates of one ConfigMap until end, calling accepted
+// with the time the apiserver's response to each came back.
+func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end time.Time, accepted func(time.Time)) error {
 	configMaps := r.Client.CoreV1().ConfigMaps(r.Namespace)
 	for value := 1; ; value++ {
 		time.Sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
@@ -128,11 +117,10 @@ func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end t
 			return err
 		}
 		cm.Data[delayValueKey] = strconv.Itoa(value)
-		at := time.Now()
 		if _, err := configMaps.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
-		sent(at)
+		accepted(time.Now())
 	}
 }
 

@@ -1,0 +1,141 @@
+//go:build e2e
+
+package e2ekind
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// delayMeter records when each update of a delay run was accepted and when
+// each file first showed it. The poll and the inotify reader share it.
+type delayMeter struct {
+	files []delayFile
+
+	mu sync.Mutex
+	// accepted[c][v-1] is when update v of ConfigMap c was accepted.
+	acceptedAt [][]time.Time
+	// seen[j] is how many updates file j has shown.
+	seen   []int
+	delays map[string][]float64
+	// byNotify counts the delays measured by a read inotify prompted.
+	byNotify, measured int
+}
+
+func newDelayMeter(files []delayFile, configMaps int) *delayMeter {
+	return &delayMeter{files: files, acceptedAt: make([][]time.Time, configMaps), seen: make([]int, len(files)), delays: map[string][]float64{}}
+}
+
+// accepted records the acceptance of the next update of ConfigMap c.
+func (m *delayMeter) accepted(c int, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.acceptedAt[c] = append(m.acceptedAt[c], at)
+}
+
+// readAll reads every file, and says whether each shows every update
+// accepted so far.
+func (m *delayMeter) readAll() (settled bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	settled = true
+	for j := range m.files {
+		m.readLocked(j, false)
+		settled = settled && m.seen[j] == len(m.acceptedAt[m.files[j].ConfigMap])
+	}
+	return settled
+}
+
+// readLocked reads file j and records a delay for each update it shows
+// for the first time. Called with m.mu held.
+func (m *delayMeter) readLocked(j int, notified bool) {
+	f := m.files[j]
+	data, err := os.ReadFile(f.Path)
+	now := time.Now()
+	if err != nil {
+		return
+	}
+	value, err := strconv.Atoi(string(data))
+	if err != nil {
+		return
+	}
+	for ; m.seen[j] < min(value, len(m.acceptedAt[f.ConfigMap])); m.seen[j]++ {
+		m.delays[f.Node] = append(m.delays[f.Node], max(0, now.Sub(m.acceptedAt[f.ConfigMap][m.seen[j]]).Seconds()))
+		m.measured++
+		if notified {
+			m.byNotify++
+		}
+	}
+}
+
+// result returns the delays by node.
+func (m *delayMeter) result() map[string][]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.delays
+}
+
+// watch reads a file as soon as inotify reports a change in its directory:
+// the atomic writer's rename of ..data, an in-place rewrite. The paths lie
+// in containers' roots seen through /proc; inotify follows them to the
+// directories the writers change. It returns the reader's stop.
+func (m *delayMeter) watch() (stop func(), err error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
+	byWatch := map[int32][]int{}
+	for j, f := range m.files {
+		wd, err := unix.InotifyAddWatch(fd, filepath.Dir(f.Path), unix.IN_MOVED_TO|unix.IN_CREATE|unix.IN_CLOSE_WRITE|unix.IN_MODIFY)
+		if err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("watching %s: %w", filepath.Dir(f.Path), err)
+		}
+		byWatch[int32(wd)] = append(byWatch[int32(wd)], j)
+	}
+	// Non-blocking, so Go's poller reads it, and Close ends the read.
+	events := os.NewFile(uintptr(fd), "inotify")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := events.Read(buf)
+			if err != nil {
+				return
+			}
+			changed := map[int32]bool{}
+			for off := 0; off+unix.SizeofInotifyEvent <= n; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				changed[ev.Wd] = true
+				off += unix.SizeofInotifyEvent + int(ev.Len)
+			}
+			m.mu.Lock()
+			for wd := range changed {
+				for _, j := range byWatch[wd] {
+					m.readLocked(j, true)
+				}
+			}
+			m.mu.Unlock()
+		}
+	}()
+	return func() { events.Close(); <-done }, nil
+}
+
+// notified is the share of the delays that a read inotify prompted
+// measured: the rest have the poll's resolution.
+func (m *delayMeter) notified() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.measured == 0 {
+		return 0
+	}
+	return float64(m.byNotify) / float64(m.measured)
+}
