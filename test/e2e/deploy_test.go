@@ -73,11 +73,49 @@ func kustomizeBuild(t *testing.T, dir string) []byte {
 // manifest to c, as `kubectl apply --server-side` would, and returns them.
 func applyManifests(t *testing.T, c *controlplane.ControlPlane, manifest []byte) []*unstructured.Unstructured {
 	t.Helper()
+	return applyManifestsWith(t, c, manifest, applyOptions{})
+}
+
+// applyOptions change how applyManifestsWith applies.
+type applyOptions struct {
+	// DryRun asks the apiserver to check every object, admission and
+	// validation included, and store none.
+	DryRun bool
+	// Namespace, if set, replaces every namespaced object's namespace.
+	Namespace string
+}
+
+// applyManifestsWith is applyManifests with opts; the items of a List are
+// applied one by one.
+func applyManifestsWith(t *testing.T, c *controlplane.ControlPlane, manifest []byte, opts applyOptions) []*unstructured.Unstructured {
+	t.Helper()
 	cfg := c.RESTConfig()
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(cfg).Discovery()))
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
 	var objects []*unstructured.Unstructured
+	apply := func(obj *unstructured.Unstructured) {
+		mapping, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			if opts.Namespace != "" {
+				obj.SetNamespace(opts.Namespace)
+			}
+			ri = dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+		}
+		patch := metav1.PatchOptions{FieldManager: "nodeagent-e2e", Force: new(true)}
+		if opts.DryRun {
+			patch.DryRun = []string{metav1.DryRunAll}
+		}
+		data, _ := obj.MarshalJSON()
+		if _, err := ri.Patch(context.Background(), obj.GetName(), types.ApplyPatchType, data, patch); err != nil {
+			t.Fatalf("applying %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+		objects = append(objects, obj)
+	}
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := decoder.Decode(&obj.Object); err != nil {
@@ -86,23 +124,13 @@ func applyManifests(t *testing.T, c *controlplane.ControlPlane, manifest []byte)
 			}
 			t.Fatal(err)
 		}
-		if len(obj.Object) == 0 {
-			continue
+		switch {
+		case len(obj.Object) == 0:
+		case obj.IsList():
+			_ = obj.EachListItem(func(item runtime.Object) error { apply(item.(*unstructured.Unstructured)); return nil })
+		default:
+			apply(obj)
 		}
-		mapping, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
-		}
-		data, _ := obj.MarshalJSON()
-		if _, err := ri.Patch(context.Background(), obj.GetName(), types.ApplyPatchType, data,
-			metav1.PatchOptions{FieldManager: "nodeagent-e2e", Force: new(true)}); err != nil {
-			t.Fatalf("applying %s %s: %v", obj.GetKind(), obj.GetName(), err)
-		}
-		objects = append(objects, obj)
 	}
 	return objects
 }

@@ -1,0 +1,157 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nodeagent-io/nodeagent/pkg/convert"
+)
+
+// convertStdin and convertStderr are convert's standard input and error;
+// tests replace them.
+var (
+	convertStdin  io.Reader = os.Stdin
+	convertStderr io.Writer = os.Stderr
+)
+
+func runConvert(args []string, stdout io.Writer) error {
+	fs := newFlagSet("convert [FILE | DIRECTORY | -]...", "Rewrite manifests so that the configMap volumes of their pod templates are served by the CSI driver configmaps.nodeagent.io: updates reach every container, subPath mounts included (docs/csi.md). Everything else, comments and key order included, stays as it was; a summary of what changed and what did not, and why, goes to standard error.", stdout)
+	volumes := fs.StringSlice("volume", nil, "Convert only the volumes of these names (repeatable); default: every configMap volume.")
+	workloads := fs.StringSlice("workload", nil, "Convert only the pod templates of these objects, as NAME or KIND/NAME (repeatable); default: every object with a pod template.")
+	inPlace := fs.BoolP("in-place", "i", false, "Rewrite each file in place instead of writing every document to standard output (not with -).")
+	recursive := fs.BoolP("recursive", "R", false, "Read the directories named, and theirs, recursively.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("name the manifests to convert: files, directories, or - for standard input (helm template ... | nodeagent convert -)")
+	}
+	files, err := manifestFiles(fs.Args(), *recursive)
+	if err != nil {
+		return err
+	}
+	if *inPlace && slices.Contains(files, "-") {
+		return errors.New("--in-place cannot rewrite standard input")
+	}
+	opts := convert.Options{Volumes: *volumes, Workloads: *workloads}
+	var results []convert.ObjectResult
+	for i, file := range files {
+		var out bytes.Buffer
+		res, err := convertFile(file, &out, opts)
+		if err != nil {
+			return err
+		}
+		results = append(results, res...)
+		if err := writeConverted(stdout, file, out.Bytes(), *inPlace, i > 0); err != nil {
+			return err
+		}
+	}
+	convert.Summary(convertStderr, results)
+	return nil
+}
+
+// convertFile converts one file, or standard input for "-".
+func convertFile(file string, out io.Writer, opts convert.Options) ([]convert.ObjectResult, error) {
+	in := convertStdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	res, err := convert.Convert(in, out, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return res, nil
+}
+
+// writeConverted writes a file's converted documents to stdout, after a
+// document separator if others came before, or back to the file.
+func writeConverted(stdout io.Writer, file string, data []byte, inPlace, separate bool) error {
+	if !inPlace {
+		if separate {
+			if _, err := io.WriteString(stdout, "---\n"); err != nil {
+				return err
+			}
+		}
+		_, err := stdout.Write(data)
+		return err
+	}
+	old, err := os.ReadFile(file)
+	if err != nil || bytes.Equal(old, data) {
+		return err
+	}
+	info, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	// Whole or not at all: a temporary file beside it, renamed over it.
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}
+
+// manifestFiles expands directories into their YAML and JSON files, in
+// lexical order; "-" and files stay as they are.
+func manifestFiles(args []string, recursive bool) ([]string, error) {
+	var files []string
+	for _, arg := range args {
+		if arg == "-" {
+			files = append(files, arg)
+			continue
+		}
+		info, err := os.Stat(arg)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, arg)
+			continue
+		}
+		err = filepath.WalkDir(arg, func(p string, d os.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case d.IsDir() && p != arg && !recursive:
+				return filepath.SkipDir
+			case !d.IsDir() && isManifest(p):
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+func isManifest(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".yaml" || ext == ".yml" || ext == ".json"
+}
