@@ -97,12 +97,8 @@ func convertObject(node *yaml.RNode, opts Options, results []ObjectResult) ([]Ob
 		return results, err
 	}
 	name := objectName(node)
-	spec, err := readPodSpec(specNode)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
 	chosen := opts.chooses(kind, node.GetName())
-	volumes, err := spec.convertVolumes(func(volume string) bool { return chosen && opts.choosesVolume(volume) })
+	volumes, err := convertPodSpecNode(specNode, func(volume string) bool { return chosen && opts.choosesVolume(volume) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -148,5 +149,36 @@ func TestBadInput(t *testing.T) {
 	var out bytes.Buffer
 	if _, err := Convert(strings.NewReader("kind: [unclosed"), &out, Options{}); err == nil || out.Len() > 0 {
 		t.Errorf("err %v, output %q", err, out.String())
+	}
+}
+
+// PodSpec, the webhook's conversion of a decoded pod, gives the volumes the
+// YAML conversion writes.
+func TestPodSpecAgreesWithTheYAMLConversion(t *testing.T) {
+	var before, after struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	in, err := os.ReadFile("testdata/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := convertFile(t, "testdata/web.yaml", Options{})
+	inDoc, _, _ := strings.Cut(string(in), "\n---\n")
+	outDoc, _, _ := strings.Cut(out, "\n---\n")
+	if err := yaml.Unmarshal([]byte(inDoc), &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(outDoc), &after); err != nil {
+		t.Fatal(err)
+	}
+	spec := before.Spec.Template.Spec
+	results := PodSpec(&spec, nil)
+	if len(results) != 3 || !results[0].Converted || !results[1].Converted || results[2].Converted {
+		t.Errorf("results %+v", results)
+	}
+	if !equality.Semantic.DeepEqual(spec.Volumes, after.Spec.Template.Spec.Volumes) {
+		t.Errorf("PodSpec gives\n%+v\nthe YAML conversion\n%+v", spec.Volumes, after.Spec.Template.Spec.Volumes)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // podSpecPaths are where each kind keeps its pod template's spec.
@@ -22,81 +24,44 @@ var podSpecPaths = map[string][]string{
 	"CronJob":               {"spec", "jobTemplate", "spec", "template", "spec"},
 }
 
-// containerLists are the pod spec's lists of containers whose mounts count.
-var containerLists = []string{"initContainers", "containers", "ephemeralContainers"}
-
-// podSpec is one pod template's spec in a document.
-type podSpec struct {
-	node *yaml.RNode
+// podFacts are what converting a pod spec's volumes reads of the rest of
+// it.
+type podFacts struct {
 	// subPathUsers maps each volume to the containers that mount part of
 	// it with subPath or subPathExpr.
 	subPathUsers map[string][]string
 	windows      bool
 }
 
-// readPodSpec reads what converting node's volumes needs of it.
-func readPodSpec(node *yaml.RNode) (*podSpec, error) {
-	spec := &podSpec{node: node, subPathUsers: map[string][]string{}}
-	if os, err := node.Pipe(yaml.Lookup("os", "name")); err == nil && os != nil && yaml.GetValue(os) == string(corev1.Windows) {
-		spec.windows = true
-	}
-	for _, list := range containerLists {
-		containers, err := node.Pipe(yaml.Lookup(list))
-		if err != nil || containers == nil {
-			continue
-		}
-		elements, err := containers.Elements()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", list, err)
-		}
-		for _, c := range elements {
-			var container corev1.Container
-			if err := decode(c, &container); err != nil {
-				return nil, fmt.Errorf("%s: %w", list, err)
-			}
-			for _, m := range container.VolumeMounts {
-				if m.SubPath != "" || m.SubPathExpr != "" {
-					spec.subPathUsers[m.Name] = appendOnce(spec.subPathUsers[m.Name], container.Name)
-				}
+func factsOf(spec *corev1.PodSpec) podFacts {
+	facts := podFacts{subPathUsers: map[string][]string{}, windows: spec.OS != nil && spec.OS.Name == corev1.Windows}
+	visit := func(name string, mounts []corev1.VolumeMount) {
+		for _, m := range mounts {
+			if m.SubPath != "" || m.SubPathExpr != "" {
+				facts.subPathUsers[m.Name] = appendOnce(facts.subPathUsers[m.Name], name)
 			}
 		}
 	}
-	return spec, nil
+	for _, c := range spec.InitContainers {
+		visit(c.Name, c.VolumeMounts)
+	}
+	for _, c := range spec.Containers {
+		visit(c.Name, c.VolumeMounts)
+	}
+	for _, c := range spec.EphemeralContainers {
+		visit(c.Name, c.VolumeMounts)
+	}
+	return facts
 }
 
-// convertVolumes converts the spec's configMap volumes that want says to,
-// and returns what it did to each volume.
-func (s *podSpec) convertVolumes(want func(volume string) bool) ([]VolumeResult, error) {
-	volumes, err := s.node.Pipe(yaml.Lookup("volumes"))
-	if err != nil || volumes == nil {
-		return nil, err
-	}
-	elements, err := volumes.Elements()
-	if err != nil {
-		return nil, fmt.Errorf("volumes: %w", err)
-	}
-	var results []VolumeResult
-	for _, v := range elements {
-		result, err := s.convertVolume(v, want)
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, result)
-	}
-	return results, nil
-}
-
-// convertVolume converts one volume if it can and is wanted.
-func (s *podSpec) convertVolume(v *yaml.RNode, want func(volume string) bool) (VolumeResult, error) {
-	var volume corev1.Volume
-	if err := decode(v, &volume); err != nil {
-		return VolumeResult{}, fmt.Errorf("volumes: %w", err)
-	}
-	r := VolumeResult{Volume: volume.Name, SubPathUsers: s.subPathUsers[volume.Name]}
+// plan decides what becomes of one volume, and returns the driver's
+// attributes for a volume to convert.
+func (f podFacts) plan(volume *corev1.Volume, want func(volume string) bool) (VolumeResult, map[string]string) {
+	r := VolumeResult{Volume: volume.Name, SubPathUsers: f.subPathUsers[volume.Name]}
 	switch {
 	case volume.ConfigMap == nil:
-		r.Reason = notConfigMap(volume)
-	case s.windows:
+		r.Reason = notConfigMap(*volume)
+	case f.windows:
 		r.Reason = "a Windows pod: the driver runs on Linux nodes"
 	case !want(volume.Name):
 		r.Reason = "not chosen (--volume, --workload)"
@@ -110,13 +75,62 @@ func (s *podSpec) convertVolume(v *yaml.RNode, want func(volume string) bool) (V
 		r.Reason = err.Error()
 		return r, nil
 	}
-	source, err := csiVolumeSource(attrs)
-	if err != nil {
-		return VolumeResult{}, err
-	}
-	replaceField(v, "configMap", "csi", source)
 	r.Converted = true
-	return r, nil
+	return r, attrs
+}
+
+// PodSpec converts the configMap volumes of spec that want chooses (nil:
+// all) in place, and returns what it did to each volume.
+func PodSpec(spec *corev1.PodSpec, want func(volume string) bool) []VolumeResult {
+	if want == nil {
+		want = func(string) bool { return true }
+	}
+	facts := factsOf(spec)
+	results := make([]VolumeResult, 0, len(spec.Volumes))
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		r, attrs := facts.plan(v, want)
+		if r.Converted {
+			v.VolumeSource = corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+				Driver: podrefs.DriverName, ReadOnly: ptrTo(true), VolumeAttributes: attrs}}
+		}
+		results = append(results, r)
+	}
+	return results
+}
+
+// convertPodSpecNode converts the configMap volumes of the pod spec at
+// node, editing the YAML tree in place, and returns what it did.
+func convertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]VolumeResult, error) {
+	var spec corev1.PodSpec
+	if err := decode(node, &spec); err != nil {
+		return nil, err
+	}
+	volumes, err := node.Pipe(yaml.Lookup("volumes"))
+	if err != nil || volumes == nil {
+		return nil, err
+	}
+	elements, err := volumes.Elements()
+	if err != nil {
+		return nil, fmt.Errorf("volumes: %w", err)
+	}
+	if len(elements) != len(spec.Volumes) {
+		return nil, fmt.Errorf("volumes: %d in the YAML, %d decoded", len(elements), len(spec.Volumes))
+	}
+	facts := factsOf(&spec)
+	results := make([]VolumeResult, 0, len(elements))
+	for i, element := range elements {
+		r, attrs := facts.plan(&spec.Volumes[i], want)
+		if r.Converted {
+			source, err := csiVolumeSource(attrs)
+			if err != nil {
+				return nil, err
+			}
+			replaceField(element, "configMap", "csi", source)
+		}
+		results = append(results, r)
+	}
+	return results, nil
 }
 
 // replaceField gives the field key of the mapping m the name newKey and
