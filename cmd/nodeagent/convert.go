@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nodeagent-io/nodeagent/pkg/convert"
+	"github.com/nodeagent-io/nodeagent/pkg/convert/manifest"
 )
 
 // convertStdin and convertStderr are convert's standard input and error;
@@ -41,8 +41,8 @@ func runConvert(args []string, stdout io.Writer) error {
 	if *inPlace && slices.Contains(files, "-") {
 		return errors.New("--in-place cannot rewrite standard input")
 	}
-	opts := convert.Options{Volumes: *volumes, Workloads: *workloads}
-	var results []convert.ObjectResult
+	opts := manifest.Options{Volumes: *volumes, Workloads: *workloads}
+	var results []manifest.ObjectResult
 	for i, file := range files {
 		var out bytes.Buffer
 		res, err := convertFile(file, &out, opts)
@@ -54,12 +54,12 @@ func runConvert(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	convert.Summary(convertStderr, results)
+	manifest.Summary(convertStderr, results)
 	return nil
 }
 
 // convertFile converts one file, or standard input for "-".
-func convertFile(file string, out io.Writer, opts convert.Options) ([]convert.ObjectResult, error) {
+func convertFile(file string, out io.Writer, opts manifest.Options) ([]manifest.ObjectResult, error) {
 	in := convertStdin
 	if file != "-" {
 		f, err := os.Open(file)
@@ -69,7 +69,7 @@ func convertFile(file string, out io.Writer, opts convert.Options) ([]convert.Ob
 		defer f.Close()
 		in = f
 	}
-	res, err := convert.Convert(in, out, opts)
+	res, err := manifest.Convert(in, out, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}

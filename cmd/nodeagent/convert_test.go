@@ -14,7 +14,7 @@ import (
 // document to standard output in order, and the summary to standard error;
 // --in-place rewrites only the files it changed.
 func TestConvertCommand(t *testing.T) {
-	web, err := os.ReadFile("../../pkg/convert/testdata/web.yaml")
+	web, err := os.ReadFile("../../pkg/convert/manifest/testdata/web.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

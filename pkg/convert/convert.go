@@ -1,27 +1,24 @@
 package convert
 
 import (
+	"encoding/json"
 	"fmt"
-	"io"
+	"sort"
+	"strconv"
 	"strings"
 
-	"sigs.k8s.io/kustomize/kyaml/kio"
-	"sigs.k8s.io/kustomize/kyaml/yaml"
-)
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
-// Options choose what Convert converts; empty lists choose everything.
-type Options struct {
-	// Volumes are the names of the volumes to convert.
-	Volumes []string
-	// Workloads name the objects whose pod templates are converted: a
-	// name, or Kind/name (the kind in any case).
-	Workloads []string
-}
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
 
 // VolumeResult is what Convert did to one volume of a pod template.
 type VolumeResult struct {
-	Volume    string
-	Converted bool
+	Volume string
+	// ConfigMap: it was a configMap volume; Converted: it is the
+	// driver's now.
+	ConfigMap, Converted bool
 	// InPlace: converted with updates: inPlace, for SubPathUsers.
 	InPlace      bool
 	SubPathUsers []string
@@ -29,144 +26,184 @@ type VolumeResult struct {
 	Reason string
 }
 
-// ObjectResult is what Convert did to one object's pod template.
-type ObjectResult struct {
-	// Object is Kind/name, or Kind/namespace/name.
-	Object  string
-	Volumes []VolumeResult
+// podFacts are what converting a pod spec's volumes reads of the rest of
+// it.
+type podFacts struct {
+	// subPathUsers maps each volume to the containers that mount part of
+	// it with subPath or subPathExpr.
+	subPathUsers map[string][]string
+	windows      bool
 }
 
-// Converted counts the object's converted volumes.
-func (o ObjectResult) Converted() int {
-	n := 0
-	for _, v := range o.Volumes {
-		if v.Converted {
-			n++
+func factsOf(spec *corev1.PodSpec) podFacts {
+	facts := podFacts{subPathUsers: map[string][]string{}, windows: spec.OS != nil && spec.OS.Name == corev1.Windows}
+	visit := func(name string, mounts []corev1.VolumeMount) {
+		for _, m := range mounts {
+			if m.SubPath != "" || m.SubPathExpr != "" {
+				facts.subPathUsers[m.Name] = appendOnce(facts.subPathUsers[m.Name], name)
+			}
 		}
 	}
-	return n
+	for _, c := range spec.InitContainers {
+		visit(c.Name, c.VolumeMounts)
+	}
+	for _, c := range spec.Containers {
+		visit(c.Name, c.VolumeMounts)
+	}
+	for _, c := range spec.EphemeralContainers {
+		visit(c.Name, c.VolumeMounts)
+	}
+	return facts
 }
 
-// Convert reads YAML documents from in and writes them to out with the
-// configMap volumes of their pod templates converted as opts choose, and
-// returns what it did to every pod template with volumes.
-func Convert(in io.Reader, out io.Writer, opts Options) ([]ObjectResult, error) {
-	reader := &kio.ByteReader{Reader: in, DisableUnwrapping: true, PreserveSeqIndent: true}
-	nodes, err := reader.Read()
+// plan decides what becomes of one volume, and returns the driver's
+// attributes for a volume to convert.
+func (f podFacts) plan(volume *corev1.Volume, want func(volume string) bool) (VolumeResult, map[string]string) {
+	r := VolumeResult{Volume: volume.Name, ConfigMap: volume.ConfigMap != nil, SubPathUsers: f.subPathUsers[volume.Name]}
+	switch {
+	case volume.ConfigMap == nil:
+		r.Reason = notConfigMap(*volume)
+	case f.windows:
+		r.Reason = "a Windows pod: the driver runs on Linux nodes"
+	case !want(volume.Name):
+		r.Reason = "not chosen by the options"
+	}
+	if r.Reason != "" {
+		return r, nil
+	}
+	r.InPlace = len(r.SubPathUsers) > 0
+	attrs, err := driverAttributes(volume.ConfigMap, r.InPlace)
 	if err != nil {
-		return nil, fmt.Errorf("reading the manifests: %w", err)
+		r.Reason = err.Error()
+		return r, nil
 	}
-	var results []ObjectResult
-	for _, node := range nodes {
-		if results, err = convertObject(node, opts, results); err != nil {
-			return nil, err
-		}
-	}
-	if err := (kio.ByteWriter{Writer: out}).Write(nodes); err != nil {
-		return nil, fmt.Errorf("writing the manifests: %w", err)
-	}
-	return results, nil
+	r.Converted = true
+	return r, attrs
 }
 
-// convertObject converts node's pod template, or the items of a List, and
-// appends what it did to results.
-func convertObject(node *yaml.RNode, opts Options, results []ObjectResult) ([]ObjectResult, error) {
-	kind := node.GetKind()
-	if strings.HasSuffix(kind, "List") {
-		items, err := node.Pipe(yaml.Lookup("items"))
-		if err != nil || items == nil {
-			return results, err
+// Decision is what becomes of one volume: the result, and the driver's
+// attributes of a volume to convert.
+type Decision struct {
+	VolumeResult
+	Attributes map[string]string
+}
+
+// Plan decides, without changing spec, what becomes of each of its
+// volumes that want chooses (nil: all).
+func Plan(spec *corev1.PodSpec, want func(volume string) bool) []Decision {
+	if want == nil {
+		want = func(string) bool { return true }
+	}
+	facts := factsOf(spec)
+	out := make([]Decision, 0, len(spec.Volumes))
+	for i := range spec.Volumes {
+		r, attrs := facts.plan(&spec.Volumes[i], want)
+		out = append(out, Decision{VolumeResult: r, Attributes: attrs})
+	}
+	return out
+}
+
+// PodSpec converts the configMap volumes of spec that want chooses (nil:
+// all) in place, and returns what it did to each volume.
+func PodSpec(spec *corev1.PodSpec, want func(volume string) bool) []VolumeResult {
+	decisions := Plan(spec, want)
+	results := make([]VolumeResult, 0, len(decisions))
+	for i, d := range decisions {
+		if d.Converted {
+			spec.Volumes[i].VolumeSource = corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+				Driver: podrefs.DriverName, ReadOnly: ptrTo(true), VolumeAttributes: d.Attributes}}
 		}
-		elements, err := items.Elements()
+		results = append(results, d.VolumeResult)
+	}
+	return results
+}
+
+// notConfigMap says why a volume that is not a configMap volume stays.
+func notConfigMap(v corev1.Volume) string {
+	switch {
+	case v.Projected != nil:
+		return "a projected volume: the driver serves one ConfigMap per volume"
+	case v.Secret != nil:
+		return "a secret volume: the driver serves ConfigMaps only"
+	case v.CSI != nil:
+		return "a csi volume already"
+	}
+	return "not a configMap volume"
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	list = append(list, s)
+	sort.Strings(list)
+	return list
+}
+
+// Describe is a VolumeResult in a line of a summary.
+func (r VolumeResult) Describe() string {
+	switch {
+	case r.Converted && r.InPlace:
+		return fmt.Sprintf("volume %s: converted, updates: inPlace (mounted with subPath by %s)", r.Volume, strings.Join(r.SubPathUsers, ", "))
+	case r.Converted:
+		return fmt.Sprintf("volume %s: converted", r.Volume)
+	}
+	return fmt.Sprintf("volume %s: left as it is: %s", r.Volume, r.Reason)
+}
+
+// driverAttributes returns the driver's attributes for source, or why the
+// driver cannot serve it as the configMap volume would be served.
+func driverAttributes(source *corev1.ConfigMapVolumeSource, inPlace bool) (map[string]string, error) {
+	attrs := map[string]string{podrefs.AttrConfigMap: source.Name}
+	if source.Optional != nil {
+		attrs[podrefs.AttrOptional] = strconv.FormatBool(*source.Optional)
+	}
+	if source.DefaultMode != nil {
+		attrs[podrefs.AttrDefaultMode] = fmt.Sprintf("%04o", *source.DefaultMode)
+	}
+	if len(source.Items) > 0 {
+		items, err := json.Marshal(source.Items)
 		if err != nil {
 			return nil, err
 		}
-		for _, item := range elements {
-			if results, err = convertObject(item, opts, results); err != nil {
-				return nil, err
-			}
-		}
-		return results, nil
+		attrs[podrefs.AttrItems] = string(items)
 	}
-	path, ok := podSpecPaths[kind]
-	if !ok {
-		return results, nil
+	if inPlace {
+		attrs[podrefs.AttrUpdates] = podrefs.UpdatesInPlace
 	}
-	specNode, err := node.Pipe(yaml.Lookup(path...))
-	if err != nil || specNode == nil {
-		return results, err
+	parsed, problems := podrefs.ParseDriverAttributes(attrs)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("the driver would refuse it: %s", problems[0])
 	}
-	name := objectName(node)
-	chosen := opts.chooses(kind, node.GetName())
-	volumes, err := convertPodSpecNode(specNode, func(volume string) bool { return chosen && opts.choosesVolume(volume) })
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if !sameFiles(source, &parsed.ConfigMap) {
+		return nil, fmt.Errorf("the driver's attributes cannot say it exactly")
 	}
-	if len(volumes) > 0 {
-		results = append(results, ObjectResult{Object: name, Volumes: volumes})
-	}
-	return results, nil
+	return attrs, nil
 }
 
-// objectName is Kind/name or Kind/namespace/name.
-func objectName(node *yaml.RNode) string {
-	if ns := node.GetNamespace(); ns != "" {
-		return node.GetKind() + "/" + ns + "/" + node.GetName()
-	}
-	return node.GetKind() + "/" + node.GetName()
-}
-
-// chooses says whether opts convert the pod template of kind/name.
-func (o Options) chooses(kind, name string) bool {
-	if len(o.Workloads) == 0 {
-		return true
-	}
-	for _, w := range o.Workloads {
-		k, n, qualified := strings.Cut(w, "/")
-		if !qualified && w == name || qualified && strings.EqualFold(k, kind) && n == name {
-			return true
+// sameFiles says whether the driver's source asks for the files the volume's
+// does, defaults applied to both as the API applies them.
+func sameFiles(volume, driver *corev1.ConfigMapVolumeSource) bool {
+	v, d := volume.DeepCopy(), driver.DeepCopy()
+	for _, s := range []*corev1.ConfigMapVolumeSource{v, d} {
+		if s.DefaultMode == nil {
+			s.DefaultMode = ptrTo(int32(0o644))
+		}
+		if s.Optional == nil {
+			s.Optional = ptrTo(false)
+		}
+		if len(s.Items) == 0 {
+			s.Items = nil
 		}
 	}
-	return false
+	return equality.Semantic.DeepEqual(v, d)
 }
 
-// choosesVolume says whether opts convert volumes named volume.
-func (o Options) choosesVolume(volume string) bool {
-	if len(o.Volumes) == 0 {
-		return true
-	}
-	for _, v := range o.Volumes {
-		if v == volume {
-			return true
-		}
-	}
-	return false
-}
+func ptrTo[T any](v T) *T { return &v }
 
-// Summary writes results as the lines a user reads on standard error: a
-// line per volume, then the totals.
-func Summary(w io.Writer, results []ObjectResult) {
-	converted, left, objects := 0, 0, 0
-	for _, o := range results {
-		if o.Converted() > 0 {
-			objects++
-		}
-		for _, v := range o.Volumes {
-			fmt.Fprintf(w, "%s: %s\n", o.Object, v.describe())
-			if v.Converted {
-				converted++
-			} else {
-				left++
-			}
-		}
-	}
-	fmt.Fprintf(w, "converted %s in %s; left %d as they were\n", count(converted, "volume"), count(objects, "object"), left)
-}
 
-// count is n and noun, plural unless n is 1.
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+// AttributeOrder is the order a volume's attributes are best written in:
+// the ConfigMapVolumeSource's fields, then updates.
+var AttributeOrder = []string{podrefs.AttrConfigMap, podrefs.AttrOptional, podrefs.AttrDefaultMode, podrefs.AttrItems, podrefs.AttrUpdates}

@@ -1,15 +1,13 @@
-// Package convert turns the configMap volumes of pod templates in users'
-// manifests into volumes of the CSI driver configmaps.nodeagent.io, so that
-// a workload's configuration reaches its containers as the driver serves
-// it, without anyone editing the manifests by hand (docs/csi.md, "Without
-// editing workloads").
+// Package convert decides which configMap volumes of a pod spec become
+// volumes of the CSI driver configmaps.nodeagent.io, and how, so that a
+// workload's configuration reaches its containers as the driver serves it
+// without anyone editing it by hand (docs/csi.md, "Without editing
+// workloads"). Plan decides, PodSpec converts a decoded pod spec (the
+// admission webhook's), and convert/manifest edits users' YAML with the
+// same decisions.
 //
 // Contract:
 //
-//   - Input: YAML documents (one or many, Lists included, Helm's rendered
-//     output as it is). The pod templates of Pod, Deployment, StatefulSet,
-//     DaemonSet, ReplicaSet, ReplicationController, Job and CronJob are
-//     read; every other object passes through unchanged.
 //   - A configMap volume becomes a csi volume of the driver: each field of
 //     the ConfigMapVolumeSource as its attribute (configMap, optional,
 //     defaultMode in octal, items as JSON), readOnly: true, and updates:
@@ -21,8 +19,5 @@
 //     reason.
 //   - Left as they are, with their reason: projected, secret and every
 //     other kind of volume, the volumes of Windows pods (the driver runs on
-//     Linux nodes), and those the Options leave out.
-//   - Everything else stays as it was, comments and key order included:
-//     the documents are edited as YAML trees (kustomize's kyaml), never
-//     decoded and printed again.
+//     Linux nodes), and those the caller does not choose.
 package convert

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeagent-io/nodeagent/pkg/convert"
+	"github.com/nodeagent-io/nodeagent/pkg/convert/manifest"
 )
 
 // What nodeagent convert writes is what the apiserver accepts: every
@@ -18,7 +18,7 @@ import (
 // kind among them.
 func TestConvertedManifestsAreAccepted(t *testing.T) {
 	ns := createNamespace(t, "convert")
-	inputs, err := filepath.Glob(filepath.Join(repoRoot(t), "pkg/convert/testdata/*.yaml"))
+	inputs, err := filepath.Glob(filepath.Join(repoRoot(t), "pkg/convert/manifest/testdata/*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestConvertedManifestsAreAccepted(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		results, err := convert.Convert(bytes.NewReader(data), &out, convert.Options{})
+		results, err := manifest.Convert(bytes.NewReader(data), &out, manifest.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

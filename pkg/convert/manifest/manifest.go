@@ -1,0 +1,270 @@
+// Package manifest converts the pod templates of users' manifests with
+// package convert's decisions.
+//
+// Contract:
+//
+//   - Input: YAML documents (one or many, Lists included, Helm's rendered
+//     output as it is). The pod templates of Pod, Deployment, StatefulSet,
+//     DaemonSet, ReplicaSet, ReplicationController, Job and CronJob are
+//     read; every other object passes through unchanged.
+//   - Everything but the converted volumes stays as it was, comments and
+//     key order included: the documents are edited as YAML trees
+//     (kustomize's kyaml), never decoded and printed again.
+//   - What happened to each volume of each pod template is returned, for
+//     Summary to write.
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/nodeagent-io/nodeagent/pkg/convert"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+// Options choose what Convert converts; empty lists choose everything.
+type Options struct {
+	// Volumes are the names of the volumes to convert.
+	Volumes []string
+	// Workloads name the objects whose pod templates are converted: a
+	// name, or Kind/name (the kind in any case).
+	Workloads []string
+}
+
+// ObjectResult is what Convert did to one object's pod template.
+type ObjectResult struct {
+	// Object is Kind/name, or Kind/namespace/name.
+	Object  string
+	Volumes []convert.VolumeResult
+}
+
+// Converted counts the object's converted volumes.
+func (o ObjectResult) Converted() int {
+	n := 0
+	for _, v := range o.Volumes {
+		if v.Converted {
+			n++
+		}
+	}
+	return n
+}
+
+// Convert reads YAML documents from in and writes them to out with the
+// configMap volumes of their pod templates converted as opts choose, and
+// returns what it did to every pod template with volumes.
+func Convert(in io.Reader, out io.Writer, opts Options) ([]ObjectResult, error) {
+	reader := &kio.ByteReader{Reader: in, DisableUnwrapping: true, PreserveSeqIndent: true}
+	nodes, err := reader.Read()
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifests: %w", err)
+	}
+	var results []ObjectResult
+	for _, node := range nodes {
+		if results, err = convertObject(node, opts, results); err != nil {
+			return nil, err
+		}
+	}
+	if err := (kio.ByteWriter{Writer: out}).Write(nodes); err != nil {
+		return nil, fmt.Errorf("writing the manifests: %w", err)
+	}
+	return results, nil
+}
+
+// convertObject converts node's pod template, or the items of a List, and
+// appends what it did to results.
+func convertObject(node *yaml.RNode, opts Options, results []ObjectResult) ([]ObjectResult, error) {
+	kind := node.GetKind()
+	if strings.HasSuffix(kind, "List") {
+		items, err := node.Pipe(yaml.Lookup("items"))
+		if err != nil || items == nil {
+			return results, err
+		}
+		elements, err := items.Elements()
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range elements {
+			if results, err = convertObject(item, opts, results); err != nil {
+				return nil, err
+			}
+		}
+		return results, nil
+	}
+	path, ok := podSpecPaths[kind]
+	if !ok {
+		return results, nil
+	}
+	specNode, err := node.Pipe(yaml.Lookup(path...))
+	if err != nil || specNode == nil {
+		return results, err
+	}
+	name := objectName(node)
+	chosen := opts.chooses(kind, node.GetName())
+	volumes, err := convertPodSpecNode(specNode, func(volume string) bool { return chosen && opts.choosesVolume(volume) })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(volumes) > 0 {
+		results = append(results, ObjectResult{Object: name, Volumes: volumes})
+	}
+	return results, nil
+}
+
+// objectName is Kind/name or Kind/namespace/name.
+func objectName(node *yaml.RNode) string {
+	if ns := node.GetNamespace(); ns != "" {
+		return node.GetKind() + "/" + ns + "/" + node.GetName()
+	}
+	return node.GetKind() + "/" + node.GetName()
+}
+
+// chooses says whether opts convert the pod template of kind/name.
+func (o Options) chooses(kind, name string) bool {
+	if len(o.Workloads) == 0 {
+		return true
+	}
+	for _, w := range o.Workloads {
+		k, n, qualified := strings.Cut(w, "/")
+		if !qualified && w == name || qualified && strings.EqualFold(k, kind) && n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// choosesVolume says whether opts convert volumes named volume.
+func (o Options) choosesVolume(volume string) bool {
+	if len(o.Volumes) == 0 {
+		return true
+	}
+	for _, v := range o.Volumes {
+		if v == volume {
+			return true
+		}
+	}
+	return false
+}
+
+// Summary writes results as the lines a user reads on standard error: a
+// line per volume, then the totals.
+func Summary(w io.Writer, results []ObjectResult) {
+	converted, left, objects := 0, 0, 0
+	for _, o := range results {
+		if o.Converted() > 0 {
+			objects++
+		}
+		for _, v := range o.Volumes {
+			fmt.Fprintf(w, "%s: %s\n", o.Object, v.Describe())
+			if v.Converted {
+				converted++
+			} else {
+				left++
+			}
+		}
+	}
+	fmt.Fprintf(w, "converted %s in %s; left %d as they were\n", count(converted, "volume"), count(objects, "object"), left)
+}
+
+// count is n and noun, plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+// podSpecPaths are where each kind keeps its pod template's spec.
+var podSpecPaths = map[string][]string{
+	"Pod":                   {"spec"},
+	"Deployment":            {"spec", "template", "spec"},
+	"StatefulSet":           {"spec", "template", "spec"},
+	"DaemonSet":             {"spec", "template", "spec"},
+	"ReplicaSet":            {"spec", "template", "spec"},
+	"ReplicationController": {"spec", "template", "spec"},
+	"Job":                   {"spec", "template", "spec"},
+	"CronJob":               {"spec", "jobTemplate", "spec", "template", "spec"},
+}
+
+// convertPodSpecNode converts the configMap volumes of the pod spec at
+// node, editing the YAML tree in place, and returns what it did.
+func convertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]convert.VolumeResult, error) {
+	var spec corev1.PodSpec
+	if err := decode(node, &spec); err != nil {
+		return nil, err
+	}
+	volumes, err := node.Pipe(yaml.Lookup("volumes"))
+	if err != nil || volumes == nil {
+		return nil, err
+	}
+	elements, err := volumes.Elements()
+	if err != nil {
+		return nil, fmt.Errorf("volumes: %w", err)
+	}
+	if len(elements) != len(spec.Volumes) {
+		return nil, fmt.Errorf("volumes: %d in the YAML, %d decoded", len(elements), len(spec.Volumes))
+	}
+	results := make([]convert.VolumeResult, 0, len(elements))
+	for i, d := range convert.Plan(&spec, want) {
+		if d.Converted {
+			source, err := csiVolumeSource(d.Attributes)
+			if err != nil {
+				return nil, err
+			}
+			replaceField(elements[i], "configMap", "csi", source)
+		}
+		results = append(results, d.VolumeResult)
+	}
+	return results, nil
+}
+
+// replaceField gives the field key of the mapping m the name newKey and
+// the value value, in its place: the fields around it keep their order,
+// and the key its comments.
+func replaceField(m *yaml.RNode, key, newKey string, value *yaml.RNode) {
+	content := m.YNode().Content
+	for i := 0; i+1 < len(content); i += 2 {
+		if content[i].Value == key {
+			content[i].Value = newKey
+			content[i+1] = value.YNode()
+			return
+		}
+	}
+}
+
+// decode reads node into out through its JSON form.
+func decode(node *yaml.RNode, out any) error {
+	data, err := node.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// csiVolumeSource is the YAML of the driver's volume source with attrs.
+func csiVolumeSource(attrs map[string]string) (*yaml.RNode, error) {
+	node := yaml.NewMapRNode(nil)
+	if err := node.PipeE(yaml.SetField("driver", yaml.NewStringRNode(podrefs.DriverName))); err != nil {
+		return nil, err
+	}
+	if err := node.PipeE(yaml.SetField("readOnly", yaml.NewRNode(&yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagBool, Value: "true"}))); err != nil {
+		return nil, err
+	}
+	values := yaml.NewMapRNode(nil)
+	for _, key := range convert.AttributeOrder {
+		if v, ok := attrs[key]; ok {
+			value := yaml.NewStringRNode(v)
+			if key == podrefs.AttrItems {
+				value.YNode().Style = yaml.SingleQuotedStyle // JSON, readable without escapes
+			}
+			if err := values.PipeE(yaml.SetField(key, value)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return node, node.PipeE(yaml.SetField("volumeAttributes", values))
+}

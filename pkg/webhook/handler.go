@@ -1,0 +1,174 @@
+// Package webhook is nodeagent's opt-in mutating admission webhook for
+// pods: it converts a new pod's configMap volumes into volumes of the CSI
+// driver configmaps.nodeagent.io (pkg/convert), so that workloads nobody
+// edits get their configuration updates, subPath mounts included
+// (docs/csi.md, "Without editing workloads").
+//
+// Contract:
+//
+//   - AdmissionReview v1 for the CREATE of pods; any other request is
+//     allowed unchanged. The response always allows the pod: the webhook
+//     changes volumes, it never refuses a pod.
+//   - Touched only where asked: a namespace opts in with the label
+//     configmaps.nodeagent.io/serve=enabled (the configuration's
+//     namespaceSelector decides; the handler does not read namespaces),
+//     and a pod opts out with the annotation
+//     configmaps.nodeagent.io/serve: disabled. kube-system and the
+//     webhook's own namespace are never touched, by the configuration's
+//     selector and by the handler.
+//   - A converted pod gets a JSONPatch that replaces spec.volumes and
+//     adds the annotation configmaps.nodeagent.io/converted, the volumes
+//     converted; a configMap volume left as it was comes back as a warning
+//     that kubectl shows, with the reason.
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodeagent-io/nodeagent/pkg/convert"
+)
+
+const (
+	// ServeLabel opts a namespace in (ServeEnabled) and, as an annotation,
+	// a pod out (ServeDisabled).
+	ServeLabel    = "configmaps.nodeagent.io/serve"
+	ServeEnabled  = "enabled"
+	ServeDisabled = "disabled"
+	// ConvertedAnnotation lists, comma-separated, the volumes of a pod
+	// the webhook converted.
+	ConvertedAnnotation = "configmaps.nodeagent.io/converted"
+)
+
+// maxReviewBytes bounds a request body: the apiserver's own limit on an
+// object is 3 MiB.
+const maxReviewBytes = 8 << 20
+
+// Handler serves AdmissionReviews.
+type Handler struct {
+	// Namespace is the webhook's own, never touched.
+	Namespace string
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		http.Error(w, fmt.Sprintf("not an AdmissionReview with a request: %v", err), http.StatusBadRequest)
+		return
+	}
+	review.Response = h.Review(review.Request)
+	review.Response.UID = review.Request.UID
+	review.Request = nil
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&review); err != nil {
+		klog.ErrorS(err, "Writing an admission response failed")
+	}
+}
+
+// Review decides one admission request: always allowed, patched when the
+// pod's volumes were converted.
+func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	allow := &admissionv1.AdmissionResponse{Allowed: true}
+	if req.Operation != admissionv1.Create || req.Resource != (metav1.GroupVersionResource{Version: "v1", Resource: "pods"}) || req.SubResource != "" {
+		return allow
+	}
+	if req.Namespace == metav1.NamespaceSystem || req.Namespace == h.Namespace {
+		return allow
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		allow.Warnings = []string{fmt.Sprintf("%s: the pod could not be read (%v); admitted unconverted", ServeLabel, err)}
+		return allow
+	}
+	if pod.Annotations[ServeLabel] == ServeDisabled {
+		return allow
+	}
+	results := convert.PodSpec(&pod.Spec, nil)
+	allow.Warnings = warnings(results)
+	converted := convertedVolumes(results)
+	if len(converted) == 0 {
+		return allow
+	}
+	patch, err := volumesPatch(&pod, converted)
+	if err != nil {
+		allow.Warnings = append(allow.Warnings, fmt.Sprintf("%s: %v; admitted unconverted", ServeLabel, err))
+		return allow
+	}
+	patchType := admissionv1.PatchTypeJSONPatch
+	allow.Patch, allow.PatchType = patch, &patchType
+	klog.V(2).InfoS("Converted a pod's configMap volumes", "pod", klog.KRef(req.Namespace, podName(&pod)), "volumes", converted)
+	return allow
+}
+
+// warnings says, for each configMap volume left as it was, why.
+func warnings(results []convert.VolumeResult) []string {
+	var out []string
+	for _, r := range results {
+		if r.ConfigMap && !r.Converted {
+			out = append(out, fmt.Sprintf("%s: volume %s is served by the kubelet, not the driver: %s", ServeLabel, r.Volume, r.Reason))
+		}
+	}
+	return out
+}
+
+func convertedVolumes(results []convert.VolumeResult) []string {
+	var out []string
+	for _, r := range results {
+		if r.Converted {
+			out = append(out, r.Volume)
+		}
+	}
+	return out
+}
+
+// jsonPatchOp is one operation of an RFC 6902 JSON patch.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// volumesPatch replaces the pod's volumes with its converted ones and
+// records which were converted.
+func volumesPatch(pod *corev1.Pod, converted []string) ([]byte, error) {
+	ops := []jsonPatchOp{{Op: "replace", Path: "/spec/volumes", Value: pod.Spec.Volumes}}
+	value := strings.Join(slices.Sorted(slices.Values(converted)), ",")
+	if pod.Annotations == nil {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{ConvertedAnnotation: value}})
+	} else {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(ConvertedAnnotation), Value: value})
+	}
+	return json.Marshal(ops)
+}
+
+// escapePointer escapes a key for a JSON pointer (RFC 6901).
+func escapePointer(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+}
+
+// podName is the pod's name, or its generateName for a pod a controller
+// creates.
+func podName(pod *corev1.Pod) string {
+	if pod.Name != "" {
+		return pod.Name
+	}
+	return pod.GenerateName
+}

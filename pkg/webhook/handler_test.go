@@ -1,0 +1,128 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+func testPod(annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "shop", Annotations: annotations},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "nginx", VolumeMounts: []corev1.VolumeMount{
+				{Name: "conf", MountPath: "/etc/nginx/nginx.conf", SubPath: "nginx.conf"}, {Name: "site", MountPath: "/srv"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nginx"}}}},
+				{Name: "site", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}, // no name: the driver would refuse it
+				{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}},
+			},
+		},
+	}
+}
+
+func review(t *testing.T, h *Handler, namespace string, op admissionv1.Operation, pod *corev1.Pod) (*admissionv1.AdmissionResponse, *corev1.Pod) {
+	t.Helper()
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "u-1", Operation: op, Namespace: namespace,
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Object: runtime.RawExtension{Raw: raw}},
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", bytes.NewReader(body)))
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+		t.Fatalf("response %d %q: %v", rec.Code, rec.Body.String(), err)
+	}
+	if out.Response.UID != "u-1" || !out.Response.Allowed {
+		t.Fatalf("response %+v: want the request's UID, allowed", out.Response)
+	}
+	if out.Response.Patch == nil {
+		return out.Response, pod
+	}
+	patch, err := jsonpatch.DecodePatch(out.Response.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := patch.Apply(raw)
+	if err != nil {
+		t.Fatalf("the patch %s does not apply: %v", out.Response.Patch, err)
+	}
+	var result corev1.Pod
+	if err := json.Unmarshal(patched, &result); err != nil {
+		t.Fatal(err)
+	}
+	return out.Response, &result
+}
+
+// A new pod in an opted-in namespace: its configMap volume is the driver's
+// (inPlace, for its subPath), the one the driver would refuse stays with
+// a warning, the Secret stays, and the pod says which were converted.
+func TestAPodIsConverted(t *testing.T) {
+	h := &Handler{Namespace: "nodeagent"}
+	for _, annotations := range []map[string]string{nil, {"team": "web"}} {
+		resp, pod := review(t, h, "shop", admissionv1.Create, testPod(annotations))
+		refs := podrefs.Of(pod)
+		if len(refs.DriverVolumes) != 1 || refs.DriverVolumes[0].Name != "conf" || !refs.DriverVolumes[0].InPlace {
+			t.Errorf("driver volumes %+v, want conf, inPlace", refs.DriverVolumes)
+		}
+		if pod.Spec.Volumes[1].ConfigMap == nil || pod.Spec.Volumes[2].Secret == nil {
+			t.Errorf("volumes left: %+v", pod.Spec.Volumes[1:])
+		}
+		if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "volume site is served by the kubelet") {
+			t.Errorf("warnings %q", resp.Warnings)
+		}
+		if pod.Annotations[ConvertedAnnotation] != "conf" || annotations != nil && pod.Annotations["team"] != "web" {
+			t.Errorf("annotations %v", pod.Annotations)
+		}
+	}
+}
+
+// Untouched: kube-system, the webhook's namespace, a pod that opts out, and
+// anything but a pod's creation.
+func TestWhatIsNeverTouched(t *testing.T) {
+	h := &Handler{Namespace: "nodeagent"}
+	for _, tc := range []struct {
+		name, namespace string
+		op              admissionv1.Operation
+		pod             *corev1.Pod
+	}{
+		{"kube-system", "kube-system", admissionv1.Create, testPod(nil)},
+		{"its own namespace", "nodeagent", admissionv1.Create, testPod(nil)},
+		{"opted out", "shop", admissionv1.Create, testPod(map[string]string{ServeLabel: ServeDisabled})},
+		{"an update", "shop", admissionv1.Update, testPod(nil)},
+	} {
+		resp, _ := review(t, h, tc.namespace, tc.op, tc.pod)
+		if resp.Patch != nil || len(resp.Warnings) > 0 {
+			t.Errorf("%s: patched %s, warnings %q", tc.name, resp.Patch, resp.Warnings)
+		}
+	}
+}
+
+// A request that is not an AdmissionReview is a client error.
+func TestBadRequests(t *testing.T) {
+	h := &Handler{}
+	for _, body := range []string{"", "{}", "not json"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("body %q: %d", body, rec.Code)
+		}
+	}
+}
