@@ -203,7 +203,6 @@ func sameFiles(volume, driver *corev1.ConfigMapVolumeSource) bool {
 
 func ptrTo[T any](v T) *T { return &v }
 
-
 // AttributeOrder is the order a volume's attributes are best written in:
 // the ConfigMapVolumeSource's fields, then updates.
 var AttributeOrder = []string{podrefs.AttrConfigMap, podrefs.AttrOptional, podrefs.AttrDefaultMode, podrefs.AttrItems, podrefs.AttrUpdates}

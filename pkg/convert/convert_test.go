@@ -36,4 +36,3 @@ func TestConvertedVolumesAskForTheSameFiles(t *testing.T) {
 		t.Error("a configMap volume without a name was converted")
 	}
 }
-

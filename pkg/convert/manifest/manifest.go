@@ -178,6 +178,7 @@ func count(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
 // podSpecPaths are where each kind keeps its pod template's spec.
 var podSpecPaths = map[string][]string{
 	"Pod":                   {"spec"},
