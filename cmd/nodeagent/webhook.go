@@ -15,36 +15,85 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
 	"github.com/nodeagent-io/nodeagent/pkg/webhook"
 )
 
 func runWebhook(args []string, stdout io.Writer) error {
 	fs := newFlagSet("webhook", "Serve the opt-in mutating admission webhook for pods: in namespaces labelled "+webhook.ServeLabel+"="+webhook.ServeEnabled+", a new pod's configMap volumes become the CSI driver's (docs/csi.md, \"Without editing workloads\"). The webhook configuration's failurePolicy Ignore keeps pods starting, unconverted, while it is down.", stdout)
-	address := fs.String("address", ":8443", "Serve HTTPS here: /convert (AdmissionReview v1) and /healthz.")
-	certFile := fs.String("tls-cert-file", "", "The serving certificate (PEM), for the webhook Service's DNS name; read again when it changes (cert-manager, a mounted Secret).")
-	keyFile := fs.String("tls-private-key-file", "", "The serving certificate's private key (PEM).")
-	namespace := fs.String("namespace", os.Getenv("POD_NAMESPACE"), "The webhook's own namespace, whose pods it never converts. Default: $POD_NAMESPACE.")
+	f := webhookFlags{}
+	fs.StringVar(&f.address, "address", ":8443", "Serve HTTPS here: /convert (AdmissionReview v1) and /healthz.")
+	fs.StringVar(&f.certFile, "tls-cert-file", "", "The serving certificate (PEM), for the webhook Service's DNS name, read again when it changes (cert-manager, a mounted Secret). Empty: the webhook keeps its own (--self-signed-secret).")
+	fs.StringVar(&f.keyFile, "tls-private-key-file", "", "The serving certificate's private key (PEM).")
+	fs.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The webhook's own namespace, whose pods it never converts, and where its Secret is. Default: $POD_NAMESPACE.")
+	fs.StringVar(&f.secret, "self-signed-secret", "nodeagent-webhook-tls", "Without --tls-cert-file: the Secret of the webhook's namespace where it keeps a CA of its own and the serving certificate that CA signs, each renewed at two thirds of its life.")
+	fs.StringVar(&f.service, "service", "nodeagent-webhook", "Without --tls-cert-file: the webhook's Service, whose DNS names the serving certificate carries.")
+	fs.StringVar(&f.configuration, "webhook-configuration", "nodeagent-webhook", "Without --tls-cert-file: the MutatingWebhookConfiguration whose caBundle the webhook keeps current.")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig, for --self-signed-secret. Empty: the in-cluster service account.")
 	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *certFile == "" || *keyFile == "" {
-		return errors.New("--tls-cert-file and --tls-private-key-file are required: the apiserver calls webhooks over HTTPS only")
-	}
-	certs, err := webhook.NewCertFiles(*certFile, *keyFile)
-	if err != nil {
-		return err
-	}
-	listener, err := net.Listen("tcp", *address)
-	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return serveWebhook(ctx, listener, certs, &webhook.Handler{Namespace: *namespace})
+	certs, err := f.certificates(ctx)
+	if err != nil {
+		return err
+	}
+	listener, err := net.Listen("tcp", f.address)
+	if err != nil {
+		return err
+	}
+	return serveWebhook(ctx, listener, certs, &webhook.Handler{Namespace: f.namespace})
+}
+
+// webhookFlags are what `nodeagent webhook` is told.
+type webhookFlags struct {
+	address, certFile, keyFile, namespace string
+	secret, service, configuration        string
+	kubeconfig                            string
+}
+
+// certificates returns the serving certificate's source: the files, or a
+// self-signed CA kept in a Secret, checked every minute until ctx ends.
+func (f *webhookFlags) certificates(ctx context.Context) (certificateSource, error) {
+	if f.certFile != "" || f.keyFile != "" {
+		if f.certFile == "" || f.keyFile == "" {
+			return nil, errors.New("--tls-cert-file and --tls-private-key-file go together")
+		}
+		return webhook.NewCertFiles(f.certFile, f.keyFile)
+	}
+	if f.namespace == "" {
+		return nil, errors.New("--namespace (or $POD_NAMESPACE) is required for --self-signed-secret: the Secret lives in the webhook's namespace")
+	}
+	cfg, err := loadRESTConfig(f.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	core, err := coreclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	configurations, err := webhook.NewConfigurationClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	svc := f.service + "." + f.namespace + ".svc"
+	s := &webhook.SelfSigned{Secrets: core.Secrets(f.namespace), Configurations: configurations, Namespace: f.namespace, SecretName: f.secret,
+		DNSNames: []string{svc, svc + ".cluster.local"}, WebhookConfiguration: f.configuration}
+	if err := s.Check(ctx); err != nil {
+		return nil, err
+	}
+	go s.Run(ctx)
+	return s, nil
+}
+
+// certificateSource gives the TLS server its certificate.
+type certificateSource interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
 // serveWebhook serves the handler over TLS on listener until ctx ends.
-func serveWebhook(ctx context.Context, listener net.Listener, certs *webhook.CertFiles, handler http.Handler) error {
+func serveWebhook(ctx context.Context, listener net.Listener, certs certificateSource, handler http.Handler) error {
 	mux := http.NewServeMux()
 	mux.Handle("/convert", handler)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })

@@ -24,8 +24,10 @@ import (
 // The webhook serves AdmissionReviews over TLS with the certificate it is
 // given, and refuses to start without one.
 func TestWebhookServesOverTLS(t *testing.T) {
-	if err := runWebhook(nil, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--tls-cert-file") {
-		t.Errorf("without a certificate: %v", err)
+	for _, args := range [][]string{{"--tls-cert-file=/x"}, {"--namespace="}} {
+		if err := runWebhook(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v: no error", args)
+		}
 	}
 	dir := t.TempDir()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)

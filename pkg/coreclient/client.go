@@ -1,5 +1,6 @@
 // Package coreclient is an API client for the core/v1 resources a node
-// agent uses: pods, nodes and ConfigMaps to read and watch, events to post.
+// agent uses: pods, nodes and ConfigMaps to read and watch, events to post,
+// and the Secret the admission webhook keeps its certificates in.
 //
 // It exists for memory. client-go's clientset (and its typed core client,
 // which imports the same scheme) registers every API group's types when the
@@ -81,6 +82,12 @@ func (c *Client) ConfigMaps(namespace string) *Resource[*corev1.ConfigMap, *core
 	return &Resource[*corev1.ConfigMap, *corev1.ConfigMapList]{client: c.rest, resource: "configmaps", namespace: namespace, protobuf: true,
 		newItem: func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
 		newList: func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} }}
+}
+
+// Secrets of namespace (the admission webhook's certificates).
+func (c *Client) Secrets(namespace string) *Resource[*corev1.Secret, *corev1.SecretList] {
+	return &Resource[*corev1.Secret, *corev1.SecretList]{client: c.rest, resource: "secrets", namespace: namespace, protobuf: true,
+		newItem: func() *corev1.Secret { return &corev1.Secret{} }, newList: func() *corev1.SecretList { return &corev1.SecretList{} }}
 }
 
 // Events of namespace. Unlike the other resources, they keep the config's

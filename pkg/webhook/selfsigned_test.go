@@ -1,0 +1,136 @@
+package webhook
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+const testService = "nodeagent-webhook.nodeagent.svc"
+
+func newSelfSigned(client *fake.Clientset, clock *testingclock.FakeClock) *SelfSigned {
+	return &SelfSigned{Secrets: client.CoreV1().Secrets("nodeagent"), Configurations: client.AdmissionregistrationV1().MutatingWebhookConfigurations(), Namespace: "nodeagent", SecretName: "webhook-tls", DNSNames: []string{testService},
+		WebhookConfiguration: "nodeagent", CALifetime: 300 * 24 * time.Hour, CertLifetime: 30 * 24 * time.Hour, Clock: clock}
+}
+
+// verify checks that s serves a certificate for the Service that the
+// configuration's caBundle trusts, and returns the certificate.
+func verify(t *testing.T, client *fake.Clientset, s *SelfSigned, now time.Time) *x509.Certificate {
+	t.Helper()
+	served, err := s.GetCertificate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(served.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "nodeagent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(config.Webhooks[0].ClientConfig.CABundle) {
+		t.Fatal("no CA in the caBundle")
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: testService, Roots: roots, CurrentTime: now}); err != nil {
+		t.Fatalf("the served certificate is not trusted by the caBundle: %v", err)
+	}
+	return leaf
+}
+
+// The first check makes a CA and a serving certificate that the caBundle
+// trusts; later checks change nothing until two thirds of the serving
+// certificate's life; then it is renewed under the same CA; when the CA
+// is due, the new one comes with the old in the bundle, and every replica
+// serves what the Secret holds.
+func TestSelfSignedCertificatesAreRenewedBeforeExpiry(t *testing.T) {
+	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	client := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodeagent"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.configmaps.nodeagent.io"}},
+	})
+	s := newSelfSigned(client, clock)
+	if _, err := s.GetCertificate(nil); err == nil {
+		t.Error("a certificate before the first check")
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := verify(t, client, s, clock.Now())
+	clock.Step(19 * 24 * time.Hour) // under two thirds of 30 days
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := verify(t, client, s, clock.Now()); !got.Equal(first) {
+		t.Error("renewed before two thirds of its life")
+	}
+	clock.Step(2 * 24 * time.Hour)
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := verify(t, client, s, clock.Now())
+	if second.Equal(first) || string(second.AuthorityKeyId) != string(first.AuthorityKeyId) {
+		t.Error("not renewed after two thirds of its life, or under another CA")
+	}
+
+	other := newSelfSigned(client, clock) // a second replica
+	if err := other.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := verify(t, client, other, clock.Now()); !got.Equal(second) {
+		t.Error("a second replica serves another certificate than the Secret's")
+	}
+
+	for day := 22; day < 199; day++ { // both replicas check, up to the day before the CA is due
+		clock.Step(24 * time.Hour)
+		for _, replica := range []*SelfSigned{s, other} {
+			if err := replica.Check(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	verify(t, client, other, clock.Now())
+	clock.Step(2 * 24 * time.Hour) // the CA past two thirds of 300 days
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	third := verify(t, client, s, clock.Now())
+	if string(third.AuthorityKeyId) == string(first.AuthorityKeyId) {
+		t.Error("the CA was not renewed")
+	}
+	// The replica that has not checked yet still serves a certificate of
+	// the old CA, which the bundle still trusts.
+	verify(t, client, other, clock.Now())
+}
+
+// A Secret whose certificate is for other names (the Service renamed) is
+// renewed for the names asked.
+func TestSelfSignedFollowsTheServiceName(t *testing.T) {
+	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Now())
+	client := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodeagent"}, Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "w"}}})
+	s := newSelfSigned(client, clock)
+	s.DNSNames = []string{"old.nodeagent.svc"}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.DNSNames = []string{testService}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	verify(t, client, s, clock.Now())
+	secret, _ := client.CoreV1().Secrets("nodeagent").Get(ctx, "webhook-tls", metav1.GetOptions{})
+	if block, _ := pem.Decode(secret.Data[SecretPreviousCA]); block != nil {
+		t.Error("a renewed serving certificate rotated the CA")
+	}
+}
