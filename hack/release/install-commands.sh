@@ -12,7 +12,7 @@ set -euo pipefail
 registry=$1 version=$2 chart_version=$3 platforms=$4 digest=$5 output=$6 shown=${7:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
-parts=(overlays/before overlays/after overlays/watch overlays/csi analyze-serve)
+parts=(overlays/before overlays/after overlays/watch overlays/csi overlays/csi-webhook analyze-serve)
 for part in "${parts[@]}"; do
   dir="$output/deploy/${part#overlays/}"
   mkdir -p "$dir"
@@ -43,7 +43,7 @@ Install them with Helm, from the registry or from the chart's copy in $relative_
   helm install nodeagent oci://$registry/charts/nodeagent --version $chart_version$plain_http -n nodeagent --create-namespace --set mode=after
   helm install nodeagent $relative_output/chart/nodeagent-$chart_version.tgz -n nodeagent --create-namespace --set mode=after
 
-or with kubectl, from the kustomizations written in $relative_output/deploy (before, after, watch, csi, analyze-serve):
+or with kubectl, from the kustomizations written in $relative_output/deploy (before, after, watch, csi, csi-webhook, analyze-serve):
 
   kubectl apply -k $relative_output/deploy/after
 MSG

@@ -91,7 +91,7 @@ var helmOnlyLabels = []string{"app.kubernetes.io/instance", "app.kubernetes.io/m
 // normalize removes from o what only Helm adds, so that a chart's object and
 // an overlay's compare equal when they mean the same.
 func normalize(o object) object {
-	for _, path := range [][]string{{"metadata", "labels"}, {"spec", "selector", "matchLabels"},
+	for _, path := range [][]string{{"metadata", "labels"}, {"spec", "selector", "matchLabels"}, {"spec", "selector"},
 		{"spec", "template", "metadata", "labels"}} {
 		if labels, ok := lookup(o, path...).(map[string]interface{}); ok {
 			for _, l := range helmOnlyLabels {
@@ -166,6 +166,7 @@ func TestChartEqualsOverlays(t *testing.T) {
 		{"after", []string{"mode=after"}, []string{"deploy/overlays/after"}},
 		{"watch", []string{"mode=watch"}, []string{"deploy/overlays/watch"}},
 		{"csi", []string{"mode=csi"}, []string{"deploy/overlays/csi"}},
+		{"csi with the webhook", []string{"mode=csi", "webhook.enabled=true"}, []string{"deploy/overlays/csi-webhook"}},
 		{"after with analyze", []string{"mode=after", "analyze.enabled=true"}, []string{"deploy/overlays/after", "deploy/analyze-serve"}},
 	}
 	for _, tc := range cases {
@@ -279,6 +280,34 @@ func TestChartCSIValues(t *testing.T) {
 	}
 }
 
+// TestChartWebhookCertManager: with a cert-manager issuer the webhook
+// serves cert-manager's certificate, which cert-manager injects into the
+// configuration, and gets no permission on Secrets or configurations.
+func TestChartWebhookCertManager(t *testing.T) {
+	byKey := map[string]object{}
+	for _, o := range helmTemplate(t, "--set", "mode=csi", "--set", "webhook.enabled=true",
+		"--set", "webhook.certManagerIssuer.kind=ClusterIssuer", "--set", "webhook.certManagerIssuer.name=cluster-ca") {
+		byKey[key(o)] = o
+	}
+	cert := byKey["Certificate/nodeagent-webhook"]
+	if fmt.Sprint(lookup(cert, "spec", "issuerRef")) != "map[kind:ClusterIssuer name:cluster-ca]" ||
+		fmt.Sprint(lookup(cert, "spec", "dnsNames")) != "[nodeagent-webhook.nodeagent.svc nodeagent-webhook.nodeagent.svc.cluster.local]" {
+		t.Errorf("Certificate %v", cert)
+	}
+	container := lookup(byKey["Deployment/nodeagent-webhook"], "spec", "template", "spec", "containers").([]interface{})[0]
+	if args := fmt.Sprint(lookup(container, "args")); !strings.Contains(args, "--tls-cert-file=/tls/tls.crt") || strings.Contains(args, "self-signed") {
+		t.Errorf("args %s", args)
+	}
+	if inject := lookup(byKey["MutatingWebhookConfiguration/nodeagent-webhook"], "metadata", "annotations", "cert-manager.io/inject-ca-from"); inject != "nodeagent/nodeagent-webhook" {
+		t.Errorf("inject-ca-from %v", inject)
+	}
+	for _, k := range []string{"Role/nodeagent-webhook", "ClusterRole/nodeagent-webhook"} {
+		if byKey[k] != nil {
+			t.Errorf("%s with cert-manager, which needs none", k)
+		}
+	}
+}
+
 // TestChartAnalyzeValues: the analyzer's values land where they say; each
 // optional role is bound only when asked for; it installs alone, without
 // the agents; its pod is never one the agents' DaemonSet selects.
@@ -367,6 +396,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"agents.enabled=false", "image.tag=v1"}, "nothing to install"},
 		{[]string{"imagePullSecrets[0].nmae=regcred", "image.tag=v1"}, "nmae"},
 		{[]string{"analyze.enabled=true", "analyze.httpAddress=localhost", "image.tag=v1"}, "httpAddress"},
+		{[]string{"webhook.enabled=true", "image.tag=v1"}, "set mode=csi"},
+		{[]string{"mode=csi", "webhook.enabled=true", "webhook.certManagerIssuer.kind=Issuers", "image.tag=v1"}, "kind"},
 		// A source checkout's chart names no published image.
 		{nil, "image.tag is empty"},
 	} {

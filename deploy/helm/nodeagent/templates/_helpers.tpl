@@ -94,3 +94,23 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
+
+{{/* The webhook's name: its Deployment, Service, ServiceAccount, roles and configuration (as deploy/overlays/csi-webhook names them for the release nodeagent). */}}
+{{- define "nodeagent.webhookName" -}}
+{{- printf "%s-webhook" (include "nodeagent.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* What the webhook's Deployment and Service select its pods by. */}}
+{{- define "nodeagent.webhookSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The labels of the webhook's objects. */}}
+{{- define "nodeagent.webhookLabels" -}}
+{{ include "nodeagent.webhookSelectorLabels" . }}
+app.kubernetes.io/part-of: nodeagent
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
