@@ -29,6 +29,7 @@ func runWebhook(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.secret, "self-signed-secret", "nodeagent-webhook-tls", "Without --tls-cert-file: the Secret of the webhook's namespace where it keeps a CA of its own and the serving certificate that CA signs, each renewed at two thirds of its life.")
 	fs.StringVar(&f.service, "service", "nodeagent-webhook", "Without --tls-cert-file: the webhook's Service, whose DNS names the serving certificate carries.")
 	fs.StringVar(&f.configuration, "webhook-configuration", "nodeagent-webhook", "Without --tls-cert-file: the MutatingWebhookConfiguration whose caBundle the webhook keeps current.")
+	fs.StringSliceVar(&f.dnsNames, "dns-names", nil, "Without --tls-cert-file: the serving certificate's DNS names. Default: the Service's, <service>.<namespace>.svc and .svc.cluster.local; set them for a webhook the configuration reaches by URL.")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig, for --self-signed-secret. Empty: the in-cluster service account.")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -50,6 +51,7 @@ func runWebhook(args []string, stdout io.Writer) error {
 type webhookFlags struct {
 	address, certFile, keyFile, namespace string
 	secret, service, configuration        string
+	dnsNames                              []string
 	kubeconfig                            string
 }
 
@@ -77,9 +79,13 @@ func (f *webhookFlags) certificates(ctx context.Context) (certificateSource, err
 	if err != nil {
 		return nil, err
 	}
-	svc := f.service + "." + f.namespace + ".svc"
+	names := f.dnsNames
+	if len(names) == 0 {
+		svc := f.service + "." + f.namespace + ".svc"
+		names = []string{svc, svc + ".cluster.local"}
+	}
 	s := &webhook.SelfSigned{Secrets: core.Secrets(f.namespace), Configurations: configurations, Namespace: f.namespace, SecretName: f.secret,
-		DNSNames: []string{svc, svc + ".cluster.local"}, WebhookConfiguration: f.configuration}
+		DNSNames: names, WebhookConfiguration: f.configuration}
 	if err := s.Check(ctx); err != nil {
 		return nil, err
 	}
