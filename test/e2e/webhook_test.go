@@ -119,4 +119,3 @@ func createTestPod(ctx context.Context, namespace string, annotations map[string
 	}
 	return clientset.CoreV1().Pods(namespace).Create(ctx, pod, opts)
 }
-
