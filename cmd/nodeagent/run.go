@@ -61,7 +61,7 @@ func runAgent(args []string, stdout io.Writer) error {
 }
 
 // parseDaemonFlags adds the logging flags of a long-running command (run,
-// csi) to fs, parses args, refuses positional arguments, validates, and
+// csi, webhook) to fs, parses args, refuses positional arguments, validates, and
 // sets up logging; the caller defers klog.Flush.
 func parseDaemonFlags(fs *pflag.FlagSet, args []string, validate func() error) error {
 	var logFormat string

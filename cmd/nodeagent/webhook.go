@@ -31,9 +31,10 @@ func runWebhook(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.configuration, "webhook-configuration", "nodeagent-webhook", "Without --tls-cert-file: the MutatingWebhookConfiguration whose caBundle the webhook keeps current.")
 	fs.StringSliceVar(&f.dnsNames, "dns-names", nil, "Without --tls-cert-file: the serving certificate's DNS names. Default: the Service's, <service>.<namespace>.svc and .svc.cluster.local; set them for a webhook the configuration reaches by URL.")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig, for --self-signed-secret. Empty: the in-cluster service account.")
-	if err := fs.Parse(args); err != nil {
+	if err := parseDaemonFlags(fs, args, func() error { return nil }); err != nil {
 		return err
 	}
+	defer klog.Flush()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	certs, err := f.certificates(ctx)
