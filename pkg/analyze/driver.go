@@ -28,6 +28,9 @@ type DriverResult struct {
 	// require is missing. The kubelet retries their publish calls, each of
 	// which opens and closes a watch; the prediction leaves them out.
 	Failing int `json:"failing,omitempty"`
+	// ConvertedPods counts the pods whose volumes the admission webhook
+	// made the driver's (podrefs.ConvertedAnnotation).
+	ConvertedPods int `json:"convertedPods,omitempty"`
 }
 
 // driverWatchLifetime is the mean life of the driver's watches: client-go's
@@ -45,6 +48,9 @@ func (c Cluster) driverResult() *DriverResult {
 			continue
 		}
 		r.Pods++
+		if p.Converted {
+			r.ConvertedPods++
+		}
 		mp := model.Pod{Name: p.Namespace + "/" + p.Name}
 		for _, v := range p.Refs.DriverVolumes {
 			r.Volumes++
@@ -103,8 +109,8 @@ func (d DriverResult) table() report.Table {
 	}
 	sum := d.Predicted.Sum()
 	return report.Table{
-		Header: []string{"pods", "volumes", "failing", "nodes", "watches", "apiserver GET/s", "update delay (median / longest)"},
-		Rows: [][]string{{fmt.Sprint(d.Pods), fmt.Sprint(d.Volumes), fmt.Sprint(d.Failing), fmt.Sprint(d.Nodes),
+		Header: []string{"pods", "converted by the webhook", "volumes", "failing", "nodes", "watches", "apiserver GET/s", "update delay (median / longest)"},
+		Rows: [][]string{{fmt.Sprint(d.Pods), fmt.Sprint(d.ConvertedPods), fmt.Sprint(d.Volumes), fmt.Sprint(d.Failing), fmt.Sprint(d.Nodes),
 			fmt.Sprint(sum.Watches), fmt.Sprintf("%.2f", sum.APIServerGets), delay}},
 	}
 }

@@ -26,6 +26,7 @@ func TestPredictDriver(t *testing.T) {
 		podrefs.Refs{DriverVolumes: []podrefs.DriverVolume{driver("shared", false), driver("absent", false)}})
 	c.Inventory.AddObject(model.ConfigMap, "ns", "shared", false)
 	c.Inventory.AddObject(model.ConfigMap, "ns", "frozen", true)
+	c.Inventory.Pods[1].Converted = true // the webhook converted the first driver pod
 	without := Predict(oneNode("v1.37.2", model.StrategyCache, time.Minute, time.Minute, withKubelet), 10)
 	r := Predict(c, 10)
 
@@ -41,8 +42,8 @@ func TestPredictDriver(t *testing.T) {
 	}
 	// shared, frozen (immutable, watched all the same) and later (optional,
 	// missing: its volume is empty and watched); absent fails.
-	if d.Pods != 2 || d.Volumes != 5 || d.Failing != 1 || d.Nodes != 1 || d.Predicted.Sum().Watches != 3 || d.Predicted.Sum().APIServerGets != 0 {
-		t.Errorf("driver %+v, want 2 pods, 5 volumes of which 1 failing, 1 node, 3 watches, no GET", *d)
+	if d.Pods != 2 || d.ConvertedPods != 1 || d.Volumes != 5 || d.Failing != 1 || d.Nodes != 1 || d.Predicted.Sum().Watches != 3 || d.Predicted.Sum().APIServerGets != 0 {
+		t.Errorf("driver %+v, want 2 pods (1 converted by the webhook), 5 volumes of which 1 failing, 1 node, 3 watches, no GET", *d)
 	}
 	if d.UpdateDelay == nil || d.UpdateDelay.Max >= 1 {
 		t.Errorf("driver's delay %+v, want under a second", d.UpdateDelay)

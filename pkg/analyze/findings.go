@@ -34,10 +34,15 @@ const (
 	// MissingKey: a volume's items (or an env var) name a key the object
 	// lacks, and the read is not optional.
 	MissingKey FindingType = "missingKey"
+	// NotConverted: a pod of a namespace that opted in to the admission
+	// webhook has a configMap volume the driver could serve, and the
+	// kubelet serves it: the pod predates the opt-in, or was created
+	// while the webhook was down.
+	NotConverted FindingType = "notConverted"
 )
 
 // FindingTypes lists every type, in the order reports give them.
-var FindingTypes = []FindingType{StaleSinceStart, ImmutableRecreated, Missing, MissingKey, SubPathNeverUpdated, EnvNeverUpdated}
+var FindingTypes = []FindingType{StaleSinceStart, ImmutableRecreated, Missing, MissingKey, SubPathNeverUpdated, EnvNeverUpdated, NotConverted}
 
 // ParseFindingType accepts a finding type's name.
 func ParseFindingType(s string) (FindingType, error) {
@@ -109,6 +114,14 @@ func (c Cluster) podFindings(p inventory.PodInfo) []Finding {
 	}
 	for _, ctr := range p.Refs.Containers {
 		f.container(ctr)
+	}
+	if c.Inventory.OptedIn[p.Namespace] {
+		for _, v := range p.Unconverted {
+			f.add(NotConverted, "", podrefs.Ref{Kind: model.ConfigMap, Name: v.ConfigMap},
+				fmt.Sprintf("volume %s is served by the kubelet in a namespace labelled %s=%s: the pod was created before the label, or while the admission webhook was down",
+					v.Volume, podrefs.ServeLabel, podrefs.ServeEnabled),
+				"recreate the pod (a rollout restart of its workload) so that the webhook converts it; if new pods stay unconverted, check the webhook's pods")
+		}
 	}
 	return f.out
 }

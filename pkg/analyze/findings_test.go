@@ -192,3 +192,37 @@ func TestStaleDetailSaysCreationTimeOnly(t *testing.T) {
 		}
 	}
 }
+
+// In a namespace labelled for the webhook, a configMap volume the kubelet
+// still serves is notConverted; not in another namespace, not for a pod
+// that opted out, and not for a volume already the driver's.
+func TestNotConverted(t *testing.T) {
+	w := newFindingsWorld()
+	w.node("n1", model.StrategyWatch)
+	w.configMap("cfg", false, t0, time.Time{})
+	w.pod("old", "n1", t1, mount("conf", ""), cmVolume("conf", "cfg", false))
+	w.inv.OptedIn, w.inv.NamespacesListed = map[string]bool{"ns": true}, true
+	if got := strings.Join(w.found(), ","); got != "notConverted ns/old/ cfg" {
+		t.Errorf("findings %q, want notConverted for the pod's volume", got)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "out", Annotations: map[string]string{"configmaps.nodeagent.io/serve": "disabled"}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app"}}, Volumes: []corev1.Volume{cmVolume("conf", "cfg", false)}}}
+	w.inv.Pods = []inventory.PodInfo{inventory.PodInfoOf(p)}
+	if got := w.found(); len(got) != 0 {
+		t.Errorf("a pod that opted out: %q", got)
+	}
+	w.inv.OptedIn = map[string]bool{"other": true}
+	w.pod("old", "n1", t1, mount("conf", ""), cmVolume("conf", "cfg", false))
+	if got := w.found(); len(got) != 0 {
+		t.Errorf("a namespace that did not opt in: %q", got)
+	}
+}
+
+// Every finding type says what it means in the summary.
+func TestEveryFindingTypeHasAMeaning(t *testing.T) {
+	for _, ft := range FindingTypes {
+		if findingMeanings[ft] == "" {
+			t.Errorf("%s has no meaning in the summary", ft)
+		}
+	}
+}

@@ -17,6 +17,7 @@ var findingMeanings = map[FindingType]string{
 	MissingKey:          "a key a volume or variable names is not in its object",
 	SubPathNeverUpdated: "mounted through subPath: never updated while the container runs",
 	EnvNeverUpdated:     "read into the environment: never updated while the container runs",
+	NotConverted:        "served by the kubelet in a namespace that opted in to the driver's webhook",
 }
 
 // findingSections are the findings' summary by type and the top rows.

@@ -19,6 +19,18 @@ import (
 // volumes of this driver are the driver's to serve, not the kubelet's.
 const DriverName = "configmaps.nodeagent.io"
 
+// The admission webhook's contract (pkg/webhook; docs/csi.md, "The
+// admission webhook, opt-in"): a namespace labelled ServeLabel=ServeEnabled
+// has its new pods' configMap volumes converted to the driver's; a pod
+// annotated ServeLabel: ServeDisabled opts out; a converted pod carries
+// ConvertedAnnotation, the names of the volumes converted.
+const (
+	ServeLabel          = "configmaps.nodeagent.io/serve"
+	ServeEnabled        = "enabled"
+	ServeDisabled       = "disabled"
+	ConvertedAnnotation = "configmaps.nodeagent.io/converted"
+)
+
 // The volume attributes of the driver's volumes: its contract with its
 // users (docs/csi.md, "Attributes"). Tests outside the project use these
 // names; never rename one.

@@ -36,17 +36,19 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/pkg/convert"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
+// The webhook's label and annotations (podrefs, which analyze reads too).
 const (
 	// ServeLabel opts a namespace in (ServeEnabled) and, as an annotation,
 	// a pod out (ServeDisabled).
-	ServeLabel    = "configmaps.nodeagent.io/serve"
-	ServeEnabled  = "enabled"
-	ServeDisabled = "disabled"
+	ServeLabel    = podrefs.ServeLabel
+	ServeEnabled  = podrefs.ServeEnabled
+	ServeDisabled = podrefs.ServeDisabled
 	// ConvertedAnnotation lists, comma-separated, the volumes of a pod
 	// the webhook converted.
-	ConvertedAnnotation = "configmaps.nodeagent.io/converted"
+	ConvertedAnnotation = podrefs.ConvertedAnnotation
 )
 
 // maxReviewBytes bounds a request body: the apiserver's own limit on an

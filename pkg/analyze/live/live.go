@@ -118,13 +118,13 @@ func (a *Analyzer) Report() *Report { return a.report.Load() }
 // ctx ends. It fails only if the cluster cannot be read at all at start.
 func (a *Analyzer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	secrets, err := mayListSecrets(ctx, a.client)
+	may, err := mayList(ctx, a.client)
 	if err != nil {
 		return err
 	}
-	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, secrets, a.changed, a.failures, a.clock.Now)
+	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, may, a.changed, a.failures, a.clock.Now)
 	a.watcher.run(ctx)
-	logger.Info("Watching the cluster", "secrets", secrets, "nodeSelector", a.opts.Analyze.NodeSelector)
+	logger.Info("Watching the cluster", "secrets", may.secrets, "optedInNamespaces", may.namespaces, "nodeSelector", a.opts.Analyze.NodeSelector)
 	for !a.watcher.synced() {
 		select {
 		case <-ctx.Done():

@@ -227,3 +227,21 @@ func TestIrrelevantUpdatesComputeNothing(t *testing.T) {
 	}
 	testutil.WaitFor(t, "a computation after the TTL's change", func() bool { return a.computations.Load() > before })
 }
+
+// A namespace that opts in to the admission webhook while analyze runs
+// turns its pods' kubelet-served configMap volumes into notConverted.
+func TestAnalyzerFollowsTheOptIn(t *testing.T) {
+	client := fake.NewClientset(node("n1"), podReading("web", "n1", "cfg", "env"),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
+	a := startAnalyzer(t, client)
+	if got := findingTypes(a.Report()); slices.Contains(got, "notConverted cfg") {
+		t.Fatalf("findings %v before the namespace opted in", got)
+	}
+	label := `{"metadata":{"labels":{"configmaps.nodeagent.io/serve":"enabled"}}}`
+	if _, err := client.CoreV1().Namespaces().Patch(context.Background(), "shop", "application/merge-patch+json", []byte(label), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "a report with notConverted", func() bool {
+		return slices.Contains(findingTypes(a.Report()), "notConverted cfg")
+	})
+}

@@ -6,7 +6,8 @@
 //
 //   - One informer per resource: nodes (the node selector's), scheduled pods
 //     (field selector spec.nodeName!=), ConfigMaps and, where this user may
-//     list them, Secrets. Each lists once and then watches; client-go's
+//     list them, Secrets and the namespaces labelled for the admission
+//     webhook. Each lists once and then watches; client-go's
 //     reflectors relist after a 410 Gone or a closed watch, with backoff.
 //     Nothing is listed again on a timer.
 //   - The informers keep what analyze keeps and no more (transform.go): a
@@ -49,6 +50,8 @@ const secretsUnlisted = "this user may not list Secrets: every Secret is taken t
 // watcher holds the informers of one cluster.
 type watcher struct {
 	nodes, pods, configMaps, secrets cache.SharedIndexInformer
+	// namespaces are those labelled for the admission webhook.
+	namespaces cache.SharedIndexInformer
 	// changed is called on every event, with whether a Node changed (its
 	// kubelet's settings may have).
 	changed func(node string)
@@ -58,12 +61,18 @@ type watcher struct {
 	failures *listWatchFailures
 }
 
-// newWatcher builds the informers; secretsListed says whether to watch
-// Secrets at all; failures counts their failed lists and watches.
-func newWatcher(client kubernetes.Interface, nodeSelector string, secretsListed bool, changed func(node string), failures *listWatchFailures, now func() time.Time) *watcher {
+// listable says which optional resources this user may list.
+type listable struct{ secrets, namespaces bool }
+
+// newWatcher builds the informers; may says whether to watch Secrets and
+// namespaces at all; failures counts their failed lists and watches.
+func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, changed func(node string), failures *listWatchFailures, now func() time.Time) *watcher {
 	w := &watcher{changed: changed, allNodes: nodeSelector == "", failures: failures}
-	w.makeInformers(client, nodeSelector, secretsListed)
-	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "secrets": w.secrets} {
+	w.makeInformers(client, nodeSelector, may.secrets)
+	if may.namespaces {
+		w.namespaces = optedInNamespaces(client)
+	}
+	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "secrets": w.secrets, "namespaces": w.namespaces} {
 		if inf != nil {
 			// A failure computes the report again, so that its warnings
 			// say so (client-go retries at most every 30 s meanwhile).
@@ -106,6 +115,19 @@ func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string
 			return core.Secrets("").Watch(ctx, o)
 		}, slimSecret)
 	}
+}
+
+// optedInNamespaces is the informer of the namespaces labelled for the
+// admission webhook: names and labels are all it keeps.
+func optedInNamespaces(client kubernetes.Interface) cache.SharedIndexInformer {
+	namespaces := client.CoreV1().Namespaces()
+	return informer(client, &corev1.Namespace{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		o.LabelSelector = inventory.OptInSelector
+		return namespaces.List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = inventory.OptInSelector
+		return namespaces.Watch(ctx, o)
+	}, nil)
 }
 
 // addEventHandlers makes every event of the informers an event of w. An
@@ -177,11 +199,14 @@ func podEntryChanged(old, obj any) bool {
 	return !okOld || !okNew || before.Served != after.Served || !reflect.DeepEqual(before.Info, after.Info) // at worst a computation for nothing
 }
 
-// informers are the watcher's informers, Secrets' where watched.
+// informers are the watcher's informers, Secrets' and namespaces' where
+// watched.
 func (w *watcher) informers() []cache.SharedIndexInformer {
 	out := []cache.SharedIndexInformer{w.nodes, w.pods, w.configMaps}
-	if w.secrets != nil {
-		out = append(out, w.secrets)
+	for _, optional := range []cache.SharedIndexInformer{w.secrets, w.namespaces} {
+		if optional != nil {
+			out = append(out, optional)
+		}
 	}
 	return out
 }
@@ -251,6 +276,12 @@ func (w *watcher) snapshot() (*inventory.Inventory, []string) {
 			inv.AddObjectInfo(model.Secret, s.Namespace, s.Name, inventory.SecretInfo(s))
 		}
 	}
+	if w.namespaces != nil {
+		inv.NamespacesListed, inv.OptedIn = true, map[string]bool{}
+		for _, key := range w.namespaces.GetStore().ListKeys() {
+			inv.OptedIn[key] = true
+		}
+	}
 	return inv, orphans
 }
 
@@ -261,19 +292,38 @@ func (w *watcher) counts() map[string]int {
 	if w.secrets != nil {
 		out["secrets"] = len(w.secrets.GetStore().ListKeys())
 	}
+	if w.namespaces != nil {
+		out["namespaces"] = len(w.namespaces.GetStore().ListKeys())
+	}
 	return out
 }
 
-// mayListSecrets asks the apiserver for one Secret: a refusal means the
-// Secrets are not watched (and the report says so), anything else that
-// they are.
-func mayListSecrets(ctx context.Context, client kubernetes.Interface) (bool, error) {
-	_, err := client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{Limit: 1})
-	switch {
-	case apierrors.IsForbidden(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("listing Secrets: %w", err)
+// mayList asks the apiserver for one Secret and one namespace: a refusal
+// means that resource is not watched (and the report says so for
+// Secrets), anything else that it is.
+func mayList(ctx context.Context, client kubernetes.Interface) (listable, error) {
+	var may listable
+	for _, r := range []struct {
+		name string
+		ok   *bool
+		list func() error
+	}{
+		{"Secrets", &may.secrets, func() error {
+			_, err := client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}},
+		{"namespaces", &may.namespaces, func() error {
+			_, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: inventory.OptInSelector})
+			return err
+		}},
+	} {
+		switch err := r.list(); {
+		case apierrors.IsForbidden(err):
+		case err != nil:
+			return may, fmt.Errorf("listing %s: %w", r.name, err)
+		default:
+			*r.ok = true
+		}
 	}
-	return true, nil
+	return may, nil
 }

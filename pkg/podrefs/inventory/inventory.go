@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/nodeagent-io/nodeagent/pkg/convert"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
@@ -43,6 +44,11 @@ type Inventory struct {
 	SecretsListed bool
 	// SecretsUnlisted says why Secrets were not listed.
 	SecretsUnlisted string
+	// OptedIn are the namespaces labelled for the admission webhook
+	// (podrefs.ServeLabel); NamespacesListed is false where the caller
+	// may not list namespaces, and nothing is known of them.
+	OptedIn          map[string]bool
+	NamespacesListed bool
 }
 
 // NodeInfo is the part of a Node that decides its kubelet's settings.
@@ -76,6 +82,30 @@ type PodInfo struct {
 	// (zero where none runs).
 	Started      map[string]time.Time
 	FirstStarted time.Time
+	// Unconverted are the configMap volumes the admission webhook would
+	// have made the driver's (convert.Plan), none for a pod that opts
+	// out; Converted says the webhook converted some of its volumes.
+	Unconverted []UnconvertedVolume
+	Converted   bool
+}
+
+// UnconvertedVolume is a configMap volume the driver could serve.
+type UnconvertedVolume struct {
+	Volume, ConfigMap string
+}
+
+// unconverted are p's configMap volumes that the webhook would convert.
+func unconverted(p *corev1.Pod) []UnconvertedVolume {
+	if p.Annotations[podrefs.ServeLabel] == podrefs.ServeDisabled {
+		return nil
+	}
+	var out []UnconvertedVolume
+	for i, d := range convert.Plan(&p.Spec, nil) {
+		if d.Converted {
+			out = append(out, UnconvertedVolume{Volume: d.Volume, ConfigMap: p.Spec.Volumes[i].ConfigMap.Name})
+		}
+	}
+	return out
 }
 
 // PodInfoOf is what the inventory keeps of a served pod.
@@ -86,6 +116,8 @@ func PodInfoOf(p *corev1.Pod) PodInfo {
 		names = append(names, c.Name)
 	}
 	info.Started, info.FirstStarted = startTimes(p, names)
+	info.Unconverted = unconverted(p)
+	_, info.Converted = p.Annotations[podrefs.ConvertedAnnotation]
 	return info
 }
 
@@ -157,6 +189,9 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	if err != nil {
 		return nil, err
 	}
+	if err := inv.listOptedIn(ctx, client); err != nil {
+		return nil, err
+	}
 	err = each(ctx, "secrets", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.Secrets("").List(ctx, o)
 	}, func(obj runtime.Object) {
@@ -170,6 +205,26 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	}
 	return inv, err
 }
+
+// listOptedIn reads the namespaces labelled for the admission webhook; a
+// user who may not list namespaces gets NamespacesListed false.
+func (inv *Inventory) listOptedIn(ctx context.Context, client kubernetes.Interface) error {
+	list, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: OptInSelector})
+	if apierrors.IsForbidden(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing namespaces: %w", err)
+	}
+	inv.NamespacesListed, inv.OptedIn = true, map[string]bool{}
+	for _, ns := range list.Items {
+		inv.OptedIn[ns.Name] = true
+	}
+	return nil
+}
+
+// OptInSelector selects the namespaces labelled for the admission webhook.
+const OptInSelector = podrefs.ServeLabel + "=" + podrefs.ServeEnabled
 
 // each lists one resource in pages and hands each item to keep.
 func each(ctx context.Context, resource string, pageSize int64, progress Progress,
