@@ -155,5 +155,9 @@ type WhatIf struct {
 	Predicted Kinds `json:"predicted"`
 	// UpdateDelay is the cluster's update delay after the change.
 	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
-	Caveat      string       `json:"caveat,omitempty"`
+	// DriverUpdateDelay, for move-to-driver, is the moved volumes'; and
+	// ClearsFindings the subPathNeverUpdated findings it clears.
+	DriverUpdateDelay *model.Delay `json:"driverUpdateDelaySeconds,omitempty"`
+	ClearsFindings    int          `json:"clearsFindings,omitempty"`
+	Caveat            string       `json:"caveat,omitempty"`
 }

@@ -1,0 +1,43 @@
+package analyze
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+)
+
+// move-to-driver moves every configMap volume the driver can serve: the
+// kubelets' GETs for them go, the driver's watches come (one per ConfigMap
+// per node), the moved volumes' delay is the driver's, and the subPath
+// finding on one of them is cleared; the cluster itself is not changed.
+func TestMoveToDriver(t *testing.T) {
+	w := newFindingsWorld()
+	w.node("n1", model.StrategyCache)
+	w.configMap("cfg", false, t0, time.Time{})
+	w.configMap("site", false, t0, time.Time{})
+	w.pod("web", "n1", t1, mount("conf", "nginx.conf"), cmVolume("conf", "cfg", false))
+	w.pod("shop", "n1", t1, mount("site", ""), cmVolume("site", "site", false))
+	c := Cluster{Inventory: w.inv, Settings: w.settings}
+	r := Predict(c, 10)
+	var move *WhatIf
+	for i := range r.WhatIfs {
+		if r.WhatIfs[i].Name == "move-to-driver" {
+			move = &r.WhatIfs[i]
+		}
+	}
+	if move == nil {
+		t.Fatalf("no move-to-driver among %+v", r.WhatIfs)
+	}
+	now, after := r.Total.Predicted.Sum(), move.Predicted.Sum()
+	if now.APIServerGets == 0 || after.APIServerGets != 0 || after.Watches != 2 || move.Nodes != 1 || move.ClearsFindings != 1 {
+		t.Errorf("now %+v; after the move %+v, %d nodes, clears %d; want no GET, 2 watches (cfg and site on n1), 1 node, 1 finding cleared",
+			now, after, move.Nodes, move.ClearsFindings)
+	}
+	if move.DriverUpdateDelay == nil || move.DriverUpdateDelay.Max >= 1 {
+		t.Errorf("the moved volumes' delay %+v, want the driver's, under a second", move.DriverUpdateDelay)
+	}
+	if r.Driver != nil || len(c.Inventory.Pods[0].Refs.DriverVolumes) != 0 {
+		t.Error("the what-if changed the cluster it was asked about")
+	}
+}
