@@ -254,7 +254,9 @@ func csiBesideKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", 100*notified, run.Poll)
+	for node, share := range notified {
+		t.Logf("%s: %.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", node, 100*share, run.Poll)
+	}
 	window := auditlog.Window{From: start, To: time.Now()}
 	sent := updatesSent(t, ns, delayNames)
 	if sent < 200 {

@@ -25,12 +25,14 @@ type delayMeter struct {
 	// seen[j] is how many updates file j has shown.
 	seen   []int
 	delays map[string][]float64
-	// byNotify counts the delays measured by a read inotify prompted.
-	byNotify, measured int
+	// byNotify counts, by node, the delays measured by a read inotify
+	// prompted; measured, all of them.
+	byNotify, measured map[string]int
 }
 
 func newDelayMeter(files []delayFile, configMaps int) *delayMeter {
-	return &delayMeter{files: files, acceptedAt: make([][]time.Time, configMaps), seen: make([]int, len(files)), delays: map[string][]float64{}}
+	return &delayMeter{files: files, acceptedAt: make([][]time.Time, configMaps), seen: make([]int, len(files)), delays: map[string][]float64{},
+		byNotify: map[string]int{}, measured: map[string]int{}}
 }
 
 // accepted records the acceptance of the next update of ConfigMap c.
@@ -68,9 +70,9 @@ func (m *delayMeter) readLocked(j int, notified bool) {
 	}
 	for ; m.seen[j] < min(value, len(m.acceptedAt[f.ConfigMap])); m.seen[j]++ {
 		m.delays[f.Node] = append(m.delays[f.Node], max(0, now.Sub(m.acceptedAt[f.ConfigMap][m.seen[j]]).Seconds()))
-		m.measured++
+		m.measured[f.Node]++
 		if notified {
-			m.byNotify++
+			m.byNotify[f.Node]++
 		}
 	}
 }
@@ -129,13 +131,14 @@ func (m *delayMeter) watch() (stop func(), err error) {
 	return func() { events.Close(); <-done }, nil
 }
 
-// notified is the share of the delays that a read inotify prompted
-// measured: the rest have the poll's resolution.
-func (m *delayMeter) notified() float64 {
+// notified is, by node, the share of the delays that a read inotify
+// prompted measured: the rest have the poll's resolution.
+func (m *delayMeter) notified() map[string]float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.measured == 0 {
-		return 0
+	out := map[string]float64{}
+	for node, n := range m.measured {
+		out[node] = float64(m.byNotify[node]) / float64(n)
 	}
-	return float64(m.byNotify) / float64(m.measured)
+	return out
 }

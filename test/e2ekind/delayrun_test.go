@@ -56,8 +56,8 @@ type delayRun struct {
 }
 
 // Measure runs the updates and returns each node's delays in seconds, and
-// the share of them that inotify's prompt measured (the rest have the
-// poll's resolution).
+// by node the share of them that inotify's prompt measured (the rest have
+// the poll's resolution).
 //
 // Each ConfigMap is updated at the times of a Poisson process of its own,
 // which knows nothing of the kubelets: its updates fall anywhere in the sync
@@ -67,11 +67,11 @@ type delayRun struct {
 // value or a later one (content fetched after a later update was fetched
 // after this one too). Each file is read as soon as inotify reports a
 // change in its directory, and every Poll besides.
-func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]float64, float64, error) {
+func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]float64, map[string]float64, error) {
 	m := newDelayMeter(files, len(r.ConfigMaps))
 	stopWatching, err := m.watch()
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	defer stopWatching()
 	end := time.Now().Add(r.Window)
@@ -90,14 +90,14 @@ func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]
 		settled := m.readAll()
 		select {
 		case err := <-failures:
-			return nil, 0, err
+			return nil, nil, err
 		default:
 		}
 		if now.After(end) && settled {
 			return m.result(), m.notified(), nil
 		}
 		if now.After(end.Add(r.Longest)) {
-			return nil, 0, fmt.Errorf("updates still not in every volume %s after the last could be sent", r.Longest)
+			return nil, nil, fmt.Errorf("updates still not in every volume %s after the last could be sent", r.Longest)
 		}
 		time.Sleep(r.Poll)
 	}

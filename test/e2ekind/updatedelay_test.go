@@ -121,7 +121,9 @@ func TestUpdateDelayInContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", 100*notified, run.Poll)
+	for node, share := range notified {
+		t.Logf("%s: %.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", node, 100*share, run.Poll)
+	}
 	r := runAnalyze(t, "analyze-delay", "--node-selector=kubernetes.io/hostname in ("+watchNode+","+cacheNode+")")
 	if len(r.Nodes) != 2 {
 		t.Fatalf("analyze saw %d nodes, want the two workers", len(r.Nodes))
