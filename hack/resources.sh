@@ -44,7 +44,10 @@ sample)
   ;;
 report)
   file=$2 out=$3
-  docker_root=$(docker info --format '{{.DockerRootDir}}' 2>/dev/null || echo /var/lib/docker)
+  # docker info prints an empty line when no daemon answers: the default
+  # root then (the kind stage stops the daemon it started).
+  docker_root=$(docker info --format '{{.DockerRootDir}}' 2>/dev/null) || docker_root=""
+  [[ -n $docker_root && -d $docker_root ]] || docker_root=/var/lib/docker
   modcache=$(gib "$(go env GOMODCACHE)") gocache=$(gib "$(go env GOCACHE)") output=$(gib _output) docker=$(gib "$docker_root")
   cat >"$out" <<EOF
 {
