@@ -5,6 +5,7 @@ package e2ekind
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,8 +255,8 @@ func csiBesideKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for node, share := range notified {
-		t.Logf("%s: %.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", node, 100*share, run.Poll)
+	for _, key := range slices.Sorted(maps.Keys(notified)) {
+		t.Logf("%s: %.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", key, 100*notified[key], run.Poll)
 	}
 	window := auditlog.Window{From: start, To: time.Now()}
 	sent := updatesSent(t, ns, delayNames)

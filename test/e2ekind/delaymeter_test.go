@@ -14,50 +14,54 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// delayMeter records when each update of a delay run was accepted and when
+// delayMeter records when each update of a delay run was sent and when
 // each file first showed it. The poll and the inotify reader share it.
 type delayMeter struct {
 	files []delayFile
 
 	mu sync.Mutex
-	// accepted[c][v-1] is when update v of ConfigMap c was accepted.
-	acceptedAt [][]time.Time
+	// sentAt[c][v-1] is when update v of ConfigMap c was sent.
+	sentAt [][]time.Time
 	// seen[j] is how many updates file j has shown.
 	seen   []int
 	delays map[string][]float64
-	// byNotify counts, by node, the delays measured by a read inotify
-	// prompted; measured, all of them.
+	// byNotify counts, by node and ConfigMap, the delays measured by a
+	// read inotify prompted; measured, all of them.
 	byNotify, measured map[string]int
 }
 
 func newDelayMeter(files []delayFile, configMaps int) *delayMeter {
-	return &delayMeter{files: files, acceptedAt: make([][]time.Time, configMaps), seen: make([]int, len(files)), delays: map[string][]float64{},
+	return &delayMeter{files: files, sentAt: make([][]time.Time, configMaps), seen: make([]int, len(files)), delays: map[string][]float64{},
 		byNotify: map[string]int{}, measured: map[string]int{}}
 }
 
-// accepted records the acceptance of the next update of ConfigMap c.
-func (m *delayMeter) accepted(c int, at time.Time) {
+// sent records the sending of the next update of ConfigMap c, before the
+// request leaves, so that no file can show the update before it is known.
+func (m *delayMeter) sent(c int, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.acceptedAt[c] = append(m.acceptedAt[c], at)
+	m.sentAt[c] = append(m.sentAt[c], at)
 }
 
 // readAll reads every file, and says whether each shows every update
-// accepted so far.
+// sent so far.
 func (m *delayMeter) readAll() (settled bool) {
+	for j := range m.files {
+		m.read(j, false)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	settled = true
-	for j := range m.files {
-		m.readLocked(j, false)
-		settled = settled && m.seen[j] == len(m.acceptedAt[m.files[j].ConfigMap])
+	for j, f := range m.files {
+		settled = settled && m.seen[j] == len(m.sentAt[f.ConfigMap])
 	}
 	return settled
 }
 
-// readLocked reads file j and records a delay for each update it shows
-// for the first time. Called with m.mu held.
-func (m *delayMeter) readLocked(j int, notified bool) {
+// read reads file j, without the lock (reads through /proc take a while,
+// and the poll's pass must not hold up inotify's), and records a delay
+// for each update it shows for the first time.
+func (m *delayMeter) read(j int, notified bool) {
 	f := m.files[j]
 	data, err := os.ReadFile(f.Path)
 	now := time.Now()
@@ -68,11 +72,14 @@ func (m *delayMeter) readLocked(j int, notified bool) {
 	if err != nil {
 		return
 	}
-	for ; m.seen[j] < min(value, len(m.acceptedAt[f.ConfigMap])); m.seen[j]++ {
-		m.delays[f.Node] = append(m.delays[f.Node], max(0, now.Sub(m.acceptedAt[f.ConfigMap][m.seen[j]]).Seconds()))
-		m.measured[f.Node]++
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for ; m.seen[j] < min(value, len(m.sentAt[f.ConfigMap])); m.seen[j]++ {
+		m.delays[f.Node] = append(m.delays[f.Node], max(0, now.Sub(m.sentAt[f.ConfigMap][m.seen[j]]).Seconds()))
+		key := fmt.Sprintf("%s, ConfigMap %d", f.Node, f.ConfigMap)
+		m.measured[key]++
 		if notified {
-			m.byNotify[f.Node]++
+			m.byNotify[key]++
 		}
 	}
 }
@@ -119,19 +126,17 @@ func (m *delayMeter) watch() (stop func(), err error) {
 				changed[ev.Wd] = true
 				off += unix.SizeofInotifyEvent + int(ev.Len)
 			}
-			m.mu.Lock()
 			for wd := range changed {
 				for _, j := range byWatch[wd] {
-					m.readLocked(j, true)
+					m.read(j, true)
 				}
 			}
-			m.mu.Unlock()
 		}
 	}()
 	return func() { events.Close(); <-done }, nil
 }
 
-// notified is, by node, the share of the delays that a read inotify
+// notified is, by node and ConfigMap, the share of the delays that a read inotify
 // prompted measured: the rest have the poll's resolution.
 func (m *delayMeter) notified() map[string]float64 {
 	m.mu.Lock()

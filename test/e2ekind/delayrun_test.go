@@ -56,15 +56,15 @@ type delayRun struct {
 }
 
 // Measure runs the updates and returns each node's delays in seconds, and
-// by node the share of them that inotify's prompt measured (the rest have
+// by node and ConfigMap the share of them that inotify's prompt measured (the rest have
 // the poll's resolution).
 //
 // Each ConfigMap is updated at the times of a Poisson process of its own,
 // which knows nothing of the kubelets: its updates fall anywhere in the sync
 // ticks and in a Cache node's refresh cycle, as the model's do. A file's
-// delay for an update is the time from the apiserver's acceptance of the
-// update (its response to the update request) until the file holds that
-// value or a later one (content fetched after a later update was fetched
+// delay for an update is the time from the update request's sending (the
+// apiserver accepts it after that, so its own write counts in the delay)
+// until the file holds that value or a later one (content fetched after a later update was fetched
 // after this one too). Each file is read as soon as inotify reports a
 // change in its directory, and every Poll besides.
 func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]float64, map[string]float64, error) {
@@ -79,7 +79,7 @@ func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]
 	failures := make(chan error, len(r.ConfigMaps))
 	for i, name := range r.ConfigMaps {
 		wg.Go(func() {
-			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), end, func(accepted time.Time) { m.accepted(i, accepted) }); err != nil {
+			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), end, func(sent time.Time) { m.sent(i, sent) }); err != nil {
 				failures <- err
 			}
 		})
@@ -103,9 +103,11 @@ func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]
 	}
 }
 
-// update sends the updates of one ConfigMap until end, calling accepted
-// with the time the apiserver's response to each came back.
-func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end time.Time, accepted func(time.Time)) error {
+// update sends the updates of one ConfigMap until end, calling sending
+// just before each update request leaves: the apiserver accepts it after
+// that, and a volume can show it before the response comes back (the
+// watch that carries it to the driver can be faster than the response).
+func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end time.Time, sending func(time.Time)) error {
 	configMaps := r.Client.CoreV1().ConfigMaps(r.Namespace)
 	for value := 1; ; value++ {
 		time.Sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
@@ -117,10 +119,10 @@ func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end t
 			return err
 		}
 		cm.Data[delayValueKey] = strconv.Itoa(value)
+		sending(time.Now())
 		if _, err := configMaps.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
-		accepted(time.Now())
 	}
 }
 

@@ -5,9 +5,11 @@ package e2ekind
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,8 +123,8 @@ func TestUpdateDelayInContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for node, share := range notified {
-		t.Logf("%s: %.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", node, 100*share, run.Poll)
+	for _, key := range slices.Sorted(maps.Keys(notified)) {
+		t.Logf("%s: %.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", key, 100*notified[key], run.Poll)
 	}
 	r := runAnalyze(t, "analyze-delay", "--node-selector=kubernetes.io/hostname in ("+watchNode+","+cacheNode+")")
 	if len(r.Nodes) != 2 {
