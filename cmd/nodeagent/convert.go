@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodeagent-io/nodeagent/internal/wholefile"
 	"github.com/nodeagent-io/nodeagent/pkg/convert/manifest"
 )
 
@@ -96,24 +97,7 @@ func writeConverted(stdout io.Writer, file string, data []byte, inPlace, separat
 	if err != nil {
 		return err
 	}
-	// Whole or not at all: a temporary file beside it, renamed over it.
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), file)
+	return wholefile.Write(file, data, info.Mode().Perm())
 }
 
 // manifestFiles expands directories into their YAML and JSON files, in

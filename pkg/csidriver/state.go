@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/nodeagent-io/nodeagent/internal/wholefile"
 )
 
 // record is what the driver remembers of one published volume, so that it
@@ -62,33 +64,14 @@ func (s stateDir) save(r record) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), s.path(r.VolumeID)); err != nil {
-		return err
-	}
-	return syncDir(s.dir)
+	return wholefile.Write(s.path(r.VolumeID), data, 0o600)
 }
 
 func (s stateDir) remove(volumeID string) error {
 	if err := os.Remove(s.path(volumeID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return syncDir(s.dir)
+	return wholefile.SyncDir(s.dir)
 }
 
 // unreadableDir is where load moves the records it cannot read.
@@ -107,7 +90,7 @@ func (s stateDir) moveAside(name string) (string, error) {
 	if err := os.Rename(filepath.Join(s.dir, name), to); err != nil {
 		return "", err
 	}
-	return to, syncDir(s.dir)
+	return to, wholefile.SyncDir(s.dir)
 }
 
 // load returns every record, and the files it could not read, each moved
@@ -124,7 +107,7 @@ func (s stateDir) load() ([]record, []error) {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, ".tmp-") {
+		if strings.HasPrefix(name, wholefile.TempPrefix) {
 			_ = os.Remove(filepath.Join(s.dir, name)) // a crash before its rename
 			continue
 		}
@@ -155,13 +138,4 @@ func (s stateDir) unreadable(name string, why error) error {
 		return fmt.Errorf("record %s: %w; moving it aside failed: %v", name, why, err)
 	}
 	return fmt.Errorf("record %s: %w; moved to %s", name, why, to)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
