@@ -23,12 +23,13 @@ import (
 //     read the object, fetched again by the first remount that finds it
 //     older than the TTL.
 //
-// Driver (nodeagent's CSI driver, and the agent's remount-on-change) does
-// not wait for a sync: a change the watch delivers wakes the reconciler off
-// its grid, at most once per half period, and the remount follows. Its
-// delay is taken as uniform over [0, driverMaxWait], plus the watch's own
-// delivery, which the model leaves out (milliseconds on a healthy
-// apiserver; the kind test measures both together, docs/csi.md).
+// Driver (the agent's remount-on-change, and nodeagent's CSI driver) does
+// not wait for a sync: a change the watch delivers wakes the agent's
+// reconciler off its grid, at most once per half period, and the remount
+// follows; the driver's core does not wait even that. The delay is taken as
+// the agent's, uniform over [0, driverMaxWait], plus the watch's own
+// delivery, which the model leaves out: for the driver an upper bound (the
+// kind test measures it, docs/csi.md).
 
 // remountDelay bounds the time from a sync to its remount.
 const minRemountDelay, maxRemountDelay = 0.05, 0.15
