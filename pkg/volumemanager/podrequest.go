@@ -49,6 +49,9 @@ func (f podFields) DownwardAPIFiles(items []corev1.DownwardAPIVolumeFile, mode i
 // leave the volume or take a name its writer reserves are returned as they
 // are: the core refuses them, and says so on the volume.
 func nestedMountPoints(pod *corev1.Pod, volume string) []string {
+	if !hasNestedMount(pod, volume) {
+		return nil // most pods: every sync asks, and nothing is allocated
+	}
 	var out []string
 	podrefs.VisitContainers(pod, func(c *corev1.Container) {
 		var mine, all []string
@@ -64,6 +67,28 @@ func nestedMountPoints(pod *corev1.Pod, volume string) []string {
 		}
 	})
 	return out
+}
+
+// hasNestedMount says whether a container of pod mounts a volume beneath a
+// mount path of volume, without allocating.
+func hasNestedMount(pod *corev1.Pod, volume string) bool {
+	found := false
+	podrefs.VisitContainers(pod, func(c *corev1.Container) {
+		for _, mine := range c.VolumeMounts {
+			if mine.Name != volume {
+				continue
+			}
+			base := strings.TrimSuffix(filepath.Clean(mine.MountPath), "/")
+			for _, other := range c.VolumeMounts {
+				p := filepath.Clean(other.MountPath)
+				nested := p != filepath.Clean(mine.MountPath) && strings.HasPrefix(p, base+"/")
+				// A relative path is the runtime's to place: the full
+				// computation decides.
+				found = found || nested || !filepath.IsAbs(mine.MountPath) || !filepath.IsAbs(other.MountPath)
+			}
+		}
+	})
+	return found
 }
 
 // outermostBeneath returns the paths of all that lie beneath base, relative
