@@ -124,14 +124,19 @@ func TestACoreWritesChangesAsItsWakeSays(t *testing.T) {
 			go func() { core.Run(ctx); close(done) }()
 			t.Cleanup(func() { cancel(); <-done })
 			h.cms.set("cfg", map[string]string{"a": "1"})
-			_, dir := addPublished(t, core, "second", newPod("p"))
+			key, dir := addPublished(t, core, "second", newPod("p"))
 			holds := func(want string) func() bool {
 				return func() bool {
 					data, _ := os.ReadFile(filepath.Join(dir, "a"))
 					return string(data) == want
 				}
 			}
-			testutil.WaitFor(t, "the first mount", func() bool { h.clock.Step(10 * time.Millisecond); return holds("1")() })
+			// Mounted and recorded: a change during the mount's operation
+			// would be read again only when the clock moves on.
+			testutil.WaitFor(t, "the first mount", func() bool {
+				h.clock.Step(10 * time.Millisecond)
+				return holds("1")() && core.actual.Has(key) && !core.reconciler.InFlight(key)
+			})
 
 			change := func(value string) {
 				h.cms.set("cfg", map[string]string{"a": value})
