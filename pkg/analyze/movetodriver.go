@@ -16,6 +16,9 @@ import (
 // update delay becomes the driver's, and the subPath mounts of them stop
 // being stale (updates: inPlace). Nil where no volume can move.
 func (c Cluster) moveToDriver(shares map[string]map[int]int) *WhatIf {
+	if !slices.ContainsFunc(c.Inventory.Pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 }) {
+		return nil // no copy of the inventory for nothing
+	}
 	moved, m := c.movedToDriver()
 	if m.volumes == 0 {
 		return nil
