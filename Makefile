@@ -224,8 +224,9 @@ vet: ## Run go vet over every module but the reference kubelets' (make verify ch
 # docs' links; the generated dashboard.
 verify: verify-core verify-refkubelet ## Check formatting (gofmt), go vet and staticcheck over every module, that the agent-only build links the core API group alone (and no generic typed client), the docs' relative links and anchors, their quotes of runs and of make push, no measured figure by hand and no overlay applied without an image (hack/docrules), and that docs/reference.md and the dashboard are what the code writes.
 
-verify-refkubelet: staticcheck ## go vet and staticcheck of the reference kubelets' two builds (hack/refkubelet/check.sh).
+verify-refkubelet: staticcheck ## go vet and staticcheck of the reference kubelets' two builds (hack/refkubelet/check.sh) and of the storage e2e runner (hack/storage-e2e).
 	hack/refkubelet/check.sh $(abspath $(BIN))/staticcheck
+	cd hack/storage-e2e && $(GO) vet . && $(abspath $(BIN))/staticcheck .
 
 # make test vets the reference kubelets' module and leaves its staticcheck,
 # which analyses the kubelet's whole graph from source, to make verify.

@@ -122,6 +122,9 @@ else
   printf 'networking:\n  disableDefaultCNI: true\n' >>"$config"
 fi
 echo "e2e-kind: node image $node_image, kind $kind_version"
+# Kubernetes' storage e2e suite and the image its pods run (built once, here
+# or by make kind-prep).
+hack/storage-e2e/build.sh
 # The local registry the install test pushes to (built once, here or by make
 # kind-prep).
 registry_image=$(hack/kind/registry-image.sh)
@@ -151,6 +154,8 @@ kubectl annotate nodes --all --overwrite node.alpha.kubernetes.io/ttl=0
 
 stage deploy
 "$bin/kind" load image-archive _output/nodeagent-image.tar --name "$cluster"
+# The image the pods of Kubernetes' storage e2e suite run (hack/storage-e2e).
+"$bin/kind" load image-archive _output/storage-e2e/busybox.tar --name "$cluster"
 # The image as make image tagged it (nodeagent:<version>), read from the
 # tarball itself; the overlay is rendered from a copy with that image set,
 # and the tests check that the agents run exactly it.
@@ -173,7 +178,7 @@ pod_image=${pod_image:-registry.k8s.io/pause:3.10}
 export NODEAGENT_KIND_CLUSTER=$cluster NODEAGENT_KIND_KUBECONFIG=$(pwd)/$kubeconfig NODEAGENT_KIND_POD_IMAGE=$pod_image \
   NODEAGENT_KIND_AGENT_IMAGE=$agent_image NODEAGENT_KIND_REGISTRY_IMAGE=$registry_image \
   NODEAGENT_BIN=$(pwd)/$bin/nodeagent NODEAGENT_HELM_BIN=$(pwd)/$bin/helm NODEAGENT_KIND_OUTPUT=$(pwd)/$out \
-  NODEAGENT_PROMETHEUS_BIN=$(pwd)/$bin/prometheus
+  NODEAGENT_PROMETHEUS_BIN=$(pwd)/$bin/prometheus NODEAGENT_STORAGE_E2E=$(pwd)/_output/storage-e2e/storage-e2e.test
 # TestInstallFromREADME replaces the agents the other tests use: it runs
 # last, on its own.
 install_test='^TestInstallFromREADME$'

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make kind-prep`: what `make e2e-kind` builds that needs no Docker engine,
-# built ahead: kind, the local registry's image, and the offline node image's root file system
+# built ahead: kind, the local registry's image, Kubernetes' storage e2e
+# suite (hack/storage-e2e), and the offline node image's root file system
 # (hack/kind/build-node-image.sh --no-import). make test runs it in the
 # background, at the lowest CPU priority, while its other stages run: the
 # e2e tests spend most of their time waiting, and the node image's
@@ -18,6 +19,8 @@ source hack/lib/build.sh
 build::kind "$(pwd)/_output/bin"
 # The local registry's image, for the test of the README's install commands.
 hack/kind/registry-image.sh >/dev/null
+# Kubernetes' storage e2e suite, which the kind tests run against the driver.
+hack/storage-e2e/build.sh
 # Where Docker Hub answers, make e2e-kind pulls kind's published image.
 if [[ -z "${NODE_IMAGE:-}" ]] && timeout 10 bash -c '</dev/tcp/registry-1.docker.io/443' 2>/dev/null; then
   echo "kind-prep: kind is built; Docker Hub answers, so make e2e-kind pulls kind's node image instead of building one"

@@ -48,13 +48,13 @@ const (
 )
 
 // installCSIDriver installs the chart in the csi mode with the image make
-// image built, waits until every agent is ready (registered with its
-// kubelet), and uninstalls it when the test ends.
-func installCSIDriver(t *testing.T) {
+// image built (and helm's further arguments), waits until every agent is
+// ready (registered with its kubelet), and uninstalls it when the test ends.
+func installCSIDriver(t *testing.T, args ...string) {
 	t.Helper()
 	repo, tag, _ := strings.Cut(agentImage, ":")
-	helm(t, "install", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--create-namespace",
-		"--set", "mode=csi", "--set", "image.repository="+repo, "--set", "image.tag="+tag, "--set", "image.pullPolicy=Never")
+	helm(t, append([]string{"install", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--create-namespace",
+		"--set", "mode=csi", "--set", "image.repository=" + repo, "--set", "image.tag=" + tag, "--set", "image.pullPolicy=Never"}, args...)...)
 	t.Cleanup(func() {
 		helm(t, "uninstall", csiRelease, "--namespace", csiNamespace, "--wait")
 		_ = clientset.CoreV1().Namespaces().Delete(context.Background(), csiNamespace, metav1.DeleteOptions{})
@@ -156,6 +156,7 @@ func TestCSIDriver(t *testing.T) {
 	t.Parallel() // touches no kubelet: runs beside TestCSIDriver, TestRealPodVolumes and TestHelmInstallAndUpgrade, after the tests that restart kubelets
 	installCSIDriver(t)
 	t.Run("beside the kubelet", csiBesideKubelet)
+	t.Run("Kubernetes' storage e2e suite", csiStorageSuite)
 	t.Run("an immutable ConfigMap recreated", csiImmutableRecreated)
 	t.Run("bad input", csiBadInput)
 	t.Run("the driver restarted", csiRestart)

@@ -28,11 +28,17 @@ type delayMeter struct {
 	// byNotify counts, by node and ConfigMap, the delays measured by a
 	// read inotify prompted; measured, all of them.
 	byNotify, measured map[string]int
+	// arrivals holds, by node, when each update was sent and first seen in
+	// each file: what a run around a restart judges the return by.
+	arrivals map[string][]arrival
 }
+
+// arrival is one update reaching one file.
+type arrival struct{ Sent, Seen time.Time }
 
 func newDelayMeter(files []delayFile, configMaps int) *delayMeter {
 	return &delayMeter{files: files, sentAt: make([][]time.Time, configMaps), seen: make([]int, len(files)), delays: map[string][]float64{},
-		byNotify: map[string]int{}, measured: map[string]int{}}
+		byNotify: map[string]int{}, measured: map[string]int{}, arrivals: map[string][]arrival{}}
 }
 
 // sent records the sending of the next update of ConfigMap c, before the
@@ -75,7 +81,9 @@ func (m *delayMeter) read(j int, notified bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for ; m.seen[j] < min(value, len(m.sentAt[f.ConfigMap])); m.seen[j]++ {
-		m.delays[f.Node] = append(m.delays[f.Node], max(0, now.Sub(m.sentAt[f.ConfigMap][m.seen[j]]).Seconds()))
+		sent := m.sentAt[f.ConfigMap][m.seen[j]]
+		m.delays[f.Node] = append(m.delays[f.Node], max(0, now.Sub(sent).Seconds()))
+		m.arrivals[f.Node] = append(m.arrivals[f.Node], arrival{Sent: sent, Seen: now})
 		key := fmt.Sprintf("%s, ConfigMap %d", f.Node, f.ConfigMap)
 		m.measured[key]++
 		if notified {

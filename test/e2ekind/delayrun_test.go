@@ -53,6 +53,37 @@ type delayRun struct {
 	// Longest is the most an update may take: the run fails when updates
 	// are still not in every file that long after Window.
 	Longest time.Duration
+	// Stop, when set, ends the updates once it is closed, instead of
+	// after Window: a run around a disruption lasts as long as it does.
+	Stop <-chan struct{}
+}
+
+// runWindow is when a run's updates end: after its Window, or once its
+// Stop is closed.
+type runWindow struct {
+	mu  sync.Mutex
+	end time.Time
+}
+
+func newRunWindow(window time.Duration, stop <-chan struct{}) *runWindow {
+	if stop == nil {
+		return &runWindow{end: time.Now().Add(window)}
+	}
+	w := &runWindow{end: time.Now().Add(24 * time.Hour)}
+	go func() {
+		<-stop
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.end = time.Now()
+	}()
+	return w
+}
+
+// endsBefore says whether the updates ended before t.
+func (w *runWindow) endsBefore(t time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return t.After(w.end)
 }
 
 // Measure runs the updates and returns each node's delays in seconds, and
@@ -68,18 +99,27 @@ type delayRun struct {
 // after this one too). Each file is read as soon as inotify reports a
 // change in its directory, and every Poll besides.
 func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]float64, map[string]float64, error) {
-	m := newDelayMeter(files, len(r.ConfigMaps))
-	stopWatching, err := m.watch()
+	m, err := r.measure(ctx, files)
 	if err != nil {
 		return nil, nil, err
 	}
+	return m.result(), m.notified(), nil
+}
+
+// measure is Measure, returning the meter with every arrival.
+func (r delayRun) measure(ctx context.Context, files []delayFile) (*delayMeter, error) {
+	m := newDelayMeter(files, len(r.ConfigMaps))
+	stopWatching, err := m.watch()
+	if err != nil {
+		return nil, err
+	}
 	defer stopWatching()
-	end := time.Now().Add(r.Window)
+	window := newRunWindow(r.Window, r.Stop)
 	var wg sync.WaitGroup
 	failures := make(chan error, len(r.ConfigMaps))
 	for i, name := range r.ConfigMaps {
 		wg.Go(func() {
-			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), end, func(sent time.Time) { m.sent(i, sent) }); err != nil {
+			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), window, func(sent time.Time) { m.sent(i, sent) }); err != nil {
 				failures <- err
 			}
 		})
@@ -90,28 +130,28 @@ func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]
 		settled := m.readAll()
 		select {
 		case err := <-failures:
-			return nil, nil, err
+			return nil, err
 		default:
 		}
-		if now.After(end) && settled {
-			return m.result(), m.notified(), nil
+		if window.endsBefore(now) && settled {
+			return m, nil
 		}
-		if now.After(end.Add(r.Longest)) {
-			return nil, nil, fmt.Errorf("updates still not in every volume %s after the last could be sent", r.Longest)
+		if window.endsBefore(now.Add(-r.Longest)) {
+			return nil, fmt.Errorf("updates still not in every volume %s after the last could be sent", r.Longest)
 		}
 		time.Sleep(r.Poll)
 	}
 }
 
-// update sends the updates of one ConfigMap until end, calling sending
+// update sends the updates of one ConfigMap until the window ends, calling sending
 // just before each update request leaves: the apiserver accepts it after
 // that, and a volume can show it before the response comes back (the
 // watch that carries it to the driver can be faster than the response).
-func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, end time.Time, sending func(time.Time)) error {
+func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, window *runWindow, sending func(time.Time)) error {
 	configMaps := r.Client.CoreV1().ConfigMaps(r.Namespace)
 	for value := 1; ; value++ {
 		time.Sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
-		if time.Now().After(end) {
+		if window.endsBefore(time.Now()) {
 			return nil
 		}
 		cm, err := configMaps.Get(ctx, name, metav1.GetOptions{})

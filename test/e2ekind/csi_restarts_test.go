@@ -1,0 +1,211 @@
+//go:build e2e
+
+package e2ekind
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/pkg/report"
+)
+
+// The days nobody plans, each run beside restartConfigMaps ConfigMaps
+// updated at random (a Poisson process each, as in TestCSIDriver) with
+// every pod's files read from the host as they change.
+const (
+	restartConfigMaps = 6
+	restartMeanGap    = 1400 * time.Millisecond
+	// restartCurrent is how soon after the driver's return every volume
+	// must hold every update sent before it.
+	restartCurrent = time.Second
+	// csiNodeLabel selects the nodes the driver runs on in these tests:
+	// taking it off a node stops the driver there alone (no rollout).
+	csiNodeLabel = "e2e.nodeagent.io/csi"
+	// restartSettle is how long the updates run before a disruption and
+	// after its return.
+	restartSettle = 5 * time.Second
+)
+
+// TestCSIDriverRestarts holds the driver to what operators judge a CSI
+// driver by on the days nobody plans: its rolling upgrade, its kubelet
+// restarted, and the driver down while pods on its node are deleted and
+// created (one of them with a record that cannot be read). It restarts a
+// kubelet, so it runs before the parallel tests. Each scenario's figures
+// go to _output/e2e-kind/csi-restarts.json, a row per node.
+func TestCSIDriverRestarts(t *testing.T) {
+	nodes := clusterNodes(t)
+	for _, node := range nodes {
+		labelNode(t, node, csiNodeLabel+"=on")
+	}
+	t.Cleanup(func() {
+		for _, node := range nodes {
+			_, _ = nodeExec(nodes[0], "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "label", "node", node, csiNodeLabel+"-")
+		}
+	})
+	installCSIDriver(t, "--set-string", `nodeSelector.e2e\.nodeagent\.io/csi=on`)
+	table := report.Table{Header: []string{"scenario", "node", "driver not ready", "longest delay of an update sent meanwhile",
+		"updates sent", "every volume current, after the return", "longest delay after the return"}}
+	t.Run("rolling upgrade", func(t *testing.T) { table.Rows = append(table.Rows, csiRollingUpgrade(t)...) })
+	t.Run("kubelet restarted", func(t *testing.T) { table.Rows = append(table.Rows, csiKubeletRestarted(t)...) })
+	t.Run("driver down while pods come and go", func(t *testing.T) { table.Rows = append(table.Rows, csiDownWhilePodsChange(t)...) })
+	writeDocTable(t, "csi-restarts", table)
+}
+
+// labelNode sets (KEY=VALUE) or removes (KEY-) a label of node.
+func labelNode(t *testing.T, node, label string) {
+	t.Helper()
+	control := clusterNodes(t)[0]
+	if out, err := nodeExec(control, "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "label", "node", node, label, "--overwrite"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// restartWorkload is what a scenario runs beside: on each worker,
+// two pods mounting every ConfigMap through the driver.
+type restartWorkload struct {
+	ns         string
+	configMaps []string
+	pods       []*corev1.Pod
+}
+
+func newRestartWorkload(t *testing.T, prefix string) *restartWorkload {
+	t.Helper()
+	w := &restartWorkload{ns: testNamespace(t, prefix)}
+	t.Cleanup(func() { deletePods(t, w.ns) })
+	attrs := map[string]map[string]string{}
+	for i := range restartConfigMaps {
+		name := fmt.Sprintf("cfg-%d", i)
+		w.configMaps = append(w.configMaps, name)
+		attrs[name] = map[string]string{"configMap": name}
+		mustCreate(t, w.ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{delayValueKey: "0"}})
+	}
+	var names []string
+	for _, node := range clusterNodes(t)[1:] {
+		for i := range 2 {
+			name := fmt.Sprintf("keep-%s-%d", node, i)
+			mustCreate(t, w.ns, csiPod(name, node, attrs))
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		w.pods = append(w.pods, waitRunning(t, w.ns, name))
+	}
+	return w
+}
+
+// files are every pod's file of every ConfigMap, read through its
+// container's root, grouped by node.
+func (w *restartWorkload) files(t *testing.T) []delayFile {
+	var files []delayFile
+	for _, pod := range w.pods {
+		root := viewContainer(t, pod).rootFromHost(t)
+		for i, cm := range w.configMaps {
+			files = append(files, delayFile{Node: pod.Spec.NodeName, ConfigMap: i, Path: filepath.Join(root, "mnt", cm, delayValueKey)})
+		}
+	}
+	return files
+}
+
+// checkUndisturbed requires every pod of the workload to be the same pod,
+// running, its container never restarted.
+func (w *restartWorkload) checkUndisturbed(t *testing.T) {
+	t.Helper()
+	for _, before := range w.pods {
+		pod, err := clientset.CoreV1().Pods(w.ns).Get(context.Background(), before.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			t.Errorf("pod %s: %v", before.Name, err)
+		case pod.UID != before.UID || pod.DeletionTimestamp != nil:
+			t.Errorf("pod %s was replaced or is terminating", before.Name)
+		case len(pod.Status.ContainerStatuses) == 0 || pod.Status.ContainerStatuses[0].State.Running == nil ||
+			pod.Status.ContainerStatuses[0].RestartCount != 0:
+			t.Errorf("pod %s disturbed: %+v", before.Name, pod.Status.ContainerStatuses)
+		}
+	}
+}
+
+// around runs the workload's updates while disrupt runs (on the test's
+// goroutine, once the updates are under way) and for restartSettle after,
+// and returns disrupt's outage starts and returns by node, with the meter
+// of every arrival. Every update must reach every file (the run fails
+// otherwise).
+func (w *restartWorkload) around(t *testing.T, disrupt func() (outages, returns map[string]time.Time)) (*delayMeter, map[string]time.Time, map[string]time.Time) {
+	t.Helper()
+	files := w.files(t)
+	type result struct {
+		m   *delayMeter
+		err error
+	}
+	done, stop := make(chan result, 1), make(chan struct{})
+	run := delayRun{Client: clientset, Namespace: w.ns, ConfigMaps: w.configMaps,
+		MeanGap: restartMeanGap, Poll: csiPoll, Longest: 2 * time.Minute, Stop: stop}
+	go func() {
+		m, err := run.measure(context.Background(), files)
+		done <- result{m, err}
+	}()
+	time.Sleep(restartSettle)
+	outages, returns := disrupt()
+	time.Sleep(restartSettle)
+	close(stop)
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	return res.m, outages, returns
+}
+
+// restartRows judges each node's return: every update sent before it in
+// every file within restartCurrent, and the row of the docs' table: how
+// long the driver was not ready, the longest delay of an update sent while
+// it was not (how long the volumes really went without updates), how long
+// after the return the last of those arrived (0 when before it: a driver
+// serves its recorded volumes before it registers), and the longest delay
+// after the return.
+func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *delayMeter, outages, returns map[string]time.Time) [][]string {
+	t.Helper()
+	updates := updatesSent(t, w.ns, w.configMaps)
+	var rows [][]string
+	for _, node := range slices.Sorted(maps.Keys(returns)) {
+		if len(m.arrivals[node]) == 0 {
+			continue // no pod of the workload there
+		}
+		back, stopped := returns[node], outages[node]
+		if stopped.IsZero() {
+			stopped = back
+		}
+		var current, during, after time.Duration
+		for _, a := range m.arrivals[node] {
+			switch {
+			case a.Sent.After(back):
+				after = max(after, a.Seen.Sub(a.Sent))
+			case a.Sent.After(stopped):
+				during = max(during, a.Seen.Sub(a.Sent))
+				fallthrough
+			default:
+				current = max(current, a.Seen.Sub(back))
+			}
+		}
+		if current > restartCurrent {
+			t.Errorf("%s: the last volume was current %s after the driver's return, want within %s", node, current.Round(time.Millisecond), restartCurrent)
+		}
+		t.Logf("%s: not ready %s; updates sent meanwhile took up to %s; current %s after the return; after it, delays up to %s (%d arrivals)",
+			node, back.Sub(stopped).Round(time.Millisecond), during.Round(time.Millisecond), current.Round(time.Millisecond),
+			after.Round(time.Millisecond), len(m.arrivals[node]))
+		notReady, meanwhile := "never", "–"
+		if back.After(stopped) {
+			notReady, meanwhile = seconds(back.Sub(stopped).Seconds()), seconds(during.Seconds())
+		}
+		rows = append(rows, []string{scenario, node, notReady, meanwhile, strconv.Itoa(updates),
+			seconds(current.Seconds()), seconds(after.Seconds())})
+	}
+	return rows
+}
