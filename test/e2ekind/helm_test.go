@@ -133,3 +133,36 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 	}
 	eventually(t, 90*time.Second, "the upgraded agent keeps the pod's ConfigMap", onDisk)
 }
+
+// TestChartChecksPodSecurity: installed into a namespace that enforces the
+// baseline Pod Security level, which refuses the agents' hostPath volumes,
+// the chart fails with the command that labels the namespace; labelled
+// privileged, it installs (both as a server-side dry run).
+func TestChartChecksPodSecurity(t *testing.T) {
+	t.Parallel() // touches no kubelet and installs nothing
+	ns := testNamespace(t, "e2e-kind-pod-security")
+	control := clusterNodes(t)[0]
+	label := func(level string) {
+		if out, err := nodeExec(control, "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "label", "namespace", ns,
+			"pod-security.kubernetes.io/enforce="+level, "--overwrite"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	install := func() (string, error) {
+		repo, tag, _ := strings.Cut(agentImage, ":")
+		cmd := exec.Command(os.Getenv("NODEAGENT_HELM_BIN"), "install", "pod-security", "deploy/helm/nodeagent", "--namespace", ns,
+			"--set", "mode=csi", "--set", "image.repository="+repo, "--set", "image.tag="+tag, "--dry-run=server", "--kubeconfig", kubeconfigPath)
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	label("baseline")
+	want := "kubectl label namespace " + ns + " pod-security.kubernetes.io/enforce=privileged --overwrite"
+	if out, err := install(); err == nil || !strings.Contains(out, want) {
+		t.Errorf("into a baseline namespace: err %v, output %s; want a failure that says %q", err, out, want)
+	}
+	label("privileged")
+	if out, err := install(); err != nil {
+		t.Errorf("into a privileged namespace: %v\n%s", err, out)
+	}
+}

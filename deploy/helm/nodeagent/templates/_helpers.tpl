@@ -114,3 +114,21 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
+
+{{/*
+The release's namespace must admit the agents' hostPath volumes: a Pod
+Security level other than privileged refuses them, and the DaemonSet would
+create no pod. lookup reads the namespace on install and upgrade (it is
+empty in helm template and a client-side dry run); a namespace Helm
+creates (--create-namespace) has no label, so the cluster's default level
+applies: docs/csi.md and docs/deploy.md say to label it.
+*/}}
+{{- define "nodeagent.checkPodSecurity" -}}
+{{- $ns := lookup "v1" "Namespace" "" .Release.Namespace }}
+{{- if $ns }}
+{{- $level := get ($ns.metadata.labels | default dict) "pod-security.kubernetes.io/enforce" }}
+{{- if and $level (ne $level "privileged") }}
+{{- fail (printf "namespace %s enforces the Pod Security level %q, which refuses the agents' hostPath volumes: label it with `kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged --overwrite`, or install into a namespace of its own" .Release.Namespace $level .Release.Namespace) }}
+{{- end }}
+{{- end }}
+{{- end }}
