@@ -23,7 +23,9 @@
 #                after, beside the kustomize DaemonSet; analyze's findings and
 #                update delays against what the containers hold, and analyze
 #                always on (the chart's, alone) serving them as series, with
-#                deploy/prometheus's alerts firing on a real Prometheus;
+#                deploy/prometheus's alerts firing on a real Prometheus; the
+#                CSI driver beside the kubelet, through Kubernetes' storage e2e
+#                suite (hack/storage-e2e) and through its restarts;
 #   6. install   the README's commands for a checkout, as written, on a clone
 #                of this one: build, analyze, make push to a local registry on
 #                the kind network, Helm, kubectl (TestInstallFromREADME).

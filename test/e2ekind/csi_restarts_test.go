@@ -37,9 +37,10 @@ const (
 
 // TestCSIDriverRestarts holds the driver to what operators judge a CSI
 // driver by on the days nobody plans: its rolling upgrade, its kubelet
-// restarted, and the driver down while pods on its node are deleted and
-// created (one of them with a record that cannot be read). It restarts a
-// kubelet, so it runs before the parallel tests. Each scenario's figures
+// restarted, the driver down while pods on its node are deleted and
+// created (one of them with a record that cannot be read), and its node
+// restarted. It restarts a kubelet and a node, so it runs before the
+// parallel tests. Each scenario's figures
 // go to _output/e2e-kind/csi-restarts.json, a row per node.
 func TestCSIDriverRestarts(t *testing.T) {
 	nodes := clusterNodes(t)
@@ -57,6 +58,7 @@ func TestCSIDriverRestarts(t *testing.T) {
 	t.Run("rolling upgrade", func(t *testing.T) { table.Rows = append(table.Rows, csiRollingUpgrade(t)...) })
 	t.Run("kubelet restarted", func(t *testing.T) { table.Rows = append(table.Rows, csiKubeletRestarted(t)...) })
 	t.Run("driver down while pods come and go", func(t *testing.T) { table.Rows = append(table.Rows, csiDownWhilePodsChange(t)...) })
+	t.Run("node restarted", func(t *testing.T) { table.Rows = append(table.Rows, csiNodeRestarted(t)...) })
 	writeDocTable(t, "csi-restarts", table)
 }
 
@@ -140,7 +142,12 @@ func (w *restartWorkload) checkUndisturbed(t *testing.T) {
 // otherwise).
 func (w *restartWorkload) around(t *testing.T, disrupt func() (outages, returns map[string]time.Time)) (*delayMeter, map[string]time.Time, map[string]time.Time) {
 	t.Helper()
-	files := w.files(t)
+	return w.aroundFiles(t, w.files(t), disrupt)
+}
+
+// aroundFiles is around, reading files.
+func (w *restartWorkload) aroundFiles(t *testing.T, files []delayFile, disrupt func() (outages, returns map[string]time.Time)) (*delayMeter, map[string]time.Time, map[string]time.Time) {
+	t.Helper()
 	type result struct {
 		m   *delayMeter
 		err error

@@ -139,7 +139,7 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 // the chart fails with the command that labels the namespace; labelled
 // privileged, it installs (both as a server-side dry run).
 func TestChartChecksPodSecurity(t *testing.T) {
-	t.Parallel() // touches no kubelet and installs nothing
+	t.Parallel() // touches no kubelet and installs nothing (the after mode: no CSIDriver, which TestCSIDriver's release owns)
 	ns := testNamespace(t, "e2e-kind-pod-security")
 	control := clusterNodes(t)[0]
 	label := func(level string) {
@@ -151,7 +151,7 @@ func TestChartChecksPodSecurity(t *testing.T) {
 	install := func() (string, error) {
 		repo, tag, _ := strings.Cut(agentImage, ":")
 		cmd := exec.Command(os.Getenv("NODEAGENT_HELM_BIN"), "install", "pod-security", "deploy/helm/nodeagent", "--namespace", ns,
-			"--set", "mode=csi", "--set", "image.repository="+repo, "--set", "image.tag="+tag, "--dry-run=server", "--kubeconfig", kubeconfigPath)
+			"--set", "mode=after", "--set", "image.repository="+repo, "--set", "image.tag="+tag, "--dry-run=server", "--kubeconfig", kubeconfigPath)
 		cmd.Dir = filepath.Join("..", "..")
 		out, err := cmd.CombinedOutput()
 		return string(out), err

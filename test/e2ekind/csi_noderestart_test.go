@@ -1,0 +1,154 @@
+//go:build e2e
+
+package e2ekind
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// nodeVarDir is where this machine holds a kind node's /var (a Docker
+// volume of the node's container, which outlives its processes): the
+// only way to read a node's files across the node's restart.
+func nodeVarDir(t *testing.T, node string) string {
+	t.Helper()
+	out, err := exec.Command("docker", "inspect", "-f", "{{json .Mounts}}", node).Output()
+	if err != nil {
+		t.Fatalf("docker inspect %s: %v", node, err)
+	}
+	var mounts []struct{ Source, Destination string }
+	if err := json.Unmarshal(out, &mounts); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mounts {
+		if m.Destination == "/var" {
+			return m.Source
+		}
+	}
+	t.Fatalf("%s has no volume at /var: %s", node, out)
+	return ""
+}
+
+// volumeFiles are the workload's files as the volumes on the nodes hold
+// them (what each container mounts), read through the nodes' /var
+// volumes: they stay readable while a node's containers are replaced.
+func (w *restartWorkload) volumeFiles(t *testing.T) []delayFile {
+	var files []delayFile
+	vars := map[string]string{}
+	for _, pod := range w.pods {
+		node := pod.Spec.NodeName
+		if vars[node] == "" {
+			vars[node] = nodeVarDir(t, node)
+		}
+		for i, cm := range w.configMaps {
+			dir := filepath.Join(vars[node], "lib", "kubelet", "pods", string(pod.UID), "volumes", "kubernetes.io~csi", cm, "mount")
+			files = append(files, delayFile{Node: node, ConfigMap: i, Path: filepath.Join(dir, delayValueKey)})
+		}
+	}
+	return files
+}
+
+// driverContainer is the container ID of the driver's pod on node, ready
+// or not ("" when there is none).
+func driverContainer(ctx context.Context, node string) (id string, ready bool, err error) {
+	list, err := clientset.CoreV1().Pods(csiNamespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil || len(list.Items) == 0 || len(list.Items[0].Status.ContainerStatuses) == 0 {
+		return "", false, err
+	}
+	status := list.Items[0].Status.ContainerStatuses[0]
+	return status.ContainerID, status.Ready, nil
+}
+
+// csiNodeRestarted restarts a worker's container, as a node reboots: its
+// kubelet, containerd, the driver and every container stop and start
+// again. The pods come back, same pods, their containers started again,
+// with their volumes served again and current within restartCurrent of
+// the driver's return; nothing of the old volumes is left on the node (a
+// record per volume in use, none unreadable); the pods of the other
+// worker are undisturbed.
+func csiNodeRestarted(t *testing.T) [][]string {
+	ctx := context.Background()
+	w := newRestartWorkload(t, "e2e-kind-csi-node")
+	node := clusterNodes(t)[2]
+	before, _, err := driverContainer(ctx, node)
+	if err != nil || before == "" {
+		t.Fatalf("the driver on %s: %q %v", node, before, err)
+	}
+	m, stopped, back := w.aroundFiles(t, w.volumeFiles(t), func() (map[string]time.Time, map[string]time.Time) {
+		stop := time.Now()
+		if out, err := exec.Command("docker", "restart", "--time", "1", node).CombinedOutput(); err != nil {
+			t.Fatalf("docker restart %s: %v: %s", node, err, out)
+		}
+		var ready time.Time
+		eventually(t, 3*time.Minute, "a new driver ready on "+node, func() string {
+			id, ok, err := driverContainer(ctx, node)
+			if err != nil || id == before || !ok {
+				return fmt.Sprintf("container %q ready %v (%v)", id, ok, err)
+			}
+			ready = time.Now()
+			return ""
+		})
+		return map[string]time.Time{node: stop}, map[string]time.Time{node: ready}
+	})
+	restorePodNetwork(t, node)
+	var kept []*corev1.Pod
+	volumes := 0
+	for _, pod := range w.pods {
+		if pod.Spec.NodeName != node {
+			kept = append(kept, pod)
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.CSI != nil {
+				volumes++
+			}
+		}
+		eventually(t, 2*time.Minute, pod.Name+" running again", func() string {
+			p, err := clientset.CoreV1().Pods(w.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil || p.UID != pod.UID {
+				return fmt.Sprintf("not the same pod (%v)", err)
+			}
+			if s := p.Status.ContainerStatuses; len(s) == 0 || s[0].State.Running == nil || s[0].RestartCount == 0 {
+				return fmt.Sprintf("%+v", s)
+			}
+			return ""
+		})
+	}
+	out, err := nodeExec(node, "sh", "-c", "ls "+agentRoot+"/csi/volumes/*.json | wc -l; ls "+agentRoot+"/csi/volumes/unreadable 2>/dev/null | wc -l")
+	if got := strings.Fields(string(out)); err != nil || len(got) != 2 || got[0] != fmt.Sprint(volumes) || got[1] != "0" {
+		t.Errorf("on %s, records and unreadable records: %q (%v), want %d and 0", node, out, err, volumes)
+	}
+	all := w.pods
+	w.pods = kept
+	w.checkUndisturbed(t)
+	w.pods = all
+	return w.restartRows(t, "node restarted", m, stopped, back)
+}
+
+// restorePodNetwork sets up again, after node restarted, the routes of the
+// pod network hack/kind/pod-network.sh gives a cluster of the offline node
+// image (kindnetd's work on a published one): a restarted node has lost its
+// routes to the other nodes' pods, and the others' routes to its pods lead
+// nowhere if its address changed.
+func restorePodNetwork(t *testing.T, node string) {
+	t.Helper()
+	if !exists(node, "/etc/cni/net.d/10-nodeagent-kind.conflist") {
+		return // kindnetd's network, which kindnetd restores
+	}
+	cmd := exec.Command("hack/kind/pod-network.sh", clusterName)
+	cmd.Dir = repoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("hack/kind/pod-network.sh: %v: %s", err, out)
+	}
+}
