@@ -176,7 +176,7 @@ func storageSuiteTable(results []storageSuiteResult) report.Table {
 	sort.Strings(suites)
 	for _, suite := range suites {
 		sort.Strings(reasons[suite])
-		table.Rows = append(table.Rows, []string{suite, fmt.Sprintf("%d patterns", patterns[suite]), "every test", "not defined",
+		table.Rows = append(table.Rows, []string{suite, plural(patterns[suite], "pattern"), "every test", "not defined",
 			"needs " + strings.Join(reasons[suite], " or ") + " volumes"})
 	}
 	table.Rows = append(table.Rows, []string{"all (Kubernetes " + storageSuiteVersion() + ")", "", fmt.Sprintf("%d run", counts["passed"]+counts["failed"]+counts["skipped"]),
@@ -196,4 +196,12 @@ func storageSuiteVersion() string {
 		return string(m[1])
 	}
 	return "unknown"
+}
+
+// plural is "1 pattern", "2 patterns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
