@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -58,6 +59,14 @@ func installCSIDriver(t *testing.T, args ...string) {
 	t.Cleanup(func() {
 		helm(t, "uninstall", csiRelease, "--namespace", csiNamespace, "--wait")
 		_ = clientset.CoreV1().Namespaces().Delete(context.Background(), csiNamespace, metav1.DeleteOptions{})
+		// The next test to install the driver uses the same namespace,
+		// which refuses new objects while it terminates.
+		eventually(t, 3*time.Minute, "namespace "+csiNamespace+" gone", func() string {
+			if _, err := clientset.CoreV1().Namespaces().Get(context.Background(), csiNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Sprintf("still there (%v)", err)
+			}
+			return ""
+		})
 	})
 	eventually(t, 3*time.Minute, "the CSI agents ready on every node", func() string {
 		ds, err := clientset.AppsV1().DaemonSets(csiNamespace).Get(context.Background(), csiRelease, metav1.GetOptions{})
