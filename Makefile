@@ -393,7 +393,7 @@ demo-record: controlplane build ## make demo, kept as docs/runs/demo.json and wr
 kind-prep: ## Build kind and the kind node image's root file system, which need no Docker engine (make test does it in the background).
 	hack/kind/prepare.sh
 
-e2e-kind: build kustomize helm prometheus image ## A kind cluster (built offline where no registry answers): e2e tests and compare on it (about 10 minutes; 14 more the first time).
+e2e-kind: build kustomize helm prometheus image ## A kind cluster (built offline where no registry answers): e2e tests, compare and the storage suite on it (its time: docs/kind.md; the node image adds more the first time).
 	$(AS_BUILT) hack/e2e-kind.sh
 
 # The e2e and kind stages with half the CPU this machine offers (hack/halfcpu.sh:

@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 )
 
 // nodeVarDir is where this machine holds a kind node's /var (a Docker
@@ -58,18 +57,6 @@ func (w *restartWorkload) volumeFiles(t *testing.T) []delayFile {
 	return files
 }
 
-// driverContainer is the container ID of the driver's pod on node, ready
-// or not ("" when there is none).
-func driverContainer(ctx context.Context, node string) (id string, ready bool, err error) {
-	list, err := clientset.CoreV1().Pods(csiNamespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
-	if err != nil || len(list.Items) == 0 || len(list.Items[0].Status.ContainerStatuses) == 0 {
-		return "", false, err
-	}
-	status := list.Items[0].Status.ContainerStatuses[0]
-	return status.ContainerID, status.Ready, nil
-}
-
 // csiNodeRestarted restarts a worker's container, as a node reboots: its
 // kubelet, containerd, the driver and every container stop and start
 // again. The pods come back, same pods, their containers started again,
@@ -81,7 +68,8 @@ func csiNodeRestarted(t *testing.T) [][]string {
 	ctx := context.Background()
 	w := newRestartWorkload(t, "e2e-kind-csi-node")
 	node := clusterNodes(t)[2]
-	before, _, err := driverContainer(ctx, node)
+	pods, err := driverPods(ctx)
+	before := pods[node].Container
 	if err != nil || before == "" {
 		t.Fatalf("the driver on %s: %q %v", node, before, err)
 	}
@@ -92,9 +80,9 @@ func csiNodeRestarted(t *testing.T) [][]string {
 		}
 		var ready time.Time
 		eventually(t, 3*time.Minute, "a new driver ready on "+node, func() string {
-			id, ok, err := driverContainer(ctx, node)
-			if err != nil || id == before || !ok {
-				return fmt.Sprintf("container %q ready %v (%v)", id, ok, err)
+			pods, err := driverPods(ctx)
+			if now := pods[node]; err != nil || now.Container == before || !now.Ready {
+				return fmt.Sprintf("%+v (%v)", now, err)
 			}
 			ready = time.Now()
 			return ""

@@ -14,31 +14,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// driverPods lists the driver's pods by node: the ready one's name, or ""
-// where the node's pod is not ready (or terminating).
-func driverPods(ctx context.Context) (map[string]string, error) {
+// driverPod is the driver's pod on a node as a restart scenario follows it.
+type driverPod struct {
+	Name, Container string
+	// Ready: its container is ready and the pod is not terminating.
+	Ready bool
+}
+
+// readyName is the pod's name when it is ready, else "".
+func (p driverPod) readyName() string {
+	if p.Ready {
+		return p.Name
+	}
+	return ""
+}
+
+// driverPods lists the driver's pods by node, a ready one where a node has
+// one besides a terminating one.
+func driverPods(ctx context.Context) (map[string]driverPod, error) {
 	list, err := clientset.CoreV1().Pods(csiNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	ready := map[string]string{}
+	pods := map[string]driverPod{}
 	for _, p := range list.Items {
-		ok := p.DeletionTimestamp == nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].Ready
-		if _, seen := ready[p.Spec.NodeName]; !seen || ok {
-			ready[p.Spec.NodeName] = ""
-			if ok {
-				ready[p.Spec.NodeName] = p.Name
-			}
+		d := driverPod{Name: p.Name}
+		if s := p.Status.ContainerStatuses; len(s) > 0 {
+			d.Container, d.Ready = s[0].ContainerID, s[0].Ready && p.DeletionTimestamp == nil
+		}
+		if _, seen := pods[p.Spec.NodeName]; !seen || d.Ready {
+			pods[p.Spec.NodeName] = d
 		}
 	}
-	return ready, nil
+	return pods, nil
 }
 
 // followDrivers polls the driver's pods every 100 ms until every node in
 // nodes has a ready pod other than the one it had in before, and returns
 // by node when its old pod stopped being ready (the outage's start) and
 // when its new one became ready.
-func followDrivers(t *testing.T, before map[string]string, nodes []string, timeout time.Duration) (stopped, ready map[string]time.Time) {
+func followDrivers(t *testing.T, before map[string]driverPod, nodes []string, timeout time.Duration) (stopped, ready map[string]time.Time) {
 	ctx := context.Background()
 	stopped, ready = map[string]time.Time{}, map[string]time.Time{}
 	deadline := time.Now().Add(timeout)
@@ -51,11 +66,11 @@ func followDrivers(t *testing.T, before map[string]string, nodes []string, timeo
 			continue
 		}
 		for _, node := range nodes {
-			name := pods[node]
-			if _, ok := stopped[node]; !ok && name != before[node] {
+			name, old := pods[node].readyName(), before[node].readyName()
+			if _, ok := stopped[node]; !ok && name != old {
 				stopped[node] = now
 			}
-			if _, ok := ready[node]; !ok && name != "" && name != before[node] {
+			if _, ok := ready[node]; !ok && name != "" && name != old {
 				ready[node] = now
 			}
 		}
@@ -129,9 +144,9 @@ func csiDownWhilePodsChange(t *testing.T) [][]string {
 	}
 	m, stopped, back := w.around(t, func() (map[string]time.Time, map[string]time.Time) {
 		down := time.Now()
-		labelNode(t, node, csiNodeLabel+"-")
+		labelNode(t, node, "")
 		eventually(t, time.Minute, "the driver gone from "+node, func() string {
-			if pods, err := driverPods(ctx); err != nil || pods[node] != "" {
+			if pods, err := driverPods(ctx); err != nil || pods[node].Ready {
 				return fmt.Sprintf("still there (%v)", err)
 			}
 			return ""
@@ -147,8 +162,8 @@ func csiDownWhilePodsChange(t *testing.T) [][]string {
 		}
 		mustCreate(t, w.ns, csiPod("arriving", node, one))
 		time.Sleep(5 * time.Second)
-		labelNode(t, node, csiNodeLabel+"=on")
-		_, ready := followDrivers(t, map[string]string{node: before[node]}, []string{node}, 2*time.Minute)
+		labelNode(t, node, "on")
+		_, ready := followDrivers(t, before, []string{node}, 2*time.Minute)
 		return map[string]time.Time{node: down}, ready
 	})
 	waitRunning(t, w.ns, "arriving")

@@ -4,6 +4,7 @@ package e2ekind
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
@@ -45,11 +47,11 @@ const (
 func TestCSIDriverRestarts(t *testing.T) {
 	nodes := clusterNodes(t)
 	for _, node := range nodes {
-		labelNode(t, node, csiNodeLabel+"=on")
+		labelNode(t, node, "on")
 	}
 	t.Cleanup(func() {
 		for _, node := range nodes {
-			_, _ = nodeExec(nodes[0], "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "label", "node", node, csiNodeLabel+"-")
+			labelNode(t, node, "")
 		}
 	})
 	installCSIDriver(t, "--set-string", `nodeSelector.e2e\.nodeagent\.io/csi=on`)
@@ -62,13 +64,32 @@ func TestCSIDriverRestarts(t *testing.T) {
 	writeDocTable(t, "csi-restarts", table)
 }
 
-// labelNode sets (KEY=VALUE) or removes (KEY-) a label of node.
-func labelNode(t *testing.T, node, label string) {
+// labelNode sets csiNodeLabel on node to value, or removes it where value
+// is "".
+func labelNode(t *testing.T, node, value string) {
 	t.Helper()
-	control := clusterNodes(t)[0]
-	if out, err := nodeExec(control, "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "label", "node", node, label, "--overwrite"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+	if err := patchLabel(clientset.CoreV1().Nodes(), node, csiNodeLabel, value); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// patchLabel sets key=value on the object name, or removes key where value
+// is "", with a merge patch.
+func patchLabel[T any](client interface {
+	Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (T, error)
+}, name, key, value string) error {
+	var v any = value
+	if value == "" {
+		v = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: v}}})
+	if err == nil {
+		_, err = client.Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("label %s=%q on %s: %w", key, value, name, err)
+	}
+	return nil
 }
 
 // restartWorkload is what a scenario runs beside: on each worker,

@@ -23,13 +23,13 @@ type delayMeter struct {
 	// sentAt[c][v-1] is when update v of ConfigMap c was sent.
 	sentAt [][]time.Time
 	// seen[j] is how many updates file j has shown.
-	seen   []int
-	delays map[string][]float64
+	seen []int
 	// byNotify counts, by node and ConfigMap, the delays measured by a
 	// read inotify prompted; measured, all of them.
 	byNotify, measured map[string]int
 	// arrivals holds, by node, when each update was sent and first seen in
-	// each file: what a run around a restart judges the return by.
+	// each file: the delays, and what a run around a restart judges the
+	// return by.
 	arrivals map[string][]arrival
 }
 
@@ -37,7 +37,7 @@ type delayMeter struct {
 type arrival struct{ Sent, Seen time.Time }
 
 func newDelayMeter(files []delayFile, configMaps int) *delayMeter {
-	return &delayMeter{files: files, sentAt: make([][]time.Time, configMaps), seen: make([]int, len(files)), delays: map[string][]float64{},
+	return &delayMeter{files: files, sentAt: make([][]time.Time, configMaps), seen: make([]int, len(files)),
 		byNotify: map[string]int{}, measured: map[string]int{}, arrivals: map[string][]arrival{}}
 }
 
@@ -82,7 +82,6 @@ func (m *delayMeter) read(j int, notified bool) {
 	defer m.mu.Unlock()
 	for ; m.seen[j] < min(value, len(m.sentAt[f.ConfigMap])); m.seen[j]++ {
 		sent := m.sentAt[f.ConfigMap][m.seen[j]]
-		m.delays[f.Node] = append(m.delays[f.Node], max(0, now.Sub(sent).Seconds()))
 		m.arrivals[f.Node] = append(m.arrivals[f.Node], arrival{Sent: sent, Seen: now})
 		key := fmt.Sprintf("%s, ConfigMap %d", f.Node, f.ConfigMap)
 		m.measured[key]++
@@ -92,11 +91,17 @@ func (m *delayMeter) read(j int, notified bool) {
 	}
 }
 
-// result returns the delays by node.
+// result returns the delays by node, in seconds.
 func (m *delayMeter) result() map[string][]float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.delays
+	delays := map[string][]float64{}
+	for node, arrivals := range m.arrivals {
+		for _, a := range arrivals {
+			delays[node] = append(delays[node], max(0, a.Seen.Sub(a.Sent).Seconds()))
+		}
+	}
+	return delays
 }
 
 // watch reads a file as soon as inotify reports a change in its directory:

@@ -59,30 +59,32 @@ type delayRun struct {
 }
 
 // runWindow is when a run's updates end: after its Window, or once its
-// Stop is closed.
+// Stop is closed (its end is then the first moment a caller sees that).
 type runWindow struct {
-	mu  sync.Mutex
-	end time.Time
+	mu   sync.Mutex
+	end  time.Time
+	stop <-chan struct{}
 }
 
 func newRunWindow(window time.Duration, stop <-chan struct{}) *runWindow {
 	if stop == nil {
 		return &runWindow{end: time.Now().Add(window)}
 	}
-	w := &runWindow{end: time.Now().Add(24 * time.Hour)}
-	go func() {
-		<-stop
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.end = time.Now()
-	}()
-	return w
+	return &runWindow{stop: stop}
 }
 
 // endsBefore says whether the updates ended before t.
 func (w *runWindow) endsBefore(t time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.end.IsZero() {
+		select {
+		case <-w.stop:
+			w.end = time.Now()
+		default:
+			return false
+		}
+	}
 	return t.After(w.end)
 }
 

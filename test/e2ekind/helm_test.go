@@ -141,11 +141,9 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 func TestChartChecksPodSecurity(t *testing.T) {
 	t.Parallel() // touches no kubelet and installs nothing (the after mode: no CSIDriver, which TestCSIDriver's release owns)
 	ns := testNamespace(t, "e2e-kind-pod-security")
-	control := clusterNodes(t)[0]
 	label := func(level string) {
-		if out, err := nodeExec(control, "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf", "label", "namespace", ns,
-			"pod-security.kubernetes.io/enforce="+level, "--overwrite"); err != nil {
-			t.Fatalf("%v: %s", err, out)
+		if err := patchLabel(clientset.CoreV1().Namespaces(), ns, "pod-security.kubernetes.io/enforce", level); err != nil {
+			t.Fatal(err)
 		}
 	}
 	install := func() (string, error) {
