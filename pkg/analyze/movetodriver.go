@@ -14,8 +14,9 @@ import (
 // webhook would move it. The kubelets stop reading those volumes, the
 // driver watches their ConfigMaps instead (Predicted holds both), their
 // update delay becomes the driver's, and the subPath mounts of them stop
-// being stale (updates: inPlace). Nil where no volume can move.
-func (c Cluster) moveToDriver(shares map[string]map[int]int) *WhatIf {
+// being stale (updates: inPlace). By namespace and by workload, the top
+// ones (breakDown). Nil where no volume can move.
+func (c Cluster) moveToDriver(shares map[string]map[int]int, gathered map[string]*model.Reads, top int) *WhatIf {
 	if !slices.ContainsFunc(c.Inventory.Pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 }) {
 		return nil // no copy of the inventory for nothing
 	}
@@ -36,6 +37,7 @@ func (c Cluster) moveToDriver(shares map[string]map[int]int) *WhatIf {
 		w.Predicted = w.Predicted.plus(d.Predicted)
 		w.DriverUpdateDelay = d.UpdateDelay
 	}
+	c.breakDown(w, gathered, top)
 	w.Caveat = fmt.Sprintf("the load counts the driver's watches (one per ConfigMap per node) with the kubelets'; the update delay is the kubelets' for the volumes they keep, the driver's for the moved ones; %d subPathNeverUpdated findings go (updates: inPlace); environment variables and projected volumes stay as they are",
 		m.subPaths)
 	return w

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,20 @@ func TestMoveToDriver(t *testing.T) {
 	}
 	if move.DriverUpdateDelay == nil || move.DriverUpdateDelay.Max >= 1 {
 		t.Errorf("the moved volumes' delay %+v, want the driver's, under a second", move.DriverUpdateDelay)
+	}
+	if move.MovableNamespaces != 1 || move.MovableWorkloads != 2 || len(move.Workloads) != 2 || move.Workloads[0].KubeletsSaved.Sum().APIServerGets == 0 ||
+		move.Namespaces[0].DriverAdded.Sum().Watches != 2 || move.Namespaces[0].ClearsFindings != 1 {
+		t.Errorf("by namespace %+v, by workload %+v; want ns moving with 2 driver watches and 1 finding cleared, and its two pods' workloads",
+			move.Namespaces, move.Workloads)
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text, 10); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Move to the driver, by namespace (top 1 of 1", "Move to the driver, by workload (top 2 of 2", "Pod/web"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text report lacks %q:\n%s", want, text.String())
+		}
 	}
 	if r.Driver != nil || len(c.Inventory.Pods[0].Refs.DriverVolumes) != 0 {
 		t.Error("the what-if changed the cluster it was asked about")

@@ -29,6 +29,7 @@ func (r Result) sections(top int) []section {
 	out = append(out, section{fmt.Sprintf("Busiest nodes (%d of %d)", len(nodes), len(r.Nodes)), nodeTable(nodes)})
 	out = append(out, section{fmt.Sprintf("Busiest namespaces (top %d)", len(r.Namespaces)), namespaceTable(r.Namespaces)})
 	out = append(out, section{fmt.Sprintf("Busiest objects (top %d)", len(r.Objects)), objectTable(r.Objects)})
+	out = append(out, r.moveSections()...)
 	if r.Driver != nil {
 		out = append(out, section{"nodeagent's CSI driver (" + podrefs.DriverName + "), apart from the kubelets", r.Driver.table()})
 	}

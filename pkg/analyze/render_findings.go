@@ -48,6 +48,9 @@ func delayCell(d *model.Delay) string {
 }
 
 func seconds(s float64) string {
+	if s > 0 && s < 0.1 { // the driver's delays
+		return fmt.Sprintf("%.0fms", 1000*s)
+	}
 	if s >= 100 {
 		return fmt.Sprintf("%.0fs", s)
 	}

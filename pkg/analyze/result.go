@@ -46,6 +46,20 @@ func (a Rates) plus(b Rates) Rates {
 		EtcdReads: a.EtcdReads + b.EtcdReads, Watches: a.Watches + b.Watches, WatchRequests: a.WatchRequests + b.WatchRequests}
 }
 
+func (a Rates) minus(b Rates) Rates {
+	return Rates{APIServerGets: a.APIServerGets - b.APIServerGets, QuorumGets: a.QuorumGets - b.QuorumGets,
+		EtcdReads: a.EtcdReads - b.EtcdReads, Watches: a.Watches - b.Watches, WatchRequests: a.WatchRequests - b.WatchRequests}
+}
+
+// add adds r to kind's rates.
+func (k *Kinds) add(kind model.Kind, r Rates) {
+	if kind == model.Secret {
+		k.Secrets = k.Secrets.plus(r)
+		return
+	}
+	k.ConfigMaps = k.ConfigMaps.plus(r)
+}
+
 func (k Kinds) plus(o Kinds) Kinds {
 	return Kinds{ConfigMaps: k.ConfigMaps.plus(o.ConfigMaps), Secrets: k.Secrets.plus(o.Secrets)}
 }
@@ -160,4 +174,12 @@ type WhatIf struct {
 	DriverUpdateDelay *model.Delay `json:"driverUpdateDelaySeconds,omitempty"`
 	ClearsFindings    int          `json:"clearsFindings,omitempty"`
 	Caveat            string       `json:"caveat,omitempty"`
+	// MovableNamespaces and MovableWorkloads count, for move-to-driver,
+	// the namespaces and workloads with a volume that could move;
+	// Namespaces and Workloads are the top of each by the kubelets' GETs
+	// saved, each as if it moved alone.
+	MovableNamespaces int         `json:"movableNamespaces,omitempty"`
+	MovableWorkloads  int         `json:"movableWorkloads,omitempty"`
+	Namespaces        []MoveGroup `json:"namespaces,omitempty"`
+	Workloads         []MoveGroup `json:"workloads,omitempty"`
 }

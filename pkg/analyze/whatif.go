@@ -57,7 +57,7 @@ func whatIfs(c Cluster, pods map[string][]model.Pod, gathered map[string]*model.
 		"an immutable object cannot change: a new version needs a new name, and one deleted and recreated under the same name stays stale on the nodes that had it (kubernetes#131589); only watches are saved, the Cache and Get strategies ignore immutability",
 		func(s Settings) (Settings, bool) { return s, s.Strategy == model.StrategyWatch },
 		markImmutable(pods, marked), nil)
-	if w := c.moveToDriver(shares); w != nil {
+	if w := c.moveToDriver(shares, gathered, top); w != nil {
 		out = append(out, *w)
 	}
 	return out

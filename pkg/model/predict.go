@@ -192,6 +192,29 @@ func (s *objectScratch) gather(n Node) {
 	}
 }
 
+// Readers counts a node's pod reads of one object: those that remount it
+// on each sync, and those of failing mounts that retry it.
+type Readers struct{ Remounts, Retries int }
+
+// LoadOf is the load of object o on node n when rs read it. A node's
+// load is the sum of its objects', each depending on that object's readers
+// alone, so the difference of two LoadOfs is exactly what adding or
+// taking away readers of o changes on n. No readers, no load.
+func LoadOf(n Node, o Object, rs Readers) Load {
+	if rs == (Readers{}) {
+		return Load{}
+	}
+	return objectLoad(n, readers{object: o, remounts: rs.Remounts, mounts: rs.Retries})
+}
+
+// Each calls f with every object r gathered (with the flags its readers
+// knew) and its readers.
+func (r *Reads) Each(f func(o Object, rs Readers)) {
+	for _, g := range r.readers {
+		f(g.object, Readers{Remounts: g.remounts, Retries: g.mounts})
+	}
+}
+
 // objectLoad is the load of one object on node n.
 func objectLoad(n Node, r readers) Load {
 	mean, _ := SyncIntervalMoments(n.SyncFrequency)

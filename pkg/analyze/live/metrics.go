@@ -67,7 +67,7 @@ type reportCollector struct{ a *Analyzer }
 
 func (reportCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFindings, descGets, descQuorumGets, descWatches, descDelay, descComputedAt, descComputeSeconds, descObjects,
-		descNodeGets, descNodeWatches, descNodeDelay, descWhatIfGets, descWhatIfWatches, descFinding, descFindingsDropped} {
+		descNodeGets, descNodeWatches, descNodeDelay, descWhatIfGets, descWhatIfWatches, descMoveGets, descMoveWatches, descFinding, descFindingsDropped} {
 		ch <- d
 	}
 }

@@ -60,3 +60,28 @@ nodeagent_analyze_finding_series_dropped 3
 		t.Errorf("after a new report with one finding: %d finding series (%v), want 1", n, err)
 	}
 }
+
+// move-to-driver's namespaces and workloads each have their GETs saved
+// and their watches on both sides, labelled by namespace and workload.
+func TestMoveToDriverSeries(t *testing.T) {
+	a := New(nil, Options{MaxFindingSeries: 10})
+	saved := analyze.Kinds{ConfigMaps: analyze.Rates{APIServerGets: 0.5, Watches: 2}}
+	added := analyze.Kinds{ConfigMaps: analyze.Rates{Watches: 3}}
+	a.report.Store(&Report{ComputedAt: time.Unix(1000, 0), Result: analyze.Result{WhatIfs: []analyze.WhatIf{{Name: "move-to-driver",
+		Namespaces: []analyze.MoveGroup{{Namespace: "shop", KubeletsSaved: saved, DriverAdded: added}},
+		Workloads:  []analyze.MoveGroup{{Namespace: "shop", Workload: "Deployment/web", KubeletsSaved: saved, DriverAdded: added}}}}}})
+	want := `
+# HELP nodeagent_analyze_move_to_driver_watches The watches that moving a namespace's or a workload's configMap volumes to the driver would close at the kubelets (side=kubelet) and open at the driver (side=driver).
+# TYPE nodeagent_analyze_move_to_driver_watches gauge
+nodeagent_analyze_move_to_driver_watches{namespace="shop",side="driver",workload=""} 3
+nodeagent_analyze_move_to_driver_watches{namespace="shop",side="driver",workload="Deployment/web"} 3
+nodeagent_analyze_move_to_driver_watches{namespace="shop",side="kubelet",workload=""} 2
+nodeagent_analyze_move_to_driver_watches{namespace="shop",side="kubelet",workload="Deployment/web"} 2
+`
+	if err := testutil.GatherAndCompare(a.reports, strings.NewReader(want), "nodeagent_analyze_move_to_driver_watches"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(a.reports, "nodeagent_analyze_move_to_driver_gets_saved_per_second"); err != nil || n != 2 {
+		t.Errorf("%d series of GETs saved (%v), want a namespace's and a workload's", n, err)
+	}
+}

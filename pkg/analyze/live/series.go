@@ -23,6 +23,12 @@ var (
 		"The kubelets' predicted GETs a second at the apiserver after a what-if (upgrade-to-v1.29, watch-everywhere, ...).", []string{"whatif"}, nil)
 	descWhatIfWatches = prometheus.NewDesc("nodeagent_analyze_whatif_watches",
 		"The kubelets' predicted open watches after a what-if.", []string{"whatif"}, nil)
+	descMoveGets = prometheus.NewDesc("nodeagent_analyze_move_to_driver_gets_saved_per_second",
+		"The kubelets' GETs a second at the apiserver that moving a namespace's or a workload's configMap volumes to nodeagent's CSI driver would save, each group moving alone: the top --top namespaces (workload empty) and workloads.",
+		[]string{"namespace", "workload"}, nil)
+	descMoveWatches = prometheus.NewDesc("nodeagent_analyze_move_to_driver_watches",
+		"The watches that moving a namespace's or a workload's configMap volumes to the driver would close at the kubelets (side=kubelet) and open at the driver (side=driver).",
+		[]string{"namespace", "workload", "side"}, nil)
 	descFinding = prometheus.NewDesc("nodeagent_analyze_finding",
 		"One finding: a pod (and container) that holds, or will hold, other content than the API's object; 1 while the finding stands.",
 		[]string{"type", "namespace", "pod", "container", "node", "kind", "object"}, nil)
@@ -46,6 +52,12 @@ func appendSeries(out []prometheus.Metric, r *Report, maxFindings int) []prometh
 		sum := w.Predicted.Sum()
 		out = append(out, prometheus.MustNewConstMetric(descWhatIfGets, prometheus.GaugeValue, sum.APIServerGets, w.Name))
 		out = append(out, prometheus.MustNewConstMetric(descWhatIfWatches, prometheus.GaugeValue, float64(sum.Watches), w.Name))
+		for _, g := range append(w.Namespaces, w.Workloads...) {
+			saved, added := g.KubeletsSaved.Sum(), g.DriverAdded.Sum()
+			out = append(out, prometheus.MustNewConstMetric(descMoveGets, prometheus.GaugeValue, saved.APIServerGets, g.Namespace, g.Workload),
+				prometheus.MustNewConstMetric(descMoveWatches, prometheus.GaugeValue, float64(saved.Watches), g.Namespace, g.Workload, "kubelet"),
+				prometheus.MustNewConstMetric(descMoveWatches, prometheus.GaugeValue, float64(added.Watches), g.Namespace, g.Workload, "driver"))
+		}
 	}
 	seen := map[[7]string]bool{}
 	dropped := 0

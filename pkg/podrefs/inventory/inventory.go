@@ -15,8 +15,10 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,6 +89,8 @@ type PodInfo struct {
 	// out; Converted says the webhook converted some of its volumes.
 	Unconverted []UnconvertedVolume
 	Converted   bool
+	// Workload is what created the pod, as kind/name (WorkloadOf).
+	Workload string
 }
 
 // UnconvertedVolume is a configMap volume the driver could serve.
@@ -118,7 +122,27 @@ func PodInfoOf(p *corev1.Pod) PodInfo {
 	info.Started, info.FirstStarted = startTimes(p, names)
 	info.Unconverted = unconverted(p)
 	_, info.Converted = p.Annotations[podrefs.ConvertedAnnotation]
+	info.Workload = WorkloadOf(p)
 	return info
+}
+
+// WorkloadOf names what an operator would change to change p, as
+// kind/name: its controller, but a Deployment for the pods of a
+// ReplicaSet the Deployment made (the ReplicaSet's name is the
+// Deployment's and the pod's pod-template-hash label), and Pod/name for a
+// pod no controller owns. A Job's pods stay the Job's, whether or not a
+// CronJob made it: a pod does not say.
+func WorkloadOf(p *corev1.Pod) string {
+	owner := metav1.GetControllerOf(p)
+	if owner == nil {
+		return "Pod/" + p.Name
+	}
+	if hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; owner.Kind == "ReplicaSet" && hash != "" {
+		if name, ok := strings.CutSuffix(owner.Name, "-"+hash); ok && name != "" {
+			return "Deployment/" + name
+		}
+	}
+	return owner.Kind + "/" + owner.Name
 }
 
 type objectKey struct {
