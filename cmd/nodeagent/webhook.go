@@ -31,7 +31,9 @@ func runWebhook(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.configuration, "webhook-configuration", "nodeagent-webhook", "Without --tls-cert-file: the MutatingWebhookConfiguration whose caBundle the webhook keeps current.")
 	fs.StringSliceVar(&f.dnsNames, "dns-names", nil, "Without --tls-cert-file: the serving certificate's DNS names. Default: the Service's, <service>.<namespace>.svc and .svc.cluster.local; set them for a webhook the configuration reaches by URL.")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig, for --self-signed-secret. Empty: the in-cluster service account.")
-	if err := parseDaemonFlags(fs, args, func() error { return nil }); err != nil {
+	fs.DurationVar(&f.caLifetime, "ca-lifetime", 5*365*24*time.Hour, "Without --tls-cert-file: how long the webhook's own CA is valid; it is renewed at two thirds of it.")
+	fs.DurationVar(&f.certLifetime, "cert-lifetime", 90*24*time.Hour, "Without --tls-cert-file: how long the serving certificate is valid; it is renewed at two thirds of it. The certificates are checked every minute, or every tenth of the shorter lifetime.")
+	if err := parseDaemonFlags(fs, args, f.validate); err != nil {
 		return err
 	}
 	defer klog.Flush()
@@ -54,10 +56,22 @@ type webhookFlags struct {
 	secret, service, configuration        string
 	dnsNames                              []string
 	kubeconfig                            string
+	caLifetime, certLifetime              time.Duration
+}
+
+// validate refuses lifetimes SelfSigned cannot keep.
+func (f *webhookFlags) validate() error {
+	if f.certLifetime < webhook.MinCertLifetime {
+		return fmt.Errorf("--cert-lifetime %s is under %s: the webhook checks its certificate every tenth of its life", f.certLifetime, webhook.MinCertLifetime)
+	}
+	if f.caLifetime < f.certLifetime {
+		return fmt.Errorf("--ca-lifetime %s is shorter than --cert-lifetime %s: the CA must outlive the certificates it signs", f.caLifetime, f.certLifetime)
+	}
+	return nil
 }
 
 // certificates returns the serving certificate's source: the files, or a
-// self-signed CA kept in a Secret, checked every minute until ctx ends.
+// self-signed CA kept in a Secret, checked until ctx ends.
 func (f *webhookFlags) certificates(ctx context.Context) (certificateSource, error) {
 	if f.certFile != "" || f.keyFile != "" {
 		if f.certFile == "" || f.keyFile == "" {
@@ -86,7 +100,7 @@ func (f *webhookFlags) certificates(ctx context.Context) (certificateSource, err
 		names = []string{svc, svc + ".cluster.local"}
 	}
 	s := &webhook.SelfSigned{Secrets: core.Secrets(f.namespace), Configurations: configurations, Namespace: f.namespace, SecretName: f.secret,
-		DNSNames: names, WebhookConfiguration: f.configuration}
+		DNSNames: names, WebhookConfiguration: f.configuration, CALifetime: f.caLifetime, CertLifetime: f.certLifetime}
 	if err := s.Check(ctx); err != nil {
 		return nil, err
 	}

@@ -80,21 +80,31 @@ type ConfigurationClient interface {
 	Update(ctx context.Context, config *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.UpdateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
 }
 
-// checkInterval is how often Run checks the Secret and the bundle.
-const checkInterval = time.Minute
+// MinCertLifetime is the shortest serving certificate's life SelfSigned
+// takes: a check every tenth of it must still find it.
+const MinCertLifetime = 30 * time.Second
 
-// Run checks the certificates at once and then every minute until ctx
-// ends. A failed check is logged and tried again at the next.
-func (s *SelfSigned) Run(ctx context.Context) {
+// CheckInterval is how often Run checks the Secret and the bundle: every
+// minute, or every tenth of the shorter lifetime where that is less, so
+// that a replica reads a renewed certificate long before the old one, or
+// the CA that signed it, expires.
+func (s *SelfSigned) CheckInterval() time.Duration {
 	s.defaults()
+	return min(time.Minute, min(s.CALifetime, s.CertLifetime)/10)
+}
+
+// Run checks the certificates at once and then every CheckInterval until
+// ctx ends. A failed check is logged and tried again at the next.
+func (s *SelfSigned) Run(ctx context.Context) {
+	interval := s.CheckInterval()
 	for {
 		if err := s.Check(ctx); err != nil {
-			klog.FromContext(ctx).Error(err, "Checking the webhook's certificates failed; trying again in a minute")
+			klog.FromContext(ctx).Error(err, "Checking the webhook's certificates failed; trying again", "in", interval)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.Clock.After(checkInterval):
+		case <-s.Clock.After(interval):
 		}
 	}
 }
@@ -273,7 +283,8 @@ func newCertificate(parent *x509.Certificate, parentKey *ecdsa.PrivateKey, commo
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: commonName}, DNSNames: dnsNames,
-		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(lifetime), // a minute's leeway for clocks
+		// Leeway for clocks behind ours: a minute, or a tenth of a short life.
+		NotBefore: now.Add(-min(time.Minute, lifetime/10)), NotAfter: now.Add(lifetime),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

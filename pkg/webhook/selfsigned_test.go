@@ -134,3 +134,44 @@ func TestSelfSignedFollowsTheServiceName(t *testing.T) {
 		t.Error("a renewed serving certificate rotated the CA")
 	}
 }
+
+// With lifetimes of minutes (a cluster's policy, or a test's), the checks
+// come every tenth of the shorter one, and two replicas checking in turn
+// serve, at every moment, a certificate the caBundle trusts while the CA
+// and the certificate are each renewed several times.
+func TestShortLifetimesRenewWithoutAGap(t *testing.T) {
+	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	client := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodeagent"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.configmaps.nodeagent.io"}},
+	})
+	replicas := []*SelfSigned{newSelfSigned(client, clock), newSelfSigned(client, clock)}
+	for _, r := range replicas {
+		r.CALifetime, r.CertLifetime = 2*time.Minute, time.Minute
+		if err := r.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	interval := replicas[0].CheckInterval()
+	if interval != 6*time.Second {
+		t.Fatalf("checks every %s, want a tenth of the certificate's minute", interval)
+	}
+	cas, certs := map[string]bool{}, map[string]bool{}
+	for step := range 200 { // 10 minutes; the replicas check half an interval apart
+		r := replicas[step%2]
+		if err := r.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Step(interval / 2)
+		for _, each := range replicas {
+			leaf := verify(t, client, each, clock.Now())
+			cas[string(leaf.AuthorityKeyId)], certs[string(leaf.Raw)] = true, true
+		}
+	}
+	// Renewed at two thirds of their lives, not at every check: a CA about
+	// every 76 s, a certificate every 38 s (and with each new CA).
+	if len(cas) < 6 || len(cas) > 9 || len(certs) < 12 || len(certs) > 20 {
+		t.Errorf("%d CAs and %d certificates served in 10 minutes; want a CA renewed about every 76 s and a certificate every 38 s", len(cas), len(certs))
+	}
+}
