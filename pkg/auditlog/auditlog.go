@@ -200,6 +200,17 @@ func (t Tally) Seconds() float64 { return t.To.Sub(t.From).Seconds() }
 // OpenWatches alone looks at the whole log up to the window's end: the
 // watches open at its end, wherever in the log they opened.
 func TallyResources(path string, window Window, resources ...string) (Tally, error) {
+	return tally(path, window, "", resources)
+}
+
+// TallyNamespace is TallyResources for the requests of one namespace.
+func TallyNamespace(path string, window Window, namespace string, resources ...string) (Tally, error) {
+	return tally(path, window, namespace, resources)
+}
+
+// tally is TallyResources for namespace's requests, or every namespace's
+// where it is empty.
+func tally(path string, window Window, namespace string, resources []string) (Tally, error) {
 	t := Tally{Counts: map[string]map[string]Counts{}}
 	want := map[string]bool{}
 	for _, r := range resources {
@@ -211,7 +222,7 @@ func TallyResources(path string, window Window, resources ...string) (Tally, err
 		if e.Verb == "watch" && e.Stage == "ResponseComplete" && !e.StageTimestamp.IsZero() {
 			happened = e.StageTimestamp // a watch ends long after it was received
 		}
-		if !window.To.IsZero() && !happened.Before(window.To) {
+		if !window.To.IsZero() && !happened.Before(window.To) || namespace != "" && e.ObjectRef.Namespace != namespace {
 			return
 		}
 		byUser := t.Counts[e.ObjectRef.Resource]

@@ -106,3 +106,35 @@ func TestCountImpersonated(t *testing.T) {
 		t.Errorf("Gets: %+v (%v), want system:node:a's then admin's", gets, err)
 	}
 }
+
+// TallyNamespace counts one namespace's requests alone, open watches
+// included.
+func TestTallyNamespace(t *testing.T) {
+	const driver = "system:serviceaccount:nodeagent:csi"
+	watch := "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm&watch=true"
+	other := func(l string) string { return strings.Replace(l, `"namespace":"ns"`, `"namespace":"other"`, 1) }
+	lines := []string{
+		line("ResponseStarted", "watch", watch, driver, 200, "2026-01-01T00:00:01.000000Z"),
+		other(line("ResponseStarted", "watch", watch, driver, 200, "2026-01-01T00:00:01.000000Z")),
+		other(line("ResponseStarted", "watch", watch, driver, 200, "2026-01-01T00:00:02.000000Z")),
+		other(line("ResponseComplete", "get", "/api/v1/namespaces/other/configmaps/cm", driver, 200, "2026-01-01T00:00:02.000000Z")),
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := TallyNamespace(path, Window{}, "ns", "configmaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := TallyResources(path, Window{}, "configmaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ns.Counts["configmaps"][driver], (Counts{Watches: 1, OpenWatches: 1}); got != want {
+		t.Errorf("namespace ns: %+v, want %+v", got, want)
+	}
+	if got := all.Counts["configmaps"][driver]; got.OpenWatches != 3 || got.Gets() != 1 {
+		t.Errorf("every namespace: %+v, want 3 watches open and a GET", got)
+	}
+}

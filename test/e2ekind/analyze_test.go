@@ -48,6 +48,13 @@ func runAnalyze(t *testing.T, name string, args ...string) analyze.Result {
 // ConfigMap and Secret requests by user over window.
 func auditTally(t *testing.T, window auditlog.Window) auditlog.Tally {
 	t.Helper()
+	return auditTallyIn(t, window, "")
+}
+
+// auditTallyIn is auditTally for the requests of namespace alone, or of
+// every namespace where it is empty.
+func auditTallyIn(t *testing.T, window auditlog.Window, namespace string) auditlog.Tally {
+	t.Helper()
 	raw, err := nodeExec(clusterName+"-control-plane", "cat", auditLogOnNode)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +63,7 @@ func auditTally(t *testing.T, window auditlog.Window) auditlog.Tally {
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tally, err := auditlog.TallyResources(path, window, "configmaps", "secrets")
+	tally, err := auditlog.TallyNamespace(path, window, namespace, "configmaps", "secrets")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,8 +163,9 @@ func waitRunning(t *testing.T, ns, name string) *corev1.Pod {
 // kind tests on it, one after another.
 func TestCSIDriver(t *testing.T) {
 	t.Parallel() // touches no kubelet: runs beside TestCSIDriver, TestRealPodVolumes and TestHelmInstallAndUpgrade, after the tests that restart kubelets
-	installCSIDriver(t)
+	installCSIDriver(t, webhookArgs...)
 	t.Run("beside the kubelet", csiBesideKubelet)
+	t.Run("without editing workloads", csiWithoutEditing)
 	t.Run("Kubernetes' storage e2e suite", csiStorageSuite)
 	t.Run("an immutable ConfigMap recreated", csiImmutableRecreated)
 	t.Run("bad input", csiBadInput)

@@ -28,10 +28,20 @@ type containerView struct {
 
 func viewContainer(t *testing.T, pod *corev1.Pod) containerView {
 	t.Helper()
-	if len(pod.Status.ContainerStatuses) == 0 || pod.Status.ContainerStatuses[0].ContainerID == "" {
+	if len(pod.Status.ContainerStatuses) == 0 {
 		t.Fatalf("pod %s has no container yet", pod.Name)
 	}
-	_, id, _ := strings.Cut(pod.Status.ContainerStatuses[0].ContainerID, "://")
+	return viewContainerNamed(t, pod, pod.Status.ContainerStatuses[0].Name)
+}
+
+// viewContainerNamed views pod's container name.
+func viewContainerNamed(t *testing.T, pod *corev1.Pod, name string) containerView {
+	t.Helper()
+	i := slices.IndexFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == name })
+	if i < 0 || pod.Status.ContainerStatuses[i].ContainerID == "" {
+		t.Fatalf("pod %s has no container %s yet", pod.Name, name)
+	}
+	_, id, _ := strings.Cut(pod.Status.ContainerStatuses[i].ContainerID, "://")
 	out, err := nodeExec(pod.Spec.NodeName, "sh", "-c", "crictl inspect "+id+" | jq -r .info.pid")
 	if err != nil {
 		t.Fatal(err)
