@@ -182,3 +182,16 @@ func TestWorkloadOf(t *testing.T) {
 		}
 	}
 }
+
+// kube-system's pods never move: the webhook does not touch them.
+func TestKubeSystemNeverMoves(t *testing.T) {
+	for ns, want := range map[string]int{"kube-system": 0, "shop": 1} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app"}},
+			Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}}}
+		if got := len(inventory.PodInfoOf(p).Unconverted); got != want {
+			t.Errorf("a pod of %s: %d volumes that could move, want %d", ns, got, want)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type admissions struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 
+	mu                              sync.Mutex
 	converted, unconverted, refused int
 	// cas and certs are the distinct CAs and serving certificates the
 	// Secret held, by digest.
@@ -52,7 +53,16 @@ func (a *admissions) stop() *admissions {
 	return a
 }
 
+// renewals counts the CAs and the serving certificates seen so far.
+func (a *admissions) renewals() (cas, certs int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.cas), len(a.certs)
+}
+
 func (a *admissions) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return fmt.Sprintf("%d converted, %d unconverted, %d refused (%v), %d CAs, %d certificates", a.converted, a.unconverted, a.refused, a.errors, len(a.cas), len(a.certs))
 }
 
@@ -64,11 +74,13 @@ func (a *admissions) run() {
 			return
 		case <-time.After(admissionGap):
 		}
-		if s, err := clientset.CoreV1().Secrets(csiNamespace).Get(ctx, webhookSecret, metav1.GetOptions{}); err == nil {
+		s, secretErr := clientset.CoreV1().Secrets(csiNamespace).Get(ctx, webhookSecret, metav1.GetOptions{})
+		pod, err := clientset.CoreV1().Pods(a.ns).Create(ctx, admissionPod(i), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		a.mu.Lock()
+		if secretErr == nil {
 			a.cas[sha256.Sum256(s.Data[webhook.SecretCACert])] = true
 			a.certs[sha256.Sum256(s.Data[webhook.SecretCert])] = true
 		}
-		pod, err := clientset.CoreV1().Pods(a.ns).Create(ctx, admissionPod(i), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case err != nil:
 			a.refused++
@@ -78,6 +90,7 @@ func (a *admissions) run() {
 		default:
 			a.converted++
 		}
+		a.mu.Unlock()
 	}
 }
 

@@ -70,8 +70,10 @@ func csiWithoutEditing(t *testing.T) {
 	}
 	pod := rolloutRestart(t, ns)
 	checkConverted(t, pod)
+	var counted auditlog.Counts
 	eventually(t, 30*time.Second, "the driver's watches in the audit log", func() string {
 		c := auditTallyIn(t, auditlog.Window{}, ns).Counts["configmaps"][csiUser]
+		counted = c
 		if c.OpenWatches != predicted || c.Gets() != 0 {
 			return fmt.Sprintf("%d open and %d GETs; analyze predicted %d watches and no GET", c.OpenWatches, c.Gets(), predicted)
 		}
@@ -79,6 +81,8 @@ func csiWithoutEditing(t *testing.T) {
 	})
 
 	table := webhookUpdatesWhileRenewing(t, ns, pod)
+	table.Rows = append([][]string{{"the driver's watches: analyze's move-to-driver before, the audit log after",
+		fmt.Sprintf("%d predicted", predicted), fmt.Sprintf("%d open", counted.OpenWatches), fmt.Sprintf("%d GETs", counted.Gets())}}, table.Rows...)
 	t.Run("webhook down", func(t *testing.T) { webhookDown(t, ns) })
 	writeDocTable(t, "csi-webhook", table)
 }
@@ -250,10 +254,19 @@ func webhookUpdatesWhileRenewing(t *testing.T, ns string, pod *corev1.Pod) repor
 	run := delayRun{Client: clientset, Namespace: ns, ConfigMaps: []string{webappRelease + "-config", webappRelease + "-site"},
 		Window: webhookWindow, MeanGap: webhookMeanGap, Poll: csiPoll, Longest: 10 * time.Second}
 	delays, _, err := run.Measure(context.Background(), webhookUpdateFiles(t, pod))
-	a := admissions.stop()
 	if err != nil {
+		admissions.stop()
 		t.Fatal(err)
 	}
+	// The run outlasts a CA's renewal period; the admissions go on until
+	// the Secret has shown one, and two of the certificate.
+	eventually(t, 90*time.Second, "a CA renewal and two certificate renewals", func() string {
+		if cas, certs := admissions.renewals(); cas < 2 || certs < 3 {
+			return fmt.Sprintf("%d CAs and %d certificates seen", cas, certs)
+		}
+		return ""
+	})
+	a := admissions.stop()
 	table := report.Table{Header: []string{"file", "delays", "median", "longest"}}
 	for _, file := range slices.Sorted(maps.Keys(delays)) {
 		d := slices.Sorted(slices.Values(delays[file]))
@@ -264,7 +277,7 @@ func webhookUpdatesWhileRenewing(t *testing.T, ns string, pod *corev1.Pod) repor
 		}
 	}
 	t.Logf("admissions: %s", a)
-	if a.refused > 0 || a.unconverted > 0 || a.converted < 50 || len(a.cas) < 2 || len(a.certs) < 3 {
+	if a.refused > 0 || a.unconverted > 0 || a.converted < 50 {
 		t.Errorf("admissions during the run: %s; want none refused or unconverted through a CA renewal and two certificate renewals", a)
 	}
 	table.Rows = append(table.Rows, []string{"pods admitted meanwhile", fmt.Sprintf("%d converted, %d unconverted, %d refused", a.converted, a.unconverted, a.refused),

@@ -98,9 +98,12 @@ type UnconvertedVolume struct {
 	Volume, ConfigMap string
 }
 
-// unconverted are p's configMap volumes that the webhook would convert.
+// unconverted are p's configMap volumes that the webhook would convert:
+// none for a pod that opts out, or of kube-system, whose pods the webhook
+// never touches (the cluster's own components, some of which the driver
+// itself needs).
 func unconverted(p *corev1.Pod) []UnconvertedVolume {
-	if p.Annotations[podrefs.ServeLabel] == podrefs.ServeDisabled {
+	if p.Annotations[podrefs.ServeLabel] == podrefs.ServeDisabled || p.Namespace == metav1.NamespaceSystem {
 		return nil
 	}
 	var out []UnconvertedVolume
