@@ -81,7 +81,7 @@ build: ## Build nodeagent into _output/bin, its agent-only build nodeagent-agent
 controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; minutes the first time: docs/development.md).
 	hack/controlplane/build.sh $(BIN)
 
-refkubelet: ## Build the reference kubelets v1.28 and v1.37 into _output/bin (once; about seven minutes the first time).
+refkubelet: ## Build the reference kubelets v1.28 and v1.37 into _output/bin (once; development.md says how long the first build takes).
 	hack/refkubelet/build.sh $(BIN)
 
 kustomize: $(BIN)/kustomize ## Build the pinned kustomize CLI into _output/bin (renders deploy/).
@@ -277,7 +277,7 @@ unit: ## Run the unit tests.
 # input, when a duration ends while a worker is busy (golang/go#75804,
 # fixed in Go 1.27). 10,000 take about 20 s each on two cores.
 FUZZTIME ?= 10000x
-fuzz: ## Fuzz path validation and payload building, FUZZTIME executions each (default 10000x, about 20 s).
+fuzz: ## Fuzz path validation and payload building, FUZZTIME executions each (default 10000x).
 	$(GO) test -run '^$$' -fuzz '^FuzzWrite$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager/atomicwriter
 	$(GO) test -run '^$$' -fuzz '^FuzzConfigMapVolume$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager
 
@@ -298,7 +298,7 @@ bench: ## Go benchmarks of the hot paths, six samples each, to _output/bench.txt
 # pods, twenty to a ConfigMap, S = 1m (the kubelet's default), five updates a
 # second. About 23 minutes per pod count.
 LATENCY_PODS ?= 10 110 1000
-latency: controlplane build ## Update latency per strategy at 10, 110 and 1,000 pods on one node, to _output/latency/<pods>/ (about 70 minutes).
+latency: controlplane build ## Update latency per strategy at 10, 110 and 1,000 pods on one node, to _output/latency/<pods>/ (long: the record latency-1000 in development.md gives its time).
 	@for pods in $(LATENCY_PODS); do \
 		$(BIN)/nodeagent compare --nodes 1 --pods-per-node $$pods --shared-configmaps $$(( (pods + 19) / 20 )) \
 			--sync-frequency 1m --phase-duration 151s --sample-interval 10s --update-rate 5 \
@@ -311,7 +311,7 @@ latency: controlplane build ## Update latency per strategy at 10, 110 and 1,000 
 # nodes, 4m at 1,000, where every-sync at 1m asks more GETs than this
 # machine's apiserver serves.
 SCALE_NODES ?= 100 300 1000
-scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30 pods, with profiles, and the growth chart, to _output/scale/ (about 90 minutes).
+scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30 pods, with profiles, and the growth chart, to _output/scale/ (long: the records scale-* in development.md give their times).
 	@failed=""; for nodes in $(SCALE_NODES); do \
 		$(BIN)/nodeagent compare --nodes $$nodes --pods-per-node 30 --sample-interval 10s \
 			--profile-dir $(OUTPUT)/scale/$$nodes/profiles --output-dir $(OUTPUT)/scale/$$nodes || failed="$$failed $$nodes"; \
@@ -323,7 +323,7 @@ scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30
 # The idle cost of one node's agent beside the real kubelet's (docs/performance.md,
 # "Idle cost"): 110 pods, each its own ConfigMap, every agent and
 # kubelet its own process; S = 1m over 5 minutes, then S = 10s over 2.
-idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's, and of the CSI driver with 110 volumes (about 60 minutes).
+idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's, and of the CSI driver with 110 volumes (long: the records idle-* and csi-idle in development.md give their times).
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_MEASURE_IDLE=1 \
 		$(GO) test -tags e2e -count=1 -timeout 10m -v -run '^TestCSIDriverIdleCost$$' ./test/e2e/
 	$(BIN)/nodeagent compare --nodes 1 --pods-per-node 110 --sync-frequency 1m --phase-duration 5m --sample-interval 30s --agent-processes \
@@ -380,7 +380,7 @@ test: ## Build what is missing, then verify, unit tests, fuzzing, e2e tests and,
 # TTL=25s, 60 s per mode); pass others with DEMO_ARGS, e.g.
 #   make demo DEMO_ARGS="--modes every-sync,first-reference --phase-duration 2m"
 DEMO_ARGS ?=
-demo: controlplane build ## Compare ConfigMap GET load before and after kubernetes#120255 (about 4 minutes).
+demo: controlplane build ## Compare ConfigMap GET load before and after kubernetes#120255 (the record demo in development.md gives its time).
 	$(BIN)/nodeagent compare --output-dir $(OUTPUT)/compare $(DEMO_ARGS)
 
 demo-record: controlplane build ## make demo, kept as docs/runs/demo.json and written into the docs that quote it (CHANGELOG="why the figures moved").

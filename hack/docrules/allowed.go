@@ -27,17 +27,6 @@ func parseAllowed(text string) map[string][]*allowance {
 	return out
 }
 
-// allow says whether one of a page's allowances covers line.
-func allow(allowances []*allowance, line string) bool {
-	for _, a := range allowances {
-		if strings.Contains(line, a.phrase) {
-			a.used = true
-			return true
-		}
-	}
-	return false
-}
-
 // unusedAllowances are the allowances of the pages checked that covered
 // no line.
 func unusedAllowances(allowed map[string][]*allowance, checked map[string]bool) []string {

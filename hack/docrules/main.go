@@ -1,12 +1,15 @@
 // Command docrules checks two rules of the docs that links and quotes do
 // not cover (make verify runs it on README.md, docs/ and the scripts):
 //
-//   - No figure by hand: a number with a unit of time, rate, size or ratio
-//     that looks measured (a decimal, a percentage, or one hedged with
-//     "about") is a quote of a recorded run (<!-- run ... --> markers,
-//     internal/docruns) or goes. Settings, limits and tolerances are
-//     whole numbers and pass; derivations of the model that need a
-//     decimal are listed in allowed.txt, each with the line it allows.
+//   - No figure by hand (figures.go): a number with a unit of time, rate,
+//     size, ratio, CPU or requests, in digits or in words, or a decimal
+//     alone, in the pages' prose, their code spans that are not commands,
+//     and the Makefile's help, is a quote of a recorded run (<!-- run ...
+//     --> markers, internal/docruns) or goes. A whole number that a
+//     setting or bound word introduces ("every 5 s", "S = 1 m", "at most
+//     1 GiB") passes; any other exception (a derivation of the model, a
+//     bound written "within") is a phrase in allowed.txt under a comment
+//     that says why, and allows the figures inside that phrase alone.
 //
 //   - No overlay without an image: deploy/'s overlays name an image tag no
 //     registry holds (docs/deploy.md), so a page or script that applies or
@@ -20,6 +23,8 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -38,8 +43,11 @@ func main() {
 			os.Exit(1)
 		}
 		text := string(data)
-		if strings.HasSuffix(file, ".md") {
+		switch {
+		case strings.HasSuffix(file, ".md"):
 			problems = append(problems, handFigures(file, text, allowed)...)
+		case filepath.Base(file) == "Makefile":
+			problems = append(problems, handFigures(file, makefileHelp(text), allowed)...)
 		}
 		problems = append(problems, directOverlays(file, text)...)
 	}
@@ -53,4 +61,21 @@ func main() {
 		fmt.Fprintf(os.Stderr, "docrules: %d problems\n", len(problems))
 		os.Exit(1)
 	}
+}
+
+// helpText is a target's help in a Makefile: what make help prints.
+var helpText = regexp.MustCompile(`^[A-Za-z0-9_.%/ -]+:[^=]*?##\s?(.*)$`)
+
+// makefileHelp is a Makefile's text with only its targets' help left,
+// every other line blank, so that the figures keep their line numbers.
+func makefileHelp(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		if m := helpText.FindStringSubmatch(line); m != nil {
+			lines[i] = m[1]
+		} else {
+			lines[i] = ""
+		}
+	}
+	return strings.Join(lines, "\n")
 }
