@@ -167,7 +167,7 @@ func csiRestart(t *testing.T) {
 	app := waitRunning(t, ns, "app")
 
 	drivers, err := clientset.CoreV1().Pods(csiNamespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+		LabelSelector: csiDriverPods, FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
 	if err != nil || len(drivers.Items) != 1 {
 		t.Fatalf("the driver's pod on %s: %d pods, %v", node, len(drivers.Items), err)
 	}
@@ -177,7 +177,7 @@ func csiRestart(t *testing.T) {
 	}
 	eventually(t, 2*time.Minute, "a new driver ready on "+node, func() string {
 		list, err := clientset.CoreV1().Pods(csiNamespace).List(ctx, metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+			LabelSelector: csiDriverPods, FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
 		if err != nil {
 			return err.Error()
 		}

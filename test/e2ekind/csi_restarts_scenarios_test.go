@@ -32,7 +32,7 @@ func (p driverPod) readyName() string {
 // driverPods lists the driver's pods by node, a ready one where a node has
 // one besides a terminating one.
 func driverPods(ctx context.Context) (map[string]driverPod, error) {
-	list, err := clientset.CoreV1().Pods(csiNamespace).List(ctx, metav1.ListOptions{})
+	list, err := clientset.CoreV1().Pods(csiNamespace).List(ctx, metav1.ListOptions{LabelSelector: csiDriverPods})
 	if err != nil {
 		return nil, err
 	}

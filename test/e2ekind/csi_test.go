@@ -31,6 +31,9 @@ const (
 	csiNamespace = "nodeagent-csi"
 	csiDriver    = "configmaps.nodeagent.io"
 	csiUser      = "system:serviceaccount:" + csiNamespace + ":" + csiRelease
+	// csiDriverPods selects the driver's pods, not the webhook's beside
+	// them in its namespace.
+	csiDriverPods = "app.kubernetes.io/name=nodeagent"
 )
 
 // The update-delay run of the CSI test: csiConfigMaps ConfigMaps, each
