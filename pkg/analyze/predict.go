@@ -52,6 +52,10 @@ func (c Cluster) podsByNode() map[string][]model.Pod {
 	return pods
 }
 
+// namespacesUnlisted is the report's warning where namespaces could not be
+// listed.
+const namespacesUnlisted = "namespaces could not be listed: notConverted (a pod of a namespace opted in to the admission webhook that the kubelet still serves) is left out; grant list and watch on namespaces (deploy/analyze's nodeagent-analyze role)"
+
 // Predict predicts the cluster's load now and under each what-if, and
 // lists the top busiest namespaces and objects.
 func Predict(c Cluster, top int) Result {
@@ -94,6 +98,9 @@ func Predict(c Cluster, top int) Result {
 	r.Summary.Findings = countFindings(r.Findings)
 	if !c.Inventory.SecretsListed {
 		r.Warnings = append(r.Warnings, c.Inventory.SecretsUnlisted)
+	}
+	if !c.Inventory.NamespacesListed {
+		r.Warnings = append(r.Warnings, namespacesUnlisted)
 	}
 	return r
 }
@@ -152,7 +159,7 @@ func objectDelays(nodes []model.Node, objects []model.ObjectLoad) func(model.Obj
 
 func (c Cluster) summary() Summary {
 	s := Summary{Nodes: len(c.Inventory.Nodes), Pods: len(c.Inventory.Pods),
-		SecretsListed: c.Inventory.SecretsListed, Behaviours: map[model.Behaviour]int{}}
+		SecretsListed: c.Inventory.SecretsListed, NamespacesListed: c.Inventory.NamespacesListed, Behaviours: map[model.Behaviour]int{}}
 	namespaces := map[string]bool{}
 	for _, p := range c.Inventory.Pods {
 		namespaces[p.Namespace] = true

@@ -96,6 +96,9 @@ type Summary struct {
 	// NodesFromConfigz is how many nodes' settings came from /configz.
 	NodesFromConfigz int  `json:"nodesFromConfigz"`
 	SecretsListed    bool `json:"secretsListed"`
+	// NamespacesListed is false where namespaces could not be listed, and
+	// the notConverted findings are left out.
+	NamespacesListed bool `json:"namespacesListed"`
 	// Behaviours counts the nodes of each model behaviour.
 	Behaviours map[model.Behaviour]int `json:"behaviours"`
 }

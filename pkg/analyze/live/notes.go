@@ -23,6 +23,9 @@ const (
 	NoteSettingsAssumed = "settingsAssumed"
 	// NoteSecretsUnlisted is 1 where Secrets may not be listed.
 	NoteSecretsUnlisted = "secretsUnlisted"
+	// NoteNamespacesUnlisted is 1 where namespaces may not be listed, and
+	// notConverted is left out.
+	NoteNamespacesUnlisted = "namespacesUnlisted"
 	// NotePodsOnMissingNodes counts pods bound to nodes that do not exist.
 	NotePodsOnMissingNodes = "podsOnMissingNodes"
 	// NoteListWatchFailing counts resources whose list or watch failed in
@@ -37,7 +40,7 @@ const recentFailure = 2 * time.Minute
 
 var (
 	descNotes = prometheus.NewDesc("nodeagent_analyze_notes",
-		"What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), pods on nodes that do not exist, resources whose list or watch is failing.",
+		"What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), namespaces not listed (1), pods on nodes that do not exist, resources whose list or watch is failing.",
 		[]string{"reason"}, nil)
 	descWatchErrors = prometheus.NewDesc("nodeagent_analyze_list_watch_errors_total",
 		"Lists and watches of the informers that failed, by resource and reason (expired: 410 Gone, relisted; throttled: 429; forbidden; unavailable; other).",
@@ -120,7 +123,7 @@ func (f *listWatchFailures) collect(ch chan<- prometheus.Metric) {
 // many resources' lists or watches fail now, which the report, computed
 // on changes, may not have seen yet.
 func notes(r *Report, failing int) map[string]int {
-	out := map[string]int{NoteSettingsAssumed: 0, NoteSecretsUnlisted: 0, NotePodsOnMissingNodes: r.PodsOnMissingNodes,
+	out := map[string]int{NoteSettingsAssumed: 0, NoteSecretsUnlisted: 0, NoteNamespacesUnlisted: 0, NotePodsOnMissingNodes: r.PodsOnMissingNodes,
 		NoteListWatchFailing: failing}
 	for _, n := range r.Nodes {
 		if n.SettingsSource != analyze.FromConfigz {
@@ -129,6 +132,9 @@ func notes(r *Report, failing int) map[string]int {
 	}
 	if !r.Cluster.SecretsListed {
 		out[NoteSecretsUnlisted] = 1
+	}
+	if !r.Cluster.NamespacesListed {
+		out[NoteNamespacesUnlisted] = 1
 	}
 	return out
 }

@@ -41,9 +41,10 @@ func TestNotesSayWhatTheReportCannotSee(t *testing.T) {
 # HELP nodeagent_analyze_list_watch_errors_total Lists and watches of the informers that failed, by resource and reason (expired: 410 Gone, relisted; throttled: 429; forbidden; unavailable; other).
 # TYPE nodeagent_analyze_list_watch_errors_total counter
 nodeagent_analyze_list_watch_errors_total{reason="throttled",resource="configmaps"} 1
-# HELP nodeagent_analyze_notes What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), pods on nodes that do not exist, resources whose list or watch is failing.
+# HELP nodeagent_analyze_notes What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), namespaces not listed (1), pods on nodes that do not exist, resources whose list or watch is failing.
 # TYPE nodeagent_analyze_notes gauge
 nodeagent_analyze_notes{reason="listWatchFailing"} 1
+nodeagent_analyze_notes{reason="namespacesUnlisted"} 0
 nodeagent_analyze_notes{reason="podsOnMissingNodes"} 1
 nodeagent_analyze_notes{reason="secretsUnlisted"} 0
 nodeagent_analyze_notes{reason="settingsAssumed"} 1
