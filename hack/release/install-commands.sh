@@ -10,13 +10,26 @@
 # the checkout's root), for docs/deploy.md's quote, written elsewhere.
 set -euo pipefail
 registry=$1 version=$2 chart_version=$3 platforms=$4 digest=$5 output=$6 shown=${7:-}
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd -P)
+
+# relative TARGET BASE: the path of TARGET from the directory BASE, both
+# absolute and resolved; GNU realpath's --relative-to, which macOS lacks.
+relative() {
+  local target=$1 base=$2 up="" rest
+  while [[ "$base" != / && "$target" != "$base" && "$target" != "$base"/* ]]; do
+    base=$(dirname "$base") up+="../"
+  done
+  if [[ "$target" == "$base" ]]; then rest=""; elif [[ "$base" == / ]]; then rest=${target#/}; else rest=${target#"$base"/}; fi
+  rest="$up$rest"
+  rest=${rest%/}
+  echo "${rest:-.}"
+}
 
 parts=(overlays/before overlays/after overlays/watch overlays/csi overlays/csi-webhook analyze-serve)
 for part in "${parts[@]}"; do
   dir="$output/deploy/${part#overlays/}"
   mkdir -p "$dir"
-  resource=$(realpath --relative-to="$dir" "$root/deploy/$part")
+  resource=$(relative "$root/deploy/$part" "$(cd "$dir" && pwd -P)")
   cat >"$dir/kustomization.yaml" <<YAML
 # Written by make push: deploy/$part of this checkout, running the image it
 # pushed. kubectl apply -k ${shown:-$output}/deploy/${part#overlays/}
@@ -34,7 +47,7 @@ done
 
 plain_http=""
 case "$registry" in localhost:* | 127.0.0.1:*) plain_http=" --plain-http" ;; esac
-relative_output=${shown:-$(realpath --relative-to="$root" -m "$output")}
+relative_output=${shown:-$(relative "$(cd "$output" && pwd -P)" "$root")}
 cat <<MSG
 
 Pushed $registry/nodeagent:$version ($platforms) and oci://$registry/charts/nodeagent $chart_version.

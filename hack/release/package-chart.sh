@@ -15,6 +15,8 @@ grep -qx "$default" "$work/nodeagent/values.yaml" || {
   echo "package-chart.sh: values.yaml has no line '$default' to set the repository on" >&2
   exit 1
 }
-sed -i "s|^$default\$|  repository: $repository|" "$work/nodeagent/values.yaml"
+# sed without -i, whose argument GNU and BSD sed read differently.
+sed "s|^$default\$|  repository: $repository|" "$work/nodeagent/values.yaml" >"$work/values.yaml"
+mv "$work/values.yaml" "$work/nodeagent/values.yaml"
 mkdir -p "$out"
 "$helm" package "$work/nodeagent" --version "${version#v}" --app-version "$version" -d "$out"
