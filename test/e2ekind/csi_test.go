@@ -169,6 +169,7 @@ func TestCSIDriver(t *testing.T) {
 	installCSIDriver(t, webhookArgs...)
 	t.Run("beside the kubelet", csiBesideKubelet)
 	t.Run("without editing workloads", csiWithoutEditing)
+	t.Run("a chart converted by nodeagent convert", csiConvertedChart)
 	t.Run("Kubernetes' storage e2e suite", csiStorageSuite)
 	t.Run("an immutable ConfigMap recreated", csiImmutableRecreated)
 	t.Run("bad input", csiBadInput)
