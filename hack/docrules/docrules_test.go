@@ -49,15 +49,15 @@ func TestHandFiguresCatchEachKind(t *testing.T) {
 		t.Fatalf("the page itself: %q", problems)
 	}
 	for kind, example := range map[string]string{
-		"a whole number with a unit":          "The driver answered in 144 ms.",
-		"a count of requests":                 "The outage opened 144 connections.",
-		"a rate in words":                     "The agents sent 12 GETs per second.",
-		"a ratio without a unit":              "First-reference came out at 0.915 of the model.",
-		"a figure in words":                   "The first build takes ten to thirteen minutes.",
-		"a figure across a line break":        "Before the fix etcd served 8\nGETs a second.",
-		"a result written as a tolerance":     "The two agree within 2 %.",
-		"a figure in a code span":             "The modes that send none show `0.02 etcd get/s`.",
-		"a figure beside an allowed phrase":   "Every read overlapping some rewrite (contents of 200 B and 64 KiB, read in 35 ms).",
+		"a whole number with a unit":           "The driver answered in 144 ms.",
+		"a count of requests":                  "The outage opened 144 connections.",
+		"a rate in words":                      "The agents sent 12 GETs per second.",
+		"a ratio without a unit":               "First-reference came out at 0.915 of the model.",
+		"a figure in words":                    "The first build takes ten to thirteen minutes.",
+		"a figure across a line break":         "Before the fix etcd served 8\nGETs a second.",
+		"a result written as a tolerance":      "The two agree within 2 %.",
+		"a figure in a code span":              "The modes that send none show `0.02 etcd get/s`.",
+		"a figure beside an allowed phrase":    "Every read overlapping some rewrite (contents of 200 B and 64 KiB, read in 35 ms).",
 		"a hedged whole number with a setting": "The run takes about 20 minutes per mode, measured.",
 	} {
 		problems := handFigures(file, page+"\n"+example+"\n", parseAllowed(allowedText))
