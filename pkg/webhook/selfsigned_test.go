@@ -20,6 +20,14 @@ func newSelfSigned(client *fake.Clientset, clock *testingclock.FakeClock) *SelfS
 		WebhookConfiguration: "nodeagent", CALifetime: 300 * 24 * time.Hour, CertLifetime: 30 * 24 * time.Hour, Clock: clock}
 }
 
+// newClient is a fake cluster with the webhook's configuration.
+func newClient() *fake.Clientset {
+	return fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodeagent"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.configmaps.nodeagent.io"}},
+	})
+}
+
 // verify checks that s serves a certificate for the Service that the
 // configuration's caBundle trusts, and returns the certificate.
 func verify(t *testing.T, client *fake.Clientset, s *SelfSigned, now time.Time) *x509.Certificate {
@@ -54,10 +62,7 @@ func verify(t *testing.T, client *fake.Clientset, s *SelfSigned, now time.Time) 
 func TestSelfSignedCertificatesAreRenewedBeforeExpiry(t *testing.T) {
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
-	client := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "nodeagent"},
-		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.configmaps.nodeagent.io"}},
-	})
+	client := newClient()
 	s := newSelfSigned(client, clock)
 	if _, err := s.GetCertificate(nil); err == nil {
 		t.Error("a certificate before the first check")
@@ -142,10 +147,7 @@ func TestSelfSignedFollowsTheServiceName(t *testing.T) {
 func TestShortLifetimesRenewWithoutAGap(t *testing.T) {
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
-	client := fake.NewClientset(&admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "nodeagent"},
-		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.configmaps.nodeagent.io"}},
-	})
+	client := newClient()
 	replicas := []*SelfSigned{newSelfSigned(client, clock), newSelfSigned(client, clock)}
 	for _, r := range replicas {
 		r.CALifetime, r.CertLifetime = 2*time.Minute, time.Minute

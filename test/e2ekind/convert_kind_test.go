@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,7 +39,7 @@ func csiConvertedChart(t *testing.T) {
 		t.Fatalf("nodeagent convert: %v", err)
 	}
 	for _, obj := range decodeAll(t, converted) {
-		createObject(t, ns, obj)
+		mustCreate(t, ns, obj)
 	}
 	var pod *corev1.Pod
 	eventually(t, 2*time.Minute, "the converted Deployment's pod running", func() string {
@@ -94,23 +93,5 @@ func decodeAll(t *testing.T, data []byte) []runtime.Object {
 			t.Fatalf("decoding %s: %v", doc, err)
 		}
 		out = append(out, obj)
-	}
-}
-
-// createObject creates one of the chart's kinds in ns.
-func createObject(t *testing.T, ns string, obj runtime.Object) {
-	t.Helper()
-	ctx := context.Background()
-	var err error
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		_, err = clientset.CoreV1().ConfigMaps(ns).Create(ctx, o, metav1.CreateOptions{})
-	case *appsv1.Deployment:
-		_, err = clientset.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
-	default:
-		t.Fatalf("the chart rendered a %T, which this test does not create", obj)
-	}
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,10 @@ func mustCreate(t *testing.T, ns string, objs ...any) {
 			_, err = clientset.CoreV1().Pods(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *corev1.ConfigMap:
 			_, err = clientset.CoreV1().ConfigMaps(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment:
+			_, err = clientset.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("mustCreate creates no %T", o)
 		}
 		if err != nil {
 			t.Fatal(err)
