@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -38,50 +37,69 @@ type DriverResult struct {
 // 30 minutes and twice that, as the kubelet's since v1.31.
 var driverWatchLifetime = model.KubeletWatchLifetime(nil)
 
-// driverResult predicts the driver's load and delays, or returns nil where
-// no pod uses the driver.
-func (c Cluster) driverResult() *DriverResult {
-	r := DriverResult{}
-	pods := map[string][]model.Pod{}
+// driverPart is what the driver serves on one node: its counts, its
+// load and its volume reads' delay groups. Nil where no pod on the node
+// uses the driver.
+type driverPart struct {
+	pods, converted, volumes, failing int
+	load                              model.ByKind
+	delay                             []model.DelayGroup
+}
+
+// driverPart is the driver's part on node, c holding that node's pods.
+func (c Cluster) driverPart(node string) *driverPart {
+	d := driverPart{}
+	var pods []model.Pod
 	for _, p := range c.Inventory.Pods {
 		if len(p.Refs.DriverVolumes) == 0 {
 			continue
 		}
-		r.Pods++
+		d.pods++
 		if p.Converted {
-			r.ConvertedPods++
+			d.converted++
 		}
 		mp := model.Pod{Name: p.Namespace + "/" + p.Name}
 		for _, v := range p.Refs.DriverVolumes {
-			r.Volumes++
+			d.volumes++
 			reads, ok := c.driverReads(p.Namespace, v)
 			if !ok {
-				r.Failing++
+				d.failing++
 				continue
 			}
 			mp.Volumes++
 			mp.Reads = append(mp.Reads, reads...)
 		}
-		pods[p.Node] = append(pods[p.Node], mp)
+		pods = append(pods, mp)
+	}
+	if d.pods == 0 {
+		return nil
+	}
+	n := model.Node{Name: node, Pods: pods, Behaviour: model.Driver, WatchLifetime: driverWatchLifetime}
+	_, d.load = model.Totals([]model.Node{n})
+	d.delay = model.DelayGroupsOf(n, model.ShareCounts(n))
+	return &d
+}
+
+// sumDrivers sums the driver's parts of nodes, in their order, or
+// returns nil where no pod uses the driver.
+func sumDrivers(parts []*driverPart) *DriverResult {
+	r := DriverResult{}
+	byKind := model.ByKind{}
+	var delay []model.DelayGroup
+	for _, d := range parts {
+		if d == nil {
+			continue
+		}
+		r.Nodes++
+		r.Pods, r.ConvertedPods, r.Volumes, r.Failing = r.Pods+d.pods, r.ConvertedPods+d.converted, r.Volumes+d.volumes, r.Failing+d.failing
+		addByKind(byKind, d.load)
+		delay = append(delay, d.delay...)
 	}
 	if r.Pods == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(pods))
-	for name := range pods {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	var nodes []model.Node
-	var groups []model.DelayGroup
-	for _, name := range names {
-		n := model.Node{Name: name, Pods: pods[name], Behaviour: model.Driver, WatchLifetime: driverWatchLifetime}
-		nodes = append(nodes, n)
-		groups = append(groups, model.DelayGroupsOf(n, model.ShareCounts(n))...)
-	}
-	r.Nodes = len(nodes)
-	r.Predicted = kindsOf(model.Predict(nodes).ByKind)
-	if d, ok := model.DelayOf(groups); ok {
+	r.Predicted = kindsOf(byKind)
+	if d, ok := model.DelayOf(delay); ok {
 		r.UpdateDelay = &d
 	}
 	return &r

@@ -1,8 +1,11 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
@@ -77,16 +80,26 @@ type Finding struct {
 	Action string `json:"action"`
 }
 
-// findings reads every served pod against the objects it references and
-// its node's behaviour. Every rule compares times the cluster recorded
-// (containers' starts, objects' changes), never this machine's clock.
-func (c Cluster) findings() []Finding {
-	out := []Finding{} // "findings": [] in the JSON, not null
-	for _, p := range c.Inventory.Pods {
-		out = append(out, c.podFindings(p)...)
+// findings are every node's findings: its pods', by type, then by pod,
+// each pod's in the order found, then immutableRecreated's, node by node.
+// Every rule compares times the cluster recorded (containers' starts,
+// objects' changes), never this machine's clock.
+func (a *Analysis) findings() []Finding {
+	var pods []podFinding
+	var recreated []Finding
+	for _, p := range a.inOrder() {
+		pods = append(pods, p.findings...)
+		recreated = append(recreated, p.recreated...)
 	}
-	out = append(out, c.immutableRecreated()...)
-	sort.SliceStable(out, func(i, j int) bool { return typeRank(out[i].Type) < typeRank(out[j].Type) })
+	slices.SortStableFunc(pods, func(x, y podFinding) int {
+		return cmp.Or(cmp.Compare(typeRank(x.Type), typeRank(y.Type)), strings.Compare(x.namespace, y.namespace), strings.Compare(x.name, y.name))
+	})
+	out := make([]Finding, 0, len(pods)+len(recreated)) // "findings": [] in the JSON, not null
+	for _, f := range pods {
+		out = append(out, f.Finding)
+	}
+	out = append(out, recreated...)
+	slices.SortStableFunc(out, func(x, y Finding) int { return cmp.Compare(typeRank(x.Type), typeRank(y.Type)) })
 	return out
 }
 

@@ -226,3 +226,6 @@ func TestEveryFindingTypeHasAMeaning(t *testing.T) {
 		}
 	}
 }
+
+// findings are c's findings, as Predict reports them.
+func (c Cluster) findings() []Finding { return Predict(c, 10).Findings }

@@ -65,18 +65,78 @@ type moveGroups struct {
 	namespaces, workloads []MoveGroup
 }
 
-// breakDown fills w's Namespaces and Workloads: the top of each group by
-// the GETs the kubelets would no longer send.
-func (c Cluster) breakDown(w *WhatIf, gathered map[string]*model.Reads, top int) {
-	g := moveGroups{c: c, gathered: gathered, nodeIndex: map[string]int{}, objectIndex: map[model.Object]int{},
-		driverNow: map[int]map[int]int{}, now: map[int][]nodeObject{}}
-	for i, n := range c.Inventory.Nodes {
-		g.nodeIndex[n.Name] = i
-	}
+// groupPart is one group's share on one node: its pods and volumes there,
+// the load their move changes there, and the delay groups of their reads
+// as the kubelet serves them and as the driver would.
+type groupPart struct {
+	MoveGroup
+	kubeletDelay, driverDelay []model.DelayGroup
+}
+
+// moveGroupsOn is every group's part on the one node c holds, whose pods'
+// reads are gathered.
+func (c Cluster) moveGroupsOn(node string, gathered *model.Reads) (namespaces, workloads []groupPart) {
+	g := moveGroups{c: c, gathered: map[string]*model.Reads{node: gathered}, nodeIndex: map[string]int{node: 0},
+		objectIndex: map[model.Object]int{}, driverNow: map[int]map[int]int{}, now: map[int][]nodeObject{}}
 	g.collect()
-	w.MovableNamespaces, w.MovableWorkloads = len(g.namespaces), len(g.workloads)
-	w.Namespaces = g.top(g.namespaces, func(m moveRead) int { return m.namespaceGroup }, top)
-	w.Workloads = g.top(g.workloads, func(m moveRead) int { return m.workloadGroup }, top)
+	return g.sum(g.namespaces, func(m moveRead) int { return m.namespaceGroup }),
+		g.sum(g.workloads, func(m moveRead) int { return m.workloadGroup })
+}
+
+// sum computes each of groups' load change and delay groups.
+func (g *moveGroups) sum(groups []MoveGroup, groupOf func(moveRead) int) []groupPart {
+	parts := make([]groupPart, len(groups))
+	for i := range groups {
+		parts[i].MoveGroup = groups[i]
+	}
+	g.each(groupOf, func(i int, n model.Node, now nodeObject, r moveRead) {
+		p := &parts[i]
+		p.addLoad(n, now, r)
+		p.kubeletDelay = append(p.kubeletDelay, model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: now.kubelet.Remounts, Weight: r.kubelet.Remounts})
+		p.driverDelay = append(p.driverDelay, model.DelayGroup{Behaviour: model.Driver, K: now.driver + r.driver, Weight: r.driver})
+	})
+	return parts
+}
+
+// topGroups sums the groups' parts over the nodes, each group's in the
+// nodes' order, and returns how many groups there are and the top ones
+// with their delays.
+func topGroups(nodes [][]groupPart, top int) (int, []MoveGroup) {
+	type sum struct {
+		MoveGroup
+		kubeletDelay, driverDelay []model.DelayGroup
+	}
+	index := map[[2]string]int{}
+	var sums []sum
+	for _, parts := range nodes {
+		for _, p := range parts {
+			key := [2]string{p.Namespace, p.Workload}
+			i, ok := index[key]
+			if !ok {
+				i = len(sums)
+				index[key] = i
+				sums = append(sums, sum{MoveGroup: MoveGroup{Namespace: p.Namespace, Workload: p.Workload}})
+			}
+			s := &sums[i]
+			s.Pods, s.Volumes, s.ClearsFindings = s.Pods+p.Pods, s.Volumes+p.Volumes, s.ClearsFindings+p.ClearsFindings
+			s.KubeletsSaved, s.DriverAdded = s.KubeletsSaved.plus(p.KubeletsSaved), s.DriverAdded.plus(p.DriverAdded)
+			s.kubeletDelay = append(s.kubeletDelay, p.kubeletDelay...)
+			s.driverDelay = append(s.driverDelay, p.driverDelay...)
+		}
+	}
+	slices.SortFunc(sums, func(a, b sum) int { return compareGroups(a.MoveGroup, b.MoveGroup) })
+	out := make([]MoveGroup, 0, min(top, len(sums)))
+	for _, s := range sums[:min(top, len(sums))] {
+		m := s.MoveGroup
+		if d, ok := model.DelayOf(s.kubeletDelay); ok {
+			m.UpdateDelay = &d
+		}
+		if d, ok := model.DelayOf(s.driverDelay); ok {
+			m.MovedUpdateDelay = &d
+		}
+		out = append(out, m)
+	}
+	return len(sums), out
 }
 
 // id numbers o.
@@ -89,40 +149,6 @@ func (g *moveGroups) id(o model.Object) int {
 		g.objects = append(g.objects, o)
 	}
 	return i
-}
-
-// top computes every group's load change, and returns the top ones with
-// their delays.
-func (g *moveGroups) top(groups []MoveGroup, groupOf func(moveRead) int, top int) []MoveGroup {
-	g.each(groupOf, func(i int, n model.Node, now nodeObject, r moveRead) { groups[i].addLoad(n, now, r) })
-	order := make([]int, len(groups))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(i, j int) int { return compareGroups(groups[i], groups[j]) })
-	order = order[:min(top, len(order))]
-	delays := make(map[int]*[2][]model.DelayGroup, len(order))
-	for _, i := range order {
-		delays[i] = &[2][]model.DelayGroup{}
-	}
-	g.each(groupOf, func(i int, n model.Node, now nodeObject, r moveRead) {
-		if d := delays[i]; d != nil {
-			d[0] = append(d[0], model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: now.kubelet.Remounts, Weight: r.kubelet.Remounts})
-			d[1] = append(d[1], model.DelayGroup{Behaviour: model.Driver, K: now.driver + r.driver, Weight: r.driver})
-		}
-	})
-	out := make([]MoveGroup, 0, len(order))
-	for _, i := range order {
-		m := groups[i]
-		if d, ok := model.DelayOf(delays[i][0]); ok {
-			m.UpdateDelay = &d
-		}
-		if d, ok := model.DelayOf(delays[i][1]); ok {
-			m.MovedUpdateDelay = &d
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // compareGroups puts the group whose move saves the kubelets' most GETs

@@ -29,11 +29,7 @@ func TestMoveGroupsAreTheModelsDifference(t *testing.T) {
 	delays := 0
 	for seed := range uint64(20) {
 		c := randomMovableCluster(rand.New(rand.NewPCG(seed, 7)))
-		var w WhatIf
-		pods := c.podsByNode()
-		now := c.modelNodes(func(name string) Settings { return c.Settings[name] }, pods, nil)
-		gathered := gatherReads(now)
-		c.breakDown(&w, gathered, 1000)
+		w := whatIfNamed(t, Predict(c, 1000), "move-to-driver")
 		if w.MovableWorkloads == 0 || len(w.Workloads) != w.MovableWorkloads || len(w.Namespaces) != w.MovableNamespaces {
 			t.Fatalf("seed %d: %d of %d workloads, %d of %d namespaces", seed, len(w.Workloads), w.MovableWorkloads, len(w.Namespaces), w.MovableNamespaces)
 		}
@@ -72,17 +68,26 @@ func (c Cluster) movingAlone(namespace, workload string) (saved, added Rates) {
 	}
 	only.Inventory = &inv
 	moved, _ := only.movedToDriver()
-	totals := func(c Cluster) Rates {
-		_, byKind := model.Totals(c.modelNodes(func(name string) Settings { return c.Settings[name] }, c.podsByNode(), nil))
-		return kindsOf(byKind).Sum()
-	}
-	driver := func(c Cluster) Rates {
-		if d := c.driverResult(); d != nil {
-			return d.Predicted.Sum()
+	before, after := Predict(c, 1), Predict(moved, 1)
+	driver := func(r Result) Rates {
+		if r.Driver != nil {
+			return r.Driver.Predicted.Sum()
 		}
 		return Rates{}
 	}
-	return totals(c).minus(totals(moved)), driver(moved).minus(driver(c))
+	return before.Total.Predicted.Sum().minus(after.Total.Predicted.Sum()), driver(after).minus(driver(before))
+}
+
+// whatIfNamed is r's what-if name.
+func whatIfNamed(t *testing.T, r Result, name string) WhatIf {
+	t.Helper()
+	for _, w := range r.WhatIfs {
+		if w.Name == name {
+			return w
+		}
+	}
+	t.Fatalf("no what-if %s", name)
+	return WhatIf{}
 }
 
 func closeRates(a, b Rates) bool {

@@ -9,35 +9,76 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
+// movePart is one node under move-to-driver, where some pod on it has a
+// volume that could move: the kubelet's load and delay groups after the
+// move, the driver's part then, what moved, and each group's part.
+type movePart struct {
+	pods, volumes, subPaths int
+	load                    model.ByKind
+	delay                   []model.DelayGroup
+	driver                  *driverPart
+	namespaces, workloads   []groupPart
+}
+
+// movePart is node now (its pods' reads gathered) with its pods'
+// unconverted volumes moved to the driver, c holding the node's pods.
+func (c Cluster) movePart(now model.Node) *movePart {
+	moved, m := c.movedToDriver()
+	mp := &movePart{pods: m.pods, volumes: m.volumes, subPaths: m.subPaths}
+	n := moved.modelNodes(func(string) Settings { return c.Settings[now.Name] }, moved.podsByNode(), nil)[0]
+	n.Gathered = model.GatherReads(n)
+	_, mp.load = model.Totals([]model.Node{n})
+	mp.delay = model.DelayGroupsOf(n, model.ShareCounts(n))
+	mp.driver = moved.driverPart(now.Name)
+	mp.namespaces, mp.workloads = c.moveGroupsOn(now.Name, now.Gathered)
+	return mp
+}
+
 // moveToDriver is the what-if "move-to-driver": every configMap volume the
 // CSI driver can serve moved to it, as nodeagent convert or the admission
 // webhook would move it. The kubelets stop reading those volumes, the
 // driver watches their ConfigMaps instead (Predicted holds both), their
 // update delay becomes the driver's, and the subPath mounts of them stop
 // being stale (updates: inPlace). By namespace and by workload, the top
-// ones (breakDown). Nil where no volume can move.
-func (c Cluster) moveToDriver(shares map[string]map[int]int, gathered map[string]*model.Reads, top int) *WhatIf {
-	if !slices.ContainsFunc(c.Inventory.Pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 }) {
-		return nil // no copy of the inventory for nothing
+// ones. Nil where no volume can move.
+func (a *Analysis) moveToDriver(top int) *WhatIf {
+	var m moveTally
+	byKind := model.ByKind{}
+	var delay []model.DelayGroup
+	var drivers []*driverPart
+	var namespaces, workloads [][]groupPart
+	for _, p := range a.inOrder() {
+		if p.move == nil {
+			addByKind(byKind, p.load)
+			delay = append(delay, p.delay...)
+			drivers = append(drivers, p.driver)
+			continue
+		}
+		mp := p.move
+		m.pods, m.volumes, m.subPaths, m.touched = m.pods+mp.pods, m.volumes+mp.volumes, m.subPaths+mp.subPaths, m.touched+1
+		addByKind(byKind, mp.load)
+		delay = append(delay, mp.delay...)
+		drivers = append(drivers, mp.driver)
+		namespaces, workloads = append(namespaces, mp.namespaces), append(workloads, mp.workloads)
 	}
-	moved, m := c.movedToDriver()
 	if m.volumes == 0 {
 		return nil
 	}
-	nodes := moved.modelNodes(func(name string) Settings { return c.Settings[name] }, moved.podsByNode(), nil)
-	_, byKind := model.Totals(nodes)
-	delay, _ := clusterDelay(nodes, shares)
 	w := &WhatIf{
 		Name: "move-to-driver",
 		Description: fmt.Sprintf("the %d configMap volumes of %d pods that nodeagent's CSI driver can serve moved to it (nodeagent convert, or the admission webhook)",
 			m.volumes, m.pods),
-		Nodes: len(m.nodes), Predicted: kindsOf(byKind), UpdateDelay: delay, ClearsFindings: m.subPaths,
+		Nodes: m.touched, Predicted: kindsOf(byKind), ClearsFindings: m.subPaths,
 	}
-	if d := moved.driverResult(); d != nil {
+	if d, ok := model.DelayOf(delay); ok {
+		w.UpdateDelay = &d
+	}
+	if d := sumDrivers(drivers); d != nil {
 		w.Predicted = w.Predicted.plus(d.Predicted)
 		w.DriverUpdateDelay = d.UpdateDelay
 	}
-	c.breakDown(w, gathered, top)
+	w.MovableNamespaces, w.Namespaces = topGroups(namespaces, top)
+	w.MovableWorkloads, w.Workloads = topGroups(workloads, top)
 	w.Caveat = fmt.Sprintf("the load counts the driver's watches (one per ConfigMap per node) with the kubelets'; the update delay is the kubelets' for the volumes they keep, the driver's for the moved ones; %d subPathNeverUpdated findings go (updates: inPlace); environment variables and projected volumes stay as they are",
 		m.subPaths)
 	return w
@@ -46,14 +87,16 @@ func (c Cluster) moveToDriver(shares map[string]map[int]int, gathered map[string
 // moveTally counts what movedToDriver moved.
 type moveTally struct {
 	pods, volumes, subPaths int
-	nodes                   map[string]bool
+	// touched counts the nodes of the pods moved.
+	touched int
 }
 
 // movedToDriver is c with every pod's unconverted volumes (their reads
 // and their subPath mounts) made the driver's; pods with none are shared
 // with c, the others copied.
 func (c Cluster) movedToDriver() (Cluster, moveTally) {
-	m := moveTally{nodes: map[string]bool{}}
+	var m moveTally
+	nodes := map[string]bool{}
 	inv := *c.Inventory
 	inv.Pods = make([]inventory.PodInfo, len(c.Inventory.Pods))
 	for i, p := range c.Inventory.Pods {
@@ -68,8 +111,9 @@ func (c Cluster) movedToDriver() (Cluster, moveTally) {
 		refs, subPaths := moveRefs(p.Refs, moving)
 		inv.Pods[i].Refs, inv.Pods[i].Unconverted = refs, nil
 		m.pods, m.volumes, m.subPaths = m.pods+1, m.volumes+len(moving), m.subPaths+subPaths
-		m.nodes[p.Node] = true
+		nodes[p.Node] = true
 	}
+	m.touched = len(nodes)
 	moved := c
 	moved.Inventory = &inv
 	return moved, m

@@ -1,8 +1,8 @@
 package analyze
 
 import (
+	"slices"
 	"sort"
-	"sync"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -57,44 +57,46 @@ func (c Cluster) podsByNode() map[string][]model.Pod {
 const namespacesUnlisted = "namespaces could not be listed: notConverted (a pod of a namespace opted in to the admission webhook that the kubelet still serves) is left out; grant list and watch on namespaces (deploy/analyze's nodeagent-analyze role)"
 
 // Predict predicts the cluster's load now and under each what-if, and
-// lists the top busiest namespaces and objects.
+// lists the top busiest namespaces and objects. Pods of nodes the
+// inventory does not hold are left out.
 func Predict(c Cluster, top int) Result {
-	// The findings, the what-ifs and the rest read c and nothing of each
-	// other's: on a large cluster they take seconds each, side by side.
-	var parts sync.WaitGroup
-	var findings []Finding
-	parts.Go(func() { findings = c.findings() })
-	pods := c.podsByNode()
-	now := c.modelNodes(func(name string) Settings { return c.Settings[name] }, pods, nil)
-	gathered := gatherReads(now)
-	for i := range now {
-		now[i].Gathered = gathered[now[i].Name]
+	byNode := map[string][]inventory.PodInfo{}
+	for _, p := range c.Inventory.Pods {
+		byNode[p.Node] = append(byNode[p.Node], p)
 	}
-	p := model.Predict(now)
-	r := Result{
-		Cluster: c.summary(),
-		Total:   Total{Predicted: kindsOf(p.ByKind)},
+	a := NewAnalysis()
+	a.Update(c, func(node string) []inventory.PodInfo { return byNode[node] }, func(string) bool { return true })
+	return a.Result(c, top)
+}
+
+// Result sums the parts into the report of cluster c, whose parts they
+// are (Update), with the top ones of each table.
+func (a *Analysis) Result(c Cluster, top int) Result {
+	parts := a.inOrder()
+	r := Result{Cluster: a.summary(c), Total: Total{Predicted: kindsOf(a.total())}}
+	r.Nodes = make([]NodeResult, len(parts))
+	for i, p := range parts {
+		r.Nodes[i] = p.result
 	}
-	shares := make(map[string]map[int]int, len(now))
-	for _, n := range now {
-		shares[n.Name] = model.ShareCounts(n)
-	}
-	var whatIfsPredicted []WhatIf
-	parts.Go(func() { whatIfsPredicted = whatIfs(c, pods, gathered, p, shares, top) })
-	r.Nodes = c.nodeResults(now, p, shares)
-	r.Total.UpdateDelay, r.Total.UpdateDelayNodes = clusterDelay(now, shares)
-	r.Namespaces = namespaces(p.Objects, top)
-	topObjects := p.Objects[:min(top, len(p.Objects))]
-	delays := objectDelays(now, topObjects)
+	sort.SliceStable(r.Nodes, func(i, j int) bool { return busier(r.Nodes[i].Predicted.Sum(), r.Nodes[j].Predicted.Sum()) })
+	r.Total.UpdateDelay, r.Total.UpdateDelayNodes = a.clusterDelay()
+	objects := a.objects()
+	r.Namespaces = namespaces(objects, top)
+	topObjects := objects[:min(top, len(objects))]
+	delays := a.objectDelays(topObjects)
 	for _, o := range topObjects {
 		r.Objects = append(r.Objects, ObjectResult{Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
 			Immutable: o.Object.Immutable, Missing: o.Object.Missing, Nodes: o.Nodes, Predicted: ratesOf(o.Load),
 			UpdateDelay: delays(o.Object)})
 	}
-	r.RootCARotation = rootCARotation(now)
-	r.Driver = c.driverResult()
-	parts.Wait()
-	r.WhatIfs, r.Findings = whatIfsPredicted, findings
+	r.RootCARotation = a.rootCARotation()
+	drivers := make([]*driverPart, len(parts))
+	for i, p := range parts {
+		drivers[i] = p.driver
+	}
+	r.Driver = sumDrivers(drivers)
+	r.WhatIfs = a.whatIfs(objects, top)
+	r.Findings = a.findings()
 	r.Summary.Findings = countFindings(r.Findings)
 	if !c.Inventory.SecretsListed {
 		r.Warnings = append(r.Warnings, c.Inventory.SecretsUnlisted)
@@ -105,48 +107,88 @@ func Predict(c Cluster, top int) Result {
 	return r
 }
 
-// clusterDelay is the update delay over every volume read of nodes, and
-// the nodes where the longest is that long; shares are each node's
-// model.ShareCounts.
-func clusterDelay(nodes []model.Node, shares map[string]map[int]int) (*model.Delay, []string) {
+// total is the kubelets' load, summed over the nodes.
+func (a *Analysis) total() model.ByKind {
+	sum := model.ByKind{}
+	for _, p := range a.inOrder() {
+		addByKind(sum, p.load)
+	}
+	return sum
+}
+
+// objects are the loads of every object read, summed over the nodes that
+// read it, sorted by apiserver GET/s, highest first, then by watches,
+// then by name.
+func (a *Analysis) objects() []model.ObjectLoad {
+	index := map[model.Object]int{}
+	var out []model.ObjectLoad
+	for _, p := range a.inOrder() {
+		for _, o := range p.objects {
+			k := plain(o.object)
+			i, ok := index[k]
+			if !ok {
+				i = len(out)
+				index[k] = i
+				out = append(out, model.ObjectLoad{Object: k})
+			}
+			ol := &out[i]
+			ol.Object.Immutable = ol.Object.Immutable || o.object.Immutable
+			ol.Object.Missing = ol.Object.Missing || o.object.Missing
+			ol.Nodes++
+			ol.Add(o.load)
+		}
+	}
+	slices.SortFunc(out, model.CompareObjectLoads)
+	return out
+}
+
+// clusterDelay is the update delay over every volume read, and the nodes
+// where the longest is that long.
+func (a *Analysis) clusterDelay() (*model.Delay, []string) {
 	var groups []model.DelayGroup
 	var slowest []string
 	longest := 0.0
-	for _, n := range nodes {
-		g := model.DelayGroupsOf(n, shares[n.Name])
-		if len(g) == 0 {
+	for _, p := range a.inOrder() {
+		if len(p.delay) == 0 {
 			continue
 		}
-		groups = append(groups, g...)
-		switch bound := model.UpdateBound(n.Behaviour, n.SyncFrequency, n.TTL); {
-		case bound > longest:
-			longest, slowest = bound, []string{n.Name}
-		case bound == longest:
-			slowest = append(slowest, n.Name)
+		groups = append(groups, p.delay...)
+		switch {
+		case p.bound > longest:
+			longest, slowest = p.bound, []string{p.info.Name}
+		case p.bound == longest:
+			slowest = append(slowest, p.info.Name)
 		}
 	}
 	d, ok := model.DelayOf(groups)
 	if !ok {
 		return nil, nil
 	}
-	sort.Strings(slowest)
 	return &d, slowest
+}
+
+// totalDelay is clusterDelay's delay alone.
+func (a *Analysis) totalDelay() *model.Delay {
+	d, _ := a.clusterDelay()
+	return d
 }
 
 // objectDelays returns the update delay of each of objects over the nodes
 // whose pods mount it: the report's top objects, not every object, whose
 // groups a large cluster would spend seconds on.
-func objectDelays(nodes []model.Node, objects []model.ObjectLoad) func(model.Object) *model.Delay {
+func (a *Analysis) objectDelays(objects []model.ObjectLoad) func(model.Object) *model.Delay {
 	groups := make(map[model.Object][]model.DelayGroup, len(objects))
 	for _, o := range objects {
 		groups[plain(o.Object)] = nil
 	}
-	for _, n := range nodes {
-		n.EachReaderCount(func(o model.Object, k int) {
-			if g, wanted := groups[o]; wanted {
-				groups[o] = append(g, model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
+	for _, p := range a.inOrder() {
+		n := p.node
+		for _, o := range p.objects {
+			k := o.readers.Remounts
+			if g, wanted := groups[plain(o.object)]; wanted && k > 0 {
+				groups[plain(o.object)] = append(g, model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
 			}
-		})
+		}
 	}
 	return func(o model.Object) *model.Delay {
 		d, ok := model.DelayOf(groups[plain(o)])
@@ -157,41 +199,20 @@ func objectDelays(nodes []model.Node, objects []model.ObjectLoad) func(model.Obj
 	}
 }
 
-func (c Cluster) summary() Summary {
-	s := Summary{Nodes: len(c.Inventory.Nodes), Pods: len(c.Inventory.Pods),
-		SecretsListed: c.Inventory.SecretsListed, NamespacesListed: c.Inventory.NamespacesListed, Behaviours: map[model.Behaviour]int{}}
-	namespaces := map[string]bool{}
-	for _, p := range c.Inventory.Pods {
-		namespaces[p.Namespace] = true
-	}
-	s.Namespaces = len(namespaces)
-	for _, n := range c.Inventory.Nodes {
-		settings := c.Settings[n.Name]
-		if settings.Source == FromConfigz {
+// summary counts the cluster's nodes, pods and namespaces, and its nodes
+// by where their settings came from and by behaviour.
+func (a *Analysis) summary(c Cluster) Summary {
+	s := Summary{Nodes: len(c.Inventory.Nodes), SecretsListed: c.Inventory.SecretsListed, NamespacesListed: c.Inventory.NamespacesListed,
+		Behaviours: map[model.Behaviour]int{}}
+	for _, p := range a.inOrder() {
+		s.Pods += p.pods
+		if p.settings.Source == FromConfigz {
 			s.NodesFromConfigz++
 		}
-		s.Behaviours[settings.Behaviour()]++
+		s.Behaviours[p.settings.Behaviour()]++
 	}
+	s.Namespaces = len(a.byNamespace)
 	return s
-}
-
-// nodeResults is every node's settings and load, the busiest first.
-func (c Cluster) nodeResults(nodes []model.Node, p model.Prediction, shares map[string]map[int]int) []NodeResult {
-	out := make([]NodeResult, len(nodes))
-	for i, n := range nodes {
-		s := c.Settings[n.Name]
-		out[i] = NodeResult{
-			Name: n.Name, KubeletVersion: s.KubeletVersion, Strategy: s.Strategy,
-			SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(),
-			SettingsSource: s.Source, Behaviour: n.Behaviour, Pods: len(n.Pods),
-			Predicted: kindsOf(p.Nodes[i].ByKind), Notes: s.Notes,
-		}
-		if d, ok := model.DelayOf(model.DelayGroupsOf(n, shares[n.Name])); ok {
-			out[i].UpdateDelay = &d
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return busier(out[i].Predicted.Sum(), out[j].Predicted.Sum()) })
-	return out
 }
 
 // busier orders loads by apiserver GETs, then by watches.

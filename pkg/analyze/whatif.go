@@ -11,62 +11,112 @@ import (
 // namespace and every pod's service-account volume reads.
 const rootCA = "kube-root-ca.crt"
 
-// whatIfs predicts the cluster under each change an operator can make.
-func whatIfs(c Cluster, pods map[string][]model.Pod, gathered map[string]*model.Reads, now model.Prediction, shares map[string]map[int]int, top int) []WhatIf {
-	var out []WhatIf
-	// gathered are pods' reads gathered by node: a what-if that changes
-	// the pods themselves passes none.
-	change := func(name, description, caveat string, settings func(Settings) (Settings, bool), pods map[string][]model.Pod, gathered map[string]*model.Reads) {
-		touched := 0
-		changed := map[string]Settings{}
-		for _, n := range c.Inventory.Nodes {
-			s, ok := settings(c.Settings[n.Name])
-			if ok {
-				touched++
-			}
-			changed[n.Name] = s
-		}
-		nodes := c.modelNodes(func(name string) Settings { return changed[name] }, pods, gathered)
-		_, byKind := model.Totals(nodes)
-		delay, _ := clusterDelay(nodes, shares)
-		out = append(out, WhatIf{Name: name, Description: description, Nodes: touched, Predicted: kindsOf(byKind), UpdateDelay: delay, Caveat: caveat})
-	}
-	change("upgrade-to-v1.29", "every kubelet older than v1.29 that uses the Cache strategy upgraded to v1.29 or later (kubernetes#120255)", "",
+// settingsWhatIf is a change of every node's settings an operator can
+// make: change returns a node's settings after it, and whether it touches
+// the node.
+type settingsChange struct {
+	name, description string
+	change            func(Settings) (Settings, bool)
+}
+
+// settingsWhatIfs are the what-ifs that change kubelets' settings, each
+// computed node by node (nodePart.whatIfs, in this order).
+var settingsWhatIfs = [...]settingsChange{
+	{"upgrade-to-v1.29", "every kubelet older than v1.29 that uses the Cache strategy upgraded to v1.29 or later (kubernetes#120255)",
 		func(s Settings) (Settings, bool) {
 			if s.Strategy != model.StrategyCache || s.Behaviour() != model.EverySync {
 				return s, false
 			}
 			s.Version, _ = model.FirstRelease(model.StrategyCache, model.FirstReference)
 			return s, true
-		}, pods, gathered)
-	change("cache-everywhere", "every kubelet on the Cache strategy, at its own version", "",
+		}},
+	{"cache-everywhere", "every kubelet on the Cache strategy, at its own version",
 		func(s Settings) (Settings, bool) {
 			touched := s.Strategy != model.StrategyCache
 			s.Strategy = model.StrategyCache
 			return s, touched
-		}, pods, gathered)
-	change("watch-everywhere", "every kubelet on the Watch strategy (the kubelet's default)", "",
+		}},
+	{"watch-everywhere", "every kubelet on the Watch strategy (the kubelet's default)",
 		func(s Settings) (Settings, bool) {
 			touched := s.Strategy != model.StrategyWatch
 			s.Strategy = model.StrategyWatch
 			return s, touched
-		}, pods, gathered)
-	marked := immutableCandidates(now, top)
-	description := fmt.Sprintf("the %d most watched mutable objects marked immutable (%s is left out: its controller updates it)", len(marked), rootCA)
-	change(fmt.Sprintf("immutable-top-%d", top), description,
-		"an immutable object cannot change: a new version needs a new name, and one deleted and recreated under the same name stays stale on the nodes that had it (kubernetes#131589); only watches are saved, the Cache and Get strategies ignore immutability",
-		func(s Settings) (Settings, bool) { return s, s.Strategy == model.StrategyWatch },
-		markImmutable(pods, marked), nil)
-	if w := c.moveToDriver(shares, gathered, top); w != nil {
+		}},
+}
+
+// whatIfs sums the nodes' parts under each change an operator can make.
+func (a *Analysis) whatIfs(objects []model.ObjectLoad, top int) []WhatIf {
+	var out []WhatIf
+	for i, w := range settingsWhatIfs {
+		r := WhatIf{Name: w.name, Description: w.description}
+		byKind := model.ByKind{}
+		var delay []model.DelayGroup
+		for _, p := range a.inOrder() {
+			if p.whatIfs[i].touched {
+				r.Nodes++
+			}
+			addByKind(byKind, p.whatIfs[i].load)
+			delay = append(delay, p.whatIfs[i].delay...)
+		}
+		r.Predicted = kindsOf(byKind)
+		if d, ok := model.DelayOf(delay); ok {
+			r.UpdateDelay = &d
+		}
+		out = append(out, r)
+	}
+	out = append(out, a.immutableTop(objects, top))
+	if w := a.moveToDriver(top); w != nil {
 		out = append(out, *w)
 	}
 	return out
 }
 
+// immutableTop is the what-if of the top mutable objects by watches
+// marked immutable: the nodes' loads with those objects' recomputed.
+func (a *Analysis) immutableTop(objects []model.ObjectLoad, top int) WhatIf {
+	marked := immutableCandidates(objects, top)
+	r := WhatIf{
+		Name:        fmt.Sprintf("immutable-top-%d", top),
+		Description: fmt.Sprintf("the %d most watched mutable objects marked immutable (%s is left out: its controller updates it)", len(marked), rootCA),
+		Caveat:      "an immutable object cannot change: a new version needs a new name, and one deleted and recreated under the same name stays stale on the nodes that had it (kubernetes#131589); only watches are saved, the Cache and Get strategies ignore immutability",
+		UpdateDelay: a.totalDelay(),
+	}
+	byKind := model.ByKind{}
+	for _, p := range a.inOrder() {
+		if p.settings.Strategy == model.StrategyWatch {
+			r.Nodes++
+		}
+		node := model.ByKind{}
+		for _, o := range p.objects {
+			l := o.load
+			if marked[plain(o.object)] {
+				immutable := o.object
+				immutable.Immutable = true
+				l = model.LoadOf(p.node, immutable, o.readers)
+			}
+			sum := node[o.object.Kind]
+			sum.Add(l)
+			node[o.object.Kind] = sum
+		}
+		addByKind(byKind, node)
+	}
+	r.Predicted = kindsOf(byKind)
+	return r
+}
+
+// addByKind adds b to sum.
+func addByKind(sum, b model.ByKind) {
+	for k, l := range b {
+		s := sum[k]
+		s.Add(l)
+		sum[k] = s
+	}
+}
+
 // immutableCandidates are the top mutable objects by watches, but the
 // root CA bundle.
-func immutableCandidates(p model.Prediction, top int) map[model.Object]bool {
-	objects := append([]model.ObjectLoad(nil), p.Objects...)
+func immutableCandidates(sorted []model.ObjectLoad, top int) map[model.Object]bool {
+	objects := append([]model.ObjectLoad(nil), sorted...)
 	sort.SliceStable(objects, func(i, j int) bool { return objects[i].Watches > objects[j].Watches })
 	marked := map[model.Object]bool{}
 	for _, o := range objects {
@@ -83,25 +133,6 @@ func immutableCandidates(p model.Prediction, top int) map[model.Object]bool {
 
 func plain(o model.Object) model.Object {
 	return model.Object{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-}
-
-// markImmutable is pods with every read of a marked object immutable.
-func markImmutable(pods map[string][]model.Pod, marked map[model.Object]bool) map[string][]model.Pod {
-	out := make(map[string][]model.Pod, len(pods))
-	for node, ps := range pods {
-		changed := make([]model.Pod, len(ps))
-		for i, p := range ps {
-			changed[i] = p
-			changed[i].Reads = append([]model.Object(nil), p.Reads...)
-			for j, o := range changed[i].Reads {
-				if marked[plain(o)] {
-					changed[i].Reads[j].Immutable = true
-				}
-			}
-		}
-		out[node] = changed
-	}
-	return out
 }
 
 // Rotation is what one update of kube-root-ca.crt in every namespace (a
@@ -122,32 +153,56 @@ type Rotation struct {
 	SpreadSeconds float64 `json:"spreadSeconds"`
 }
 
-func rootCARotation(nodes []model.Node) Rotation {
-	var r Rotation
-	namespaces := map[string]bool{}
-	for _, n := range nodes {
-		entries := map[string]bool{}
-		for _, p := range n.Pods {
-			for _, o := range p.Reads {
-				if o.Kind == model.ConfigMap && o.Name == rootCA {
-					r.Volumes++
-					entries[o.Namespace] = true
-					namespaces[o.Namespace] = true
-				}
+// rotationPart is one node's share of a rotation: its volumes that read
+// the bundle, the namespaces whose copies they read, and its spread.
+type rotationPart struct {
+	volumes, watchEvents, cacheRefreshes int
+	namespaces                           []string
+	spread                               float64
+}
+
+// rotationOf is node n's part of a rotation, n with its pods.
+func rotationOf(n model.Node) rotationPart {
+	var r rotationPart
+	entries := map[string]bool{}
+	for _, p := range n.Pods {
+		for _, o := range p.Reads {
+			if o.Kind == model.ConfigMap && o.Name == rootCA {
+				r.volumes++
+				entries[o.Namespace] = true
 			}
 		}
-		if len(entries) == 0 {
-			continue
+	}
+	if len(entries) == 0 {
+		return r
+	}
+	for ns := range entries {
+		r.namespaces = append(r.namespaces, ns)
+	}
+	r.spread = 1.5*n.SyncFrequency.Seconds() + 1
+	switch n.Behaviour {
+	case model.Watch:
+		r.watchEvents = len(entries)
+	case model.FirstReference:
+		r.cacheRefreshes = len(entries)
+		r.spread += n.TTL.Seconds()
+	}
+	return r
+}
+
+// rootCARotation sums the nodes' parts of a rotation.
+func (a *Analysis) rootCARotation() Rotation {
+	var r Rotation
+	namespaces := map[string]bool{}
+	for _, p := range a.inOrder() {
+		part := p.rootCA
+		r.Volumes += part.volumes
+		r.WatchEvents += part.watchEvents
+		r.CacheRefreshes += part.cacheRefreshes
+		r.SpreadSeconds = max(r.SpreadSeconds, part.spread)
+		for _, ns := range part.namespaces {
+			namespaces[ns] = true
 		}
-		spread := 1.5*n.SyncFrequency.Seconds() + 1
-		switch n.Behaviour {
-		case model.Watch:
-			r.WatchEvents += len(entries)
-		case model.FirstReference:
-			r.CacheRefreshes += len(entries)
-			spread += n.TTL.Seconds()
-		}
-		r.SpreadSeconds = max(r.SpreadSeconds, spread)
 	}
 	r.Namespaces = len(namespaces)
 	return r

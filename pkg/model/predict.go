@@ -1,7 +1,8 @@
 package model
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 )
@@ -88,17 +89,24 @@ func Predict(nodes []Node) Prediction {
 			p.ByKind.add(k, l)
 		}
 	}
-	sort.Slice(p.Objects, func(i, j int) bool {
-		a, b := p.Objects[i], p.Objects[j]
-		if a.APIServerGetQPS != b.APIServerGetQPS {
-			return a.APIServerGetQPS > b.APIServerGetQPS
-		}
-		if a.Watches != b.Watches {
-			return a.Watches > b.Watches
-		}
-		return a.Object.less(b.Object)
-	})
+	slices.SortFunc(p.Objects, CompareObjectLoads)
 	return p
+}
+
+// CompareObjectLoads orders objects' loads as Prediction.Objects are: by
+// apiserver GET/s, highest first, then by watches, then by name.
+func CompareObjectLoads(a, b ObjectLoad) int {
+	switch {
+	case a.APIServerGetQPS != b.APIServerGetQPS:
+		return cmp.Compare(b.APIServerGetQPS, a.APIServerGetQPS)
+	case a.Watches != b.Watches:
+		return cmp.Compare(b.Watches, a.Watches)
+	case a.Object.less(b.Object):
+		return -1
+	case b.Object.less(a.Object):
+		return 1
+	}
+	return 0
 }
 
 // Totals is Predict's Total and ByKind alone: what a what-if needs, at a

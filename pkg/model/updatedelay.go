@@ -1,7 +1,10 @@
 package model
 
 import (
+	"cmp"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -80,7 +83,18 @@ func DelayOf(groups []DelayGroup) (d Delay, ok bool) {
 	}
 	var dists []weighted
 	lo, hi := 0.0, 0.0
-	for g, w := range weights {
+	// In a fixed order: the mixture's CDF is a sum of floats, and where it
+	// is flat at one half a sum in another order moves the median.
+	keys := make([]DelayGroup, 0, len(weights))
+	for g := range weights {
+		keys = append(keys, g)
+	}
+	slices.SortFunc(keys, func(a, b DelayGroup) int {
+		return cmp.Or(strings.Compare(string(a.Behaviour), string(b.Behaviour)), cmp.Compare(a.SyncFrequency, b.SyncFrequency),
+			cmp.Compare(a.TTL, b.TTL), cmp.Compare(a.K, b.K))
+	})
+	for _, g := range keys {
+		w := weights[g]
 		samples := updateDelaySamples(g.Behaviour, g.SyncFrequency, g.TTL, g.K)
 		if len(samples) == 0 {
 			continue

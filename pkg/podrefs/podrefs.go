@@ -322,3 +322,27 @@ func ModelPod(namespace, name string, refs Refs, exists Existence) model.Pod {
 	}
 	return p
 }
+
+// EachRef calls f with every object refs read, in any way: volumes, the
+// environment, subPath mounts, image pull secrets and driver volumes. An
+// object may come more than once.
+func (r Refs) EachRef(f func(kind model.Kind, name string)) {
+	each := func(refs []Ref) {
+		for _, ref := range refs {
+			f(ref.Kind, ref.Name)
+		}
+	}
+	for _, v := range r.Volumes {
+		each(v.Reads)
+	}
+	each(r.AtStart)
+	for _, c := range r.Containers {
+		each(c.Env)
+		for _, m := range c.SubPaths {
+			each(m.Reads)
+		}
+	}
+	for _, v := range r.DriverVolumes {
+		each(v.Reads)
+	}
+}

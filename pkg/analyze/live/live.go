@@ -67,10 +67,15 @@ type Analyzer struct {
 	watcher *watcher
 
 	// dirty is signalled by every event; nodesChanged collects the nodes
-	// whose settings to read again.
+	// whose settings to read again, changes what the next computation
+	// reads again.
 	dirty        chan struct{}
 	mu           sync.Mutex
 	nodesChanged sets.Set[string]
+	changes      pending
+	// held is what the computations keep from one to the next; only the
+	// loop of Run touches it.
+	held         held
 	settings     map[string]analyze.Settings
 	warnings     []string
 	settingsRead time.Time
@@ -103,7 +108,8 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 		opts.Clock = clock.RealClock{}
 	}
 	a := &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string](),
-		failures: newListWatchFailures()}
+		changes: newPending(), failures: newListWatchFailures()}
+	a.changes.everything = true
 	a.readSettings = func(ctx context.Context, nodes []inventory.NodeInfo) (map[string]analyze.Settings, []string, error) {
 		return analyze.NodeSettings(ctx, client, nodes, opts.Analyze)
 	}
@@ -122,7 +128,7 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, may, a.changed, a.failures, a.clock.Now)
+	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, may, a, a.failures, a.clock.Now)
 	a.watcher.run(ctx)
 	logger.Info("Watching the cluster", "secrets", may.secrets, "optedInNamespaces", may.namespaces, "nodeSelector", a.opts.Analyze.NodeSelector)
 	for !a.watcher.synced() {
@@ -140,19 +146,41 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	return nil
 }
 
-// changed is the informers' event handler: it marks the analysis dirty,
-// and node as needing its settings read again.
+// changed marks the analysis dirty, and node, where not empty, as
+// needing its settings read again and its part recomputed.
 func (a *Analyzer) changed(node string) {
-	if node != "" {
-		a.mu.Lock()
-		a.nodesChanged.Insert(node)
-		a.mu.Unlock()
-	}
+	a.note(func(p *pending) {
+		if node != "" {
+			a.nodesChanged.Insert(node)
+			p.nodes.Insert(node)
+			p.nodesChanged = true
+		}
+	})
+}
+
+// note records a change and marks the analysis dirty.
+func (a *Analyzer) note(change func(*pending)) {
+	a.mu.Lock()
+	change(&a.changes)
+	a.mu.Unlock()
 	select {
 	case a.dirty <- struct{}{}:
 	default:
 	}
 }
+
+// The watcher's events (events).
+func (a *Analyzer) nodeChanged(name string) { a.changed(name) }
+func (a *Analyzer) podsChanged(nodes ...string) {
+	a.note(func(p *pending) { p.nodes.Insert(nodes...) })
+}
+func (a *Analyzer) objectChanged(o objectName) {
+	a.note(func(p *pending) { p.objects.Insert(o) })
+}
+func (a *Analyzer) namespaceChanged(name string) {
+	a.note(func(p *pending) { p.namespaces.Insert(name) })
+}
+func (a *Analyzer) failed() { a.note(func(*pending) {}) }
 
 // waitForChanges waits for a change, then until changes have paused for
 // Quiet or MaxDelay has passed since the first; or until the settings are
@@ -203,12 +231,22 @@ func (a *Analyzer) waitForChanges(ctx context.Context) bool {
 	}
 }
 
-// compute makes a report from the informers' current state.
+// compute makes a report from the informers' current state: it reads
+// again what changed since the last one, recomputes the parts of the
+// nodes the changes touched and sums the analysis.
 func (a *Analyzer) compute(ctx context.Context) {
 	start := a.clock.Now()
-	inv, orphans := a.watcher.snapshot()
-	settings, warnings := a.nodeSettings(ctx, inv)
-	r := analyze.Predict(analyze.Cluster{Inventory: inv, Settings: settings}, a.opts.Analyze.Top)
+	a.mu.Lock()
+	changes, nodesChanged := a.changes, a.nodesChanged
+	a.changes, a.nodesChanged = newPending(), sets.New[string]()
+	a.mu.Unlock()
+	dirty := a.held.apply(a.watcher, changes)
+	inv := a.held.inv
+	settings, warnings := a.nodeSettings(ctx, inv, nodesChanged)
+	c := analyze.Cluster{Inventory: inv, Settings: settings}
+	recomputed := a.held.analysis.Update(c, a.watcher.podsOn, func(node string) bool { return dirty == nil || dirty.Has(node) })
+	r := a.held.analysis.Result(c, a.opts.Analyze.Top)
+	orphans := a.watcher.orphans(inv.Nodes)
 	failing := a.failures.recent(start)
 	if len(orphans) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d pods are bound to nodes that do not exist, and are left out until they are deleted (%s)",
@@ -222,5 +260,6 @@ func (a *Analyzer) compute(ctx context.Context) {
 	if a.opts.Events != nil {
 		a.opts.Events.observe(ctx, r.Findings)
 	}
-	klog.FromContext(ctx).V(2).Info("Analysis computed", "seconds", end.Sub(start).Seconds(), "pods", len(inv.Pods), "findings", len(r.Findings))
+	klog.FromContext(ctx).V(2).Info("Analysis computed", "seconds", end.Sub(start).Seconds(), "nodesRecomputed", recomputed,
+		"pods", r.Cluster.Pods, "findings", len(r.Findings))
 }

@@ -182,7 +182,7 @@ func TestSettingsAreReadOnlyWhenDue(t *testing.T) {
 		{func() { a.settingsRead = time.Time{} }, 3}, // the interval came: every node
 	} {
 		step.do()
-		settings, _ := a.nodeSettings(ctx, inv)
+		settings, _ := a.settingsNow(ctx, inv)
 		if got := reads(); got != step.want || len(settings) != 2 {
 			t.Errorf("step %d: %d reads of the settings in all, %d nodes' settings; want %d and 2", i, got, len(settings), step.want)
 		}

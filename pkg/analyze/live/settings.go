@@ -26,10 +26,12 @@ type settingsReader func(ctx context.Context, nodes []inventory.NodeInfo) (map[s
 // that fails loses no node: each keeps the strategy and sync frequency
 // that /configz gave before, or the assumed ones, with a note that says
 // so.
-func (a *Analyzer) nodeSettings(ctx context.Context, inv *inventory.Inventory) (map[string]analyze.Settings, []string) {
+//
+// changed are the nodes whose Node changed since the last read: taken
+// with the other changes at once, so that a Node's change is read from the
+// inventory it is in, never before it.
+func (a *Analyzer) nodeSettings(ctx context.Context, inv *inventory.Inventory, changed sets.Set[string]) (map[string]analyze.Settings, []string) {
 	a.mu.Lock()
-	changed := a.nodesChanged
-	a.nodesChanged = sets.New[string]()
 	all := a.settingsRead.IsZero()
 	old := a.settings
 	a.mu.Unlock()

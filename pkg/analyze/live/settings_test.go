@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"slices"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestNodeSettingsKeepWhatReadsSaid(t *testing.T) {
 	inv := &inventory.Inventory{Nodes: nodes}
 
 	warnings = []string{"b's kubelet settings assumed"}
-	if _, w := a.nodeSettings(context.Background(), inv); !slices.Equal(w, warnings) {
+	if _, w := a.settingsNow(context.Background(), inv); !slices.Equal(w, warnings) {
 		t.Fatalf("first read: warnings %q, want %q", w, warnings)
 	}
 
@@ -51,7 +52,7 @@ func TestNodeSettingsKeepWhatReadsSaid(t *testing.T) {
 	readErr = errors.New("the apiserver is gone")
 	a.changed("b")
 	inv.Nodes = append(nodes, inventory.NodeInfo{Name: "c", KubeletVersion: "v1.36.0"})
-	settings, w := a.nodeSettings(context.Background(), inv)
+	settings, w := a.settingsNow(context.Background(), inv)
 	if !slices.Contains(w, "b's kubelet settings assumed") || !strings.Contains(strings.Join(w, "\n"), "the apiserver is gone") {
 		t.Errorf("after a failed read of some nodes: warnings %q, want the first read's and the failure", w)
 	}
@@ -70,7 +71,17 @@ func TestNodeSettingsKeepWhatReadsSaid(t *testing.T) {
 	a.mu.Lock()
 	a.settingsRead = time.Time{}
 	a.mu.Unlock()
-	if _, w := a.nodeSettings(context.Background(), inv); len(w) != 0 {
+	if _, w := a.settingsNow(context.Background(), inv); len(w) != 0 {
 		t.Errorf("a read of every node that warns of nothing: warnings %q", w)
 	}
+}
+
+// settingsNow reads inv's nodes' settings as a computation does, with the
+// Nodes changed since the last.
+func (a *Analyzer) settingsNow(ctx context.Context, inv *inventory.Inventory) (map[string]analyze.Settings, []string) {
+	a.mu.Lock()
+	changed := a.nodesChanged
+	a.nodesChanged = sets.New[string]()
+	a.mu.Unlock()
+	return a.nodeSettings(ctx, inv, changed)
 }

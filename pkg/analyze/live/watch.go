@@ -14,17 +14,19 @@
 //     ConfigMap's or a Secret's keys without their values, a Node's version
 //     and annotations without its status images, a pod without its managed
 //     fields. No object's data is held.
-//   - Every event marks the analysis dirty. The loop recomputes once the
-//     events have been quiet for Quiet, or MaxDelay after the first one,
-//     whichever comes first, so a burst of changes costs one computation
-//     and a change shows within MaxDelay plus the computation.
+//   - Every event says what it changed (changes.go): a pod its node, an
+//     object the nodes whose pods reference it, a Node itself. The loop
+//     recomputes once the events have been quiet for Quiet, or MaxDelay
+//     after the first one, whichever comes first, so a burst of changes
+//     costs one computation and a change shows within MaxDelay plus the
+//     computation; a computation recomputes the parts of the analysis
+//     of the nodes the changes touched (analyze.Analysis) and sums them.
 //   - The kubelets' settings (/configz) are read for a node when it is new
 //     or its Node changed, and for every node each SettingsInterval; never
 //     per computation.
 package live
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -34,6 +36,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -52,13 +55,23 @@ type watcher struct {
 	nodes, pods, configMaps, secrets cache.SharedIndexInformer
 	// namespaces are those labelled for the admission webhook.
 	namespaces cache.SharedIndexInformer
-	// changed is called on every event, with whether a Node changed (its
-	// kubelet's settings may have).
-	changed func(node string)
+	// events are told what each event changed.
+	events events
 	// allNodes says the nodes informer holds every node, so that a pod
 	// bound to none of them is on a node that does not exist.
 	allNodes bool
 	failures *listWatchFailures
+}
+
+// events is what the watcher tells of each change: a Node's (its
+// kubelet's settings may have changed too), pods' of some nodes, an
+// object's, an opted-in namespace's, or a failed list or watch.
+type events interface {
+	nodeChanged(name string)
+	podsChanged(nodes ...string)
+	objectChanged(o objectName)
+	namespaceChanged(name string)
+	failed()
 }
 
 // listable says which optional resources this user may list.
@@ -66,8 +79,8 @@ type listable struct{ secrets, namespaces bool }
 
 // newWatcher builds the informers; may says whether to watch Secrets and
 // namespaces at all; failures counts their failed lists and watches.
-func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, changed func(node string), failures *listWatchFailures, now func() time.Time) *watcher {
-	w := &watcher{changed: changed, allNodes: nodeSelector == "", failures: failures}
+func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, events events, failures *listWatchFailures, now func() time.Time) *watcher {
+	w := &watcher{events: events, allNodes: nodeSelector == "", failures: failures}
 	w.makeInformers(client, nodeSelector, may.secrets)
 	if may.namespaces {
 		w.namespaces = optedInNamespaces(client)
@@ -76,9 +89,10 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, 
 		if inf != nil {
 			// A failure computes the report again, so that its warnings
 			// say so (client-go retries at most every 30 s meanwhile).
-			_ = inf.SetWatchErrorHandlerWithContext(w.failures.handler(resource, now, func() { changed("") }))
+			_ = inf.SetWatchErrorHandlerWithContext(w.failures.handler(resource, now, events.failed))
 		}
 	}
+	_ = w.pods.AddIndexers(cache.Indexers{byNode: indexByNode})
 	w.addEventHandlers()
 	return w
 }
@@ -130,41 +144,67 @@ func optedInNamespaces(client kubernetes.Interface) cache.SharedIndexInformer {
 	}, nil)
 }
 
-// addEventHandlers makes every event of the informers an event of w. An
-// update that changes nothing the analysis reads (a pod's annotation, a
-// Node's status report every few minutes, thousands of them a minute on a
-// large cluster) neither recomputes nor reads a kubelet's settings again.
+// addEventHandlers tells w.events what each event changed. An update
+// that changes nothing the analysis reads (a pod's annotation, a Node's
+// status report every few minutes, thousands of them a minute on a large
+// cluster) neither recomputes nor reads a kubelet's settings again.
 func (w *watcher) addEventHandlers() {
 	_, _ = w.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.event(obj, false) },
+		AddFunc: func(obj any) { w.events.podsChanged(nodeOf(obj)...) },
 		UpdateFunc: func(old, obj any) {
 			if podEntryChanged(old, obj) {
-				w.event(obj, false)
+				w.events.podsChanged(append(nodeOf(old), nodeOf(obj)...)...)
 			}
 		},
-		DeleteFunc: func(obj any) { w.event(obj, false) },
+		DeleteFunc: func(obj any) { w.events.podsChanged(nodeOf(obj)...) },
 	})
 	_, _ = w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.event(obj, true) },
+		AddFunc: func(obj any) { w.nodeEvent(obj) },
 		UpdateFunc: func(old, obj any) {
 			o, okOld := old.(*corev1.Node)
 			n, okNew := obj.(*corev1.Node)
 			if !okOld || !okNew || inventory.NodeInfoOf(o) != inventory.NodeInfoOf(n) {
-				w.event(obj, true)
+				w.nodeEvent(obj)
 			}
 		},
-		DeleteFunc: func(obj any) { w.event(obj, true) },
+		DeleteFunc: func(obj any) { w.nodeEvent(obj) },
 	})
-	for _, inf := range w.informers() {
-		if inf == w.pods || inf == w.nodes {
-			continue
+	objectEvents := func(kind model.Kind) cache.ResourceEventHandler {
+		changed := func(obj any) {
+			if m, err := meta.Accessor(untombstoned(obj)); err == nil {
+				w.events.objectChanged(objectName{kind: kind, namespace: m.GetNamespace(), name: m.GetName()})
+			}
 		}
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { w.event(obj, false) },
-			UpdateFunc: func(_, obj any) { w.event(obj, false) },
-			DeleteFunc: func(obj any) { w.event(obj, false) },
-		})
+		return cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed}
 	}
+	_, _ = w.configMaps.AddEventHandler(objectEvents(model.ConfigMap))
+	if w.secrets != nil {
+		_, _ = w.secrets.AddEventHandler(objectEvents(model.Secret))
+	}
+	if w.namespaces != nil {
+		changed := func(obj any) {
+			if m, err := meta.Accessor(untombstoned(obj)); err == nil {
+				w.events.namespaceChanged(m.GetName())
+			}
+		}
+		_, _ = w.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed})
+	}
+}
+
+// untombstoned is the object a deletion's tombstone holds, or obj.
+func untombstoned(obj any) any {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return tombstone.Obj
+	}
+	return obj
+}
+
+// nodeOf is the node of a served pod's entry, none for another.
+func nodeOf(obj any) []string {
+	if e, ok := untombstoned(obj).(*podEntry); ok && e.Served {
+		return []string{e.Info.Node}
+	}
+	return nil
 }
 
 // informer is one resource's informer, with transform applied before
@@ -178,17 +218,10 @@ func informer(client any, example runtime.Object, list cache.ListWithContextFunc
 	return inf
 }
 
-func (w *watcher) event(obj any, isNode bool) {
-	node := ""
-	if isNode {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		if n, ok := obj.(*corev1.Node); ok {
-			node = n.Name
-		}
+func (w *watcher) nodeEvent(obj any) {
+	if n, ok := untombstoned(obj).(*corev1.Node); ok {
+		w.events.nodeChanged(n.Name)
 	}
-	w.changed(node)
 }
 
 // podEntryChanged says whether a pod's update changed its inventory entry
@@ -228,43 +261,12 @@ func (w *watcher) synced() bool {
 	return true
 }
 
-// snapshot is the inventory as the informers hold it now.
-// snapshot is the inventory of what the informers hold now, and the pods
-// bound to nodes that do not exist (where the informers hold every node).
-func (w *watcher) snapshot() (*inventory.Inventory, []string) {
-	inv := &inventory.Inventory{SecretsListed: w.secrets != nil}
+// inventory is the inventory of what the informers hold now but the
+// pods, which podsOn gives node by node.
+func (w *watcher) inventory() *inventory.Inventory {
+	inv := &inventory.Inventory{SecretsListed: w.secrets != nil, Nodes: w.nodeInfos()}
 	if w.secrets == nil {
 		inv.SecretsUnlisted = secretsUnlisted
-	}
-	selected := map[string]bool{}
-	for _, obj := range w.nodes.GetStore().List() {
-		n := obj.(*corev1.Node)
-		inv.Nodes = append(inv.Nodes, inventory.NodeInfoOf(n))
-		selected[n.Name] = true
-	}
-	var orphans []string
-	var served []*podEntry
-	for _, obj := range w.pods.GetStore().List() {
-		e, ok := obj.(*podEntry)
-		if !ok || !e.Served {
-			continue
-		}
-		switch {
-		case selected[e.Info.Node]:
-			served = append(served, e)
-		case w.allNodes:
-			orphans = append(orphans, e.Info.Namespace+"/"+e.Info.Name+" on "+e.Info.Node)
-		}
-	}
-	slices.Sort(orphans)
-	// In a stable order, as a list returns them: the report's rows follow
-	// it. The entries are sorted, not the copies: a swap moves a pointer.
-	slices.SortFunc(served, func(a, b *podEntry) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
-	inv.Pods = make([]inventory.PodInfo, 0, len(served))
-	for _, e := range served {
-		inv.Pods = append(inv.Pods, e.Info)
 	}
 	for _, obj := range w.configMaps.GetStore().List() {
 		c := obj.(*corev1.ConfigMap)
@@ -277,12 +279,52 @@ func (w *watcher) snapshot() (*inventory.Inventory, []string) {
 		}
 	}
 	if w.namespaces != nil {
-		inv.NamespacesListed, inv.OptedIn = true, map[string]bool{}
-		for _, key := range w.namespaces.GetStore().ListKeys() {
-			inv.OptedIn[key] = true
+		inv.NamespacesListed, inv.OptedIn = true, w.optedIn()
+	}
+	return inv
+}
+
+// nodeInfos are the nodes the informer holds, by name.
+func (w *watcher) nodeInfos() []inventory.NodeInfo {
+	var out []inventory.NodeInfo
+	for _, obj := range w.nodes.GetStore().List() {
+		out = append(out, inventory.NodeInfoOf(obj.(*corev1.Node)))
+	}
+	slices.SortFunc(out, func(a, b inventory.NodeInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// optedIn are the namespaces labelled for the admission webhook.
+func (w *watcher) optedIn() map[string]bool {
+	out := map[string]bool{}
+	for _, key := range w.namespaces.GetStore().ListKeys() {
+		out[key] = true
+	}
+	return out
+}
+
+// orphans are the served pods bound to nodes that nodes does not hold,
+// where the informers hold every node (otherwise a pod of a node the
+// selector leaves out is none of the analysis's business).
+func (w *watcher) orphans(nodes []inventory.NodeInfo) []string {
+	if !w.allNodes {
+		return nil
+	}
+	held := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		held[n.Name] = true
+	}
+	var out []string
+	for _, node := range w.pods.GetIndexer().ListIndexFuncValues(byNode) {
+		if held[node] {
+			continue
+		}
+		for _, p := range w.podsOn(node) {
+			out = append(out, p.Namespace+"/"+p.Name+" on "+node)
 		}
 	}
-	return inv, orphans
+	slices.Sort(out)
+	return out
 }
 
 // counts are the objects each informer holds.

@@ -88,6 +88,11 @@ func (inv *Inventory) AddObjectInfo(kind model.Kind, namespace, name string, inf
 	inv.objects[objectKey{kind, namespace, name}] = info
 }
 
+// RemoveObject forgets a ConfigMap or Secret: it no longer exists.
+func (inv *Inventory) RemoveObject(kind model.Kind, namespace, name string) {
+	delete(inv.objects, objectKey{kind, namespace, name})
+}
+
 // AddObject records a listed ConfigMap or Secret of which only its
 // immutability is known.
 func (inv *Inventory) AddObject(kind model.Kind, namespace, name string, immutable bool) {
@@ -123,4 +128,12 @@ func startTimes(pod *corev1.Pod, refs []string) (started map[string]time.Time, f
 		}
 	}
 	return started, first
+}
+
+// OfNode is inv as far as one node goes: that node and its pods (pods),
+// with inv's objects and namespaces, shared, not copied.
+func (inv *Inventory) OfNode(node NodeInfo, pods []PodInfo) *Inventory {
+	c := *inv
+	c.Nodes, c.Pods = []NodeInfo{node}, pods
+	return &c
 }

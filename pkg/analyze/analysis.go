@@ -1,0 +1,164 @@
+package analyze
+
+import (
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
+)
+
+// Analysis is a cluster's analysis kept as one part per node, each
+// computed from that node's settings, its pods and the objects they
+// reference, and a result summed from the parts. Predict makes one for a
+// cluster read once; `analyze --serve` keeps one and recomputes, at each
+// change, the parts of the nodes the change touches (Update): a pod's
+// node, the nodes whose pods reference an object (NodesReading), a node
+// whose Node or settings changed. Summing the parts costs a pass over
+// them; nothing else is recomputed.
+//
+// A part is a function of its node's inputs alone, and the sums go over
+// the parts in the nodes' names' order: an Analysis updated after any
+// series of changes holds the same result, to the last bit, as one made
+// afresh from the cluster as it then is.
+type Analysis struct {
+	parts map[string]*nodePart
+	// sorted are the parts by node name; nil after a node came or went.
+	sorted []*nodePart
+	// readers are, by object, the nodes whose pods reference it; byNamespace,
+	// the nodes with a pod in each namespace.
+	readers     map[objectKey]map[string]struct{}
+	byNamespace map[string]map[string]struct{}
+}
+
+// NewAnalysis returns an Analysis of no node.
+func NewAnalysis() *Analysis {
+	return &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey]map[string]struct{}{}, byNamespace: map[string]map[string]struct{}{}}
+}
+
+// PodsOn returns the pods of one node, sorted by namespace and name.
+type PodsOn func(node string) []inventory.PodInfo
+
+// Update makes the parts those of c: it computes the part of each node
+// that dirty names, of each node whose Node or settings changed and of
+// each new node, and drops those of nodes c no longer holds. It returns
+// how many parts it computed.
+func (a *Analysis) Update(c Cluster, podsOn PodsOn, dirty func(node string) bool) int {
+	held := make(map[string]bool, len(c.Inventory.Nodes))
+	var todo []inventory.NodeInfo
+	for _, n := range c.Inventory.Nodes {
+		held[n.Name] = true
+		p := a.parts[n.Name]
+		if p == nil || dirty(n.Name) || p.info != n || !sameSettings(p.settings, c.Settings[n.Name]) {
+			todo = append(todo, n)
+		}
+	}
+	for name, p := range a.parts {
+		if !held[name] {
+			a.forget(p)
+			delete(a.parts, name)
+			a.sorted = nil
+		}
+	}
+	computed := make([]*nodePart, len(todo))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				computed[i] = c.newNodePart(todo[i], podsOn(todo[i].Name))
+			}
+		})
+	}
+	for i := range todo {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, p := range computed {
+		if old := a.parts[p.info.Name]; old != nil {
+			a.forget(old)
+		}
+		a.sorted = nil
+		a.parts[p.info.Name] = p
+		a.remember(p)
+	}
+	return len(todo)
+}
+
+// sameSettings says whether two nodes' settings are the same.
+func sameSettings(a, b Settings) bool {
+	sameVersion := (a.Version == nil) == (b.Version == nil) && (a.Version == nil || a.Version.String() == b.Version.String())
+	a.Version, b.Version = nil, nil
+	return sameVersion && slices.Equal(a.Notes, b.Notes) && a.KubeletVersion == b.KubeletVersion && a.Strategy == b.Strategy &&
+		a.SyncFrequency == b.SyncFrequency && a.TTL == b.TTL && a.Source == b.Source
+}
+
+// remember indexes p's node by the objects and namespaces its pods read.
+func (a *Analysis) remember(p *nodePart) {
+	for _, k := range p.refs {
+		nodes := a.readers[k]
+		if nodes == nil {
+			nodes = map[string]struct{}{}
+			a.readers[k] = nodes
+		}
+		nodes[p.info.Name] = struct{}{}
+	}
+	for _, ns := range p.namespaces {
+		nodes := a.byNamespace[ns]
+		if nodes == nil {
+			nodes = map[string]struct{}{}
+			a.byNamespace[ns] = nodes
+		}
+		nodes[p.info.Name] = struct{}{}
+	}
+}
+
+// forget undoes remember.
+func (a *Analysis) forget(p *nodePart) {
+	for _, k := range p.refs {
+		delete(a.readers[k], p.info.Name)
+		if len(a.readers[k]) == 0 {
+			delete(a.readers, k)
+		}
+	}
+	for _, ns := range p.namespaces {
+		delete(a.byNamespace[ns], p.info.Name)
+		if len(a.byNamespace[ns]) == 0 {
+			delete(a.byNamespace, ns)
+		}
+	}
+}
+
+// NodesReading are the nodes whose pods reference an object, whether it
+// exists or not: those whose parts its change recomputes.
+func (a *Analysis) NodesReading(kind model.Kind, namespace, name string) []string {
+	return keys(a.readers[objectKey{kind, namespace, name}])
+}
+
+// NodesInNamespace are the nodes with a pod in namespace.
+func (a *Analysis) NodesInNamespace(namespace string) []string {
+	return keys(a.byNamespace[namespace])
+}
+
+func keys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// inOrder are the parts by node name.
+func (a *Analysis) inOrder() []*nodePart {
+	if a.sorted == nil {
+		a.sorted = make([]*nodePart, 0, len(a.parts))
+		for _, p := range a.parts {
+			a.sorted = append(a.sorted, p)
+		}
+		slices.SortFunc(a.sorted, func(x, y *nodePart) int { return strings.Compare(x.info.Name, y.info.Name) })
+	}
+	return a.sorted
+}

@@ -1,0 +1,157 @@
+package analyze
+
+import (
+	"slices"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
+)
+
+// nodePart is everything the analysis computes from one node alone: from
+// its settings, its pods and what the inventory knows of the objects they
+// reference. The cluster's result is a sum of parts (Analysis), so that a
+// change recomputes the parts of the nodes it touches and nothing else.
+// A part holds no pod: what the totals need of them is summed here.
+type nodePart struct {
+	info     inventory.NodeInfo
+	settings Settings
+	// node is the node as the model sees it, without its pods.
+	node model.Node
+	pods int
+	// namespaces are its pods' namespaces; refs the objects they
+	// reference, present or not (what a change of one recomputes).
+	namespaces []string
+	refs       []objectKey
+	// objects are the loads of the objects its kubelet reads.
+	objects []objectRead
+	load    model.ByKind
+	// delay are its volume reads' delay groups; bound their longest delay,
+	// where it has any.
+	delay      []model.DelayGroup
+	bound      float64
+	result     NodeResult
+	whatIfs    [len(settingsWhatIfs)]whatIfPart
+	rootCA     rotationPart
+	findings   []podFinding
+	recreated  []Finding
+	driver     *driverPart
+	move       *movePart
+	unconverts bool
+}
+
+// objectKey names one object, as the inventory keys it.
+type objectKey struct {
+	kind            model.Kind
+	namespace, name string
+}
+
+// objectRead is one object a node's kubelet reads: with the flags the
+// node knows, its readers and its load there.
+type objectRead struct {
+	object  model.Object
+	readers model.Readers
+	load    model.Load
+}
+
+// whatIfPart is one node under a what-if of its settings.
+type whatIfPart struct {
+	touched bool
+	load    model.ByKind
+	delay   []model.DelayGroup
+}
+
+// podFinding is a pod's finding with the pod's name apart, by which the
+// report orders them.
+type podFinding struct {
+	namespace, name string
+	Finding
+}
+
+// newNodePart computes the part of node n, whose pods are pods (sorted
+// by namespace and name), in cluster c.
+func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo) *nodePart {
+	local := Cluster{Inventory: c.Inventory.OfNode(n, pods), Settings: c.Settings}
+	s := c.Settings[n.Name]
+	p := &nodePart{info: n, settings: s, pods: len(pods), load: model.ByKind{}}
+	modelPods := local.podsByNode()[n.Name]
+	full := local.modelNodes(func(string) Settings { return s }, map[string][]model.Pod{n.Name: modelPods}, nil)[0]
+	full.Gathered = model.GatherReads(full)
+	p.node = full
+	p.node.Pods = nil
+	full.Gathered.Each(func(o model.Object, rs model.Readers) {
+		l := model.LoadOf(full, o, rs)
+		p.objects = append(p.objects, objectRead{object: o, readers: rs, load: l})
+		sum := p.load[o.Kind]
+		sum.Add(l)
+		p.load[o.Kind] = sum
+	})
+	shares := model.ShareCounts(full)
+	p.delay = model.DelayGroupsOf(full, shares)
+	if len(shares) > 0 {
+		p.bound = model.UpdateBound(full.Behaviour, full.SyncFrequency, full.TTL)
+	}
+	p.result = c.nodeResult(full, p.load, shares)
+	for i, w := range settingsWhatIfs {
+		p.whatIfs[i] = settingsWhatIf(full, s, w.change, shares)
+	}
+	p.rootCA = rotationOf(full)
+	p.namespaces, p.refs = referenced(pods)
+	for _, pod := range pods {
+		for _, f := range local.podFindings(pod) {
+			p.findings = append(p.findings, podFinding{namespace: pod.Namespace, name: pod.Name, Finding: f})
+		}
+	}
+	p.recreated = local.immutableRecreated()
+	p.driver = local.driverPart(n.Name)
+	p.unconverts = slices.ContainsFunc(pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 })
+	if p.unconverts {
+		p.move = local.movePart(full)
+	}
+	return p
+}
+
+// settingsWhatIf is node n (with its reads gathered) after change of its
+// settings s; shares are its model.ShareCounts.
+func settingsWhatIf(n model.Node, s Settings, change func(Settings) (Settings, bool), shares map[int]int) whatIfPart {
+	changed, touched := change(s)
+	n.SyncFrequency, n.TTL = changed.SyncFrequency, changed.TTL
+	n.Behaviour, n.WatchLifetime = changed.Behaviour(), changed.WatchLifetime()
+	_, byKind := model.Totals([]model.Node{n})
+	return whatIfPart{touched: touched, load: byKind, delay: model.DelayGroupsOf(n, shares)}
+}
+
+// referenced are the namespaces of pods and the objects they reference,
+// each once.
+func referenced(pods []inventory.PodInfo) ([]string, []objectKey) {
+	namespaces := map[string]bool{}
+	refs := map[objectKey]bool{}
+	for _, p := range pods {
+		namespaces[p.Namespace] = true
+		p.Refs.EachRef(func(r model.Kind, name string) { refs[objectKey{r, p.Namespace, name}] = true })
+	}
+	nsList := make([]string, 0, len(namespaces))
+	for ns := range namespaces {
+		nsList = append(nsList, ns)
+	}
+	slices.Sort(nsList)
+	refList := make([]objectKey, 0, len(refs))
+	for k := range refs {
+		refList = append(refList, k)
+	}
+	return nsList, refList
+}
+
+// nodeResult is node n's row: its settings, its load, its delay.
+func (c Cluster) nodeResult(n model.Node, load model.ByKind, shares map[int]int) NodeResult {
+	s := c.Settings[n.Name]
+	r := NodeResult{
+		Name: n.Name, KubeletVersion: s.KubeletVersion, Strategy: s.Strategy,
+		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(),
+		SettingsSource: s.Source, Behaviour: n.Behaviour, Pods: len(n.Pods),
+		Predicted: kindsOf(load), Notes: s.Notes,
+	}
+	if d, ok := model.DelayOf(model.DelayGroupsOf(n, shares)); ok {
+		r.UpdateDelay = &d
+	}
+	return r
+}
