@@ -341,7 +341,7 @@ footprint: build ## Resident memory of nodeagent and nodeagent-agent with no wor
 # (docs/performance.md, "analyze at 5,000 nodes"): the local apiserver
 # holding ANALYZE_SCALE_NODES Node objects, 30 pods a node and their
 # ConfigMaps and Secrets (no kubelets), then analyze end to end.
-ANALYZE_SCALE_NODES ?= 5000
+ANALYZE_SCALE_NODES ?= 5000,10000
 analyze-scale: controlplane build ## analyze end to end on the local apiserver holding 5,000 nodes and 150,000 pods with their objects, once and always on (--serve): time, memory, CPU, requests, a change's way to /metrics.
 	@mkdir -p $(OUTPUT)/analyze-scale
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_ANALYZE_SCALE_NODES=$(ANALYZE_SCALE_NODES) \

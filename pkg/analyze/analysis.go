@@ -31,11 +31,17 @@ type Analysis struct {
 	// the nodes with a pod in each namespace.
 	readers     map[objectKey]map[string]struct{}
 	byNamespace map[string]map[string]struct{}
+	// objectSums, namespaceSums and groupSums are the parts' loads by
+	// object, by namespace and by group of pods that could move.
+	objectSums    *sums[model.Object, objectSum]
+	namespaceSums *sums[string, kindLoads]
+	groupSums     *sums[groupKey, groupPart]
 }
 
 // NewAnalysis returns an Analysis of no node.
 func NewAnalysis() *Analysis {
-	return &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey]map[string]struct{}{}, byNamespace: map[string]map[string]struct{}{}}
+	return &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey]map[string]struct{}{}, byNamespace: map[string]map[string]struct{}{},
+		objectSums: newSums[model.Object](addObjectSum), namespaceSums: newSums[string](addKindLoads), groupSums: newSums[groupKey](addGroupPart)}
 }
 
 // PodsOn returns the pods of one node, sorted by namespace and name.
@@ -57,9 +63,8 @@ func (a *Analysis) Update(c Cluster, podsOn PodsOn, dirty func(node string) bool
 	}
 	for name, p := range a.parts {
 		if !held[name] {
-			a.forget(p)
+			a.replace(p, nil)
 			delete(a.parts, name)
-			a.sorted = nil
 		}
 	}
 	computed := make([]*nodePart, len(todo))
@@ -78,14 +83,33 @@ func (a *Analysis) Update(c Cluster, podsOn PodsOn, dirty func(node string) bool
 	close(next)
 	wg.Wait()
 	for _, p := range computed {
-		if old := a.parts[p.info.Name]; old != nil {
-			a.forget(old)
-		}
-		a.sorted = nil
+		a.replace(a.parts[p.info.Name], p)
 		a.parts[p.info.Name] = p
-		a.remember(p)
 	}
+	a.objectSums.settle()
+	a.namespaceSums.settle()
+	a.groupSums.settle()
 	return len(todo)
+}
+
+// replace takes old's contributions out of the sums and indexes and puts
+// new's in; either may be nil.
+func (a *Analysis) replace(old, new *nodePart) {
+	node := new
+	if node == nil {
+		node = old
+	}
+	name := node.info.Name
+	if old != nil {
+		a.forget(old)
+	}
+	if new != nil {
+		a.remember(new)
+	}
+	a.objectSums.replace(name, old.objectContributions(), new.objectContributions())
+	a.namespaceSums.replace(name, old.namespaceContributions(), new.namespaceContributions())
+	a.groupSums.replace(name, old.groupContributions(), new.groupContributions())
+	a.sorted = nil
 }
 
 // sameSettings says whether two nodes' settings are the same.

@@ -98,45 +98,31 @@ func (g *moveGroups) sum(groups []MoveGroup, groupOf func(moveRead) int) []group
 	return parts
 }
 
-// topGroups sums the groups' parts over the nodes, each group's in the
-// nodes' order, and returns how many groups there are and the top ones
-// with their delays.
-func topGroups(nodes [][]groupPart, top int) (int, []MoveGroup) {
-	type sum struct {
-		MoveGroup
-		kubeletDelay, driverDelay []model.DelayGroup
-	}
-	index := map[[2]string]int{}
-	var sums []sum
-	for _, parts := range nodes {
-		for _, p := range parts {
-			key := [2]string{p.Namespace, p.Workload}
-			i, ok := index[key]
-			if !ok {
-				i = len(sums)
-				index[key] = i
-				sums = append(sums, sum{MoveGroup: MoveGroup{Namespace: p.Namespace, Workload: p.Workload}})
+// topGroups counts the namespaces' groups (or the workloads') and returns
+// the top ones, each with its volume reads' delays over its nodes.
+func (a *Analysis) topGroups(top int, workloads bool) (int, []MoveGroup) {
+	count := 0
+	rows := topOf(top, compareGroups, func(f func(MoveGroup)) {
+		a.groupSums.each(func(k groupKey, g groupPart) {
+			if (k.workload != "") == workloads {
+				count++
+				f(g.MoveGroup)
 			}
-			s := &sums[i]
-			s.Pods, s.Volumes, s.ClearsFindings = s.Pods+p.Pods, s.Volumes+p.Volumes, s.ClearsFindings+p.ClearsFindings
-			s.KubeletsSaved, s.DriverAdded = s.KubeletsSaved.plus(p.KubeletsSaved), s.DriverAdded.plus(p.DriverAdded)
-			s.kubeletDelay = append(s.kubeletDelay, p.kubeletDelay...)
-			s.driverDelay = append(s.driverDelay, p.driverDelay...)
+		})
+	})
+	for i, m := range rows {
+		var kubelet, driver []model.DelayGroup
+		a.groupSums.contributions(groupKey{m.Namespace, m.Workload}, func(_ string, g groupPart) {
+			kubelet, driver = append(kubelet, g.kubeletDelay...), append(driver, g.driverDelay...)
+		})
+		if d, ok := model.DelayOf(kubelet); ok {
+			rows[i].UpdateDelay = &d
+		}
+		if d, ok := model.DelayOf(driver); ok {
+			rows[i].MovedUpdateDelay = &d
 		}
 	}
-	slices.SortFunc(sums, func(a, b sum) int { return compareGroups(a.MoveGroup, b.MoveGroup) })
-	out := make([]MoveGroup, 0, min(top, len(sums)))
-	for _, s := range sums[:min(top, len(sums))] {
-		m := s.MoveGroup
-		if d, ok := model.DelayOf(s.kubeletDelay); ok {
-			m.UpdateDelay = &d
-		}
-		if d, ok := model.DelayOf(s.driverDelay); ok {
-			m.MovedUpdateDelay = &d
-		}
-		out = append(out, m)
-	}
-	return len(sums), out
+	return count, rows
 }
 
 // id numbers o.

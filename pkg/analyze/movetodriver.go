@@ -46,7 +46,6 @@ func (a *Analysis) moveToDriver(top int) *WhatIf {
 	byKind := model.ByKind{}
 	var delay []model.DelayGroup
 	var drivers []*driverPart
-	var namespaces, workloads [][]groupPart
 	for _, p := range a.inOrder() {
 		if p.move == nil {
 			addByKind(byKind, p.load)
@@ -59,7 +58,6 @@ func (a *Analysis) moveToDriver(top int) *WhatIf {
 		addByKind(byKind, mp.load)
 		delay = append(delay, mp.delay...)
 		drivers = append(drivers, mp.driver)
-		namespaces, workloads = append(namespaces, mp.namespaces), append(workloads, mp.workloads)
 	}
 	if m.volumes == 0 {
 		return nil
@@ -77,8 +75,8 @@ func (a *Analysis) moveToDriver(top int) *WhatIf {
 		w.Predicted = w.Predicted.plus(d.Predicted)
 		w.DriverUpdateDelay = d.UpdateDelay
 	}
-	w.MovableNamespaces, w.Namespaces = topGroups(namespaces, top)
-	w.MovableWorkloads, w.Workloads = topGroups(workloads, top)
+	w.MovableNamespaces, w.Namespaces = a.topGroups(top, false)
+	w.MovableWorkloads, w.Workloads = a.topGroups(top, true)
 	w.Caveat = fmt.Sprintf("the load counts the driver's watches (one per ConfigMap per node) with the kubelets'; the update delay is the kubelets' for the volumes they keep, the driver's for the moved ones; %d subPathNeverUpdated findings go (updates: inPlace); environment variables and projected volumes stay as they are",
 		m.subPaths)
 	return w

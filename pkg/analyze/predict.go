@@ -1,7 +1,7 @@
 package analyze
 
 import (
-	"slices"
+	"strings"
 	"sort"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
@@ -80,14 +80,11 @@ func (a *Analysis) Result(c Cluster, top int) Result {
 	}
 	sort.SliceStable(r.Nodes, func(i, j int) bool { return busier(r.Nodes[i].Predicted.Sum(), r.Nodes[j].Predicted.Sum()) })
 	r.Total.UpdateDelay, r.Total.UpdateDelayNodes = a.clusterDelay()
-	objects := a.objects()
-	r.Namespaces = namespaces(objects, top)
-	topObjects := objects[:min(top, len(objects))]
-	delays := a.objectDelays(topObjects)
-	for _, o := range topObjects {
+	r.Namespaces = a.namespaces(top)
+	for _, o := range a.topObjects(top, model.CompareObjectLoads, func(model.ObjectLoad) bool { return true }) {
 		r.Objects = append(r.Objects, ObjectResult{Kind: o.Object.Kind, Namespace: o.Object.Namespace, Name: o.Object.Name,
 			Immutable: o.Object.Immutable, Missing: o.Object.Missing, Nodes: o.Nodes, Predicted: ratesOf(o.Load),
-			UpdateDelay: delays(o.Object)})
+			UpdateDelay: a.objectDelay(o.Object)})
 	}
 	r.RootCARotation = a.rootCARotation()
 	drivers := make([]*driverPart, len(parts))
@@ -95,7 +92,7 @@ func (a *Analysis) Result(c Cluster, top int) Result {
 		drivers[i] = p.driver
 	}
 	r.Driver = sumDrivers(drivers)
-	r.WhatIfs = a.whatIfs(objects, top)
+	r.WhatIfs = a.whatIfs(top)
 	r.Findings = a.findings()
 	r.Summary.Findings = countFindings(r.Findings)
 	if !c.Inventory.SecretsListed {
@@ -116,30 +113,17 @@ func (a *Analysis) total() model.ByKind {
 	return sum
 }
 
-// objects are the loads of every object read, summed over the nodes that
-// read it, sorted by apiserver GET/s, highest first, then by watches,
-// then by name.
-func (a *Analysis) objects() []model.ObjectLoad {
-	index := map[model.Object]int{}
-	var out []model.ObjectLoad
-	for _, p := range a.inOrder() {
-		for _, o := range p.objects {
-			k := plain(o.object)
-			i, ok := index[k]
-			if !ok {
-				i = len(out)
-				index[k] = i
-				out = append(out, model.ObjectLoad{Object: k})
+// topObjects are the top objects that keep holds, by compare: each
+// object's load summed over the nodes that read it.
+func (a *Analysis) topObjects(top int, compare func(a, b model.ObjectLoad) int, keep func(model.ObjectLoad) bool) []model.ObjectLoad {
+	return topOf(top, compare, func(f func(model.ObjectLoad)) {
+		a.objectSums.each(func(o model.Object, s objectSum) {
+			o.Immutable, o.Missing = s.immutable, s.missing
+			if l := (model.ObjectLoad{Object: o, Nodes: s.nodes, Load: s.load}); keep(l) {
+				f(l)
 			}
-			ol := &out[i]
-			ol.Object.Immutable = ol.Object.Immutable || o.object.Immutable
-			ol.Object.Missing = ol.Object.Missing || o.object.Missing
-			ol.Nodes++
-			ol.Add(o.load)
-		}
-	}
-	slices.SortFunc(out, model.CompareObjectLoads)
-	return out
+		})
+	})
 }
 
 // clusterDelay is the update delay over every volume read, and the nodes
@@ -173,30 +157,22 @@ func (a *Analysis) totalDelay() *model.Delay {
 	return d
 }
 
-// objectDelays returns the update delay of each of objects over the nodes
-// whose pods mount it: the report's top objects, not every object, whose
-// groups a large cluster would spend seconds on.
-func (a *Analysis) objectDelays(objects []model.ObjectLoad) func(model.Object) *model.Delay {
-	groups := make(map[model.Object][]model.DelayGroup, len(objects))
-	for _, o := range objects {
-		groups[plain(o.Object)] = nil
-	}
-	for _, p := range a.inOrder() {
-		n := p.node
-		for _, o := range p.objects {
-			k := o.readers.Remounts
-			if g, wanted := groups[plain(o.object)]; wanted && k > 0 {
-				groups[plain(o.object)] = append(g, model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
-			}
+// objectDelay is the update delay of object o over the nodes whose pods
+// mount it: asked of the report's top objects alone, whose groups are
+// few where every object's would be many.
+func (a *Analysis) objectDelay(o model.Object) *model.Delay {
+	var groups []model.DelayGroup
+	a.objectSums.contributions(plain(o), func(node string, s objectSum) {
+		n := a.parts[node].node
+		if k := s.readers.Remounts; k > 0 {
+			groups = append(groups, model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: k, Weight: k})
 		}
+	})
+	d, ok := model.DelayOf(groups)
+	if !ok {
+		return nil
 	}
-	return func(o model.Object) *model.Delay {
-		d, ok := model.DelayOf(groups[plain(o)])
-		if !ok {
-			return nil
-		}
-		return &d
-	}
+	return &d
 }
 
 // summary counts the cluster's nodes, pods and namespaces, and its nodes
@@ -223,29 +199,18 @@ func busier(a, b Rates) bool {
 	return a.Watches > b.Watches
 }
 
-// namespaces sums the objects' load by namespace and keeps the top.
-func namespaces(objects []model.ObjectLoad, top int) []NamespaceResult {
-	byNamespace := map[string]model.ByKind{}
-	for _, o := range objects {
-		b := byNamespace[o.Object.Namespace]
-		if b == nil {
-			b = model.ByKind{}
-			byNamespace[o.Object.Namespace] = b
-		}
-		l := b[o.Object.Kind]
-		l.Add(o.Load)
-		b[o.Object.Kind] = l
-	}
-	out := make([]NamespaceResult, 0, len(byNamespace))
-	for ns, b := range byNamespace {
-		out = append(out, NamespaceResult{Namespace: ns, Predicted: kindsOf(b)})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Predicted.Sum(), out[j].Predicted.Sum()
+// namespaces are the top namespaces by their objects' load.
+func (a *Analysis) namespaces(top int) []NamespaceResult {
+	return topOf(top, func(x, y NamespaceResult) int {
+		a, b := x.Predicted.Sum(), y.Predicted.Sum()
 		if a.APIServerGets != b.APIServerGets || a.Watches != b.Watches {
-			return busier(a, b)
+			if busier(a, b) {
+				return -1
+			}
+			return 1
 		}
-		return out[i].Namespace < out[j].Namespace
+		return strings.Compare(x.Namespace, y.Namespace)
+	}, func(f func(NamespaceResult)) {
+		a.namespaceSums.each(func(ns string, l kindLoads) { f(NamespaceResult{Namespace: ns, Predicted: l.kinds()}) })
 	})
-	return out[:min(top, len(out))]
 }

@@ -1,8 +1,8 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
@@ -45,7 +45,7 @@ var settingsWhatIfs = [...]settingsChange{
 }
 
 // whatIfs sums the nodes' parts under each change an operator can make.
-func (a *Analysis) whatIfs(objects []model.ObjectLoad, top int) []WhatIf {
+func (a *Analysis) whatIfs(top int) []WhatIf {
 	var out []WhatIf
 	for i, w := range settingsWhatIfs {
 		r := WhatIf{Name: w.name, Description: w.description}
@@ -64,7 +64,7 @@ func (a *Analysis) whatIfs(objects []model.ObjectLoad, top int) []WhatIf {
 		}
 		out = append(out, r)
 	}
-	out = append(out, a.immutableTop(objects, top))
+	out = append(out, a.immutableTop(top))
 	if w := a.moveToDriver(top); w != nil {
 		out = append(out, *w)
 	}
@@ -72,19 +72,28 @@ func (a *Analysis) whatIfs(objects []model.ObjectLoad, top int) []WhatIf {
 }
 
 // immutableTop is the what-if of the top mutable objects by watches
-// marked immutable: the nodes' loads with those objects' recomputed.
-func (a *Analysis) immutableTop(objects []model.ObjectLoad, top int) WhatIf {
-	marked := immutableCandidates(objects, top)
+// marked immutable: the loads of the nodes that read them recomputed
+// with those objects immutable, the others' as they are.
+func (a *Analysis) immutableTop(top int) WhatIf {
+	marked := a.immutableCandidates(top)
 	r := WhatIf{
 		Name:        fmt.Sprintf("immutable-top-%d", top),
 		Description: fmt.Sprintf("the %d most watched mutable objects marked immutable (%s is left out: its controller updates it)", len(marked), rootCA),
 		Caveat:      "an immutable object cannot change: a new version needs a new name, and one deleted and recreated under the same name stays stale on the nodes that had it (kubernetes#131589); only watches are saved, the Cache and Get strategies ignore immutability",
 		UpdateDelay: a.totalDelay(),
 	}
+	reading := map[string]bool{}
+	for o := range marked {
+		a.objectSums.contributions(o, func(node string, _ objectSum) { reading[node] = true })
+	}
 	byKind := model.ByKind{}
 	for _, p := range a.inOrder() {
 		if p.settings.Strategy == model.StrategyWatch {
 			r.Nodes++
+		}
+		if !reading[p.info.Name] {
+			addByKind(byKind, p.load)
+			continue
 		}
 		node := model.ByKind{}
 		for _, o := range p.objects {
@@ -113,19 +122,19 @@ func addByKind(sum, b model.ByKind) {
 	}
 }
 
-// immutableCandidates are the top mutable objects by watches, but the
-// root CA bundle.
-func immutableCandidates(sorted []model.ObjectLoad, top int) map[model.Object]bool {
-	objects := append([]model.ObjectLoad(nil), sorted...)
-	sort.SliceStable(objects, func(i, j int) bool { return objects[i].Watches > objects[j].Watches })
+// immutableCandidates are the top mutable objects by watches (then by
+// GET/s, then by name), but the root CA bundle.
+func (a *Analysis) immutableCandidates(top int) map[model.Object]bool {
+	byWatches := func(x, y model.ObjectLoad) int {
+		if x.Watches != y.Watches {
+			return cmp.Compare(y.Watches, x.Watches)
+		}
+		return model.CompareObjectLoads(x, y)
+	}
 	marked := map[model.Object]bool{}
-	for _, o := range objects {
-		if len(marked) == top || o.Watches == 0 {
-			break
-		}
-		if o.Object.Immutable || o.Object.Name == rootCA {
-			continue
-		}
+	for _, o := range a.topObjects(top, byWatches, func(o model.ObjectLoad) bool {
+		return o.Watches > 0 && !o.Object.Immutable && o.Object.Name != rootCA
+	}) {
 		marked[plain(o.Object)] = true
 	}
 	return marked

@@ -26,19 +26,25 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/apimetrics"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
-	"github.com/nodeagent-io/nodeagent/pkg/report"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
+// serveHeader is the analyze-serve-scale table's header.
+var serveHeader = []string{"nodes", "first report", "memory then (peak)", "a change in /metrics (median / p99 / longest)", "idle CPU",
+	"idle memory", "LISTs and GETs while idle", "CPU under 100 pod updates/s", "peak memory under 100 pod updates/s"}
+
+// serveChanges is how many changes serveAtScale times.
+const serveChanges = 100
+
 // serveAtScale measures `analyze --serve` on the cluster TestAnalyzeAtScale
 // built: the time to its first report and its memory then; how long each of
-// changes ConfigMap deletions (each makes its namespace's pods miss it)
-// takes to show in /metrics; then a minute of nothing: its CPU, its memory
-// and the requests the apiserver answered meanwhile (every client's: on
-// the local control plane, analyze's and the controllers'); then its CPU
-// under 100 pod updates a second (pod(i) names the cluster's i-th pod).
-// The table goes to _output/tables/analyze-serve-scale.json.
-func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string, changes int, pod func(i int) (namespace, name string)) {
+// serveChanges ConfigMap deletions (each makes its namespace's pods miss
+// it) takes to show in /metrics; then a minute of nothing: its CPU, its
+// memory and the requests the apiserver answered meanwhile (every
+// client's: on the local control plane, analyze's and the controllers');
+// then its CPU and its peak memory under 100 pod updates a second. It
+// returns its row of the analyze-serve-scale table.
+func serveAtScale(t *testing.T, client kubernetes.Interface, c *scaleCluster) []string {
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	logPath := filepath.Join(t.TempDir(), "analyze-serve.log")
 	began := time.Now()
@@ -64,8 +70,9 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string
 		return nil
 	})
 	first := time.Since(began)
-	_, rssFirst, _ := procStats(t, proc.Pid())
-	t.Logf("analyze --serve: first report after %s, %.0f MiB resident", first.Round(100*time.Millisecond), float64(rssFirst)/(1<<20))
+	_, rssFirst, peakFirst := procStats(t, proc.Pid())
+	t.Logf("analyze --serve: first report after %s, %.0f MiB resident (peak %.0f MiB)", first.Round(100*time.Millisecond),
+		float64(rssFirst)/(1<<20), float64(peakFirst)/(1<<20))
 
 	// Where a change's time goes, for `go tool pprof`.
 	profiled := make(chan struct{})
@@ -74,8 +81,9 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string
 		saveProfile(t, "http://"+addr+"/debug/pprof/profile?seconds=60", filepath.Join(repoRoot(t), "_output", "analyze-scale", "serve-changes-cpu.pprof"))
 	}()
 	var delays []float64
-	for i := range changes {
-		ns := namespaces[i%len(namespaces)]
+	for i := range serveChanges {
+		// Namespaces from the last: a larger cluster's are new ones.
+		ns := c.namespaces[len(c.namespaces)-1-i%len(c.namespaces)]
 		deleted := time.Now()
 		if err := client.CoreV1().ConfigMaps(ns).Delete(context.Background(), "cm-001", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -92,7 +100,8 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string
 		delays = append(delays, time.Since(deleted).Seconds())
 	}
 	slices.Sort(delays)
-	t.Logf("a change in /metrics: median %.2f s, longest %.2f s over %d changes", model.Quantile(delays, 0.5), delays[len(delays)-1], len(delays))
+	t.Logf("a change in /metrics: median %.2f s, p99 %.2f s, longest %.2f s over %d changes", model.Quantile(delays, 0.5),
+		model.Quantile(delays, 0.99), delays[len(delays)-1], len(delays))
 
 	time.Sleep(15 * time.Second) // the last change's computation done
 	<-profiled
@@ -112,19 +121,17 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, namespaces []string
 			before.Sum(apimetrics.APIServerRequests, map[string]string{"verb": "GET", "resource": resource})
 	}
 	cores := (cpu1 - cpu0).Seconds() / idle.Seconds()
-	t.Logf("analyze --serve idle: %.1f millicores, %.0f MiB resident (peak %.0f MiB); the apiserver answered %.0f LISTs and %.0f GETs of those resources meanwhile",
+	t.Logf("analyze --serve idle: %.1f millicores, %.0f MiB resident (peak since it started %.0f MiB); the apiserver answered %.0f LISTs and %.0f GETs of those resources meanwhile",
 		1000*cores, float64(rss)/(1<<20), float64(peak)/(1<<20), lists, gets)
-	busyCores := underPodUpdates(t, client, proc.Pid(), pod)
+	busyCores, busyPeak := underPodUpdates(t, client, proc.Pid(), c.pod)
 	if data, err := os.ReadFile(logPath); err == nil && t.Failed() {
 		t.Logf("analyze --serve log:\n%s", lastLines(data, 40))
 	}
-	writeDocTable(t, "analyze-serve-scale", report.Table{
-		Header: []string{"first report", "memory then", "a change in /metrics (median / longest)", "idle CPU", "idle memory (peak)", "LISTs and GETs while idle", "CPU under 100 pod updates/s"},
-		Rows: [][]string{{fmt.Sprintf("%.1f s", first.Seconds()), fmt.Sprintf("%.0f MiB", float64(rssFirst)/(1<<20)),
-			fmt.Sprintf("%.2f s / %.2f s over %d", model.Quantile(delays, 0.5), delays[len(delays)-1], len(delays)),
-			fmt.Sprintf("%.1f millicores", 1000*cores), fmt.Sprintf("%.0f MiB (%.0f MiB)", float64(rss)/(1<<20), float64(peak)/(1<<20)),
-			fmt.Sprintf("%.0f and %.0f", lists, gets), fmt.Sprintf("%.0f millicores", 1000*busyCores)}},
-	})
+	mib := func(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+	return []string{fmt.Sprint(c.nodes), fmt.Sprintf("%.1f s", first.Seconds()), fmt.Sprintf("%s (%s)", mib(rssFirst), mib(peakFirst)),
+		fmt.Sprintf("%.2f s / %.2f s / %.2f s over %d", model.Quantile(delays, 0.5), model.Quantile(delays, 0.99), delays[len(delays)-1], len(delays)),
+		fmt.Sprintf("%.1f millicores", 1000*cores), mib(rss), fmt.Sprintf("%.0f and %.0f", lists, gets),
+		fmt.Sprintf("%.0f millicores", 1000*busyCores), mib(busyPeak)}
 }
 
 // scrapeValue reads one series' value from a /metrics page.
@@ -150,9 +157,14 @@ func scrapeValue(addr, series string) (float64, bool) {
 // do when containers start: each update starts the pod's container again
 // (a new start time, which the analysis reads), so that the analyzer
 // computes again as often as it does under a stream of real changes. It
-// returns the cores the analyzer (process pid) used meanwhile.
-func underPodUpdates(t *testing.T, client kubernetes.Interface, pid int, pod func(i int) (string, string)) float64 {
+// returns the cores the analyzer (process pid) used meanwhile, and its
+// peak resident memory meanwhile (the kernel's peak reset as it begins).
+func underPodUpdates(t *testing.T, client kubernetes.Interface, pid int, pod func(i int) (string, string)) (float64, int64) {
 	const rate, window = 100, 30 * time.Second
+	// Writing 5 to clear_refs resets the process's peak resident size.
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Fatal(err)
+	}
 	cpu0, _, _ := procStats(t, pid)
 	began := time.Now()
 	tick := time.NewTicker(time.Second / rate)
@@ -173,10 +185,10 @@ func underPodUpdates(t *testing.T, client kubernetes.Interface, pid int, pod fun
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	cpu1, _, _ := procStats(t, pid)
+	cpu1, _, peak := procStats(t, pid)
 	cores := (cpu1 - cpu0).Seconds() / time.Since(began).Seconds()
-	t.Logf("analyze --serve under %d pod updates a second: %.0f millicores", rate, 1000*cores)
-	return cores
+	t.Logf("analyze --serve under %d pod updates a second: %.0f millicores, peak %.0f MiB resident", rate, 1000*cores, float64(peak)/(1<<20))
+	return cores, peak
 }
 
 // saveProfile writes the profile at url to path, or says why it could not.

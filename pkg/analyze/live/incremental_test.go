@@ -3,15 +3,19 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
@@ -24,7 +28,8 @@ import (
 // After thousands of random events (pods created, restarted and deleted,
 // ConfigMaps and Secrets created, changed, made immutable and deleted,
 // nodes added, removed, upgraded and given another TTL, namespaces opted
-// in and out), the report the analyzer keeps by recomputing the parts the
+// in and out, and in one run Secrets forbidden to list for the first
+// half), the report the analyzer keeps by recomputing the parts the
 // events touched is the report a full computation makes from a fresh list
 // of the cluster, to the last bit.
 func TestIncrementalIsAFullComputation(t *testing.T) {
@@ -33,14 +38,27 @@ func TestIncrementalIsAFullComputation(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(seed, 57))
 			g := &randomCluster{r: r, client: fake.NewClientset()}
+			var forbidden atomic.Bool
+			forbidden.Store(seed == 1)
+			g.client.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+				if forbidden.Load() {
+					return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "", errors.New("not yet"))
+				}
+				return false, nil, nil
+			})
 			for range 4 {
 				g.addNode()
 			}
 			for range 60 {
 				g.step()
 			}
-			a := startAnalyzer(t, g.client)
+			o := analyze.DefaultOptions()
+			o.ReadConfigz = false
+			a := runAnalyzer(t, g.client, Options{Analyze: o, Quiet: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond, SecretsRecheck: 50 * time.Millisecond})
 			for batch := range 10 {
+				if batch == 5 {
+					forbidden.Store(false)
+				}
 				for range 200 {
 					g.step()
 				}

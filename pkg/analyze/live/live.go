@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -28,6 +30,9 @@ type Options struct {
 	// SettingsInterval is how often every kubelet's settings are read
 	// again; default 10 minutes.
 	SettingsInterval time.Duration
+	// SecretsRecheck is how often a user who may not list Secrets is
+	// asked again whether it may; default 1 minute.
+	SecretsRecheck time.Duration
 	// MaxFindingSeries caps nodeagent_analyze_finding's series; default
 	// 1,000.
 	MaxFindingSeries int
@@ -100,6 +105,9 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 	}
 	if opts.SettingsInterval <= 0 {
 		opts.SettingsInterval = 10 * time.Minute
+	}
+	if opts.SecretsRecheck <= 0 {
+		opts.SecretsRecheck = time.Minute
 	}
 	if opts.MaxFindingSeries <= 0 {
 		opts.MaxFindingSeries = 1000
@@ -198,10 +206,19 @@ func (a *Analyzer) waitForChanges(ctx context.Context) bool {
 	// peak. Not at once: under a stream of changes, the full collection
 	// that returns it would take the CPU the next computation needs.
 	release := a.clock.After(releaseAfter)
+	var recheck <-chan time.Time
+	if a.watcher.secrets == nil {
+		recheck = a.clock.After(a.opts.SecretsRecheck)
+	}
 	for waiting := true; waiting; {
 		select {
 		case <-ctx.Done():
 			return false
+		case <-recheck:
+			if a.watchSecretsNow(ctx) {
+				return true
+			}
+			recheck = a.clock.After(a.opts.SecretsRecheck)
 		case <-settingsDue:
 			a.mu.Lock()
 			a.settingsRead = time.Time{} // read every node again
@@ -229,6 +246,31 @@ func (a *Analyzer) waitForChanges(ctx context.Context) bool {
 			quiet.Stop()
 		}
 	}
+}
+
+// watchSecretsNow asks whether this user, who could not list Secrets,
+// may now; if it may, it starts watching them and, once they are listed,
+// says so: the next computation reads the whole cluster again, every
+// Secret now known.
+func (a *Analyzer) watchSecretsNow(ctx context.Context) bool {
+	if _, err := a.client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		if !apierrors.IsForbidden(err) {
+			klog.FromContext(ctx).Info("Asking whether Secrets may be listed failed", "err", err)
+		}
+		return false
+	}
+	a.watcher.addSecrets()
+	go a.watcher.secrets.RunWithContext(ctx)
+	for !a.watcher.secrets.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-a.clock.After(100 * time.Millisecond):
+		}
+	}
+	klog.FromContext(ctx).Info("Secrets may be listed now: watching them")
+	a.note(func(p *pending) { p.everything = true })
+	return true
 }
 
 // compute makes a report from the informers' current state: it reads

@@ -48,7 +48,14 @@ func startAnalyzer(t *testing.T, client *fake.Clientset) *Analyzer {
 	t.Helper()
 	o := analyze.DefaultOptions()
 	o.ReadConfigz = false
-	a := New(client, Options{Analyze: o, Quiet: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
+	return runAnalyzer(t, client, Options{Analyze: o, Quiet: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
+}
+
+// runAnalyzer runs an Analyzer of opts until the test ends, and waits for
+// its first report.
+func runAnalyzer(t *testing.T, client *fake.Clientset, opts Options) *Analyzer {
+	t.Helper()
+	a := New(client, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

@@ -61,6 +61,8 @@ type watcher struct {
 	// bound to none of them is on a node that does not exist.
 	allNodes bool
 	failures *listWatchFailures
+	client   kubernetes.Interface
+	now      func() time.Time
 }
 
 // events is what the watcher tells of each change: a Node's (its
@@ -80,12 +82,12 @@ type listable struct{ secrets, namespaces bool }
 // newWatcher builds the informers; may says whether to watch Secrets and
 // namespaces at all; failures counts their failed lists and watches.
 func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, events events, failures *listWatchFailures, now func() time.Time) *watcher {
-	w := &watcher{events: events, allNodes: nodeSelector == "", failures: failures}
-	w.makeInformers(client, nodeSelector, may.secrets)
+	w := &watcher{client: client, events: events, allNodes: nodeSelector == "", failures: failures, now: now}
+	w.makeInformers(client, nodeSelector)
 	if may.namespaces {
 		w.namespaces = optedInNamespaces(client)
 	}
-	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "secrets": w.secrets, "namespaces": w.namespaces} {
+	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "namespaces": w.namespaces} {
 		if inf != nil {
 			// A failure computes the report again, so that its warnings
 			// say so (client-go retries at most every 30 s meanwhile).
@@ -94,13 +96,29 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, 
 	}
 	_ = w.pods.AddIndexers(cache.Indexers{byNode: indexByNode})
 	w.addEventHandlers()
+	if may.secrets {
+		w.addSecrets()
+	}
 	return w
 }
 
+// addSecrets makes the Secrets' informer, where they may be listed: at
+// the start, or once a user who could not list them may (run it then
+// with runSecrets).
+func (w *watcher) addSecrets() {
+	secrets := w.client.CoreV1().Secrets("")
+	w.secrets = informer(w.client, &corev1.Secret{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return secrets.List(ctx, o)
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return secrets.Watch(ctx, o)
+	}, slimSecret)
+	_ = w.secrets.SetWatchErrorHandlerWithContext(w.failures.handler("secrets", w.now, w.events.failed))
+	_, _ = w.secrets.AddEventHandler(w.objectEvents(model.Secret))
+}
+
 // makeInformers makes the informers of the nodes nodeSelector selects, of
-// the scheduled pods, of ConfigMaps, and of Secrets where they may be
-// listed.
-func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string, secretsListed bool) {
+// the scheduled pods and of ConfigMaps.
+func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string) {
 	core := client.CoreV1()
 	w.nodes = informer(client, &corev1.Node{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		o.LabelSelector = nodeSelector
@@ -122,13 +140,6 @@ func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return core.ConfigMaps("").Watch(ctx, o)
 	}, slimConfigMap)
-	if secretsListed {
-		w.secrets = informer(client, &corev1.Secret{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return core.Secrets("").List(ctx, o)
-		}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return core.Secrets("").Watch(ctx, o)
-		}, slimSecret)
-	}
 }
 
 // optedInNamespaces is the informer of the namespaces labelled for the
@@ -169,18 +180,7 @@ func (w *watcher) addEventHandlers() {
 		},
 		DeleteFunc: func(obj any) { w.nodeEvent(obj) },
 	})
-	objectEvents := func(kind model.Kind) cache.ResourceEventHandler {
-		changed := func(obj any) {
-			if m, err := meta.Accessor(untombstoned(obj)); err == nil {
-				w.events.objectChanged(objectName{kind: kind, namespace: m.GetNamespace(), name: m.GetName()})
-			}
-		}
-		return cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed}
-	}
-	_, _ = w.configMaps.AddEventHandler(objectEvents(model.ConfigMap))
-	if w.secrets != nil {
-		_, _ = w.secrets.AddEventHandler(objectEvents(model.Secret))
-	}
+	_, _ = w.configMaps.AddEventHandler(w.objectEvents(model.ConfigMap))
 	if w.namespaces != nil {
 		changed := func(obj any) {
 			if m, err := meta.Accessor(untombstoned(obj)); err == nil {
@@ -189,6 +189,16 @@ func (w *watcher) addEventHandlers() {
 		}
 		_, _ = w.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed})
 	}
+}
+
+// objectEvents tells w.events of each change of an object of kind.
+func (w *watcher) objectEvents(kind model.Kind) cache.ResourceEventHandler {
+	changed := func(obj any) {
+		if m, err := meta.Accessor(untombstoned(obj)); err == nil {
+			w.events.objectChanged(objectName{kind: kind, namespace: m.GetNamespace(), name: m.GetName()})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed}
 }
 
 // untombstoned is the object a deletion's tombstone holds, or obj.
