@@ -27,21 +27,25 @@ type Analysis struct {
 	parts map[string]*nodePart
 	// sorted are the parts by node name; nil after a node came or went.
 	sorted []*nodePart
-	// readers are, by object, the nodes whose pods reference it; byNamespace,
+	// readers are, by object, the nodes whose pods reference it where
+	// their kubelet does not read it (objectSums has those); byNamespace,
 	// the nodes with a pod in each namespace.
-	readers     map[objectKey]map[string]struct{}
-	byNamespace map[string]map[string]struct{}
+	readers     map[objectKey][]string
+	byNamespace map[string][]string
 	// objectSums, namespaceSums and groupSums are the parts' loads by
 	// object, by namespace and by group of pods that could move.
 	objectSums    *sums[model.Object, objectSum]
 	namespaceSums *sums[string, kindLoads]
-	groupSums     *sums[groupKey, groupPart]
+	groupSums     *sums[groupKey, groupTotal]
 }
 
 // NewAnalysis returns an Analysis of no node.
 func NewAnalysis() *Analysis {
-	return &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey]map[string]struct{}{}, byNamespace: map[string]map[string]struct{}{},
-		objectSums: newSums[model.Object](addObjectSum), namespaceSums: newSums[string](addKindLoads), groupSums: newSums[groupKey](addGroupPart)}
+	a := &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey][]string{}, byNamespace: map[string][]string{}}
+	a.objectSums = newSums(addObjectSum, func(node string, o model.Object) objectSum { return a.parts[node].objectSum(o) })
+	a.namespaceSums = newSums(addKindLoads, func(node, ns string) kindLoads { return a.parts[node].namespaceLoad(ns) })
+	a.groupSums = newSums(addGroupTotal, func(node string, k groupKey) groupTotal { return a.parts[node].group(k).groupTotal })
+	return a
 }
 
 // PodsOn returns the pods of one node, sorted by namespace and name.
@@ -106,9 +110,9 @@ func (a *Analysis) replace(old, new *nodePart) {
 	if new != nil {
 		a.remember(new)
 	}
-	a.objectSums.replace(name, old.objectContributions(), new.objectContributions())
-	a.namespaceSums.replace(name, old.namespaceContributions(), new.namespaceContributions())
-	a.groupSums.replace(name, old.groupContributions(), new.groupContributions())
+	a.objectSums.replace(name, old.objectKeys(), new.objectKeys())
+	a.namespaceSums.replace(name, old.namespaceKeys(), new.namespaceKeys())
+	a.groupSums.replace(name, old.groupKeys(), new.groupKeys())
 	a.sorted = nil
 }
 
@@ -123,56 +127,56 @@ func sameSettings(a, b Settings) bool {
 // remember indexes p's node by the objects and namespaces its pods read.
 func (a *Analysis) remember(p *nodePart) {
 	for _, k := range p.refs {
-		nodes := a.readers[k]
-		if nodes == nil {
-			nodes = map[string]struct{}{}
-			a.readers[k] = nodes
-		}
-		nodes[p.info.Name] = struct{}{}
+		a.readers[k] = insertName(a.readers[k], p.info.Name)
 	}
 	for _, ns := range p.namespaces {
-		nodes := a.byNamespace[ns]
-		if nodes == nil {
-			nodes = map[string]struct{}{}
-			a.byNamespace[ns] = nodes
-		}
-		nodes[p.info.Name] = struct{}{}
+		a.byNamespace[ns] = insertName(a.byNamespace[ns], p.info.Name)
 	}
 }
 
 // forget undoes remember.
 func (a *Analysis) forget(p *nodePart) {
 	for _, k := range p.refs {
-		delete(a.readers[k], p.info.Name)
-		if len(a.readers[k]) == 0 {
+		if a.readers[k] = deleteName(a.readers[k], p.info.Name); len(a.readers[k]) == 0 {
 			delete(a.readers, k)
 		}
 	}
 	for _, ns := range p.namespaces {
-		delete(a.byNamespace[ns], p.info.Name)
-		if len(a.byNamespace[ns]) == 0 {
+		if a.byNamespace[ns] = deleteName(a.byNamespace[ns], p.info.Name); len(a.byNamespace[ns]) == 0 {
 			delete(a.byNamespace, ns)
 		}
 	}
 }
 
+// insertName and deleteName keep a sorted list of names.
+func insertName(names []string, name string) []string {
+	if i, found := slices.BinarySearch(names, name); !found {
+		return slices.Insert(names, i, name)
+	}
+	return names
+}
+
+func deleteName(names []string, name string) []string {
+	if i, found := slices.BinarySearch(names, name); found {
+		return slices.Delete(names, i, i+1)
+	}
+	return names
+}
+
 // NodesReading are the nodes whose pods reference an object, whether it
 // exists or not: those whose parts its change recomputes.
 func (a *Analysis) NodesReading(kind model.Kind, namespace, name string) []string {
-	return keys(a.readers[objectKey{kind, namespace, name}])
+	out := slices.Clone(a.readers[objectKey{kind, namespace, name}])
+	a.objectSums.contributions(model.Object{Kind: kind, Namespace: namespace, Name: name}, func(node string, _ objectSum) {
+		out = append(out, node)
+	})
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // NodesInNamespace are the nodes with a pod in namespace.
 func (a *Analysis) NodesInNamespace(namespace string) []string {
-	return keys(a.byNamespace[namespace])
-}
-
-func keys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	return slices.Clone(a.byNamespace[namespace])
 }
 
 // inOrder are the parts by node name.

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -89,5 +90,29 @@ func BenchmarkChange5000Nodes(b *testing.B) {
 		if r := a.Result(c, 10); r.Cluster.Pods != 150000 {
 			b.Fatalf("%d pods", r.Cluster.Pods)
 		}
+	}
+}
+
+// BenchmarkHeld5000Nodes reports what an Analysis of that cluster holds
+// once computed, beside the inventory: held-MiB, live after a collection.
+// go test -run '^$' -bench Held5000 -benchtime 1x ./pkg/analyze
+func BenchmarkHeld5000Nodes(b *testing.B) {
+	c := syntheticCluster(5000, 30)
+	byNode := map[string][]inventory.PodInfo{}
+	for _, p := range c.Inventory.Pods {
+		byNode[p.Node] = append(byNode[p.Node], p)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for b.Loop() {
+		before := heap()
+		a := NewAnalysis()
+		a.Update(c, func(n string) []inventory.PodInfo { return byNode[n] }, func(string) bool { return true })
+		b.ReportMetric(float64(heap()-before)/(1<<20), "held-MiB")
+		runtime.KeepAlive(a)
 	}
 }

@@ -1,6 +1,10 @@
 package analyze
 
 import (
+	"cmp"
+	"slices"
+	"strings"
+
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -37,6 +41,12 @@ func (k kindLoads) kinds() Kinds {
 	return Kinds{ConfigMaps: ratesOf(k.configMaps), Secrets: ratesOf(k.secrets)}
 }
 
+// loadsOf is node n's load by kind, its pods' reads gathered or not.
+func loadsOf(n model.Node) kindLoads {
+	_, byKind := model.Totals([]model.Node{n})
+	return kindLoads{configMaps: byKind[model.ConfigMap], secrets: byKind[model.Secret]}
+}
+
 // add adds l, a load of an object of kind.
 func (k *kindLoads) add(kind model.Kind, l model.Load) {
 	if kind == model.Secret {
@@ -46,53 +56,94 @@ func (k *kindLoads) add(kind model.Kind, l model.Load) {
 	}
 }
 
-func addGroupPart(total *groupPart, v groupPart) {
-	total.Namespace, total.Workload = v.Namespace, v.Workload
-	total.Pods, total.Volumes, total.ClearsFindings = total.Pods+v.Pods, total.Volumes+v.Volumes, total.ClearsFindings+v.ClearsFindings
-	total.KubeletsSaved, total.DriverAdded = total.KubeletsSaved.plus(v.KubeletsSaved), total.DriverAdded.plus(v.DriverAdded)
-}
-
 // groupKey is a group of pods: a namespace's (Workload empty) or a
 // workload's.
 type groupKey struct{ namespace, workload string }
 
-func (p *nodePart) objectContributions() []contribution[model.Object, objectSum] {
+// compareObjects orders objects by kind, namespace and name.
+func compareObjects(a, b model.Object) int {
+	return cmp.Or(strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+func compareGroupKeys(a, b groupKey) int {
+	return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.workload, b.workload))
+}
+
+// objectKeys are the objects p's kubelet reads, nil for no part.
+func (p *nodePart) objectKeys() []model.Object {
 	if p == nil {
 		return nil
 	}
-	out := make([]contribution[model.Object, objectSum], len(p.objects))
+	out := make([]model.Object, len(p.objects))
 	for i, o := range p.objects {
-		out[i] = contribution[model.Object, objectSum]{plain(o.object),
-			objectSum{immutable: o.object.Immutable, missing: o.object.Missing, nodes: 1, load: o.load, readers: o.readers}}
+		out[i] = plain(o.object)
 	}
 	return out
 }
 
-func (p *nodePart) namespaceContributions() []contribution[string, kindLoads] {
+// objectSum is p's contribution to object o's total.
+func (p *nodePart) objectSum(o model.Object) objectSum {
+	i, found := slices.BinarySearchFunc(p.objects, o, func(r objectRead, o model.Object) int { return compareObjects(plain(r.object), o) })
+	if !found {
+		return objectSum{}
+	}
+	r := p.objects[i]
+	return objectSum{immutable: r.object.Immutable, missing: r.object.Missing, nodes: 1, load: r.load, readers: r.readers}
+}
+
+// namespaceLoad is one namespace's objects' load on one node.
+type namespaceLoad struct {
+	namespace string
+	load      kindLoads
+}
+
+// namespaceLoadsOf sums objects by namespace, sorted by namespace.
+func namespaceLoadsOf(objects []objectRead) []namespaceLoad {
+	var out []namespaceLoad
+	for _, o := range objects {
+		i, found := slices.BinarySearchFunc(out, o.object.Namespace, func(n namespaceLoad, ns string) int { return strings.Compare(n.namespace, ns) })
+		if !found {
+			out = slices.Insert(out, i, namespaceLoad{namespace: o.object.Namespace})
+		}
+		out[i].load.add(o.object.Kind, o.load)
+	}
+	return out
+}
+
+func (p *nodePart) namespaceKeys() []string {
 	if p == nil {
 		return nil
 	}
-	var out []contribution[string, kindLoads]
-	index := map[string]int{}
-	for _, o := range p.objects {
-		i, ok := index[o.object.Namespace]
-		if !ok {
-			i = len(out)
-			index[o.object.Namespace] = i
-			out = append(out, contribution[string, kindLoads]{key: o.object.Namespace})
-		}
-		out[i].v.add(o.object.Kind, o.load)
+	out := make([]string, len(p.namespaceLoads))
+	for i, n := range p.namespaceLoads {
+		out[i] = n.namespace
 	}
 	return out
 }
 
-func (p *nodePart) groupContributions() []contribution[groupKey, groupPart] {
+func (p *nodePart) namespaceLoad(ns string) kindLoads {
+	i, found := slices.BinarySearchFunc(p.namespaceLoads, ns, func(n namespaceLoad, ns string) int { return strings.Compare(n.namespace, ns) })
+	if !found {
+		return kindLoads{}
+	}
+	return p.namespaceLoads[i].load
+}
+
+func (p *nodePart) groupKeys() []groupKey {
 	if p == nil || p.move == nil {
 		return nil
 	}
-	out := make([]contribution[groupKey, groupPart], 0, len(p.move.namespaces)+len(p.move.workloads))
-	for _, g := range append(append([]groupPart(nil), p.move.namespaces...), p.move.workloads...) {
-		out = append(out, contribution[groupKey, groupPart]{groupKey{g.Namespace, g.Workload}, g})
+	out := make([]groupKey, len(p.move.groups))
+	for i, g := range p.move.groups {
+		out[i] = g.key
 	}
 	return out
+}
+
+func (p *nodePart) group(k groupKey) groupPart {
+	i, found := slices.BinarySearchFunc(p.move.groups, k, func(g groupPart, k groupKey) int { return compareGroupKeys(g.key, k) })
+	if !found {
+		return groupPart{}
+	}
+	return p.move.groups[i]
 }

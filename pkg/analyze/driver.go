@@ -42,7 +42,7 @@ var driverWatchLifetime = model.KubeletWatchLifetime(nil)
 // uses the driver.
 type driverPart struct {
 	pods, converted, volumes, failing int
-	load                              model.ByKind
+	load                              kindLoads
 	delay                             []model.DelayGroup
 }
 
@@ -75,7 +75,7 @@ func (c Cluster) driverPart(node string) *driverPart {
 		return nil
 	}
 	n := model.Node{Name: node, Pods: pods, Behaviour: model.Driver, WatchLifetime: driverWatchLifetime}
-	_, d.load = model.Totals([]model.Node{n})
+	d.load = loadsOf(n)
 	d.delay = model.DelayGroupsOf(n, model.ShareCounts(n))
 	return &d
 }
@@ -84,7 +84,7 @@ func (c Cluster) driverPart(node string) *driverPart {
 // returns nil where no pod uses the driver.
 func sumDrivers(parts []*driverPart) *DriverResult {
 	r := DriverResult{}
-	byKind := model.ByKind{}
+	var sum kindLoads
 	var delay []model.DelayGroup
 	for _, d := range parts {
 		if d == nil {
@@ -92,13 +92,13 @@ func sumDrivers(parts []*driverPart) *DriverResult {
 		}
 		r.Nodes++
 		r.Pods, r.ConvertedPods, r.Volumes, r.Failing = r.Pods+d.pods, r.ConvertedPods+d.converted, r.Volumes+d.volumes, r.Failing+d.failing
-		addByKind(byKind, d.load)
+		addKindLoads(&sum, d.load)
 		delay = append(delay, d.delay...)
 	}
 	if r.Pods == 0 {
 		return nil
 	}
-	r.Predicted = kindsOf(byKind)
+	r.Predicted = sum.kinds()
 	if d, ok := model.DelayOf(delay); ok {
 		r.UpdateDelay = &d
 	}

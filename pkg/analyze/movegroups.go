@@ -65,12 +65,50 @@ type moveGroups struct {
 	namespaces, workloads []MoveGroup
 }
 
-// groupPart is one group's share on one node: its pods and volumes there,
-// the load their move changes there, and the delay groups of their reads
-// as the kubelet serves them and as the driver would.
+// groupPart is one group's share on one node: what its move changes
+// there, and the shares of its volume reads, as the kubelet serves them and
+// as the driver would, of which their update delays follow.
 type groupPart struct {
-	MoveGroup
-	kubeletDelay, driverDelay []model.DelayGroup
+	key groupKey
+	groupTotal
+	kubeletDelay, driverDelay []shareWeight
+}
+
+// groupTotal is what a group's move changes, on one node or summed: its
+// pods, volumes and the subPath findings it clears, the kubelets' load that
+// goes and the driver's that comes.
+type groupTotal struct {
+	pods, volumes, clears int32
+	saved, added          kindLoads
+}
+
+// shareWeight is weight volume reads that share one cached copy k ways.
+type shareWeight struct{ k, weight int32 }
+
+// addShare adds weight reads shared k ways to shares.
+func addShare(shares []shareWeight, k, weight int) []shareWeight {
+	if weight == 0 {
+		return shares
+	}
+	for i := range shares {
+		if shares[i].k == int32(k) {
+			shares[i].weight += int32(weight)
+			return shares
+		}
+	}
+	return append(shares, shareWeight{int32(k), int32(weight)})
+}
+
+func addGroupTotal(total *groupTotal, v groupTotal) {
+	total.pods, total.volumes, total.clears = total.pods+v.pods, total.volumes+v.volumes, total.clears+v.clears
+	addKindLoads(&total.saved, v.saved)
+	addKindLoads(&total.added, v.added)
+}
+
+// row is the report's row of group k, whose total t is.
+func (t groupTotal) row(k groupKey) MoveGroup {
+	return MoveGroup{Namespace: k.namespace, Workload: k.workload, Pods: int(t.pods), Volumes: int(t.volumes), ClearsFindings: int(t.clears),
+		KubeletsSaved: t.saved.kinds(), DriverAdded: t.added.kinds()}
 }
 
 // moveGroupsOn is every group's part on the one node c holds, whose pods'
@@ -83,17 +121,18 @@ func (c Cluster) moveGroupsOn(node string, gathered *model.Reads) (namespaces, w
 		g.sum(g.workloads, func(m moveRead) int { return m.workloadGroup })
 }
 
-// sum computes each of groups' load change and delay groups.
+// sum computes each of groups' load change and shares.
 func (g *moveGroups) sum(groups []MoveGroup, groupOf func(moveRead) int) []groupPart {
 	parts := make([]groupPart, len(groups))
-	for i := range groups {
-		parts[i].MoveGroup = groups[i]
+	for i, m := range groups {
+		parts[i] = groupPart{key: groupKey{m.Namespace, m.Workload},
+			groupTotal: groupTotal{pods: int32(m.Pods), volumes: int32(m.Volumes), clears: int32(m.ClearsFindings)}}
 	}
 	g.each(groupOf, func(i int, n model.Node, now nodeObject, r moveRead) {
 		p := &parts[i]
 		p.addLoad(n, now, r)
-		p.kubeletDelay = append(p.kubeletDelay, model.DelayGroup{Behaviour: n.Behaviour, SyncFrequency: n.SyncFrequency, TTL: n.TTL, K: now.kubelet.Remounts, Weight: r.kubelet.Remounts})
-		p.driverDelay = append(p.driverDelay, model.DelayGroup{Behaviour: model.Driver, K: now.driver + r.driver, Weight: r.driver})
+		p.kubeletDelay = addShare(p.kubeletDelay, now.kubelet.Remounts, r.kubelet.Remounts)
+		p.driverDelay = addShare(p.driverDelay, now.driver+r.driver, r.driver)
 	})
 	return parts
 }
@@ -103,17 +142,25 @@ func (g *moveGroups) sum(groups []MoveGroup, groupOf func(moveRead) int) []group
 func (a *Analysis) topGroups(top int, workloads bool) (int, []MoveGroup) {
 	count := 0
 	rows := topOf(top, compareGroups, func(f func(MoveGroup)) {
-		a.groupSums.each(func(k groupKey, g groupPart) {
+		a.groupSums.each(func(k groupKey, t groupTotal) {
 			if (k.workload != "") == workloads {
 				count++
-				f(g.MoveGroup)
+				f(t.row(k))
 			}
 		})
 	})
 	for i, m := range rows {
+		k := groupKey{m.Namespace, m.Workload}
 		var kubelet, driver []model.DelayGroup
-		a.groupSums.contributions(groupKey{m.Namespace, m.Workload}, func(_ string, g groupPart) {
-			kubelet, driver = append(kubelet, g.kubeletDelay...), append(driver, g.driverDelay...)
+		a.groupSums.contributions(k, func(node string, _ groupTotal) {
+			p := a.parts[node]
+			g := p.group(k)
+			for _, s := range g.kubeletDelay {
+				kubelet = append(kubelet, model.DelayGroup{Behaviour: p.node.Behaviour, SyncFrequency: p.node.SyncFrequency, TTL: p.node.TTL, K: int(s.k), Weight: int(s.weight)})
+			}
+			for _, s := range g.driverDelay {
+				driver = append(driver, model.DelayGroup{Behaviour: model.Driver, K: int(s.k), Weight: int(s.weight)})
+			}
 		})
 		if d, ok := model.DelayOf(kubelet); ok {
 			rows[i].UpdateDelay = &d
@@ -149,13 +196,18 @@ func compareGroups(a, b MoveGroup) int {
 var driverNode = model.Node{Behaviour: model.Driver, WatchLifetime: driverWatchLifetime}
 
 // addLoad adds what moving r changes on node n, where now is read.
-func (m *MoveGroup) addLoad(n model.Node, now nodeObject, r moveRead) {
+func (t *groupTotal) addLoad(n model.Node, now nodeObject, r moveRead) {
 	left := model.Readers{Remounts: now.kubelet.Remounts - r.kubelet.Remounts, Retries: now.kubelet.Retries - r.kubelet.Retries}
-	saved := ratesOf(model.LoadOf(n, now.object, now.kubelet)).minus(ratesOf(model.LoadOf(n, now.object, left)))
-	m.KubeletsSaved.add(now.object.Kind, saved)
+	t.saved.add(now.object.Kind, minusLoad(model.LoadOf(n, now.object, now.kubelet), model.LoadOf(n, now.object, left)))
 	if now.driver == 0 && r.driver > 0 {
-		m.DriverAdded.add(now.object.Kind, ratesOf(model.LoadOf(driverNode, now.object, model.Readers{Remounts: r.driver})))
+		t.added.add(now.object.Kind, model.LoadOf(driverNode, now.object, model.Readers{Remounts: r.driver}))
 	}
+}
+
+// minusLoad is a less b.
+func minusLoad(a, b model.Load) model.Load {
+	return model.Load{APIServerGetQPS: a.APIServerGetQPS - b.APIServerGetQPS, EtcdGetQPS: a.EtcdGetQPS - b.EtcdGetQPS,
+		Watches: a.Watches - b.Watches, WatchRequestQPS: a.WatchRequestQPS - b.WatchRequestQPS}
 }
 
 // collect notes every movable pod's reads in its namespace's and its

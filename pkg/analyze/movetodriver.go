@@ -14,10 +14,11 @@ import (
 // move, the driver's part then, what moved, and each group's part.
 type movePart struct {
 	pods, volumes, subPaths int
-	load                    model.ByKind
+	load                    kindLoads
 	delay                   []model.DelayGroup
 	driver                  *driverPart
-	namespaces, workloads   []groupPart
+	// groups are the namespaces' and workloads' parts, by key.
+	groups []groupPart
 }
 
 // movePart is node now (its pods' reads gathered) with its pods'
@@ -27,10 +28,12 @@ func (c Cluster) movePart(now model.Node) *movePart {
 	mp := &movePart{pods: m.pods, volumes: m.volumes, subPaths: m.subPaths}
 	n := moved.modelNodes(func(string) Settings { return c.Settings[now.Name] }, moved.podsByNode(), nil)[0]
 	n.Gathered = model.GatherReads(n)
-	_, mp.load = model.Totals([]model.Node{n})
+	mp.load = loadsOf(n)
 	mp.delay = model.DelayGroupsOf(n, model.ShareCounts(n))
 	mp.driver = moved.driverPart(now.Name)
-	mp.namespaces, mp.workloads = c.moveGroupsOn(now.Name, now.Gathered)
+	namespaces, workloads := c.moveGroupsOn(now.Name, now.Gathered)
+	mp.groups = append(namespaces, workloads...)
+	slices.SortFunc(mp.groups, func(a, b groupPart) int { return compareGroupKeys(a.key, b.key) })
 	return mp
 }
 
@@ -43,19 +46,19 @@ func (c Cluster) movePart(now model.Node) *movePart {
 // ones. Nil where no volume can move.
 func (a *Analysis) moveToDriver(top int) *WhatIf {
 	var m moveTally
-	byKind := model.ByKind{}
+	var sum kindLoads
 	var delay []model.DelayGroup
 	var drivers []*driverPart
 	for _, p := range a.inOrder() {
 		if p.move == nil {
-			addByKind(byKind, p.load)
+			addKindLoads(&sum, p.load)
 			delay = append(delay, p.delay...)
 			drivers = append(drivers, p.driver)
 			continue
 		}
 		mp := p.move
 		m.pods, m.volumes, m.subPaths, m.touched = m.pods+mp.pods, m.volumes+mp.volumes, m.subPaths+mp.subPaths, m.touched+1
-		addByKind(byKind, mp.load)
+		addKindLoads(&sum, mp.load)
 		delay = append(delay, mp.delay...)
 		drivers = append(drivers, mp.driver)
 	}
@@ -66,7 +69,7 @@ func (a *Analysis) moveToDriver(top int) *WhatIf {
 		Name: "move-to-driver",
 		Description: fmt.Sprintf("the %d configMap volumes of %d pods that nodeagent's CSI driver can serve moved to it (nodeagent convert, or the admission webhook)",
 			m.volumes, m.pods),
-		Nodes: m.touched, Predicted: kindsOf(byKind), ClearsFindings: m.subPaths,
+		Nodes: m.touched, Predicted: sum.kinds(), ClearsFindings: m.subPaths,
 	}
 	if d, ok := model.DelayOf(delay); ok {
 		w.UpdateDelay = &d

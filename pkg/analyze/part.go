@@ -19,12 +19,16 @@ type nodePart struct {
 	node model.Node
 	pods int
 	// namespaces are its pods' namespaces; refs the objects they
-	// reference, present or not (what a change of one recomputes).
+	// reference, present or not, that objects does not hold (the
+	// environment's, the driver's): with objects, those whose change
+	// recomputes the part.
 	namespaces []string
 	refs       []objectKey
-	// objects are the loads of the objects its kubelet reads.
-	objects []objectRead
-	load    model.ByKind
+	// objects are the loads of the objects its kubelet reads, by object
+	// (compareObjects); namespaceLoads, their sums by namespace.
+	objects        []objectRead
+	namespaceLoads []namespaceLoad
+	load           kindLoads
 	// delay are its volume reads' delay groups; bound their longest delay,
 	// where it has any.
 	delay      []model.DelayGroup
@@ -56,7 +60,7 @@ type objectRead struct {
 // whatIfPart is one node under a what-if of its settings.
 type whatIfPart struct {
 	touched bool
-	load    model.ByKind
+	load    kindLoads
 	delay   []model.DelayGroup
 }
 
@@ -72,19 +76,19 @@ type podFinding struct {
 func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo) *nodePart {
 	local := Cluster{Inventory: c.Inventory.OfNode(n, pods), Settings: c.Settings}
 	s := c.Settings[n.Name]
-	p := &nodePart{info: n, settings: s, pods: len(pods), load: model.ByKind{}}
+	p := &nodePart{info: n, settings: s, pods: len(pods)}
 	modelPods := local.podsByNode()[n.Name]
 	full := local.modelNodes(func(string) Settings { return s }, map[string][]model.Pod{n.Name: modelPods}, nil)[0]
 	full.Gathered = model.GatherReads(full)
 	p.node = full
-	p.node.Pods = nil
+	p.node.Pods, p.node.Gathered = nil, nil
 	full.Gathered.Each(func(o model.Object, rs model.Readers) {
 		l := model.LoadOf(full, o, rs)
 		p.objects = append(p.objects, objectRead{object: o, readers: rs, load: l})
-		sum := p.load[o.Kind]
-		sum.Add(l)
-		p.load[o.Kind] = sum
+		p.load.add(o.Kind, l)
 	})
+	slices.SortFunc(p.objects, func(a, b objectRead) int { return compareObjects(plain(a.object), plain(b.object)) })
+	p.namespaceLoads = namespaceLoadsOf(p.objects)
 	shares := model.ShareCounts(full)
 	p.delay = model.DelayGroupsOf(full, shares)
 	if len(shares) > 0 {
@@ -95,7 +99,7 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo) *no
 		p.whatIfs[i] = settingsWhatIf(full, s, w.change, shares)
 	}
 	p.rootCA = rotationOf(full)
-	p.namespaces, p.refs = referenced(pods)
+	p.namespaces, p.refs = referenced(pods, p.objects)
 	for _, pod := range pods {
 		for _, f := range local.podFindings(pod) {
 			p.findings = append(p.findings, podFinding{namespace: pod.Namespace, name: pod.Name, Finding: f})
@@ -116,13 +120,12 @@ func settingsWhatIf(n model.Node, s Settings, change func(Settings) (Settings, b
 	changed, touched := change(s)
 	n.SyncFrequency, n.TTL = changed.SyncFrequency, changed.TTL
 	n.Behaviour, n.WatchLifetime = changed.Behaviour(), changed.WatchLifetime()
-	_, byKind := model.Totals([]model.Node{n})
-	return whatIfPart{touched: touched, load: byKind, delay: model.DelayGroupsOf(n, shares)}
+	return whatIfPart{touched: touched, load: loadsOf(n), delay: model.DelayGroupsOf(n, shares)}
 }
 
-// referenced are the namespaces of pods and the objects they reference,
-// each once.
-func referenced(pods []inventory.PodInfo) ([]string, []objectKey) {
+// referenced are the namespaces of pods and the objects they reference
+// but read (objects, by object), each once.
+func referenced(pods []inventory.PodInfo, read []objectRead) ([]string, []objectKey) {
 	namespaces := map[string]bool{}
 	refs := map[objectKey]bool{}
 	for _, p := range pods {
@@ -134,21 +137,24 @@ func referenced(pods []inventory.PodInfo) ([]string, []objectKey) {
 		nsList = append(nsList, ns)
 	}
 	slices.Sort(nsList)
-	refList := make([]objectKey, 0, len(refs))
+	var refList []objectKey
 	for k := range refs {
-		refList = append(refList, k)
+		o := model.Object{Kind: k.kind, Namespace: k.namespace, Name: k.name}
+		if _, found := slices.BinarySearchFunc(read, o, func(r objectRead, o model.Object) int { return compareObjects(plain(r.object), o) }); !found {
+			refList = append(refList, k)
+		}
 	}
 	return nsList, refList
 }
 
 // nodeResult is node n's row: its settings, its load, its delay.
-func (c Cluster) nodeResult(n model.Node, load model.ByKind, shares map[int]int) NodeResult {
+func (c Cluster) nodeResult(n model.Node, load kindLoads, shares map[int]int) NodeResult {
 	s := c.Settings[n.Name]
 	r := NodeResult{
 		Name: n.Name, KubeletVersion: s.KubeletVersion, Strategy: s.Strategy,
 		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(),
 		SettingsSource: s.Source, Behaviour: n.Behaviour, Pods: len(n.Pods),
-		Predicted: kindsOf(load), Notes: s.Notes,
+		Predicted: load.kinds(), Notes: s.Notes,
 	}
 	if d, ok := model.DelayOf(model.DelayGroupsOf(n, shares)); ok {
 		r.UpdateDelay = &d

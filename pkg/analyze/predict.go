@@ -1,8 +1,8 @@
 package analyze
 
 import (
-	"strings"
 	"sort"
+	"strings"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -73,7 +73,7 @@ func Predict(c Cluster, top int) Result {
 // are (Update), with the top ones of each table.
 func (a *Analysis) Result(c Cluster, top int) Result {
 	parts := a.inOrder()
-	r := Result{Cluster: a.summary(c), Total: Total{Predicted: kindsOf(a.total())}}
+	r := Result{Cluster: a.summary(c), Total: Total{Predicted: a.total().kinds()}}
 	r.Nodes = make([]NodeResult, len(parts))
 	for i, p := range parts {
 		r.Nodes[i] = p.result
@@ -105,10 +105,10 @@ func (a *Analysis) Result(c Cluster, top int) Result {
 }
 
 // total is the kubelets' load, summed over the nodes.
-func (a *Analysis) total() model.ByKind {
-	sum := model.ByKind{}
+func (a *Analysis) total() kindLoads {
+	var sum kindLoads
 	for _, p := range a.inOrder() {
-		addByKind(sum, p.load)
+		addKindLoads(&sum, p.load)
 	}
 	return sum
 }

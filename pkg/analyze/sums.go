@@ -4,100 +4,117 @@ import (
 	"slices"
 )
 
-// sums keeps, for each key (an object, a namespace, a group of pods), what
-// each node contributes to it and the total over the nodes. A node's
-// contributions are replaced whole when its part is recomputed, and only
-// the totals of the keys they touch are summed again, over their nodes in
-// the order of the nodes' names: a total is the same, to the last bit, as
-// a sum made afresh.
+// sums keeps, for each key (an object, a namespace, a group of pods), the
+// nodes that contribute to it and the total of their contributions, which
+// the parts hold (valueOf reads one). A node's keys are replaced whole when
+// its part is recomputed, and only the totals of the keys they touch are
+// summed again, over their nodes in the order of the nodes' names: a total
+// is the same, to the last bit, as a sum made afresh.
 type sums[K comparable, V any] struct {
-	entries map[K]*sumEntry[V]
+	// index places each key in keys, totals and nodes: the totals in one
+	// slice, so that a pass over every key's (a report's top tables) reads
+	// memory in order.
+	index  map[K]int
+	keys   []K
+	totals []V
+	// nodes are each key's contributing nodes, by name.
+	nodes [][]string
 	// changed are the keys whose totals are due.
 	changed map[K]struct{}
-	// add adds a contribution to a total.
-	add func(total *V, v V)
+	// add adds a contribution to a total; valueOf is a node's contribution
+	// to a key, from its part.
+	add     func(total *V, v V)
+	valueOf func(node string, k K) V
 }
 
-// sumEntry is one key's contributions, by node name, and their total.
-type sumEntry[V any] struct {
-	nodes []string
-	parts []V
-	total V
+func newSums[K comparable, V any](add func(*V, V), valueOf func(string, K) V) *sums[K, V] {
+	return &sums[K, V]{index: map[K]int{}, changed: map[K]struct{}{}, add: add, valueOf: valueOf}
 }
 
-func newSums[K comparable, V any](add func(*V, V)) *sums[K, V] {
-	return &sums[K, V]{entries: map[K]*sumEntry[V]{}, changed: map[K]struct{}{}, add: add}
-}
-
-// contribution is one node's part of one key's total.
-type contribution[K comparable, V any] struct {
-	key K
-	v   V
-}
-
-// replace makes node's contributions new in place of old (what it
-// contributed before, nil for none).
-func (s *sums[K, V]) replace(node string, old, new []contribution[K, V]) {
-	for _, c := range old {
-		e := s.entries[c.key]
-		if e == nil {
-			continue
-		}
-		if i, found := slices.BinarySearch(e.nodes, node); found {
-			e.nodes, e.parts = slices.Delete(e.nodes, i, i+1), slices.Delete(e.parts, i, i+1)
-		}
-		s.changed[c.key] = struct{}{}
+// place is k's place, made where there is none and make is set.
+func (s *sums[K, V]) place(k K, make bool) (int, bool) {
+	if i, ok := s.index[k]; ok {
+		return i, true
 	}
-	for _, c := range new {
-		e := s.entries[c.key]
-		if e == nil {
-			e = &sumEntry[V]{}
-			s.entries[c.key] = e
+	if !make {
+		return 0, false
+	}
+	s.index[k] = len(s.keys)
+	s.keys = append(s.keys, k)
+	var zero V
+	s.totals = append(s.totals, zero)
+	s.nodes = append(s.nodes, nil)
+	return len(s.keys) - 1, true
+}
+
+// replace makes node a contributor to the keys of new (each once) in
+// place of those of old.
+func (s *sums[K, V]) replace(node string, old, new []K) {
+	for _, k := range old {
+		if i, ok := s.place(k, false); ok {
+			if j, found := slices.BinarySearch(s.nodes[i], node); found {
+				s.nodes[i] = slices.Delete(s.nodes[i], j, j+1)
+			}
+			s.changed[k] = struct{}{}
 		}
-		i, found := slices.BinarySearch(e.nodes, node)
-		if found {
-			s.add(&e.parts[i], c.v) // a key twice in one node's contributions
-		} else {
-			e.nodes, e.parts = slices.Insert(e.nodes, i, node), slices.Insert(e.parts, i, c.v)
+	}
+	for _, k := range new {
+		i, _ := s.place(k, true)
+		if j, found := slices.BinarySearch(s.nodes[i], node); !found {
+			s.nodes[i] = slices.Insert(s.nodes[i], j, node)
 		}
-		s.changed[c.key] = struct{}{}
+		s.changed[k] = struct{}{}
 	}
 }
 
-// settle sums the totals that are due; a key no node contributes to any
-// more is forgotten.
+// settle sums the totals that are due, from the parts as they are now; a
+// key no node contributes to any more is forgotten.
 func (s *sums[K, V]) settle() {
 	for k := range s.changed {
-		e := s.entries[k]
-		if e == nil {
+		i, ok := s.index[k]
+		if !ok {
 			continue
 		}
-		if len(e.nodes) == 0 {
-			delete(s.entries, k)
+		if len(s.nodes[i]) == 0 {
+			s.remove(k, i)
 			continue
 		}
 		var total V
-		for _, v := range e.parts {
-			s.add(&total, v)
+		for _, node := range s.nodes[i] {
+			s.add(&total, s.valueOf(node, k))
 		}
-		e.total = total
+		s.totals[i] = total
 	}
 	clear(s.changed)
 }
 
+// remove forgets key k, at i: the last key takes its place.
+func (s *sums[K, V]) remove(k K, i int) {
+	last := len(s.keys) - 1
+	if i != last {
+		s.keys[i], s.totals[i], s.nodes[i] = s.keys[last], s.totals[last], s.nodes[last]
+		s.index[s.keys[i]] = i
+	}
+	var zeroK K
+	var zeroV V
+	s.keys[last], s.totals[last], s.nodes[last] = zeroK, zeroV, nil
+	s.keys, s.totals, s.nodes = s.keys[:last], s.totals[:last], s.nodes[:last]
+	delete(s.index, k)
+}
+
 // each calls f with every key's total, in no order.
 func (s *sums[K, V]) each(f func(K, V)) {
-	for k, e := range s.entries {
-		f(k, e.total)
+	for i, k := range s.keys {
+		f(k, s.totals[i])
 	}
 }
 
 // contributions calls f with each node's contribution to k, in the order
 // of the nodes' names.
 func (s *sums[K, V]) contributions(k K, f func(node string, v V)) {
-	if e := s.entries[k]; e != nil {
-		for i, node := range e.nodes {
-			f(node, e.parts[i])
+	if i, ok := s.index[k]; ok {
+		for _, node := range s.nodes[i] {
+			f(node, s.valueOf(node, k))
 		}
 	}
 }

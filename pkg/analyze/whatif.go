@@ -49,16 +49,16 @@ func (a *Analysis) whatIfs(top int) []WhatIf {
 	var out []WhatIf
 	for i, w := range settingsWhatIfs {
 		r := WhatIf{Name: w.name, Description: w.description}
-		byKind := model.ByKind{}
+		var sum kindLoads
 		var delay []model.DelayGroup
 		for _, p := range a.inOrder() {
 			if p.whatIfs[i].touched {
 				r.Nodes++
 			}
-			addByKind(byKind, p.whatIfs[i].load)
+			addKindLoads(&sum, p.whatIfs[i].load)
 			delay = append(delay, p.whatIfs[i].delay...)
 		}
-		r.Predicted = kindsOf(byKind)
+		r.Predicted = sum.kinds()
 		if d, ok := model.DelayOf(delay); ok {
 			r.UpdateDelay = &d
 		}
@@ -86,16 +86,16 @@ func (a *Analysis) immutableTop(top int) WhatIf {
 	for o := range marked {
 		a.objectSums.contributions(o, func(node string, _ objectSum) { reading[node] = true })
 	}
-	byKind := model.ByKind{}
+	var sum kindLoads
 	for _, p := range a.inOrder() {
 		if p.settings.Strategy == model.StrategyWatch {
 			r.Nodes++
 		}
 		if !reading[p.info.Name] {
-			addByKind(byKind, p.load)
+			addKindLoads(&sum, p.load)
 			continue
 		}
-		node := model.ByKind{}
+		var node kindLoads
 		for _, o := range p.objects {
 			l := o.load
 			if marked[plain(o.object)] {
@@ -103,23 +103,12 @@ func (a *Analysis) immutableTop(top int) WhatIf {
 				immutable.Immutable = true
 				l = model.LoadOf(p.node, immutable, o.readers)
 			}
-			sum := node[o.object.Kind]
-			sum.Add(l)
-			node[o.object.Kind] = sum
+			node.add(o.object.Kind, l)
 		}
-		addByKind(byKind, node)
+		addKindLoads(&sum, node)
 	}
-	r.Predicted = kindsOf(byKind)
+	r.Predicted = sum.kinds()
 	return r
-}
-
-// addByKind adds b to sum.
-func addByKind(sum, b model.ByKind) {
-	for k, l := range b {
-		s := sum[k]
-		s.Add(l)
-		sum[k] = s
-	}
 }
 
 // immutableCandidates are the top mutable objects by watches (then by
