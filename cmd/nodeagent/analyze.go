@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -15,12 +16,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/internal/cliflag"
 	"github.com/nodeagent-io/nodeagent/internal/profiling"
@@ -171,6 +174,7 @@ func serveConflicts(fs *pflag.FlagSet) error {
 func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.Options, address string, lo live.Options, profile bool) error {
 	o.Progress = nil
 	lo.Analyze = o
+	softMemoryLimit(ctx)
 	a := live.New(client, lo)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(a.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -191,6 +195,21 @@ func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.O
 	defer server.Close()
 	fmt.Fprintf(os.Stderr, "analyze always on: serving /report, /metrics, /healthz and /readyz on %s\n", listener.Addr())
 	return a.Run(ctx)
+}
+
+// softMemoryLimit sets Go's soft memory limit to nine tenths of the
+// container's, where it has one and GOMEMLIMIT does not say otherwise:
+// the collector then works harder as the heap nears the limit, instead of
+// letting it grow to twice what is live between two collections and the
+// container be killed (docs/analyze.md, "Sizing").
+func softMemoryLimit(ctx context.Context) {
+	limit, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(memlimit.FromCgroup))
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).Info("No soft memory limit: the container's limit could not be read", "err", err)
+	case limit > 0 && limit < math.MaxInt64:
+		klog.FromContext(ctx).Info("Soft memory limit set", "bytes", limit)
+	}
 }
 
 // analyzeClient is analyze's client of the cluster kubectl would use (or
