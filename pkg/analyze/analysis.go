@@ -37,11 +37,13 @@ type Analysis struct {
 	objectSums    *sums[model.Object, objectSum]
 	namespaceSums *sums[string, kindLoads]
 	groupSums     *sums[groupKey, groupTotal]
+	// findingOrder holds the pods' findings in the report's order.
+	findingOrder *findingOrder
 }
 
 // NewAnalysis returns an Analysis of no node.
 func NewAnalysis() *Analysis {
-	a := &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey][]string{}, byNamespace: map[string][]string{}}
+	a := &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey][]string{}, byNamespace: map[string][]string{}, findingOrder: newFindingOrder()}
 	a.objectSums = newSums(addObjectSum, func(node string, o model.Object) objectSum { return a.parts[node].objectSum(o) })
 	a.namespaceSums = newSums(addKindLoads, func(node, ns string) kindLoads { return a.parts[node].namespaceLoad(ns) })
 	a.groupSums = newSums(addGroupTotal, func(node string, k groupKey) groupTotal { return a.parts[node].group(k).groupTotal })
@@ -113,6 +115,7 @@ func (a *Analysis) replace(old, new *nodePart) {
 	a.objectSums.replace(name, old.objectKeys(), new.objectKeys())
 	a.namespaceSums.replace(name, old.namespaceKeys(), new.namespaceKeys())
 	a.groupSums.replace(name, old.groupKeys(), new.groupKeys())
+	a.findingOrder.replace(old.findingBlocks(), new.findingBlocks())
 	a.sorted = nil
 }
 

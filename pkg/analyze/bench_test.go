@@ -15,8 +15,8 @@ import (
 
 // syntheticCluster is a large cluster: nodes × podsPerNode pods spread
 // over 500 namespaces, each pod with its own ConfigMap and Secret, a
-// ConfigMap shared by its namespace and the service-account volume's
-// kube-root-ca.crt, on a mix of kubelets: a fifth v1.28 Cache, a fifth
+// ConfigMap shared by its namespace (in its environment too) and the
+// service-account volume's kube-root-ca.crt, on a mix of kubelets: a fifth v1.28 Cache, a fifth
 // v1.36 Cache, the rest v1.36 Watch; S = 1 m, T = 300 s (the TTL of a
 // cluster this size).
 func syntheticCluster(nodes, podsPerNode int) Cluster {
@@ -37,8 +37,11 @@ func syntheticCluster(nodes, podsPerNode int) Cluster {
 		for p := range podsPerNode {
 			ns := fmt.Sprint("team-", (n*podsPerNode+p)%500)
 			pod := fmt.Sprintf("pod-%d-%d", n, p)
+			// Its environment reads the shared ConfigMap: a finding for
+			// every pod (envNeverUpdated), as in make analyze-scale.
 			refs := podrefs.Refs{Volumes: []podrefs.Volume{cm(pod), secret(pod), cm("shared"),
-				{Name: "kube-api-access", Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: rootCA}}}}}
+				{Name: "kube-api-access", Reads: []podrefs.Ref{{Kind: model.ConfigMap, Name: rootCA}}}},
+				Containers: []podrefs.Container{{Name: "app", Env: []podrefs.Ref{{Kind: model.ConfigMap, Name: "shared"}}}}}
 			// The own and shared ConfigMaps' volumes could move to the
 			// driver; each pod is a workload of its own (the worst case of
 			// the breakdown by workload).

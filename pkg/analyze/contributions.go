@@ -129,6 +129,13 @@ func (p *nodePart) namespaceLoad(ns string) kindLoads {
 	return p.namespaceLoads[i].load
 }
 
+func (p *nodePart) findingBlocks() []findingBlock {
+	if p == nil {
+		return nil
+	}
+	return p.findings
+}
+
 func (p *nodePart) groupKeys() []groupKey {
 	if p == nil || p.move == nil {
 		return nil

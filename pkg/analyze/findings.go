@@ -1,11 +1,8 @@
 package analyze
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
@@ -81,26 +78,15 @@ type Finding struct {
 }
 
 // findings are every node's findings: its pods', by type, then by pod,
-// each pod's in the order found, then immutableRecreated's, node by node.
-// Every rule compares times the cluster recorded (containers' starts,
-// objects' changes), never this machine's clock.
+// each pod's in the order found, and immutableRecreated's, node by node,
+// in their type's place. Every rule compares times the cluster recorded
+// (containers' starts, objects' changes), never this machine's clock.
 func (a *Analysis) findings() []Finding {
-	var pods []podFinding
 	var recreated []Finding
 	for _, p := range a.inOrder() {
-		pods = append(pods, p.findings...)
 		recreated = append(recreated, p.recreated...)
 	}
-	slices.SortStableFunc(pods, func(x, y podFinding) int {
-		return cmp.Or(cmp.Compare(typeRank(x.Type), typeRank(y.Type)), strings.Compare(x.namespace, y.namespace), strings.Compare(x.name, y.name))
-	})
-	out := make([]Finding, 0, len(pods)+len(recreated)) // "findings": [] in the JSON, not null
-	for _, f := range pods {
-		out = append(out, f.Finding)
-	}
-	out = append(out, recreated...)
-	slices.SortStableFunc(out, func(x, y Finding) int { return cmp.Compare(typeRank(x.Type), typeRank(y.Type)) })
-	return out
+	return a.findingOrder.all(recreated)
 }
 
 func typeRank(t FindingType) int {

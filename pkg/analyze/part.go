@@ -36,7 +36,7 @@ type nodePart struct {
 	result     NodeResult
 	whatIfs    [len(settingsWhatIfs)]whatIfPart
 	rootCA     rotationPart
-	findings   []podFinding
+	findings   []findingBlock
 	recreated  []Finding
 	driver     *driverPart
 	move       *movePart
@@ -100,11 +100,13 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo) *no
 	}
 	p.rootCA = rotationOf(full)
 	p.namespaces, p.refs = referenced(pods, p.objects)
+	var found []podFinding
 	for _, pod := range pods {
 		for _, f := range local.podFindings(pod) {
-			p.findings = append(p.findings, podFinding{namespace: pod.Namespace, name: pod.Name, Finding: f})
+			found = append(found, podFinding{namespace: pod.Namespace, name: pod.Name, Finding: f})
 		}
 	}
+	p.findings = blocksOf(n.Name, found)
 	p.recreated = local.immutableRecreated()
 	p.driver = local.driverPart(n.Name)
 	p.unconverts = slices.ContainsFunc(pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 })

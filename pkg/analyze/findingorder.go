@@ -1,0 +1,81 @@
+package analyze
+
+import (
+	"cmp"
+	"strings"
+
+	"github.com/google/btree"
+)
+
+// findingBlock is one pod's findings of one type, in the order found.
+type findingBlock struct {
+	rank                  int
+	namespace, name, node string
+	findings              []Finding
+}
+
+func lessBlock(a, b findingBlock) bool {
+	return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name),
+		strings.Compare(a.node, b.node)) < 0
+}
+
+// findingOrder keeps every pod's findings in the report's order, by type,
+// then by pod: a computation takes the touched nodes' blocks out and puts
+// their new ones in, and reads the whole in order, without sorting every
+// finding of the cluster again.
+type findingOrder struct {
+	blocks *btree.BTreeG[findingBlock]
+	count  int
+}
+
+func newFindingOrder() *findingOrder {
+	return &findingOrder{blocks: btree.NewG(32, lessBlock)}
+}
+
+// replace takes old's blocks out and puts new's in.
+func (o *findingOrder) replace(old, new []findingBlock) {
+	for _, b := range old {
+		if _, found := o.blocks.Delete(b); found {
+			o.count -= len(b.findings)
+		}
+	}
+	for _, b := range new {
+		o.blocks.ReplaceOrInsert(b)
+		o.count += len(b.findings)
+	}
+}
+
+// all are the pods' findings in order, with recreated (of type
+// ImmutableRecreated, the nodes' in their names' order) in their type's
+// place.
+func (o *findingOrder) all(recreated []Finding) []Finding {
+	out := make([]Finding, 0, o.count+len(recreated)) // "findings": [] in the JSON, not null
+	pivot := findingBlock{rank: typeRank(ImmutableRecreated)}
+	o.blocks.AscendLessThan(pivot, func(b findingBlock) bool {
+		out = append(out, b.findings...)
+		return true
+	})
+	out = append(out, recreated...)
+	o.blocks.AscendGreaterOrEqual(pivot, func(b findingBlock) bool {
+		out = append(out, b.findings...)
+		return true
+	})
+	return out
+}
+
+// blocksOf groups a node's pods' findings, found pod by pod, into blocks.
+func blocksOf(node string, pods []podFinding) []findingBlock {
+	var out []findingBlock
+	index := map[[3]string]int{}
+	for _, f := range pods {
+		key := [3]string{string(f.Type), f.namespace, f.name}
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, findingBlock{rank: typeRank(f.Type), namespace: f.namespace, name: f.name, node: node})
+		}
+		out[i].findings = append(out[i].findings, f.Finding)
+	}
+	return out
+}
