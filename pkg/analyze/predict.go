@@ -33,16 +33,6 @@ func (c Cluster) modelNodes(settingsOf func(name string) Settings, pods map[stri
 	return nodes
 }
 
-// gatherReads gathers each node's pods' reads once, for the prediction and
-// the what-ifs that keep the pods as they are.
-func gatherReads(nodes []model.Node) map[string]*model.Reads {
-	out := make(map[string]*model.Reads, len(nodes))
-	for _, n := range nodes {
-		out[n.Name] = model.GatherReads(n)
-	}
-	return out
-}
-
 // podsByNode is every pod as the model sees it, by node.
 func (c Cluster) podsByNode() map[string][]model.Pod {
 	pods := map[string][]model.Pod{}

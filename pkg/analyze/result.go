@@ -34,10 +34,6 @@ type Kinds struct {
 	Secrets    Rates `json:"secrets"`
 }
 
-func kindsOf(b model.ByKind) Kinds {
-	return Kinds{ConfigMaps: ratesOf(b[model.ConfigMap]), Secrets: ratesOf(b[model.Secret])}
-}
-
 // Sum is both kinds together.
 func (k Kinds) Sum() Rates { return k.ConfigMaps.plus(k.Secrets) }
 
@@ -49,15 +45,6 @@ func (a Rates) plus(b Rates) Rates {
 func (a Rates) minus(b Rates) Rates {
 	return Rates{APIServerGets: a.APIServerGets - b.APIServerGets, QuorumGets: a.QuorumGets - b.QuorumGets,
 		EtcdReads: a.EtcdReads - b.EtcdReads, Watches: a.Watches - b.Watches, WatchRequests: a.WatchRequests - b.WatchRequests}
-}
-
-// add adds r to kind's rates.
-func (k *Kinds) add(kind model.Kind, r Rates) {
-	if kind == model.Secret {
-		k.Secrets = k.Secrets.plus(r)
-		return
-	}
-	k.ConfigMaps = k.ConfigMaps.plus(r)
 }
 
 func (k Kinds) plus(o Kinds) Kinds {
