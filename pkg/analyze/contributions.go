@@ -88,7 +88,7 @@ func (p *nodePart) objectSum(o model.Object) objectSum {
 		return objectSum{}
 	}
 	r := p.objects[i]
-	return objectSum{immutable: r.object.Immutable, missing: r.object.Missing, nodes: 1, load: r.load, readers: r.readers}
+	return objectSum{immutable: r.object.Immutable, missing: r.object.Missing, nodes: 1, load: r.loadOn(p.node), readers: r.readers()}
 }
 
 // namespaceLoad is one namespace's objects' load on one node.
@@ -97,15 +97,16 @@ type namespaceLoad struct {
 	load      kindLoads
 }
 
-// namespaceLoadsOf sums objects by namespace, sorted by namespace.
-func namespaceLoadsOf(objects []objectRead) []namespaceLoad {
+// namespaceLoadsOf sums the loads of objects on node n by namespace,
+// sorted by namespace.
+func namespaceLoadsOf(n model.Node, objects []objectRead) []namespaceLoad {
 	var out []namespaceLoad
 	for _, o := range objects {
 		i, found := slices.BinarySearchFunc(out, o.object.Namespace, func(n namespaceLoad, ns string) int { return strings.Compare(n.namespace, ns) })
 		if !found {
 			out = slices.Insert(out, i, namespaceLoad{namespace: o.object.Namespace})
 		}
-		out[i].load.add(o.object.Kind, o.load)
+		out[i].load.add(o.object.Kind, o.loadOn(n))
 	}
 	return out
 }

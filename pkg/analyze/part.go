@@ -50,12 +50,19 @@ type objectKey struct {
 }
 
 // objectRead is one object a node's kubelet reads: with the flags the
-// node knows, its readers and its load there.
+// node knows, and its readers there (of which its load follows: loadOn).
+// A large cluster has hundreds of thousands: kept small.
 type objectRead struct {
-	object  model.Object
-	readers model.Readers
-	load    model.Load
+	object            model.Object
+	remounts, retries int32
 }
+
+func (r objectRead) readers() model.Readers {
+	return model.Readers{Remounts: int(r.remounts), Retries: int(r.retries)}
+}
+
+// loadOn is r's load on node n.
+func (r objectRead) loadOn(n model.Node) model.Load { return model.LoadOf(n, r.object, r.readers()) }
 
 // whatIfPart is one node under a what-if of its settings.
 type whatIfPart struct {
@@ -84,11 +91,11 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo) *no
 	p.node.Pods, p.node.Gathered = nil, nil
 	full.Gathered.Each(func(o model.Object, rs model.Readers) {
 		l := model.LoadOf(full, o, rs)
-		p.objects = append(p.objects, objectRead{object: o, readers: rs, load: l})
+		p.objects = append(p.objects, objectRead{object: o, remounts: int32(rs.Remounts), retries: int32(rs.Retries)})
 		p.load.add(o.Kind, l)
 	})
 	slices.SortFunc(p.objects, func(a, b objectRead) int { return compareObjects(plain(a.object), plain(b.object)) })
-	p.namespaceLoads = namespaceLoadsOf(p.objects)
+	p.namespaceLoads = namespaceLoadsOf(p.node, p.objects)
 	shares := model.ShareCounts(full)
 	p.delay = model.DelayGroupsOf(full, shares)
 	if len(shares) > 0 {

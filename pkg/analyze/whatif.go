@@ -97,12 +97,10 @@ func (a *Analysis) immutableTop(top int) WhatIf {
 		}
 		var node kindLoads
 		for _, o := range p.objects {
-			l := o.load
 			if marked[plain(o.object)] {
-				immutable := o.object
-				immutable.Immutable = true
-				l = model.LoadOf(p.node, immutable, o.readers)
+				o.object.Immutable = true
 			}
+			l := o.loadOn(p.node)
 			node.add(o.object.Kind, l)
 		}
 		addKindLoads(&sum, node)
