@@ -168,7 +168,7 @@ func (f *podFindings) checkExists(container string, r podrefs.Ref, where string)
 // container reports what one container holds as it was when it started:
 // its subPath mounts and its environment, and where they are stale.
 func (f *podFindings) container(ctr podrefs.Container) {
-	started, running := f.p.Started[ctr.Name]
+	started, running := f.p.StartedAt(ctr.Name)
 	for _, m := range ctr.SubPaths {
 		action := "mount the volume without subPath (a directory), or restart the container after each update"
 		if m.Driver {
@@ -302,7 +302,8 @@ func (c Cluster) immutableObjectsRequiredOnWatchNodes() map[string]map[ObjectRef
 		for _, ctr := range p.Refs.Containers {
 			for _, r := range ctr.Env {
 				if !r.Optional {
-					note(r, p.Started[ctr.Name])
+					started, _ := p.StartedAt(ctr.Name)
+					note(r, started)
 				}
 			}
 		}

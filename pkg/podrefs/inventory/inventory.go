@@ -80,9 +80,9 @@ type PodInfo struct {
 	Namespace, Name, Node string
 	Refs                  podrefs.Refs
 	// Started is when each running container of Refs.Containers last
-	// started; FirstStarted, the earliest start of any running container
-	// (zero where none runs).
-	Started      map[string]time.Time
+	// started (StartedAt reads it); FirstStarted, the earliest start of any
+	// running container (zero where none runs).
+	Started      []ContainerStart
 	FirstStarted time.Time
 	// Unconverted are the configMap volumes the admission webhook would
 	// have made the driver's (convert.Plan), none for a pod that opts
@@ -91,6 +91,24 @@ type PodInfo struct {
 	Converted   bool
 	// Workload is what created the pod, as kind/name (WorkloadOf).
 	Workload string
+}
+
+// ContainerStart is when a running container last started. A pod has a
+// few: a slice of them costs a large cluster's inventory much less than a
+// map each.
+type ContainerStart struct {
+	Container string
+	At        time.Time
+}
+
+// StartedAt is when container last started, and whether it runs.
+func (p PodInfo) StartedAt(container string) (time.Time, bool) {
+	for _, s := range p.Started {
+		if s.Container == container {
+			return s.At, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // UnconvertedVolume is a configMap volume the driver could serve.

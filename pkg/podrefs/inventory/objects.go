@@ -103,7 +103,7 @@ func (inv *Inventory) AddObject(kind model.Kind, namespace, name string, immutab
 // for the containers whose reads never update while they run, and the
 // earliest start of any running container (by which the pod's volumes
 // were set up).
-func startTimes(pod *corev1.Pod, refs []string) (started map[string]time.Time, first time.Time) {
+func startTimes(pod *corev1.Pod, refs []string) (started []ContainerStart, first time.Time) {
 	want := map[string]bool{}
 	for _, name := range refs {
 		want[name] = true
@@ -120,10 +120,7 @@ func startTimes(pod *corev1.Pod, refs []string) (started map[string]time.Time, f
 				first = at
 			}
 			if want[st.Name] {
-				if started == nil {
-					started = map[string]time.Time{}
-				}
-				started[st.Name] = at
+				started = append(started, ContainerStart{Container: st.Name, At: at})
 			}
 		}
 	}
