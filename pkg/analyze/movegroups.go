@@ -141,14 +141,18 @@ func (g *moveGroups) sum(groups []MoveGroup, groupOf func(moveRead) int) []group
 // the top ones, each with its volume reads' delays over its nodes.
 func (a *Analysis) topGroups(top int, workloads bool) (int, []MoveGroup) {
 	count := 0
-	rows := topOf(top, compareGroups, func(f func(MoveGroup)) {
+	kept := topOf(top, compareGroupTotals, func(f func(keyedTotal)) {
 		a.groupSums.each(func(k groupKey, t groupTotal) {
 			if (k.workload != "") == workloads {
 				count++
-				f(t.row(k))
+				f(keyedTotal{k, t})
 			}
 		})
 	})
+	rows := make([]MoveGroup, len(kept))
+	for i, g := range kept {
+		rows[i] = g.total.row(g.key)
+	}
 	for i, m := range rows {
 		k := groupKey{m.Namespace, m.Workload}
 		var kubelet, driver []model.DelayGroup
@@ -184,12 +188,19 @@ func (g *moveGroups) id(o model.Object) int {
 	return i
 }
 
-// compareGroups puts the group whose move saves the kubelets' most GETs
-// first, then most watches, then most findings cleared, then by name.
-func compareGroups(a, b MoveGroup) int {
-	x, y := a.KubeletsSaved.Sum(), b.KubeletsSaved.Sum()
-	return cmp.Or(cmp.Compare(y.APIServerGets, x.APIServerGets), cmp.Compare(y.Watches, x.Watches),
-		cmp.Compare(b.ClearsFindings, a.ClearsFindings), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Workload, b.Workload))
+// keyedTotal is one group's total.
+type keyedTotal struct {
+	key   groupKey
+	total groupTotal
+}
+
+// compareGroupTotals puts the group whose move saves the kubelets' most
+// GETs first, then most watches, then most findings cleared, then by name.
+func compareGroupTotals(a, b keyedTotal) int {
+	x, y := a.total.saved, b.total.saved
+	xGets, yGets := x.configMaps.APIServerGetQPS+x.secrets.APIServerGetQPS, y.configMaps.APIServerGetQPS+y.secrets.APIServerGetQPS
+	return cmp.Or(cmp.Compare(yGets, xGets), cmp.Compare(y.configMaps.Watches+y.secrets.Watches, x.configMaps.Watches+x.secrets.Watches),
+		cmp.Compare(b.total.clears, a.total.clears), cmp.Compare(a.key.namespace, b.key.namespace), cmp.Compare(a.key.workload, b.key.workload))
 }
 
 // driverNode is a node as the model sees the driver on it.

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
@@ -78,15 +77,16 @@ func (h *held) apply(w *watcher, p pending) sets.Set[string] {
 // objectInfo is what the informers hold of o now, nil where it does not
 // exist.
 func (w *watcher) objectInfo(o objectName) *inventory.ObjectInfo {
-	key := o.namespace + "/" + o.name
-	switch {
-	case o.kind == model.ConfigMap:
-		if obj, ok, _ := w.configMaps.GetStore().GetByKey(key); ok {
-			return inventory.ConfigMapInfo(obj.(*corev1.ConfigMap))
+	store := w.configMaps.GetStore()
+	if o.kind == model.Secret {
+		if w.secrets == nil {
+			return nil
 		}
-	case w.secrets != nil:
-		if obj, ok, _ := w.secrets.GetStore().GetByKey(key); ok {
-			return inventory.SecretInfo(obj.(*corev1.Secret))
+		store = w.secrets.GetStore()
+	}
+	if obj, ok, _ := store.GetByKey(o.namespace + "/" + o.name); ok {
+		if e, ok := obj.(*objectEntry); ok {
+			return e.Info
 		}
 	}
 	return nil

@@ -59,16 +59,18 @@ func appendSeries(out []prometheus.Metric, r *Report, maxFindings int) []prometh
 				prometheus.MustNewConstMetric(descMoveWatches, prometheus.GaugeValue, float64(added.Watches), g.Namespace, g.Workload, "driver"))
 		}
 	}
+	// Once the cap is reached the rest are counted, not looked at: a
+	// large cluster has a finding per pod, and every report is gathered.
 	seen := map[[7]string]bool{}
 	dropped := 0
-	for _, f := range r.Findings {
+	for i, f := range r.Findings {
+		if len(seen) >= maxFindings {
+			dropped = len(r.Findings) - i
+			break
+		}
 		ns, pod, _ := strings.Cut(f.Pod, "/")
 		labels := [7]string{string(f.Type), ns, pod, f.Container, f.Node, string(f.Object.Kind), f.Object.Name}
 		if seen[labels] {
-			continue
-		}
-		if len(seen) >= maxFindings {
-			dropped++
 			continue
 		}
 		seen[labels] = true

@@ -10,9 +10,9 @@ import (
 )
 
 // The informers' transforms: each keeps of an object what the inventory
-// reads (inventory.NodeInfoOf, ConfigMapInfo, SecretInfo; of a pod, its
-// inventory entry alone, PodInfoOf) and drops the rest before the object
-// is stored, so the informers hold no object's data and a 5,000-node
+// reads (inventory.NodeInfoOf; of a ConfigMap or a Secret its inventory
+// entry alone, ConfigMapInfo and SecretInfo; of a pod, its entry,
+// PodInfoOf) and drops the rest before the object is stored, so the informers hold no object's data and a 5,000-node
 // cluster's nodes not their image lists.
 // An object that is not of the informer's type (a tombstone) passes as it
 // is.
@@ -23,8 +23,8 @@ import (
 // kubectl's last-applied configuration, which holds a whole object (a
 // Secret's data included).
 func slimMeta(m metav1.ObjectMeta, annotations bool) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp}
+	out := entryMeta(m)
+	out.CreationTimestamp, out.DeletionTimestamp = m.CreationTimestamp, m.DeletionTimestamp
 	if annotations {
 		for k, v := range m.Annotations {
 			if k == corev1.LastAppliedConfigAnnotation {
@@ -82,25 +82,32 @@ func toPodEntry(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	e := &podEntry{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion},
-		Served: podrefs.Served(p)}
+	e := &podEntry{ObjectMeta: entryMeta(p.ObjectMeta), Served: podrefs.Served(p)}
 	if e.Served {
 		e.Info = inventory.PodInfoOf(p)
 	}
 	return e, nil
 }
 
-// keysOnly keeps a data map's keys, each with an empty value.
-func keysOnly[V any](m map[string]V) map[string]V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]V, len(m))
-	var zero V
-	for k := range m {
-		out[k] = zero
-	}
-	return out
+// objectEntry is what the ConfigMaps' and Secrets' informers store of an
+// object: its inventory entry (whether it can change, when it did, its
+// keys' names), made once as it arrives, and the metadata the informer
+// keys and versions it by; not the object, whose data is never kept.
+type objectEntry struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	Info *inventory.ObjectInfo
+}
+
+// DeepCopyObject is a shallow copy: nothing changes an entry once made.
+func (e *objectEntry) DeepCopyObject() runtime.Object {
+	c := *e
+	return &c
+}
+
+// entryMeta is the metadata an informer needs of an object.
+func entryMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
 }
 
 func slimConfigMap(obj any) (any, error) {
@@ -108,8 +115,7 @@ func slimConfigMap(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.ConfigMap{ObjectMeta: slimMeta(c.ObjectMeta, false), Immutable: c.Immutable,
-		Data: keysOnly(c.Data), BinaryData: keysOnly(c.BinaryData)}, nil
+	return &objectEntry{ObjectMeta: entryMeta(c.ObjectMeta), Info: inventory.ConfigMapInfo(c)}, nil
 }
 
 func slimSecret(obj any) (any, error) {
@@ -117,5 +123,5 @@ func slimSecret(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Secret{ObjectMeta: slimMeta(s.ObjectMeta, false), Immutable: s.Immutable, Type: s.Type, Data: keysOnly(s.Data)}, nil
+	return &objectEntry{ObjectMeta: entryMeta(s.ObjectMeta), Info: inventory.SecretInfo(s)}, nil
 }

@@ -279,13 +279,15 @@ func (w *watcher) inventory() *inventory.Inventory {
 		inv.SecretsUnlisted = secretsUnlisted
 	}
 	for _, obj := range w.configMaps.GetStore().List() {
-		c := obj.(*corev1.ConfigMap)
-		inv.AddObjectInfo(model.ConfigMap, c.Namespace, c.Name, inventory.ConfigMapInfo(c))
+		if e, ok := obj.(*objectEntry); ok {
+			inv.AddObjectInfo(model.ConfigMap, e.Namespace, e.Name, e.Info)
+		}
 	}
 	if w.secrets != nil {
 		for _, obj := range w.secrets.GetStore().List() {
-			s := obj.(*corev1.Secret)
-			inv.AddObjectInfo(model.Secret, s.Namespace, s.Name, inventory.SecretInfo(s))
+			if e, ok := obj.(*objectEntry); ok {
+				inv.AddObjectInfo(model.Secret, e.Namespace, e.Name, e.Info)
+			}
 		}
 	}
 	if w.namespaces != nil {
