@@ -14,7 +14,7 @@ type findingBlock struct {
 	findings              []Finding
 }
 
-func lessBlock(a, b findingBlock) bool {
+func lessBlock(a, b *findingBlock) bool {
 	return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name),
 		strings.Compare(a.node, b.node)) < 0
 }
@@ -22,9 +22,9 @@ func lessBlock(a, b findingBlock) bool {
 // findingOrder keeps every pod's findings in the report's order, by type,
 // then by pod: a computation takes the touched nodes' blocks out and puts
 // their new ones in, and reads the whole in order, without sorting every
-// finding of the cluster again.
+// finding of the cluster again. It points at the parts' blocks.
 type findingOrder struct {
-	blocks *btree.BTreeG[findingBlock]
+	blocks *btree.BTreeG[*findingBlock]
 	count  int
 }
 
@@ -34,14 +34,14 @@ func newFindingOrder() *findingOrder {
 
 // replace takes old's blocks out and puts new's in.
 func (o *findingOrder) replace(old, new []findingBlock) {
-	for _, b := range old {
-		if _, found := o.blocks.Delete(b); found {
-			o.count -= len(b.findings)
+	for i := range old {
+		if _, found := o.blocks.Delete(&old[i]); found {
+			o.count -= len(old[i].findings)
 		}
 	}
-	for _, b := range new {
-		o.blocks.ReplaceOrInsert(b)
-		o.count += len(b.findings)
+	for i := range new {
+		o.blocks.ReplaceOrInsert(&new[i])
+		o.count += len(new[i].findings)
 	}
 }
 
@@ -50,13 +50,13 @@ func (o *findingOrder) replace(old, new []findingBlock) {
 // place.
 func (o *findingOrder) all(recreated []Finding) []Finding {
 	out := make([]Finding, 0, o.count+len(recreated)) // "findings": [] in the JSON, not null
-	pivot := findingBlock{rank: typeRank(ImmutableRecreated)}
-	o.blocks.AscendLessThan(pivot, func(b findingBlock) bool {
+	pivot := &findingBlock{rank: typeRank(ImmutableRecreated)}
+	o.blocks.AscendLessThan(pivot, func(b *findingBlock) bool {
 		out = append(out, b.findings...)
 		return true
 	})
 	out = append(out, recreated...)
-	o.blocks.AscendGreaterOrEqual(pivot, func(b findingBlock) bool {
+	o.blocks.AscendGreaterOrEqual(pivot, func(b *findingBlock) bool {
 		out = append(out, b.findings...)
 		return true
 	})
