@@ -144,7 +144,7 @@ func checkKubelets(modes []modes.Mode, binDir string) error {
 // holds them to the record.
 const (
 	agentProcessBytes   = 64 << 20
-	kubeletProcessBytes = 128 << 20
+	kubeletProcessBytes = 160 << 20
 )
 
 // checkMemory refuses a run whose processes would not fit in the memory
