@@ -169,10 +169,8 @@ func deleteName(names []string, name string) []string {
 // NodesReading are the nodes whose pods reference an object, whether it
 // exists or not: those whose parts its change recomputes.
 func (a *Analysis) NodesReading(kind model.Kind, namespace, name string) []string {
-	out := slices.Clone(a.readers[objectKey{kind, namespace, name}])
-	a.objectSums.contributions(model.Object{Kind: kind, Namespace: namespace, Name: name}, func(node string, _ objectSum) {
-		out = append(out, node)
-	})
+	out := append(slices.Clone(a.readers[objectKey{kind, namespace, name}]),
+		a.objectSums.nodesOf(model.Object{Kind: kind, Namespace: namespace, Name: name})...)
 	slices.Sort(out)
 	return slices.Compact(out)
 }

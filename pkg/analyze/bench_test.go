@@ -77,11 +77,7 @@ func BenchmarkPredict5000Nodes(b *testing.B) {
 // go test -run '^$' -bench Change5000 ./pkg/analyze
 func BenchmarkChange5000Nodes(b *testing.B) {
 	c := syntheticCluster(5000, 30)
-	byNode := map[string][]inventory.PodInfo{}
-	for _, p := range c.Inventory.Pods {
-		byNode[p.Node] = append(byNode[p.Node], p)
-	}
-	podsOn := func(node string) []inventory.PodInfo { return byNode[node] }
+	podsOn := c.podsOn()
 	a := NewAnalysis()
 	a.Update(c, podsOn, func(string) bool { return true })
 	b.ResetTimer()
@@ -101,10 +97,7 @@ func BenchmarkChange5000Nodes(b *testing.B) {
 // go test -run '^$' -bench Held5000 -benchtime 1x ./pkg/analyze
 func BenchmarkHeld5000Nodes(b *testing.B) {
 	c := syntheticCluster(5000, 30)
-	byNode := map[string][]inventory.PodInfo{}
-	for _, p := range c.Inventory.Pods {
-		byNode[p.Node] = append(byNode[p.Node], p)
-	}
+	podsOn := c.podsOn()
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -114,7 +107,7 @@ func BenchmarkHeld5000Nodes(b *testing.B) {
 	for b.Loop() {
 		before := heap()
 		a := NewAnalysis()
-		a.Update(c, func(n string) []inventory.PodInfo { return byNode[n] }, func(string) bool { return true })
+		a.Update(c, podsOn, func(string) bool { return true })
 		b.ReportMetric(float64(heap()-before)/(1<<20), "held-MiB")
 		runtime.KeepAlive(a)
 	}

@@ -156,7 +156,7 @@ func (a *Analysis) topGroups(top int, workloads bool) (int, []MoveGroup) {
 	for i, m := range rows {
 		k := groupKey{m.Namespace, m.Workload}
 		var kubelet, driver []model.DelayGroup
-		a.groupSums.contributions(k, func(node string, _ groupTotal) {
+		for _, node := range a.groupSums.nodesOf(k) {
 			p := a.parts[node]
 			g := p.group(k)
 			for _, s := range g.kubeletDelay {
@@ -165,7 +165,7 @@ func (a *Analysis) topGroups(top int, workloads bool) (int, []MoveGroup) {
 			for _, s := range g.driverDelay {
 				driver = append(driver, model.DelayGroup{Behaviour: model.Driver, K: int(s.k), Weight: int(s.weight)})
 			}
-		})
+		}
 		if d, ok := model.DelayOf(kubelet); ok {
 			rows[i].UpdateDelay = &d
 		}

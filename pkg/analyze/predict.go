@@ -50,13 +50,18 @@ const namespacesUnlisted = "namespaces could not be listed: notConverted (a pod 
 // lists the top busiest namespaces and objects. Pods of nodes the
 // inventory does not hold are left out.
 func Predict(c Cluster, top int) Result {
+	a := NewAnalysis()
+	a.Update(c, c.podsOn(), func(string) bool { return true })
+	return a.Result(c, top)
+}
+
+// podsOn is c's inventory's pods by node, in the inventory's order.
+func (c Cluster) podsOn() PodsOn {
 	byNode := map[string][]inventory.PodInfo{}
 	for _, p := range c.Inventory.Pods {
 		byNode[p.Node] = append(byNode[p.Node], p)
 	}
-	a := NewAnalysis()
-	a.Update(c, func(node string) []inventory.PodInfo { return byNode[node] }, func(string) bool { return true })
-	return a.Result(c, top)
+	return func(node string) []inventory.PodInfo { return byNode[node] }
 }
 
 // Result sums the parts into the report of cluster c, whose parts they

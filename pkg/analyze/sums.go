@@ -109,6 +109,14 @@ func (s *sums[K, V]) each(f func(K, V)) {
 	}
 }
 
+// nodesOf are the nodes that contribute to k, by name: not to be changed.
+func (s *sums[K, V]) nodesOf(k K) []string {
+	if i, ok := s.index[k]; ok {
+		return s.nodes[i]
+	}
+	return nil
+}
+
 // contributions calls f with each node's contribution to k, in the order
 // of the nodes' names.
 func (s *sums[K, V]) contributions(k K, f func(node string, v V)) {

@@ -84,7 +84,9 @@ func (a *Analysis) immutableTop(top int) WhatIf {
 	}
 	reading := map[string]bool{}
 	for o := range marked {
-		a.objectSums.contributions(o, func(node string, _ objectSum) { reading[node] = true })
+		for _, node := range a.objectSums.nodesOf(o) {
+			reading[node] = true
+		}
 	}
 	var sum kindLoads
 	for _, p := range a.inOrder() {
