@@ -141,9 +141,11 @@ func (p *nodePart) groupKeys() []groupKey {
 	if p == nil || p.move == nil {
 		return nil
 	}
-	out := make([]groupKey, len(p.move.groups))
-	for i, g := range p.move.groups {
-		out[i] = g.key
+	out := make([]groupKey, 0, len(p.move.groups))
+	for _, g := range p.move.groups {
+		if !g.lone {
+			out = append(out, g.key)
+		}
 	}
 	return out
 }

@@ -61,8 +61,10 @@ type moveGroups struct {
 	driverNow map[int]map[int]int
 	// now caches nodeNow by node.
 	now map[int][]nodeObject
-	// namespaces and workloads are every group, by index.
+	// namespaces and workloads are every group, by index; lone says which
+	// workloads are one pod that nothing owns (groupPart.lone).
 	namespaces, workloads []MoveGroup
+	lone                  []bool
 }
 
 // groupPart is one group's share on one node: what its move changes
@@ -72,6 +74,11 @@ type groupPart struct {
 	key groupKey
 	groupTotal
 	kubeletDelay, driverDelay []shareWeight
+	// lone: the group is one pod that nothing owns (its workload is
+	// Pod/<its name>), which no other node can hold. Its total is this
+	// part: it is kept out of Analysis.groupSums, where most of a cluster
+	// of bare pods' groups would be a sum of one.
+	lone bool
 }
 
 // groupTotal is what a group's move changes, on one node or summed: its
@@ -117,8 +124,12 @@ func (c Cluster) moveGroupsOn(node string, gathered *model.Reads) (namespaces, w
 	g := moveGroups{c: c, gathered: map[string]*model.Reads{node: gathered}, nodeIndex: map[string]int{node: 0},
 		objectIndex: map[model.Object]int{}, driverNow: map[int]map[int]int{}, now: map[int][]nodeObject{}}
 	g.collect()
-	return g.sum(g.namespaces, func(m moveRead) int { return m.namespaceGroup }),
-		g.sum(g.workloads, func(m moveRead) int { return m.workloadGroup })
+	namespaces = g.sum(g.namespaces, func(m moveRead) int { return m.namespaceGroup })
+	workloads = g.sum(g.workloads, func(m moveRead) int { return m.workloadGroup })
+	for i := range workloads {
+		workloads[i].lone = g.lone[i]
+	}
+	return namespaces, workloads
 }
 
 // sum computes each of groups' load change and shares.
@@ -145,19 +156,24 @@ func (a *Analysis) topGroups(top int, workloads bool) (int, []MoveGroup) {
 		a.groupSums.each(func(k groupKey, t groupTotal) {
 			if (k.workload != "") == workloads {
 				count++
-				f(keyedTotal{k, t})
+				f(keyedTotal{key: k, total: t})
 			}
 		})
+		if workloads {
+			a.eachLoneGroup(func(p *nodePart, g *groupPart) {
+				count++
+				f(keyedTotal{key: g.key, total: g.groupTotal, lone: p})
+			})
+		}
 	})
 	rows := make([]MoveGroup, len(kept))
 	for i, g := range kept {
 		rows[i] = g.total.row(g.key)
 	}
-	for i, m := range rows {
-		k := groupKey{m.Namespace, m.Workload}
+	for i, kt := range kept {
+		k := kt.key
 		var kubelet, driver []model.DelayGroup
-		for _, node := range a.groupSums.nodesOf(k) {
-			p := a.parts[node]
+		for _, p := range a.contributingParts(kt) {
 			g := p.group(k)
 			for _, s := range g.kubeletDelay {
 				kubelet = append(kubelet, model.DelayGroup{Behaviour: p.node.Behaviour, SyncFrequency: p.node.SyncFrequency, TTL: p.node.TTL, K: int(s.k), Weight: int(s.weight)})
@@ -188,10 +204,41 @@ func (g *moveGroups) id(o model.Object) int {
 	return i
 }
 
-// keyedTotal is one group's total.
+// keyedTotal is one group's total; lone is the part of a lone group
+// (groupPart.lone), nil for another.
 type keyedTotal struct {
 	key   groupKey
 	total groupTotal
+	lone  *nodePart
+}
+
+// eachLoneGroup calls f with every lone group (groupPart.lone) and its
+// node's part, in no order.
+func (a *Analysis) eachLoneGroup(f func(*nodePart, *groupPart)) {
+	for _, p := range a.parts {
+		if p.move == nil {
+			continue
+		}
+		for i := range p.move.groups {
+			if g := &p.move.groups[i]; g.lone {
+				f(p, g)
+			}
+		}
+	}
+}
+
+// contributingParts are the parts that contribute to t's group, by node
+// name.
+func (a *Analysis) contributingParts(t keyedTotal) []*nodePart {
+	if t.lone != nil {
+		return []*nodePart{t.lone}
+	}
+	nodes := a.groupSums.nodesOf(t.key)
+	parts := make([]*nodePart, len(nodes))
+	for i, node := range nodes {
+		parts[i] = a.parts[node]
+	}
+	return parts
 }
 
 // compareGroupTotals puts the group whose move saves the kubelets' most
@@ -245,6 +292,7 @@ func (g *moveGroups) collect() {
 			wl = len(g.workloads)
 			workloadIndex[[2]string{p.Namespace, p.Workload}] = wl
 			g.workloads = append(g.workloads, MoveGroup{Namespace: p.Namespace, Workload: p.Workload})
+			g.lone = append(g.lone, p.Workload == inventory.BarePodWorkload(p.Name))
 		}
 		volumes, clears := g.collectPod(p, moveRead{namespaceGroup: ns, workloadGroup: wl, node: node})
 		for _, m := range []*MoveGroup{&g.namespaces[ns], &g.workloads[wl]} {

@@ -33,6 +33,17 @@ func TestMoveGroupsAreTheModelsDifference(t *testing.T) {
 		if w.MovableWorkloads == 0 || len(w.Workloads) != w.MovableWorkloads || len(w.Namespaces) != w.MovableNamespaces {
 			t.Fatalf("seed %d: %d of %d workloads, %d of %d namespaces", seed, len(w.Workloads), w.MovableWorkloads, len(w.Namespaces), w.MovableNamespaces)
 		}
+		// Every workload with a movable pod has its row, those of bare pods
+		// (kept apart from the sums) included.
+		movable := map[[2]string]bool{}
+		for _, p := range c.Inventory.Pods {
+			if len(p.Unconverted) > 0 {
+				movable[[2]string{p.Namespace, p.Workload}] = true
+			}
+		}
+		if len(movable) != w.MovableWorkloads {
+			t.Fatalf("seed %d: %d movable workloads counted, the pods have %d", seed, w.MovableWorkloads, len(movable))
+		}
 		for _, g := range append(w.Namespaces, w.Workloads...) {
 			saved, added := c.movingAlone(g.Namespace, g.Workload)
 			if !closeRates(g.KubeletsSaved.Sum(), saved) || !closeRates(g.DriverAdded.Sum(), added) {

@@ -102,10 +102,10 @@ func (w *watcher) podsOn(node string) []inventory.PodInfo {
 		}
 	}
 	slices.SortFunc(entries, func(a, b *podEntry) int {
-		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Name, b.Name)
+		return strings.Compare(a.name, b.name)
 	})
 	out := make([]inventory.PodInfo, len(entries))
 	for i, e := range entries {

@@ -110,7 +110,7 @@ func TestAnalyzerFollowsTheCluster(t *testing.T) {
 	}
 
 	for _, obj := range a.watcher.configMaps.GetStore().List() {
-		if e, ok := obj.(*objectEntry); !ok || e.Info == nil || e.Name == "cfg" && !slices.Equal(e.Info.Keys, []string{"k"}) {
+		if e, ok := obj.(*objectEntry); !ok || e.Info == nil || e.name == "cfg" && !slices.Equal(e.Info.Keys, []string{"k"}) {
 			t.Errorf("the informer holds %T %+v: want the ConfigMap's inventory entry alone", obj, obj)
 		}
 	}
@@ -120,8 +120,8 @@ func TestAnalyzerFollowsTheCluster(t *testing.T) {
 		}
 	}
 	for _, obj := range a.watcher.nodes.GetStore().List() {
-		if len(obj.(*corev1.Node).Status.Images) > 0 {
-			t.Error("the informer holds a node's image list")
+		if e, ok := obj.(*nodeEntry); !ok || e.Info.Name != e.name {
+			t.Errorf("the informer holds %T %+v: want the node's inventory entry alone", obj, obj)
 		}
 	}
 

@@ -111,7 +111,7 @@ func (w *watcher) addSecrets() {
 		return secrets.List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return secrets.Watch(ctx, o)
-	}, slimSecret)
+	}, toSecretEntry)
 	_ = w.secrets.SetWatchErrorHandlerWithContext(w.failures.handler("secrets", w.now, w.events.failed))
 	_, _ = w.secrets.AddEventHandler(w.objectEvents(model.Secret))
 }
@@ -126,7 +126,7 @@ func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		o.LabelSelector = nodeSelector
 		return core.Nodes().Watch(ctx, o)
-	}, slimNode)
+	}, toNodeEntry)
 	scheduled := "spec.nodeName!="
 	w.pods = informer(client, &corev1.Pod{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		o.FieldSelector = scheduled
@@ -139,7 +139,7 @@ func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string
 		return core.ConfigMaps("").List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return core.ConfigMaps("").Watch(ctx, o)
-	}, slimConfigMap)
+	}, toConfigMapEntry)
 }
 
 // optedInNamespaces is the informer of the namespaces labelled for the
@@ -172,9 +172,9 @@ func (w *watcher) addEventHandlers() {
 	_, _ = w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.nodeEvent(obj) },
 		UpdateFunc: func(old, obj any) {
-			o, okOld := old.(*corev1.Node)
-			n, okNew := obj.(*corev1.Node)
-			if !okOld || !okNew || inventory.NodeInfoOf(o) != inventory.NodeInfoOf(n) {
+			o, okOld := old.(*nodeEntry)
+			n, okNew := obj.(*nodeEntry)
+			if !okOld || !okNew || o.Info != n.Info {
 				w.nodeEvent(obj)
 			}
 		},
@@ -229,8 +229,8 @@ func informer(client any, example runtime.Object, list cache.ListWithContextFunc
 }
 
 func (w *watcher) nodeEvent(obj any) {
-	if n, ok := untombstoned(obj).(*corev1.Node); ok {
-		w.events.nodeChanged(n.Name)
+	if n, ok := untombstoned(obj).(*nodeEntry); ok {
+		w.events.nodeChanged(n.Info.Name)
 	}
 }
 
@@ -280,13 +280,13 @@ func (w *watcher) inventory() *inventory.Inventory {
 	}
 	for _, obj := range w.configMaps.GetStore().List() {
 		if e, ok := obj.(*objectEntry); ok {
-			inv.AddObjectInfo(model.ConfigMap, e.Namespace, e.Name, e.Info)
+			inv.AddObjectInfo(model.ConfigMap, e.namespace, e.name, e.Info)
 		}
 	}
 	if w.secrets != nil {
 		for _, obj := range w.secrets.GetStore().List() {
 			if e, ok := obj.(*objectEntry); ok {
-				inv.AddObjectInfo(model.Secret, e.Namespace, e.Name, e.Info)
+				inv.AddObjectInfo(model.Secret, e.namespace, e.name, e.Info)
 			}
 		}
 	}
@@ -300,7 +300,9 @@ func (w *watcher) inventory() *inventory.Inventory {
 func (w *watcher) nodeInfos() []inventory.NodeInfo {
 	var out []inventory.NodeInfo
 	for _, obj := range w.nodes.GetStore().List() {
-		out = append(out, inventory.NodeInfoOf(obj.(*corev1.Node)))
+		if e, ok := obj.(*nodeEntry); ok {
+			out = append(out, e.Info)
+		}
 	}
 	slices.SortFunc(out, func(a, b inventory.NodeInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out

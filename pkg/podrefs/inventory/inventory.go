@@ -156,7 +156,7 @@ func PodInfoOf(p *corev1.Pod) PodInfo {
 func WorkloadOf(p *corev1.Pod) string {
 	owner := metav1.GetControllerOf(p)
 	if owner == nil {
-		return "Pod/" + p.Name
+		return BarePodWorkload(p.Name)
 	}
 	if hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; owner.Kind == "ReplicaSet" && hash != "" {
 		if name, ok := strings.CutSuffix(owner.Name, "-"+hash); ok && name != "" {
@@ -165,6 +165,10 @@ func WorkloadOf(p *corev1.Pod) string {
 	}
 	return owner.Kind + "/" + owner.Name
 }
+
+// BarePodWorkload is the workload of pod name that nothing owns: the pod
+// alone.
+func BarePodWorkload(name string) string { return "Pod/" + name }
 
 type objectKey struct {
 	kind            model.Kind
