@@ -25,7 +25,8 @@ import (
 // afresh from the cluster as it then is.
 type Analysis struct {
 	parts map[string]*nodePart
-	// sorted are the parts by node name; nil after a node came or went.
+	// sorted are the parts by node name; nil after a node came or went
+	// (keepSorted).
 	sorted []*nodePart
 	// readers are, by object, the nodes whose pods reference it where
 	// their kubelet does not read it (objectSums has those); byNamespace,
@@ -115,8 +116,27 @@ func (a *Analysis) replace(old, new *nodePart) {
 	a.objectSums.replace(name, old.objectKeys(), new.objectKeys())
 	a.namespaceSums.replace(name, old.namespaceKeys(), new.namespaceKeys())
 	a.groupSums.replace(name, old.groupKeys(), new.groupKeys())
-	a.findingOrder.replace(old.findingBlocks(), new.findingBlocks())
-	a.sorted = nil
+	if old != nil && new != nil && sameBlocks(old.findings, new.findings) {
+		new.findings = old.findings // those the order points at
+	} else {
+		a.findingOrder.replace(old.findingBlocks(), new.findingBlocks())
+	}
+	a.keepSorted(old, new)
+}
+
+// keepSorted keeps a.sorted in order where a part took another's place,
+// and forgets it where a node came or went.
+func (a *Analysis) keepSorted(old, new *nodePart) {
+	if old == nil || new == nil || a.sorted == nil {
+		a.sorted = nil
+		return
+	}
+	i, found := slices.BinarySearchFunc(a.sorted, old.info.Name, func(p *nodePart, name string) int { return strings.Compare(p.info.Name, name) })
+	if !found {
+		a.sorted = nil
+		return
+	}
+	a.sorted[i] = new
 }
 
 // sameSettings says whether two nodes' settings are the same.

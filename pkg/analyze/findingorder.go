@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/google/btree"
@@ -26,6 +27,12 @@ func lessBlock(a, b *findingBlock) bool {
 type findingOrder struct {
 	blocks *btree.BTreeG[*findingBlock]
 	count  int
+	// last is what all returned last, with recreated then; current says
+	// no block came or went since. A computation whose nodes' findings
+	// did not change (a pod's container started again, a Node's status)
+	// gives the report the same slice, neither copied nor garbage.
+	last, lastRecreated []Finding
+	current             bool
 }
 
 func newFindingOrder() *findingOrder {
@@ -43,12 +50,19 @@ func (o *findingOrder) replace(old, new []findingBlock) {
 		o.blocks.ReplaceOrInsert(&new[i])
 		o.count += len(new[i].findings)
 	}
+	if len(old)+len(new) > 0 {
+		o.current = false
+	}
 }
 
 // all are the pods' findings in order, with recreated (of type
 // ImmutableRecreated, the nodes' in their names' order) in their type's
-// place.
+// place. The slice is shared with the next call's where nothing changed:
+// not to be changed.
 func (o *findingOrder) all(recreated []Finding) []Finding {
+	if o.current && slices.Equal(recreated, o.lastRecreated) {
+		return o.last
+	}
 	out := make([]Finding, 0, o.count+len(recreated)) // "findings": [] in the JSON, not null
 	pivot := &findingBlock{rank: typeRank(ImmutableRecreated)}
 	o.blocks.AscendLessThan(pivot, func(b *findingBlock) bool {
@@ -60,7 +74,15 @@ func (o *findingOrder) all(recreated []Finding) []Finding {
 		out = append(out, b.findings...)
 		return true
 	})
+	o.last, o.lastRecreated, o.current = out, recreated, true
 	return out
+}
+
+// sameBlocks says whether two nodes' blocks hold the same findings.
+func sameBlocks(a, b []findingBlock) bool {
+	return slices.EqualFunc(a, b, func(x, y findingBlock) bool {
+		return x.rank == y.rank && x.namespace == y.namespace && x.name == y.name && x.node == y.node && slices.Equal(x.findings, y.findings)
+	})
 }
 
 // blocksOf groups a node's pods' findings, found pod by pod, into blocks.

@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"slices"
+	"sync"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -65,6 +66,10 @@ type moveGroups struct {
 	// workloads are one pod that nothing owns (groupPart.lone).
 	namespaces, workloads []MoveGroup
 	lone                  []bool
+	// namespaceIndex and workloadIndex place groups in namespaces and
+	// workloads.
+	namespaceIndex map[string]int
+	workloadIndex  map[[2]string]int
 }
 
 // groupPart is one group's share on one node: what its move changes
@@ -121,8 +126,10 @@ func (t groupTotal) row(k groupKey) MoveGroup {
 // moveGroupsOn is every group's part on the one node c holds, whose pods'
 // reads are gathered.
 func (c Cluster) moveGroupsOn(node string, gathered *model.Reads) (namespaces, workloads []groupPart) {
-	g := moveGroups{c: c, gathered: map[string]*model.Reads{node: gathered}, nodeIndex: map[string]int{node: 0},
-		objectIndex: map[model.Object]int{}, driverNow: map[int]map[int]int{}, now: map[int][]nodeObject{}}
+	g := moveScratches.Get().(*moveGroups)
+	defer moveScratches.Put(g)
+	g.reset()
+	g.c, g.gathered[node], g.nodeIndex[node] = c, gathered, 0
 	g.collect()
 	namespaces = g.sum(g.namespaces, func(m moveRead) int { return m.namespaceGroup })
 	workloads = g.sum(g.workloads, func(m moveRead) int { return m.workloadGroup })
@@ -130,6 +137,27 @@ func (c Cluster) moveGroupsOn(node string, gathered *model.Reads) (namespaces, w
 		workloads[i].lone = g.lone[i]
 	}
 	return namespaces, workloads
+}
+
+// moveScratches are moveGroupsOn's scratch memory, kept from node to node:
+// a part's groups are recomputed with it, and maps grown afresh for each
+// were much of a computation's garbage.
+var moveScratches = sync.Pool{New: func() any {
+	return &moveGroups{gathered: map[string]*model.Reads{}, nodeIndex: map[string]int{}, objectIndex: map[model.Object]int{},
+		driverNow: map[int]map[int]int{}, now: map[int][]nodeObject{}, namespaceIndex: map[string]int{}, workloadIndex: map[[2]string]int{}}
+}}
+
+// reset empties g for another node, keeping its memory.
+func (g *moveGroups) reset() {
+	g.c = Cluster{}
+	clear(g.gathered)
+	clear(g.nodeIndex)
+	clear(g.objectIndex)
+	clear(g.driverNow)
+	clear(g.now)
+	clear(g.namespaceIndex)
+	clear(g.workloadIndex)
+	g.reads, g.objects, g.namespaces, g.workloads, g.lone = g.reads[:0], g.objects[:0], g.namespaces[:0], g.workloads[:0], g.lone[:0]
 }
 
 // sum computes each of groups' load change and shares.
@@ -271,7 +299,7 @@ func minusLoad(a, b model.Load) model.Load {
 // collect notes every movable pod's reads in its namespace's and its
 // workload's group.
 func (g *moveGroups) collect() {
-	namespaceIndex, workloadIndex := map[string]int{}, map[[2]string]int{}
+	namespaceIndex, workloadIndex := g.namespaceIndex, g.workloadIndex
 	for _, p := range g.c.Inventory.Pods {
 		node, ok := g.nodeIndex[p.Node]
 		if !ok {

@@ -92,7 +92,7 @@ func TestPredictRegimes(t *testing.T) {
 // objects are not watched; missing ones are fetched on every remount, or
 // at the mount's retry interval where they fail the volume.
 func TestPredictSharingAndSpecialObjects(t *testing.T) {
-	shared := podrefs.Refs{Volumes: []podrefs.Volume{cm("shared")}, AtStart: []podrefs.Ref{{Kind: model.Secret, Name: "env-only"}}}
+	shared := podrefs.Refs{Volumes: []podrefs.Volume{cm("shared")}, Containers: []podrefs.Container{{Name: "app", Env: []podrefs.Ref{{Kind: model.Secret, Name: "env-only"}}}}}
 	c := oneNode("1.36.3", model.StrategyGet, time.Minute, 0, shared, shared, shared)
 	near(t, "Get, three pods reading one ConfigMap", Predict(c, 10).Total.Predicted.ConfigMaps.APIServerGets, 3/75.5)
 	if s := Predict(c, 10).Total.Predicted.Secrets; s.APIServerGets != 0 || s.Watches != 0 {

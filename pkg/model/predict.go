@@ -114,7 +114,8 @@ func CompareObjectLoads(a, b ObjectLoad) int {
 func Totals(nodes []Node) (Load, ByKind) {
 	var total Load
 	byKind := ByKind{}
-	var scratch objectScratch
+	scratch := scratches.Get().(*objectScratch)
+	defer scratches.Put(scratch)
 	for _, n := range nodes {
 		scratch.eachObjectLoad(n, func(o Object, l Load) {
 			total.Add(l)
@@ -146,10 +147,16 @@ type Reads struct{ readers []readers }
 
 // GatherReads gathers n's pods' reads, for Node.Gathered.
 func GatherReads(n Node) *Reads {
-	var s objectScratch
+	s := scratches.Get().(*objectScratch)
+	defer scratches.Put(s)
 	s.gather(n)
-	return &Reads{readers: s.readers}
+	return &Reads{readers: slices.Clone(s.readers)}
 }
+
+// scratches are GatherReads' scratch memory: analyze gathers each node's
+// reads as its part is recomputed, on every core, and a map grown afresh
+// each time was most of a computation's garbage.
+var scratches = sync.Pool{New: func() any { return new(objectScratch) }}
 
 // eachObjectLoad calls f with the load of every object node n reads, with
 // what the node knows of it (immutable, missing), in the order its pods

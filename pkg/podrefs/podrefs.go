@@ -62,9 +62,9 @@ type Volume struct {
 type Refs struct {
 	// Volumes are remounted on every sync of the pod.
 	Volumes []Volume
-	// AtStart are read only when a container starts: env and envFrom
-	// sources and image pull secrets.
-	AtStart []Ref
+	// ImagePullSecrets are read only when a container starts, as the
+	// environment's objects are (Containers' Env).
+	ImagePullSecrets []Ref
 	// Containers are, per container, the reads whose content never
 	// changes while the container runs.
 	Containers []Container
@@ -121,13 +121,12 @@ func Of(pod *corev1.Pod) Refs {
 			}
 		}
 		container.Env = EnvRefs(c)
-		refs.AtStart = append(refs.AtStart, container.Env...)
 		if len(container.SubPaths)+len(container.Env) > 0 {
 			refs.Containers = append(refs.Containers, container)
 		}
 	})
 	for _, s := range pod.Spec.ImagePullSecrets {
-		refs.AtStart = append(refs.AtStart, Ref{Kind: model.Secret, Name: s.Name, Optional: true})
+		refs.ImagePullSecrets = append(refs.ImagePullSecrets, Ref{Kind: model.Secret, Name: s.Name, Optional: true})
 	}
 	byName, driver := refs.addVolumes(pod, mounted)
 	refs.keepStaleableSubPaths(byName, driver)
@@ -335,7 +334,7 @@ func (r Refs) EachRef(f func(kind model.Kind, name string)) {
 	for _, v := range r.Volumes {
 		each(v.Reads)
 	}
-	each(r.AtStart)
+	each(r.ImagePullSecrets)
 	for _, c := range r.Containers {
 		each(c.Env)
 		for _, m := range c.SubPaths {

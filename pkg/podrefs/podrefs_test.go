@@ -58,11 +58,7 @@ func TestOf(t *testing.T) {
 			{Name: "tls", Secret: true, Reads: []Ref{{Kind: model.Secret, Name: "web-tls", Optional: true}}},
 			{Name: "kube-api-access", Reads: []Ref{{Kind: model.ConfigMap, Name: "kube-root-ca.crt"}, {Kind: model.Secret, Name: "extra", Optional: true}}},
 		},
-		AtStart: []Ref{
-			{Kind: model.ConfigMap, Name: "env"},
-			{Kind: model.Secret, Name: "db", Optional: true, Keys: []string{"password"}},
-			{Kind: model.Secret, Name: "registry", Optional: true},
-		},
+		ImagePullSecrets: []Ref{{Kind: model.Secret, Name: "registry", Optional: true}},
 		Containers: []Container{{
 			Name:     "app",
 			SubPaths: []SubPathMount{{Volume: "config", MountPath: "/etc/app.yaml", SubPath: "app.yaml", Reads: config}},
@@ -74,7 +70,7 @@ func TestOf(t *testing.T) {
 	}
 	mirror := testPod()
 	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
-	if refs := Of(mirror); len(refs.Volumes)+len(refs.AtStart) != 0 {
+	if refs := Of(mirror); len(refs.Volumes)+len(refs.Containers)+len(refs.ImagePullSecrets) != 0 {
 		t.Errorf("a mirror pod references %+v, want nothing", refs)
 	}
 }

@@ -79,17 +79,22 @@ func (e *podEntry) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// toPodEntry is the pods informer's transform.
-func toPodEntry(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
+// podEntries is the pods informer's transform, the entries' repeated
+// names shared through names.
+func podEntries(names *names) func(obj any) (any, error) {
+	return func(obj any) (any, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		e := &podEntry{entryKey: keyOf(p.ObjectMeta), Served: podrefs.Served(p)}
+		if e.Served {
+			e.Info = inventory.PodInfoOf(p)
+			names.share(&e.Info)
+			e.entryKey.namespace = e.Info.Namespace
+		}
+		return e, nil
 	}
-	e := &podEntry{entryKey: keyOf(p.ObjectMeta), Served: podrefs.Served(p)}
-	if e.Served {
-		e.Info = inventory.PodInfoOf(p)
-	}
-	return e, nil
 }
 
 // objectEntry is what the ConfigMaps' and Secrets' informers store of an

@@ -134,7 +134,7 @@ func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		o.FieldSelector = scheduled
 		return core.Pods("").Watch(ctx, o)
-	}, toPodEntry)
+	}, podEntries(&names{}))
 	w.configMaps = informer(client, &corev1.ConfigMap{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.ConfigMaps("").List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
