@@ -112,3 +112,27 @@ func BenchmarkHeld5000Nodes(b *testing.B) {
 		runtime.KeepAlive(a)
 	}
 }
+
+// BenchmarkStream5000Nodes is one computation of `analyze --serve` under
+// a stream of pod updates: 200 nodes' parts recomputed (a hundred updates
+// a second for the 2 s a computation waits at most) and the report summed.
+// go test -run '^$' -bench Stream5000 ./pkg/analyze
+func BenchmarkStream5000Nodes(b *testing.B) {
+	c := syntheticCluster(5000, 30)
+	podsOn := c.podsOn()
+	a := NewAnalysis()
+	a.Update(c, podsOn, func(string) bool { return true })
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		dirty := map[string]bool{}
+		for j := range 200 {
+			dirty[fmt.Sprint("node-", (i*200+j*7919)%5000)] = true
+		}
+		if n := a.Update(c, podsOn, func(node string) bool { return dirty[node] }); n != len(dirty) {
+			b.Fatalf("%d parts computed, want %d", n, len(dirty))
+		}
+		if r := a.Result(c, 10); r.Cluster.Pods != 150000 {
+			b.Fatalf("%d pods", r.Cluster.Pods)
+		}
+	}
+}

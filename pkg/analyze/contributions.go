@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 
@@ -60,13 +59,25 @@ func (k *kindLoads) add(kind model.Kind, l model.Load) {
 // workload's.
 type groupKey struct{ namespace, workload string }
 
-// compareObjects orders objects by kind, namespace and name.
+// compareObjects orders objects by kind, namespace and name, not by their
+// flags (which nodes may know differently). The sums call it millions of
+// times a computation: each comparison is made only where the ones before
+// it tie (cmp.Or would make all three).
 func compareObjects(a, b model.Object) int {
-	return cmp.Or(strings.Compare(string(a.Kind), string(b.Kind)), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 func compareGroupKeys(a, b groupKey) int {
-	return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.workload, b.workload))
+	if c := strings.Compare(a.namespace, b.namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.workload, b.workload)
 }
 
 // objectKeys are the objects p's kubelet reads, nil for no part.
@@ -83,7 +94,7 @@ func (p *nodePart) objectKeys() []model.Object {
 
 // objectSum is p's contribution to object o's total.
 func (p *nodePart) objectSum(o model.Object) objectSum {
-	i, found := slices.BinarySearchFunc(p.objects, o, func(r objectRead, o model.Object) int { return compareObjects(plain(r.object), o) })
+	i, found := slices.BinarySearchFunc(p.objects, o, func(r objectRead, o model.Object) int { return compareObjects(r.object, o) })
 	if !found {
 		return objectSum{}
 	}

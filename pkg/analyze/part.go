@@ -94,7 +94,7 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo) *no
 		p.objects = append(p.objects, objectRead{object: o, remounts: int32(rs.Remounts), retries: int32(rs.Retries)})
 		p.load.add(o.Kind, l)
 	})
-	slices.SortFunc(p.objects, func(a, b objectRead) int { return compareObjects(plain(a.object), plain(b.object)) })
+	slices.SortFunc(p.objects, func(a, b objectRead) int { return compareObjects(a.object, b.object) })
 	p.namespaceLoads = namespaceLoadsOf(p.node, p.objects)
 	shares := model.ShareCounts(full)
 	p.delay = model.DelayGroupsOf(full, shares)
@@ -149,7 +149,7 @@ func referenced(pods []inventory.PodInfo, read []objectRead) ([]string, []object
 	var refList []objectKey
 	for k := range refs {
 		o := model.Object{Kind: k.kind, Namespace: k.namespace, Name: k.name}
-		if _, found := slices.BinarySearchFunc(read, o, func(r objectRead, o model.Object) int { return compareObjects(plain(r.object), o) }); !found {
+		if _, found := slices.BinarySearchFunc(read, o, func(r objectRead, o model.Object) int { return compareObjects(r.object, o) }); !found {
 			refList = append(refList, k)
 		}
 	}

@@ -46,7 +46,9 @@ const serveChanges = 100
 // returns its row of the analyze-serve-scale table.
 func serveAtScale(t *testing.T, client kubernetes.Interface, c *scaleCluster) []string {
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	logPath := filepath.Join(t.TempDir(), "analyze-serve.log")
+	// Kept beside the profiles: with GODEBUG=gctrace=1 in make
+	// analyze-scale's environment, the collector's every cycle.
+	logPath := filepath.Join(repoRoot(t), "_output", "analyze-scale", fmt.Sprintf("serve-%d.log", c.nodes))
 	began := time.Now()
 	proc, err := controlplane.StartProcess("analyze-serve", e2eutil.NodeagentBinary(t),
 		[]string{"analyze", "--kubeconfig=" + cp.KubeconfigPath, "--read-configz=false", "--serve=" + addr, "--profiling"}, logPath, controlplane.ProcessOptions{Bare: true})

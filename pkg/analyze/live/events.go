@@ -31,8 +31,11 @@ type Events struct {
 	maxPerReport int
 	// previous are the last report's findings; nil before the first.
 	previous map[findingKey]bool
-	posted   prometheus.Counter
-	dropped  prometheus.Counter
+	// observedLen and observedFirst are the last findings slice seen.
+	observedLen   int
+	observedFirst *analyze.Finding
+	posted        prometheus.Counter
+	dropped       prometheus.Counter
 }
 
 // findingKey is a finding's identity across reports.
@@ -70,6 +73,12 @@ func (e *Events) Collectors() []prometheus.Collector {
 // observe posts an event for each of findings that the previous report
 // did not have.
 func (e *Events) observe(ctx context.Context, findings []analyze.Finding) {
+	if e.previous != nil && len(findings) > 0 && len(findings) == e.observedLen && &findings[0] == e.observedFirst {
+		return // the report's findings are the last one's (analyze keeps the slice where none changed)
+	}
+	if len(findings) > 0 {
+		e.observedLen, e.observedFirst = len(findings), &findings[0]
+	}
 	current := make(map[findingKey]bool, len(findings))
 	var fresh []analyze.Finding
 	for _, f := range findings {
