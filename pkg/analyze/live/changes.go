@@ -109,7 +109,7 @@ func (w *watcher) podsOn(node string) []inventory.PodInfo {
 	})
 	out := make([]inventory.PodInfo, len(entries))
 	for i, e := range entries {
-		out[i] = e.Info
+		out[i] = e.info(w.names)
 	}
 	return out
 }
@@ -120,7 +120,7 @@ const byNode = "node"
 // indexByNode indexes a served pod entry by its node.
 func indexByNode(obj any) ([]string, error) {
 	if e, ok := obj.(*podEntry); ok && e.Served {
-		return []string{e.Info.Node}, nil
+		return []string{e.node}, nil
 	}
 	return nil, nil
 }

@@ -1,18 +1,16 @@
 package live
 
 import (
+	"strings"
 	"sync"
-
-	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
-	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // names keeps one copy of each name the pods' entries repeat: their
-// namespaces and nodes, the objects they reference, their volumes' and
-// containers' names and the keys they name. Each pod decoded from the
-// API holds its own copy of every string; on a cluster of 300,000 pods
-// that read the same few ConfigMaps by name, one copy each saves about a
-// sixth of what an entry holds.
+// namespaces and nodes, and in their unpacked entries (unpackPod) the
+// objects they reference, their volumes' and containers' names and the
+// keys they name, which the analysis's parts keep. Each pod decoded from
+// the API holds its own copy of every string; on a cluster of 300,000
+// pods that read the same few ConfigMaps by name, one copy each.
 //
 // It forgets every name once it holds maxNames (names of namespaces,
 // nodes and objects long gone would otherwise stay): the entries keep
@@ -25,7 +23,7 @@ type names struct {
 // maxNames bounds names: a 10,000-node cluster's pods repeat some 15,000.
 const maxNames = 1 << 16
 
-// of is s's one copy.
+// of is s's one copy; n.mu held.
 func (n *names) of(s string) string {
 	if c, ok := n.known[s]; ok {
 		return c
@@ -33,49 +31,25 @@ func (n *names) of(s string) string {
 	if n.known == nil || len(n.known) >= maxNames {
 		n.known = make(map[string]string, 1024)
 	}
+	// A copy of its own: s may be part of a larger string.
+	s = strings.Clone(s)
 	n.known[s] = s
 	return s
 }
 
-// share makes p's repeated names the copies n keeps.
-func (n *names) share(p *inventory.PodInfo) {
+// share is s's one copy.
+func (n *names) share(s string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	p.Namespace, p.Node = n.of(p.Namespace), n.of(p.Node)
-	for i := range p.Refs.Volumes {
-		v := &p.Refs.Volumes[i]
-		v.Name = n.of(v.Name)
-		n.refs(v.Reads)
-	}
-	for i := range p.Refs.DriverVolumes {
-		v := &p.Refs.DriverVolumes[i]
-		v.Name = n.of(v.Name)
-		n.refs(v.Reads)
-	}
-	for i := range p.Refs.Containers {
-		c := &p.Refs.Containers[i]
-		c.Name = n.of(c.Name)
-		n.refs(c.Env)
-		for j := range c.SubPaths {
-			m := &c.SubPaths[j]
-			m.Volume = n.of(m.Volume)
-		}
-	}
-	n.refs(p.Refs.ImagePullSecrets)
-	for i := range p.Started {
-		p.Started[i].Container = n.of(p.Started[i].Container)
-	}
-	for i := range p.Unconverted {
-		u := &p.Unconverted[i]
-		u.Volume, u.ConfigMap = n.of(u.Volume), n.of(u.ConfigMap)
-	}
+	return n.of(s)
 }
 
-func (n *names) refs(refs []podrefs.Ref) {
-	for i := range refs {
-		refs[i].Name = n.of(refs[i].Name)
-		for j := range refs[i].Keys {
-			refs[i].Keys[j] = n.of(refs[i].Keys[j])
-		}
+// ofBytes is the one copy of the name b spells: made only where n has none.
+func (n *names) ofBytes(b []byte) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if c, ok := n.known[string(b)]; ok {
+		return c
 	}
+	return n.of(string(b))
 }

@@ -62,15 +62,21 @@ func toNodeEntry(obj any) (any, error) {
 }
 
 // podEntry is what the pods informer stores of a pod: its inventory
-// entry, made once as the pod arrives; not the pod, whose volumes, mounts
-// and environment the entry has read (podrefs.Of) and which would hold
-// twice its memory.
+// entry, made once as the pod arrives and packed (packed.go); not the
+// pod, whose volumes, mounts and environment the entry has read
+// (podrefs.Of) and which would hold several times its memory.
 type podEntry struct {
 	entryKey
-	// Served says whether its node serves the pod (podrefs.Served); Info
-	// is its inventory entry where it does.
+	// Served says whether its node serves the pod (podrefs.Served); node
+	// and packed, its node and its packed inventory entry where it does.
 	Served bool
-	Info   inventory.PodInfo
+	node   string
+	packed []byte
+}
+
+// info is e's inventory entry, its repeated names shared through names.
+func (e *podEntry) info(names *names) inventory.PodInfo {
+	return unpackPod(e.namespace, e.name, e.node, e.packed, names)
 }
 
 // DeepCopyObject is a shallow copy: nothing changes an entry once made.
@@ -79,8 +85,8 @@ func (e *podEntry) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// podEntries is the pods informer's transform, the entries' repeated
-// names shared through names.
+// podEntries is the pods informer's transform, the entries' namespaces
+// and nodes shared through names.
 func podEntries(names *names) func(obj any) (any, error) {
 	return func(obj any) (any, error) {
 		p, ok := obj.(*corev1.Pod)
@@ -88,10 +94,9 @@ func podEntries(names *names) func(obj any) (any, error) {
 			return obj, nil
 		}
 		e := &podEntry{entryKey: keyOf(p.ObjectMeta), Served: podrefs.Served(p)}
+		e.namespace = names.share(e.namespace)
 		if e.Served {
-			e.Info = inventory.PodInfoOf(p)
-			names.share(&e.Info)
-			e.entryKey.namespace = e.Info.Namespace
+			e.node, e.packed = names.share(p.Spec.NodeName), packPod(inventory.PodInfoOf(p))
 		}
 		return e, nil
 	}

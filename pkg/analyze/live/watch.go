@@ -27,9 +27,9 @@
 package live
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -63,6 +63,8 @@ type watcher struct {
 	failures *listWatchFailures
 	client   kubernetes.Interface
 	now      func() time.Time
+	// names are the one copy of each name the pods' entries repeat.
+	names *names
 }
 
 // events is what the watcher tells of each change: a Node's (its
@@ -82,7 +84,7 @@ type listable struct{ secrets, namespaces bool }
 // newWatcher builds the informers; may says whether to watch Secrets and
 // namespaces at all; failures counts their failed lists and watches.
 func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, events events, failures *listWatchFailures, now func() time.Time) *watcher {
-	w := &watcher{client: client, events: events, allNodes: nodeSelector == "", failures: failures, now: now}
+	w := &watcher{client: client, events: events, allNodes: nodeSelector == "", failures: failures, now: now, names: &names{}}
 	w.makeInformers(client, nodeSelector)
 	if may.namespaces {
 		w.namespaces = optedInNamespaces(client)
@@ -134,7 +136,7 @@ func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		o.FieldSelector = scheduled
 		return core.Pods("").Watch(ctx, o)
-	}, podEntries(&names{}))
+	}, podEntries(w.names))
 	w.configMaps = informer(client, &corev1.ConfigMap{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.ConfigMaps("").List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -212,7 +214,7 @@ func untombstoned(obj any) any {
 // nodeOf is the node of a served pod's entry, none for another.
 func nodeOf(obj any) []string {
 	if e, ok := untombstoned(obj).(*podEntry); ok && e.Served {
-		return []string{e.Info.Node}
+		return []string{e.node}
 	}
 	return nil
 }
@@ -239,7 +241,7 @@ func (w *watcher) nodeEvent(obj any) {
 func podEntryChanged(old, obj any) bool {
 	before, okOld := old.(*podEntry)
 	after, okNew := obj.(*podEntry)
-	return !okOld || !okNew || before.Served != after.Served || !reflect.DeepEqual(before.Info, after.Info) // at worst a computation for nothing
+	return !okOld || !okNew || before.Served != after.Served || before.node != after.node || !bytes.Equal(before.packed, after.packed) // at worst a computation for nothing
 }
 
 // informers are the watcher's informers, Secrets' and namespaces' where

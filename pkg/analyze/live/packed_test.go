@@ -1,0 +1,135 @@
+package live
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodeagent-io/nodeagent/pkg/convert"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
+)
+
+// packedTestPod reads objects every way a pod can: configMap, Secret and
+// projected volumes with and without items, subPath mounts, envFrom and
+// env keys, image pull secrets, an init container; two containers run,
+// started at different times; a ReplicaSet owns it.
+func packedTestPod() *corev1.Pod {
+	started := func(minute int) corev1.ContainerState {
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Date(2026, 11, 28, 9, minute, 7, 0, time.UTC))}}
+	}
+	cm := func(name string, keys ...string) corev1.VolumeSource {
+		s := corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
+		for _, k := range keys {
+			s.ConfigMap.Items = append(s.ConfigMap.Items, corev1.KeyToPath{Key: k, Path: k})
+		}
+		return s
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-5d8f-x2", Labels: map[string]string{"pod-template-hash": "5d8f"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8f", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{
+			NodeName:         "node-1",
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
+			InitContainers:   []corev1.Container{{Name: "init", VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}}}},
+			Containers: []corev1.Container{{
+				Name: "app",
+				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "kube-api-access", MountPath: "/sa"},
+					{Name: "config", MountPath: "/etc/app.yaml", SubPath: "app.yaml"}},
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}},
+				Env: []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password", Optional: ptr.To(true)}}}},
+			}, {
+				Name:         "sidecar",
+				VolumeMounts: []corev1.VolumeMount{{Name: "whole", MountPath: "/whole"}, {Name: "whole", MountPath: "/one", SubPathExpr: "$(POD)"}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: cm("web-config", "app.yaml")},
+				{Name: "whole", VolumeSource: cm("shared")},
+				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls", Optional: ptr.To(true)}}},
+				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+					{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "extra"}, Optional: ptr.To(true)}},
+				}}}},
+			},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "app", State: started(3)}, {Name: "sidecar", State: started(5)}}},
+	}
+}
+
+// A served pod's entry, packed and unpacked, is the inventory's entry of
+// the pod, whatever it references: with its volumes the kubelet's, with
+// them the CSI driver's (converted, a subPath'd one inPlace), with none.
+func TestPackedPodEntriesRoundTrip(t *testing.T) {
+	converted := packedTestPod()
+	convert.PodSpec(&converted.Spec, nil)
+	converted.Annotations = map[string]string{podrefs.ConvertedAnnotation: "config,whole"}
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "bare"}, Spec: corev1.PodSpec{NodeName: "node-2", Containers: []corev1.Container{{Name: "app"}}}}
+	transform := podEntries(&names{})
+	for _, p := range []*corev1.Pod{packedTestPod(), converted, bare} {
+		want := inventory.PodInfoOf(p)
+		obj, err := transform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := obj.(*podEntry)
+		if !e.Served || e.node != p.Spec.NodeName {
+			t.Fatalf("%s: entry served %v on %q", p.Name, e.Served, e.node)
+		}
+		if diff := cmp.Diff(want, e.info(&names{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: unpacked entry differs from the inventory's (-want +got):\n%s", p.Name, diff)
+		}
+		if len(want.Refs.DriverVolumes) > 0 && p != converted || p == converted && len(want.Refs.DriverVolumes) != 2 {
+			t.Errorf("%s: %d driver volumes", p.Name, len(want.Refs.DriverVolumes))
+		}
+		t.Logf("%s: %d bytes packed", p.Name, len(e.packed))
+	}
+}
+
+// Two pods' entries share one copy of each name they repeat (a decoded
+// pod has its own), and names forgets what it holds at maxNames.
+func TestPodEntriesShareNames(t *testing.T) {
+	n := &names{}
+	transform := podEntries(n)
+	entry := func(name string) (*podEntry, inventory.PodInfo) {
+		p := packedTestPod()
+		p.Name, p.Namespace, p.Spec.NodeName = name, strings.Clone(p.Namespace), strings.Clone(p.Spec.NodeName)
+		obj, err := transform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*podEntry), obj.(*podEntry).info(n)
+	}
+	ea, a := entry("a")
+	eb, b := entry("b")
+	same := func(what, x, y string) {
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q are two copies", what, x, y)
+		}
+	}
+	same("namespace", ea.namespace, eb.namespace)
+	same("node", ea.node, eb.node)
+	same("unpacked namespace", a.Namespace, b.Namespace)
+	same("volume", a.Refs.Volumes[0].Name, b.Refs.Volumes[0].Name)
+	same("ConfigMap", a.Refs.Volumes[0].Reads[0].Name, b.Refs.Volumes[0].Reads[0].Name)
+	same("key", a.Refs.Volumes[0].Reads[0].Keys[0], b.Refs.Volumes[0].Reads[0].Keys[0])
+	same("container", a.Refs.Containers[0].Name, b.Refs.Containers[0].Name)
+
+	n = &names{}
+	for i := range maxNames + 1 {
+		n.of(fmt.Sprint(i))
+	}
+	if len(n.known) != 1 {
+		t.Errorf("names holds %d after %d; want it to forget at %d", len(n.known), maxNames+1, maxNames)
+	}
+}
