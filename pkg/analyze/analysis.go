@@ -40,11 +40,17 @@ type Analysis struct {
 	groupSums     *sums[groupKey, groupTotal]
 	// findingOrder holds the pods' findings in the report's order.
 	findingOrder *findingOrder
+	// top is how many rows the report's tables have: a part keeps only
+	// its top lone groups (groupPart.lone), as the cluster's top ones are
+	// among them.
+	top int
 }
 
-// NewAnalysis returns an Analysis of no node.
-func NewAnalysis() *Analysis {
-	a := &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey][]string{}, byNamespace: map[string][]string{}, findingOrder: newFindingOrder()}
+// NewAnalysis returns an Analysis of no node, whose report's tables have
+// top rows (Result).
+func NewAnalysis(top int) *Analysis {
+	a := &Analysis{parts: map[string]*nodePart{}, readers: map[objectKey][]string{}, byNamespace: map[string][]string{}, findingOrder: newFindingOrder(),
+		top: top}
 	a.objectSums = newSums(addObjectSum, func(node string, o model.Object) objectSum { return a.parts[node].objectSum(o) })
 	a.namespaceSums = newSums(addKindLoads, func(node, ns string) kindLoads { return a.parts[node].namespaceLoad(ns) })
 	a.groupSums = newSums(addGroupTotal, func(node string, k groupKey) groupTotal { return a.parts[node].group(k).groupTotal })
@@ -80,7 +86,7 @@ func (a *Analysis) Update(c Cluster, podsOn PodsOn, dirty func(node string) bool
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for i := range next {
-				computed[i] = c.newNodePart(todo[i], podsOn(todo[i].Name))
+				computed[i] = c.newNodePart(todo[i], podsOn(todo[i].Name), a.top)
 			}
 		})
 	}

@@ -78,7 +78,7 @@ func BenchmarkPredict5000Nodes(b *testing.B) {
 func BenchmarkChange5000Nodes(b *testing.B) {
 	c := syntheticCluster(5000, 30)
 	podsOn := c.podsOn()
-	a := NewAnalysis()
+	a := NewAnalysis(10)
 	a.Update(c, podsOn, func(string) bool { return true })
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -86,7 +86,7 @@ func BenchmarkChange5000Nodes(b *testing.B) {
 		if n := a.Update(c, podsOn, func(node string) bool { return node == changed }); n != 1 {
 			b.Fatalf("%d parts computed, want 1", n)
 		}
-		if r := a.Result(c, 10); r.Cluster.Pods != 150000 {
+		if r := a.Result(c); r.Cluster.Pods != 150000 {
 			b.Fatalf("%d pods", r.Cluster.Pods)
 		}
 	}
@@ -106,7 +106,7 @@ func BenchmarkHeld5000Nodes(b *testing.B) {
 	}
 	for b.Loop() {
 		before := heap()
-		a := NewAnalysis()
+		a := NewAnalysis(10)
 		a.Update(c, podsOn, func(string) bool { return true })
 		b.ReportMetric(float64(heap()-before)/(1<<20), "held-MiB")
 		runtime.KeepAlive(a)
@@ -120,7 +120,7 @@ func BenchmarkHeld5000Nodes(b *testing.B) {
 func BenchmarkStream5000Nodes(b *testing.B) {
 	c := syntheticCluster(5000, 30)
 	podsOn := c.podsOn()
-	a := NewAnalysis()
+	a := NewAnalysis(10)
 	a.Update(c, podsOn, func(string) bool { return true })
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -131,7 +131,7 @@ func BenchmarkStream5000Nodes(b *testing.B) {
 		if n := a.Update(c, podsOn, func(node string) bool { return dirty[node] }); n != len(dirty) {
 			b.Fatalf("%d parts computed, want %d", n, len(dirty))
 		}
-		if r := a.Result(c, 10); r.Cluster.Pods != 150000 {
+		if r := a.Result(c); r.Cluster.Pods != 150000 {
 			b.Fatalf("%d pods", r.Cluster.Pods)
 		}
 	}

@@ -6,13 +6,39 @@ import (
 	"strings"
 
 	"github.com/google/btree"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
-// findingBlock is one pod's findings of one type, in the order found.
+// findingBlock is one pod's findings of one type, in the order found:
+// what they share (their type, pod and node) once, what is each's apart.
+// A large cluster has a finding or more on every pod, held from one
+// computation to the next: a Finding each would hold its type, pod, node
+// and namespace again.
 type findingBlock struct {
 	rank                  int
+	typ                   FindingType
 	namespace, name, node string
-	findings              []Finding
+	// pod is the findings' Pod, namespace/name.
+	pod      string
+	findings []blockFinding
+}
+
+// blockFinding is what one finding of a block holds of its own. Its
+// object is in the pod's namespace.
+type blockFinding struct {
+	container, object string
+	kind              model.Kind
+	detail, action    string
+}
+
+// appendTo appends b's findings to out.
+func (b *findingBlock) appendTo(out []Finding) []Finding {
+	for _, f := range b.findings {
+		out = append(out, Finding{Type: b.typ, Pod: b.pod, Container: f.container, Node: b.node,
+			Object: ObjectRef{Kind: f.kind, Namespace: b.namespace, Name: f.object}, Detail: f.detail, Action: f.action})
+	}
+	return out
 }
 
 func lessBlock(a, b *findingBlock) bool {
@@ -66,12 +92,12 @@ func (o *findingOrder) all(recreated []Finding) []Finding {
 	out := make([]Finding, 0, o.count+len(recreated)) // "findings": [] in the JSON, not null
 	pivot := &findingBlock{rank: typeRank(ImmutableRecreated)}
 	o.blocks.AscendLessThan(pivot, func(b *findingBlock) bool {
-		out = append(out, b.findings...)
+		out = b.appendTo(out)
 		return true
 	})
 	out = append(out, recreated...)
 	o.blocks.AscendGreaterOrEqual(pivot, func(b *findingBlock) bool {
-		out = append(out, b.findings...)
+		out = b.appendTo(out)
 		return true
 	})
 	o.last, o.lastRecreated, o.current = out, recreated, true
@@ -81,7 +107,7 @@ func (o *findingOrder) all(recreated []Finding) []Finding {
 // sameBlocks says whether two nodes' blocks hold the same findings.
 func sameBlocks(a, b []findingBlock) bool {
 	return slices.EqualFunc(a, b, func(x, y findingBlock) bool {
-		return x.rank == y.rank && x.namespace == y.namespace && x.name == y.name && x.node == y.node && slices.Equal(x.findings, y.findings)
+		return x.typ == y.typ && x.namespace == y.namespace && x.name == y.name && x.node == y.node && x.pod == y.pod && slices.Equal(x.findings, y.findings)
 	})
 }
 
@@ -95,9 +121,9 @@ func blocksOf(node string, pods []podFinding) []findingBlock {
 		if !ok {
 			i = len(out)
 			index[key] = i
-			out = append(out, findingBlock{rank: typeRank(f.Type), namespace: f.namespace, name: f.name, node: node})
+			out = append(out, findingBlock{rank: typeRank(f.Type), typ: f.Type, namespace: f.namespace, name: f.name, node: node, pod: f.Pod})
 		}
-		out[i].findings = append(out[i].findings, f.Finding)
+		out[i].findings = append(out[i].findings, blockFinding{container: f.Container, object: f.Object.Name, kind: f.Object.Kind, detail: f.Detail, action: f.Action})
 	}
 	return out
 }

@@ -188,10 +188,7 @@ func (a *Analysis) topGroups(top int, workloads bool) (int, []MoveGroup) {
 			}
 		})
 		if workloads {
-			a.eachLoneGroup(func(p *nodePart, g *groupPart) {
-				count++
-				f(keyedTotal{key: g.key, total: g.groupTotal, lone: p})
-			})
+			count += a.eachLoneGroup(func(p *nodePart, g *groupPart) { f(keyedTotal{key: g.key, total: g.groupTotal, lone: p}) })
 		}
 	})
 	rows := make([]MoveGroup, len(kept))
@@ -240,19 +237,23 @@ type keyedTotal struct {
 	lone  *nodePart
 }
 
-// eachLoneGroup calls f with every lone group (groupPart.lone) and its
-// node's part, in no order.
-func (a *Analysis) eachLoneGroup(f func(*nodePart, *groupPart)) {
+// eachLoneGroup calls f with every lone group (groupPart.lone) that a
+// part keeps and its node's part, in no order, and returns how many lone
+// groups there are.
+func (a *Analysis) eachLoneGroup(f func(*nodePart, *groupPart)) int {
+	count := 0
 	for _, p := range a.parts {
 		if p.move == nil {
 			continue
 		}
+		count += p.move.lone
 		for i := range p.move.groups {
 			if g := &p.move.groups[i]; g.lone {
 				f(p, g)
 			}
 		}
 	}
+	return count
 }
 
 // contributingParts are the parts that contribute to t's group, by node

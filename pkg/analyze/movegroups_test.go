@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -63,6 +64,26 @@ func TestMoveGroupsAreTheModelsDifference(t *testing.T) {
 	}
 	if delays == 0 {
 		t.Error("no group had a delay")
+	}
+}
+
+// A report's top rows of move-to-driver are the first of every row, for
+// namespaces and workloads alike: a node keeps only its top bare pods'
+// groups, and the cluster's top ones must be among them.
+func TestMoveGroupsTopRowsAreTheFirstOfAll(t *testing.T) {
+	for seed := range uint64(20) {
+		c := randomMovableCluster(rand.New(rand.NewPCG(seed, 7)))
+		all := whatIfNamed(t, Predict(c, 1000), "move-to-driver")
+		for _, top := range []int{1, 3} {
+			w := whatIfNamed(t, Predict(c, top), "move-to-driver")
+			if w.MovableWorkloads != all.MovableWorkloads || w.MovableNamespaces != all.MovableNamespaces {
+				t.Errorf("seed %d, top %d: %d workloads, %d namespaces; with every row %d and %d", seed, top,
+					w.MovableWorkloads, w.MovableNamespaces, all.MovableWorkloads, all.MovableNamespaces)
+			}
+			if !reflect.DeepEqual(w.Workloads, all.Workloads[:min(top, len(all.Workloads))]) || !reflect.DeepEqual(w.Namespaces, all.Namespaces[:min(top, len(all.Namespaces))]) {
+				t.Errorf("seed %d, top %d: rows\n%+v\n%+v\nare not the first of\n%+v\n%+v", seed, top, w.Workloads, w.Namespaces, all.Workloads, all.Namespaces)
+			}
+		}
 	}
 }
 

@@ -17,13 +17,16 @@ type movePart struct {
 	load                    kindLoads
 	delay                   []model.DelayGroup
 	driver                  *driverPart
-	// groups are the namespaces' and workloads' parts, by key.
+	// groups are the namespaces' and workloads' parts, by key: of the
+	// lone ones (groupPart.lone), the top ones alone, of lone in all.
 	groups []groupPart
+	lone   int
 }
 
 // movePart is node now (its pods' reads gathered) with its pods'
-// unconverted volumes moved to the driver, c holding the node's pods.
-func (c Cluster) movePart(now model.Node) *movePart {
+// unconverted volumes moved to the driver, c holding the node's pods, for
+// a report of top rows.
+func (c Cluster) movePart(now model.Node, top int) *movePart {
 	moved, m := c.movedToDriver()
 	mp := &movePart{pods: m.pods, volumes: m.volumes, subPaths: m.subPaths}
 	n := moved.modelNodes(func(string) Settings { return c.Settings[now.Name] }, moved.podsByNode(), nil)[0]
@@ -32,7 +35,23 @@ func (c Cluster) movePart(now model.Node) *movePart {
 	mp.delay = model.DelayGroupsOf(n, model.ShareCounts(n))
 	mp.driver = moved.driverPart(now.Name)
 	namespaces, workloads := c.moveGroupsOn(now.Name, now.Gathered)
-	mp.groups = append(namespaces, workloads...)
+	mp.groups = namespaces
+	var lone []groupPart
+	for _, g := range workloads {
+		if g.lone {
+			lone = append(lone, g)
+		} else {
+			mp.groups = append(mp.groups, g)
+		}
+	}
+	// A bare pod's group is its node's alone: the cluster's top ones are
+	// among each node's top ones, and the others only count.
+	mp.lone = len(lone)
+	slices.SortFunc(lone, func(a, b groupPart) int {
+		return compareGroupTotals(keyedTotal{key: a.key, total: a.groupTotal}, keyedTotal{key: b.key, total: b.groupTotal})
+	})
+	mp.groups = append(mp.groups, lone[:min(top, len(lone))]...)
+	mp.groups = slices.Clip(mp.groups)
 	slices.SortFunc(mp.groups, func(a, b groupPart) int { return compareGroupKeys(a.key, b.key) })
 	return mp
 }

@@ -79,8 +79,8 @@ type podFinding struct {
 }
 
 // newNodePart computes the part of node n, whose pods are pods (sorted
-// by namespace and name), in cluster c.
-func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo) *nodePart {
+// by namespace and name), in cluster c, for a report of top rows.
+func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top int) *nodePart {
 	local := Cluster{Inventory: c.Inventory.OfNode(n, pods), Settings: c.Settings}
 	s := c.Settings[n.Name]
 	p := &nodePart{info: n, settings: s, pods: len(pods)}
@@ -118,7 +118,7 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo) *no
 	p.driver = local.driverPart(n.Name)
 	p.unconverts = slices.ContainsFunc(pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 })
 	if p.unconverts {
-		p.move = local.movePart(full)
+		p.move = local.movePart(full, top)
 	}
 	return p
 }

@@ -50,9 +50,9 @@ const namespacesUnlisted = "namespaces could not be listed: notConverted (a pod 
 // lists the top busiest namespaces and objects. Pods of nodes the
 // inventory does not hold are left out.
 func Predict(c Cluster, top int) Result {
-	a := NewAnalysis()
+	a := NewAnalysis(top)
 	a.Update(c, c.podsOn(), func(string) bool { return true })
-	return a.Result(c, top)
+	return a.Result(c)
 }
 
 // podsOn is c's inventory's pods by node, in the inventory's order.
@@ -66,7 +66,8 @@ func (c Cluster) podsOn() PodsOn {
 
 // Result sums the parts into the report of cluster c, whose parts they
 // are (Update), with the top ones of each table.
-func (a *Analysis) Result(c Cluster, top int) Result {
+func (a *Analysis) Result(c Cluster) Result {
+	top := a.top
 	parts := a.inOrder()
 	r := Result{Cluster: a.summary(c), Total: Total{Predicted: a.total().kinds()}}
 	r.Nodes = make([]NodeResult, len(parts))

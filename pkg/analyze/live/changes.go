@@ -46,10 +46,10 @@ type held struct {
 // apply brings h up to date with the informers for the changes in p, and
 // returns the nodes whose parts of the analysis the changes touch (those
 // whose Node or settings changed, or that are new, the analysis finds
-// itself).
-func (h *held) apply(w *watcher, p pending) sets.Set[string] {
+// itself). A new analysis has top rows in its report's tables.
+func (h *held) apply(w *watcher, p pending, top int) sets.Set[string] {
 	if p.everything || h.inv == nil {
-		h.inv, h.analysis = w.inventory(), analyze.NewAnalysis()
+		h.inv, h.analysis = w.inventory(), analyze.NewAnalysis(top)
 		return nil
 	}
 	dirty := p.nodes.Clone()

@@ -285,12 +285,12 @@ func (a *Analyzer) compute(ctx context.Context) {
 	changes, nodesChanged := a.changes, a.nodesChanged
 	a.changes, a.nodesChanged = newPending(), sets.New[string]()
 	a.mu.Unlock()
-	dirty := a.held.apply(a.watcher, changes)
+	dirty := a.held.apply(a.watcher, changes, a.opts.Analyze.Top)
 	inv := a.held.inv
 	settings, warnings := a.nodeSettings(ctx, inv, nodesChanged)
 	c := analyze.Cluster{Inventory: inv, Settings: settings}
 	recomputed := a.held.analysis.Update(c, a.watcher.podsOn, func(node string) bool { return dirty == nil || dirty.Has(node) })
-	r := a.held.analysis.Result(c, a.opts.Analyze.Top)
+	r := a.held.analysis.Result(c)
 	orphans := a.watcher.orphans(inv.Nodes)
 	failing := a.failures.recent(start)
 	if len(orphans) > 0 {
