@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -62,6 +63,11 @@ type analyzeFlags struct {
 func runAnalyze(args []string, stdout io.Writer) error {
 	fs := newFlagSet("analyze", "Predict, read-only, the ConfigMap and Secret GETs and watches that a live cluster's kubelets send to the apiserver and etcd, per node, namespace and object, and what each fix would save.", stdout)
 	f := newAnalyzeFlags(fs)
+	// -v: at 2, --serve logs each computation (its time, the nodes' parts
+	// it computed).
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlag(klogFlags.Lookup("v"))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

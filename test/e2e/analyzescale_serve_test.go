@@ -51,7 +51,7 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, c *scaleCluster) []
 	logPath := filepath.Join(repoRoot(t), "_output", "analyze-scale", fmt.Sprintf("serve-%d.log", c.nodes))
 	began := time.Now()
 	proc, err := controlplane.StartProcess("analyze-serve", e2eutil.NodeagentBinary(t),
-		[]string{"analyze", "--kubeconfig=" + cp.KubeconfigPath, "--read-configz=false", "--serve=" + addr, "--profiling"}, logPath, controlplane.ProcessOptions{Bare: true})
+		[]string{"analyze", "--kubeconfig=" + cp.KubeconfigPath, "--read-configz=false", "--serve=" + addr, "--profiling", "-v=2"}, logPath, controlplane.ProcessOptions{Bare: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,8 +94,10 @@ type Analyzer struct {
 
 	report       atomic.Pointer[Report]
 	computations atomic.Int64
-	failures     *listWatchFailures
-	reports      *reportGatherer
+	// partsComputed counts the nodes' parts computed.
+	partsComputed atomic.Int64
+	failures      *listWatchFailures
+	reports       *reportGatherer
 }
 
 // New returns an Analyzer; nothing runs until Run.
@@ -264,7 +266,7 @@ func (a *Analyzer) watchSecretsNow(ctx context.Context) bool {
 	}
 	a.watcher.addSecrets()
 	go a.watcher.secrets.RunWithContext(ctx)
-	for !a.watcher.secrets.HasSynced() {
+	for !a.watcher.secretsSynced() {
 		select {
 		case <-ctx.Done():
 			return false
@@ -302,6 +304,7 @@ func (a *Analyzer) compute(ctx context.Context) {
 	a.report.Store(&Report{Result: r, ComputedAt: end, Seconds: end.Sub(start).Seconds(), Objects: a.watcher.counts(),
 		PodsOnMissingNodes: len(orphans), ListWatchFailing: len(failing)})
 	a.computations.Add(1)
+	a.partsComputed.Add(int64(recomputed))
 	if a.opts.Events != nil {
 		a.opts.Events.observe(ctx, r.Findings)
 	}

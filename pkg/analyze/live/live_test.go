@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"slices"
@@ -231,6 +232,41 @@ func TestIrrelevantUpdatesComputeNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "a computation after the TTL's change", func() bool { return a.computations.Load() > before })
+}
+
+// The first report computes every node's part, once, however late the
+// informers' handlers hear of the listed objects; a pod's change then
+// computes its node's alone.
+func TestChangesComputeTheirNodesAlone(t *testing.T) {
+	var objects []runtime.Object
+	for n := range 50 {
+		objects = append(objects, node(fmt.Sprint("n", n)))
+		for p := range 4 {
+			objects = append(objects, podReading(fmt.Sprintf("web-%d-%d", n, p), fmt.Sprint("n", n), "cfg", "env"))
+		}
+	}
+	client := fake.NewClientset(objects...)
+	a := startAnalyzer(t, client)
+	settled := func() int64 {
+		time.Sleep(300 * time.Millisecond) // past the debounce's longest wait
+		return a.partsComputed.Load()
+	}
+	if got := settled(); got != 50 {
+		t.Fatalf("%d nodes' parts computed for the first report and after; want the 50 nodes' once", got)
+	}
+	ctx := context.Background()
+	pod, err := client.CoreV1().Pods("shop").Get(ctx, "web-7-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
+	if _, err := client.CoreV1().Pods("shop").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the pod's node computed again", func() bool { return a.partsComputed.Load() > 50 })
+	if got := settled(); got != 51 {
+		t.Errorf("%d parts computed after one pod's change; want 51", got)
+	}
 }
 
 // A namespace that opts in to the admission webhook while analyze runs

@@ -34,6 +34,8 @@ var (
 		"How long the current report took to compute.", nil, nil)
 	descComputations = prometheus.NewDesc("nodeagent_analyze_computations_total",
 		"Reports computed since the start.", nil, nil)
+	descPartsComputed = prometheus.NewDesc("nodeagent_analyze_node_parts_computed_total",
+		"Nodes' parts of the analysis computed since the start: every node's at the first report, then those of the nodes each change touches.", nil, nil)
 	descObjects = prometheus.NewDesc("nodeagent_analyze_objects",
 		"Objects the informers hold, by resource.", []string{"resource"}, nil)
 )
@@ -47,13 +49,14 @@ type collector struct{ a *Analyzer }
 func (a *Analyzer) Collector() prometheus.Collector { return collector{a} }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descComputations, descNotes, descWatchErrors} {
+	for _, d := range []*prometheus.Desc{descComputations, descPartsComputed, descNotes, descWatchErrors} {
 		ch <- d
 	}
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descComputations, prometheus.CounterValue, float64(c.a.computations.Load()))
+	ch <- prometheus.MustNewConstMetric(descPartsComputed, prometheus.CounterValue, float64(c.a.partsComputed.Load()))
 	c.a.failures.collect(ch)
 	if r := c.a.Report(); r != nil {
 		for reason, n := range notes(r, len(c.a.failures.recent(c.a.clock.Now()))) {

@@ -65,6 +65,10 @@ type watcher struct {
 	now      func() time.Time
 	// names are the one copy of each name the pods' entries repeat.
 	names *names
+	// handlers are the event handlers' registrations; secretsHandler the
+	// Secrets' one, where watched.
+	handlers       []cache.ResourceEventHandlerRegistration
+	secretsHandler cache.ResourceEventHandlerRegistration
 }
 
 // events is what the watcher tells of each change: a Node's (its
@@ -115,7 +119,7 @@ func (w *watcher) addSecrets() {
 		return secrets.Watch(ctx, o)
 	}, toSecretEntry)
 	_ = w.secrets.SetWatchErrorHandlerWithContext(w.failures.handler("secrets", w.now, w.events.failed))
-	_, _ = w.secrets.AddEventHandler(w.objectEvents(model.Secret))
+	w.secretsHandler, _ = w.secrets.AddEventHandler(w.objectEvents(model.Secret))
 }
 
 // makeInformers makes the informers of the nodes nodeSelector selects, of
@@ -162,7 +166,7 @@ func optedInNamespaces(client kubernetes.Interface) cache.SharedIndexInformer {
 // status report every few minutes, thousands of them a minute on a large
 // cluster) neither recomputes nor reads a kubelet's settings again.
 func (w *watcher) addEventHandlers() {
-	_, _ = w.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	w.handle(w.pods, cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.events.podsChanged(nodeOf(obj)...) },
 		UpdateFunc: func(old, obj any) {
 			if podEntryChanged(old, obj) {
@@ -171,7 +175,7 @@ func (w *watcher) addEventHandlers() {
 		},
 		DeleteFunc: func(obj any) { w.events.podsChanged(nodeOf(obj)...) },
 	})
-	_, _ = w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	w.handle(w.nodes, cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.nodeEvent(obj) },
 		UpdateFunc: func(old, obj any) {
 			o, okOld := old.(*nodeEntry)
@@ -182,14 +186,14 @@ func (w *watcher) addEventHandlers() {
 		},
 		DeleteFunc: func(obj any) { w.nodeEvent(obj) },
 	})
-	_, _ = w.configMaps.AddEventHandler(w.objectEvents(model.ConfigMap))
+	w.handle(w.configMaps, w.objectEvents(model.ConfigMap))
 	if w.namespaces != nil {
 		changed := func(obj any) {
 			if m, err := meta.Accessor(untombstoned(obj)); err == nil {
 				w.events.namespaceChanged(m.GetName())
 			}
 		}
-		_, _ = w.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed})
+		w.handle(w.namespaces, cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed})
 	}
 }
 
@@ -263,14 +267,36 @@ func (w *watcher) run(ctx context.Context) {
 	}
 }
 
-// synced says whether every informer has listed once.
+// synced says whether every informer has listed once and every handler
+// has been told of every object listed: the first computation reads the
+// whole cluster, and an object's notice that came after it would compute
+// its nodes' parts again for nothing (at 5,000 nodes, most of them: a
+// second first computation).
 func (w *watcher) synced() bool {
 	for _, inf := range w.informers() {
 		if !inf.HasSynced() {
 			return false
 		}
 	}
-	return true
+	for _, h := range w.handlers {
+		if !h.HasSynced() {
+			return false
+		}
+	}
+	return w.secretsHandler == nil || w.secretsHandler.HasSynced()
+}
+
+// secretsSynced says whether the Secrets' informer has listed them and
+// told its handler of each.
+func (w *watcher) secretsSynced() bool {
+	return w.secrets.HasSynced() && w.secretsHandler.HasSynced()
+}
+
+// handle adds handler to inf's.
+func (w *watcher) handle(inf cache.SharedIndexInformer, handler cache.ResourceEventHandler) {
+	if r, err := inf.AddEventHandler(handler); err == nil {
+		w.handlers = append(w.handlers, r)
+	}
 }
 
 // inventory is the inventory of what the informers hold now but the
