@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Handler serves the Analyzer's endpoints:
@@ -19,7 +18,7 @@ import (
 //	/readyz   200 once the first report is computed
 func (a *Analyzer) Handler(registry *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{registry, a.reports}, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", a.metricsHandler(registry))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if a.Report() == nil {
@@ -44,4 +43,32 @@ func (a *Analyzer) Handler(registry *prometheus.Registry) http.Handler {
 		_ = enc.Encode(report)
 	})
 	return mux
+}
+
+// metricsHandler serves registry's metrics and the current report's, in
+// Prometheus's text format, gzipped where the scraper accepts it (as
+// Prometheus does): registry's gathered at each scrape, the report's
+// encoded once a report (reportGatherer.exposition).
+func (a *Analyzer) metricsHandler(registry prometheus.Gatherer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zipped := acceptsGzip(r)
+		own, err := registry.Gather()
+		var ownText, report []byte
+		if err == nil {
+			ownText, err = encodeText(own, zipped)
+		}
+		if err == nil {
+			report, err = a.reports.exposition(zipped)
+		}
+		if err != nil {
+			http.Error(w, "gathering the metrics: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", string(textFormat))
+		if zipped {
+			w.Header().Set("Content-Encoding", "gzip")
+		}
+		_, _ = w.Write(ownText)
+		_, _ = w.Write(report)
+	})
 }

@@ -1,9 +1,11 @@
 package live
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,6 +147,30 @@ func TestAnalyzerFollowsTheCluster(t *testing.T) {
 		resp.Body.Close()
 		if !strings.Contains(string(body), want) {
 			t.Errorf("%s: %.300s, want %s", path, body, want)
+		}
+	}
+	// /metrics, gzipped (two members: the registry's, the report's) or
+	// not, is one exposition with both.
+	for _, encoding := range []string{"gzip", "identity"} {
+		req, _ := http.NewRequest(http.MethodGet, server.URL+"/metrics", nil)
+		req.Header.Set("Accept-Encoding", encoding)
+		resp, err := server.Client().Transport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body io.Reader = resp.Body
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			if body, err = gzip.NewReader(resp.Body); err != nil {
+				t.Fatal(err)
+			}
+		} else if encoding == "gzip" {
+			t.Error("/metrics not gzipped for a scraper that accepts it")
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(body)
+		resp.Body.Close()
+		if err != nil || families["nodeagent_analyze_computations_total"] == nil || families["nodeagent_analyze_findings"] == nil {
+			t.Errorf("/metrics (%s): %d families, err %v; want the registry's and the report's", encoding, len(families), err)
 		}
 	}
 }

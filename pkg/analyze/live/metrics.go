@@ -92,6 +92,9 @@ type reportGatherer struct {
 	mu       sync.Mutex
 	report   *Report
 	families []*dto.MetricFamily
+	// text and zipped are the families in Prometheus's text format, plain
+	// and gzipped, made once for report where asked (exposition).
+	text, zipped []byte
 }
 
 func newReportGatherer(a *Analyzer) *reportGatherer {
@@ -105,18 +108,56 @@ func newReportGatherer(a *Analyzer) *reportGatherer {
 func (g *reportGatherer) Gather() ([]*dto.MetricFamily, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if r := g.a.Report(); r != g.report {
-		families, err := g.registry.Gather()
-		if err != nil {
-			return nil, err
-		}
-		g.report, g.families = r, families
+	if err := g.current(); err != nil {
+		return nil, err
 	}
 	out := make([]*dto.MetricFamily, len(g.families))
 	for i, f := range g.families {
 		out[i] = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type, Unit: f.Unit, Metric: slices.Clone(f.Metric)}
 	}
 	return out, nil
+}
+
+// current makes g's families the current report's; g.mu held.
+func (g *reportGatherer) current() error {
+	if r := g.a.Report(); r != g.report {
+		families, err := g.registry.Gather()
+		if err != nil {
+			return err
+		}
+		g.report, g.families, g.text, g.zipped = r, families, nil, nil
+	}
+	return nil
+}
+
+// exposition is the current report's metrics in Prometheus's text format,
+// gzipped where zipped says (a gzip member, which may follow another):
+// encoded once a report, where every scrape made tens of thousands of
+// series again, and merged and checked them with the registry's.
+func (g *reportGatherer) exposition(zipped bool) ([]byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.current(); err != nil {
+		return nil, err
+	}
+	if g.text == nil {
+		text, err := encodeText(g.families, false)
+		if err != nil {
+			return nil, err
+		}
+		g.text = text
+	}
+	if zipped && g.zipped == nil {
+		z, err := gzipped(g.text)
+		if err != nil {
+			return nil, err
+		}
+		g.zipped = z
+	}
+	if zipped {
+		return g.zipped, nil
+	}
+	return g.text, nil
 }
 
 // reportMetrics are r's metrics (reportGatherer makes them once a report).
