@@ -38,7 +38,8 @@ type Analysis struct {
 	objectSums    *sums[model.Object, objectSum]
 	namespaceSums *sums[string, kindLoads]
 	groupSums     *sums[groupKey, groupTotal]
-	// findingOrder holds the pods' findings in the report's order.
+	// findingOrder holds the pods' findings in the report's order, the
+	// parts none.
 	findingOrder *findingOrder
 	// top is how many rows the report's tables have: a part keeps only
 	// its top lone groups (groupPart.lone), as the cluster's top ones are
@@ -122,11 +123,7 @@ func (a *Analysis) replace(old, new *nodePart) {
 	a.objectSums.replace(name, old.objectKeys(), new.objectKeys())
 	a.namespaceSums.replace(name, old.namespaceKeys(), new.namespaceKeys())
 	a.groupSums.replace(name, old.groupKeys(), new.groupKeys())
-	if old != nil && new != nil && sameBlocks(old.findings, new.findings) {
-		new.findings = old.findings // those the order points at
-	} else {
-		a.findingOrder.replace(old.findingBlocks(), new.findingBlocks())
-	}
+	a.findingOrder.replace(name, new.takeFindings())
 	a.keepSorted(old, new)
 }
 

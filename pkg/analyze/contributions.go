@@ -141,11 +141,14 @@ func (p *nodePart) namespaceLoad(ns string) kindLoads {
 	return p.namespaceLoads[i].load
 }
 
-func (p *nodePart) findingBlocks() []findingBlock {
+// takeFindings are p's findings, which p then forgets; none for no part.
+func (p *nodePart) takeFindings() []Finding {
 	if p == nil {
 		return nil
 	}
-	return p.findings
+	found := p.findings
+	p.findings = nil
+	return found
 }
 
 func (p *nodePart) groupKeys() []groupKey {

@@ -4,126 +4,128 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-
-	"github.com/google/btree"
-
-	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
-// findingBlock is one pod's findings of one type, in the order found:
-// what they share (their type, pod and node) once, what is each's apart.
-// A large cluster has a finding or more on every pod, held from one
-// computation to the next: a Finding each would hold its type, pod, node
-// and namespace again.
-type findingBlock struct {
-	rank                  int
-	typ                   FindingType
-	namespace, name, node string
-	// pod is the findings' Pod, namespace/name.
-	pod      string
-	findings []blockFinding
-}
-
-// blockFinding is what one finding of a block holds of its own. Its
-// object is in the pod's namespace.
-type blockFinding struct {
-	container, object string
-	kind              model.Kind
-	detail, action    string
-}
-
-// appendTo appends b's findings to out.
-func (b *findingBlock) appendTo(out []Finding) []Finding {
-	for _, f := range b.findings {
-		out = append(out, Finding{Type: b.typ, Pod: b.pod, Container: f.container, Node: b.node,
-			Object: ObjectRef{Kind: f.kind, Namespace: b.namespace, Name: f.object}, Detail: f.detail, Action: f.action})
-	}
-	return out
-}
-
-func lessBlock(a, b *findingBlock) bool {
-	return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name),
-		strings.Compare(a.node, b.node)) < 0
-}
-
-// findingOrder keeps every pod's findings in the report's order, by type,
-// then by pod: a computation takes the touched nodes' blocks out and puts
-// their new ones in, and reads the whole in order, without sorting every
-// finding of the cluster again. It points at the parts' blocks.
+// findingOrder keeps every pod's findings in the report's order, in one
+// slice that the reports share: by type, then by pod (namespace and
+// name), then by node, each pod's findings of a type in the order found.
+// It also knows where each node's are. A computation hands it the
+// findings of the nodes it recomputed (replace); those that changed are
+// merged in at the next report (all), the others dropped at once. A
+// large cluster has a finding or more on every pod: held once, not once
+// in each node's part and again in the report.
 type findingOrder struct {
-	blocks *btree.BTreeG[*findingBlock]
-	count  int
+	sorted []Finding
+	// at are the positions of each node's findings in sorted, in order.
+	at map[string][]int32
+	// pending are the findings of the nodes whose findings changed since
+	// sorted was made, by node (none for a node that went).
+	pending map[string][]Finding
 	// last is what all returned last, with recreated then; current says
-	// no block came or went since. A computation whose nodes' findings
-	// did not change (a pod's container started again, a Node's status)
-	// gives the report the same slice, neither copied nor garbage.
+	// nothing changed since.
 	last, lastRecreated []Finding
 	current             bool
 }
 
 func newFindingOrder() *findingOrder {
-	return &findingOrder{blocks: btree.NewG(32, lessBlock)}
+	return &findingOrder{at: map[string][]int32{}, pending: map[string][]Finding{}}
 }
 
-// replace takes old's blocks out and puts new's in.
-func (o *findingOrder) replace(old, new []findingBlock) {
-	for i := range old {
-		if _, found := o.blocks.Delete(&old[i]); found {
-			o.count -= len(old[i].findings)
+// replace makes found (in the report's order, as nodeFindings gives
+// them) node's findings; nil for a node that went.
+func (o *findingOrder) replace(node string, found []Finding) {
+	if pending, ok := o.pending[node]; ok {
+		if !slices.Equal(pending, found) {
+			o.pending[node] = found
 		}
+		return
 	}
-	for i := range new {
-		o.blocks.ReplaceOrInsert(&new[i])
-		o.count += len(new[i].findings)
+	at := o.at[node]
+	same := len(at) == len(found)
+	for i := 0; same && i < len(at); i++ {
+		same = o.sorted[at[i]] == found[i]
 	}
-	if len(old)+len(new) > 0 {
-		o.current = false
+	if !same {
+		o.pending[node] = found
 	}
 }
 
 // all are the pods' findings in order, with recreated (of type
 // ImmutableRecreated, the nodes' in their names' order) in their type's
-// place. The slice is shared with the next call's where nothing changed:
-// not to be changed.
+// place. The slice is shared with later calls' and reports: not to be
+// changed.
 func (o *findingOrder) all(recreated []Finding) []Finding {
+	if len(o.pending) > 0 {
+		o.merge()
+		o.current = false
+	}
 	if o.current && slices.Equal(recreated, o.lastRecreated) {
 		return o.last
 	}
-	out := make([]Finding, 0, o.count+len(recreated)) // "findings": [] in the JSON, not null
-	pivot := &findingBlock{rank: typeRank(ImmutableRecreated)}
-	o.blocks.AscendLessThan(pivot, func(b *findingBlock) bool {
-		out = b.appendTo(out)
-		return true
-	})
-	out = append(out, recreated...)
-	o.blocks.AscendGreaterOrEqual(pivot, func(b *findingBlock) bool {
-		out = b.appendTo(out)
-		return true
-	})
+	out := o.sorted
+	if len(recreated) > 0 {
+		pivot, _ := slices.BinarySearchFunc(o.sorted, typeRank(ImmutableRecreated), func(f Finding, rank int) int { return cmp.Compare(typeRank(f.Type), rank) })
+		out = make([]Finding, 0, len(o.sorted)+len(recreated))
+		out = append(append(append(out, o.sorted[:pivot]...), recreated...), o.sorted[pivot:]...)
+	}
+	if out == nil {
+		out = []Finding{} // "findings": [] in the JSON, not null
+	}
 	o.last, o.lastRecreated, o.current = out, recreated, true
 	return out
 }
 
-// sameBlocks says whether two nodes' blocks hold the same findings.
-func sameBlocks(a, b []findingBlock) bool {
-	return slices.EqualFunc(a, b, func(x, y findingBlock) bool {
-		return x.typ == y.typ && x.namespace == y.namespace && x.name == y.name && x.node == y.node && x.pod == y.pod && slices.Equal(x.findings, y.findings)
-	})
+// merge makes sorted anew: the findings of nodes not pending as they
+// were, the pending ones merged in; a new slice, since reports share the
+// old one.
+func (o *findingOrder) merge() {
+	var added []Finding
+	for _, found := range o.pending {
+		added = append(added, found...)
+	}
+	// Each node's are in order; across nodes, the node breaks ties.
+	slices.SortStableFunc(added, compareFindings)
+	merged := make([]Finding, 0, len(o.sorted)+len(added))
+	i := 0
+	for _, f := range o.sorted {
+		if _, replaced := o.pending[f.Node]; replaced {
+			continue
+		}
+		for ; i < len(added) && compareFindings(added[i], f) < 0; i++ {
+			merged = append(merged, added[i])
+		}
+		merged = append(merged, f)
+	}
+	merged = append(merged, added[i:]...)
+	o.sorted = merged
+	clear(o.pending)
+	clear(o.at)
+	for i, f := range merged {
+		o.at[f.Node] = append(o.at[f.Node], int32(i))
+	}
 }
 
-// blocksOf groups a node's pods' findings, found pod by pod, into blocks.
-func blocksOf(node string, pods []podFinding) []findingBlock {
-	var out []findingBlock
-	index := map[[3]string]int{}
-	for _, f := range pods {
-		key := [3]string{string(f.Type), f.namespace, f.name}
-		i, ok := index[key]
-		if !ok {
-			i = len(out)
-			index[key] = i
-			out = append(out, findingBlock{rank: typeRank(f.Type), typ: f.Type, namespace: f.namespace, name: f.name, node: node, pod: f.Pod})
-		}
-		out[i].findings = append(out[i].findings, blockFinding{container: f.Container, object: f.Object.Name, kind: f.Object.Kind, detail: f.Detail, action: f.Action})
+// compareFindings orders findings as the report does, but within one
+// pod's of a type (their order found).
+func compareFindings(a, b Finding) int {
+	if c := cmp.Compare(typeRank(a.Type), typeRank(b.Type)); c != 0 {
+		return c
 	}
-	return out
+	aNamespace, aName, _ := strings.Cut(a.Pod, "/")
+	bNamespace, bName, _ := strings.Cut(b.Pod, "/")
+	if c := strings.Compare(aNamespace, bNamespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(aName, bName); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Node, b.Node)
+}
+
+// nodeFindings puts a node's pods' findings, found pod by pod (the pods
+// by namespace and name), in the report's order: by type, each type's by
+// pod as found.
+func nodeFindings(found []Finding) []Finding {
+	slices.SortStableFunc(found, func(a, b Finding) int { return cmp.Compare(typeRank(a.Type), typeRank(b.Type)) })
+	return found
 }

@@ -36,7 +36,9 @@ type nodePart struct {
 	result     NodeResult
 	whatIfs    [len(settingsWhatIfs)]whatIfPart
 	rootCA     rotationPart
-	findings   []findingBlock
+	// findings are its pods' findings in the report's order, until the
+	// Analysis hands them to its findingOrder, which keeps them.
+	findings   []Finding
 	recreated  []Finding
 	driver     *driverPart
 	move       *movePart
@@ -71,13 +73,6 @@ type whatIfPart struct {
 	delay   []model.DelayGroup
 }
 
-// podFinding is a pod's finding with the pod's name apart, by which the
-// report orders them.
-type podFinding struct {
-	namespace, name string
-	Finding
-}
-
 // newNodePart computes the part of node n, whose pods are pods (sorted
 // by namespace and name), in cluster c, for a report of top rows.
 func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top int) *nodePart {
@@ -107,13 +102,11 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top
 	}
 	p.rootCA = rotationOf(full)
 	p.namespaces, p.refs = referenced(pods, p.objects)
-	var found []podFinding
+	var found []Finding
 	for _, pod := range pods {
-		for _, f := range local.podFindings(pod) {
-			found = append(found, podFinding{namespace: pod.Namespace, name: pod.Name, Finding: f})
-		}
+		found = append(found, local.podFindings(pod)...)
 	}
-	p.findings = blocksOf(n.Name, found)
+	p.findings = nodeFindings(found)
 	p.recreated = local.immutableRecreated()
 	p.driver = local.driverPart(n.Name)
 	p.unconverts = slices.ContainsFunc(pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 })
