@@ -31,11 +31,11 @@ type nodePart struct {
 	load           kindLoads
 	// delay are its volume reads' delay groups; bound their longest delay,
 	// where it has any.
-	delay      []model.DelayGroup
-	bound      float64
-	result     NodeResult
-	whatIfs    [len(settingsWhatIfs)]whatIfPart
-	rootCA     rotationPart
+	delay   []model.DelayGroup
+	bound   float64
+	result  NodeResult
+	whatIfs [len(settingsWhatIfs)]whatIfPart
+	rootCA  rotationPart
 	// findings are its pods' findings in the report's order, until the
 	// Analysis hands them to its findingOrder, which keeps them.
 	findings   []Finding

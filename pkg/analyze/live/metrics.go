@@ -1,7 +1,6 @@
 package live
 
 import (
-	"slices"
 	"strings"
 	"sync"
 
@@ -83,17 +82,18 @@ func (c reportCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// reportGatherer gathers the current report's metrics once per report: at
-// 5,000 nodes they are tens of thousands of series, which every scrape
-// would otherwise turn into the exposition's form again.
+// reportGatherer is the current report's metrics: as families for
+// whoever gathers them (tests), and in the exposition's form for /metrics,
+// made once a report (exposition). At 10,000 nodes they are tens of
+// thousands of series: made again at every scrape, or held as families
+// beside their text, they cost more than the report.
 type reportGatherer struct {
 	a        *Analyzer
 	registry *prometheus.Registry
 	mu       sync.Mutex
-	report   *Report
-	families []*dto.MetricFamily
-	// text and zipped are the families in Prometheus's text format, plain
-	// and gzipped, made once for report where asked (exposition).
+	// text and zipped are report's metrics in Prometheus's text format,
+	// plain and gzipped (zipped made where first asked).
+	report       *Report
 	text, zipped []byte
 }
 
@@ -103,61 +103,36 @@ func newReportGatherer(a *Analyzer) *reportGatherer {
 	return &reportGatherer{a: a, registry: registry}
 }
 
-// Gather returns copies of the families' lists, which the caller may
-// sort and merge; the metrics themselves are shared and never changed.
-func (g *reportGatherer) Gather() ([]*dto.MetricFamily, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.current(); err != nil {
-		return nil, err
-	}
-	out := make([]*dto.MetricFamily, len(g.families))
-	for i, f := range g.families {
-		out[i] = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type, Unit: f.Unit, Metric: slices.Clone(f.Metric)}
-	}
-	return out, nil
-}
-
-// current makes g's families the current report's; g.mu held.
-func (g *reportGatherer) current() error {
-	if r := g.a.Report(); r != g.report {
-		families, err := g.registry.Gather()
-		if err != nil {
-			return err
-		}
-		g.report, g.families, g.text, g.zipped = r, families, nil, nil
-	}
-	return nil
-}
+// Gather gathers the current report's metrics.
+func (g *reportGatherer) Gather() ([]*dto.MetricFamily, error) { return g.registry.Gather() }
 
 // exposition is the current report's metrics in Prometheus's text format,
-// gzipped where zipped says (a gzip member, which may follow another):
-// encoded once a report, where every scrape made tens of thousands of
-// series again, and merged and checked them with the registry's.
+// gzipped where zipped says (a gzip member, which may follow another).
 func (g *reportGatherer) exposition(zipped bool) ([]byte, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := g.current(); err != nil {
-		return nil, err
-	}
-	if g.text == nil {
-		text, err := encodeText(g.families, false)
+	if r := g.a.Report(); r != g.report || g.text == nil {
+		families, err := g.registry.Gather()
 		if err != nil {
 			return nil, err
 		}
-		g.text = text
+		text, err := encodeText(families, false)
+		if err != nil {
+			return nil, err
+		}
+		g.report, g.text, g.zipped = r, text, nil
 	}
-	if zipped && g.zipped == nil {
+	if !zipped {
+		return g.text, nil
+	}
+	if g.zipped == nil {
 		z, err := gzipped(g.text)
 		if err != nil {
 			return nil, err
 		}
 		g.zipped = z
 	}
-	if zipped {
-		return g.zipped, nil
-	}
-	return g.text, nil
+	return g.zipped, nil
 }
 
 // reportMetrics are r's metrics (reportGatherer makes them once a report).
