@@ -11,9 +11,9 @@
 //     reflectors relist after a 410 Gone or a closed watch, with backoff.
 //     Nothing is listed again on a timer.
 //   - The informers keep what analyze keeps and no more (transform.go): a
-//     ConfigMap's or a Secret's keys without their values, a Node's version
-//     and annotations without its status images, a pod without its managed
-//     fields. No object's data is held.
+//     ConfigMap's or a Secret's keys without their values, a Node's name,
+//     kubelet version and TTL, a pod's references packed in one byte slice
+//     (packed.go). No object's data is held.
 //   - Every event says what it changed (changes.go): a pod its node, an
 //     object the nodes whose pods reference it, a Node itself. The loop
 //     recomputes once the events have been quiet for Quiet, or MaxDelay
@@ -27,7 +27,6 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -36,7 +35,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -161,68 +159,6 @@ func optedInNamespaces(client kubernetes.Interface) cache.SharedIndexInformer {
 	}, nil)
 }
 
-// addEventHandlers tells w.events what each event changed. An update
-// that changes nothing the analysis reads (a pod's annotation, a Node's
-// status report every few minutes, thousands of them a minute on a large
-// cluster) neither recomputes nor reads a kubelet's settings again.
-func (w *watcher) addEventHandlers() {
-	w.handle(w.pods, cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.events.podsChanged(nodeOf(obj)...) },
-		UpdateFunc: func(old, obj any) {
-			if podEntryChanged(old, obj) {
-				w.events.podsChanged(append(nodeOf(old), nodeOf(obj)...)...)
-			}
-		},
-		DeleteFunc: func(obj any) { w.events.podsChanged(nodeOf(obj)...) },
-	})
-	w.handle(w.nodes, cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.nodeEvent(obj) },
-		UpdateFunc: func(old, obj any) {
-			o, okOld := old.(*nodeEntry)
-			n, okNew := obj.(*nodeEntry)
-			if !okOld || !okNew || o.Info != n.Info {
-				w.nodeEvent(obj)
-			}
-		},
-		DeleteFunc: func(obj any) { w.nodeEvent(obj) },
-	})
-	w.handle(w.configMaps, w.objectEvents(model.ConfigMap))
-	if w.namespaces != nil {
-		changed := func(obj any) {
-			if m, err := meta.Accessor(untombstoned(obj)); err == nil {
-				w.events.namespaceChanged(m.GetName())
-			}
-		}
-		w.handle(w.namespaces, cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed})
-	}
-}
-
-// objectEvents tells w.events of each change of an object of kind.
-func (w *watcher) objectEvents(kind model.Kind) cache.ResourceEventHandler {
-	changed := func(obj any) {
-		if m, err := meta.Accessor(untombstoned(obj)); err == nil {
-			w.events.objectChanged(objectName{kind: kind, namespace: m.GetNamespace(), name: m.GetName()})
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: changed, UpdateFunc: func(_, obj any) { changed(obj) }, DeleteFunc: changed}
-}
-
-// untombstoned is the object a deletion's tombstone holds, or obj.
-func untombstoned(obj any) any {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return tombstone.Obj
-	}
-	return obj
-}
-
-// nodeOf is the node of a served pod's entry, none for another.
-func nodeOf(obj any) []string {
-	if e, ok := untombstoned(obj).(*podEntry); ok && e.Served {
-		return []string{e.node}
-	}
-	return nil
-}
-
 // informer is one resource's informer, with transform applied before
 // anything is stored. The reflector streams its initial list where the
 // client can (a watch-list), and lists where it says it cannot (the fake
@@ -232,20 +168,6 @@ func informer(client any, example runtime.Object, list cache.ListWithContextFunc
 	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
 	_ = inf.SetTransform(transform)
 	return inf
-}
-
-func (w *watcher) nodeEvent(obj any) {
-	if n, ok := untombstoned(obj).(*nodeEntry); ok {
-		w.events.nodeChanged(n.Info.Name)
-	}
-}
-
-// podEntryChanged says whether a pod's update changed its inventory entry
-// (anything else is taken as a change).
-func podEntryChanged(old, obj any) bool {
-	before, okOld := old.(*podEntry)
-	after, okNew := obj.(*podEntry)
-	return !okOld || !okNew || before.Served != after.Served || before.node != after.node || !bytes.Equal(before.packed, after.packed) // at worst a computation for nothing
 }
 
 // informers are the watcher's informers, Secrets' and namespaces' where
@@ -290,13 +212,6 @@ func (w *watcher) synced() bool {
 // told its handler of each.
 func (w *watcher) secretsSynced() bool {
 	return w.secrets.HasSynced() && w.secretsHandler.HasSynced()
-}
-
-// handle adds handler to inf's.
-func (w *watcher) handle(inf cache.SharedIndexInformer, handler cache.ResourceEventHandler) {
-	if r, err := inf.AddEventHandler(handler); err == nil {
-		w.handlers = append(w.handlers, r)
-	}
 }
 
 // inventory is the inventory of what the informers hold now but the
