@@ -141,6 +141,8 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	restoreGC := collectMoreOften()
+	defer restoreGC()
 	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, may, a, a.failures, a.clock.Now)
 	a.watcher.run(ctx)
 	logger.Info("Watching the cluster", "secrets", may.secrets, "optedInNamespaces", may.namespaces, "nodeSelector", a.opts.Analyze.NodeSelector)
@@ -153,10 +155,28 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	}
 	logger.Info("Listed the cluster", "objects", a.watcher.counts())
 	a.compute(ctx)
+	restoreGC()
 	for a.waitForChanges(ctx) {
 		a.compute(ctx)
 	}
 	return nil
+}
+
+// collectMoreOften halves the collector's GOGC (where it collects at all)
+// and returns what restores it. The start, the lists and the first
+// computation, allocates several times what the analysis then holds, all
+// of it short-lived: at 10,000 nodes it made the analyzer's highest peak,
+// above the peaks under a stream of changes. Collecting twice as often
+// until the first report is out costs a few seconds of CPU once.
+func collectMoreOften() (restore func()) {
+	before := debug.SetGCPercent(100)
+	if before > 0 {
+		debug.SetGCPercent(max(before/2, 10))
+	} else {
+		debug.SetGCPercent(before)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { debug.SetGCPercent(before) }) }
 }
 
 // changed marks the analysis dirty, and node, where not empty, as
