@@ -31,7 +31,8 @@ import (
 
 // serveHeader is the analyze-serve-scale table's header.
 var serveHeader = []string{"nodes", "first report", "memory then (peak)", "a change in /metrics (median / p99 / longest)", "idle CPU",
-	"idle memory", "LISTs and GETs while idle", "CPU under 100 pod updates/s", "peak memory under 100 pod updates/s"}
+	"idle memory", "LISTs and GETs while idle", "CPU under 100 pod updates/s", "peak memory under 100 pod updates/s",
+	"peak memory from the start to the updates"}
 
 // serveChanges is how many changes serveAtScale times.
 const serveChanges = 100
@@ -41,9 +42,10 @@ const serveChanges = 100
 // serveChanges ConfigMap deletions (each makes its namespace's pods miss
 // it) takes to show in /metrics; then a minute of nothing: its CPU, its
 // memory and the requests the apiserver answered meanwhile (every
-// client's: on the local control plane, analyze's and the controllers');
-// then its CPU and its peak memory under 100 pod updates a second. It
-// returns its row of the analyze-serve-scale table.
+// client's: on the local control plane, analyze's and the controllers'),
+// and its peak memory from its start until then (the first report, the
+// changes, the minute); then its CPU and its peak memory under 100 pod
+// updates a second. It returns its row of the analyze-serve-scale table.
 func serveAtScale(t *testing.T, client kubernetes.Interface, c *scaleCluster) []string {
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	// Kept beside the profiles: with GODEBUG=gctrace=1 in make
@@ -133,7 +135,7 @@ func serveAtScale(t *testing.T, client kubernetes.Interface, c *scaleCluster) []
 	return []string{fmt.Sprint(c.nodes), fmt.Sprintf("%.1f s", first.Seconds()), fmt.Sprintf("%s (%s)", mib(rssFirst), mib(peakFirst)),
 		fmt.Sprintf("%.2f s / %.2f s / %.2f s over %d", model.Quantile(delays, 0.5), model.Quantile(delays, 0.99), delays[len(delays)-1], len(delays)),
 		fmt.Sprintf("%.1f millicores", 1000*cores), mib(rss), fmt.Sprintf("%.0f and %.0f", lists, gets),
-		fmt.Sprintf("%.0f millicores", 1000*busyCores), mib(busyPeak)}
+		fmt.Sprintf("%.0f millicores", 1000*busyCores), mib(busyPeak), mib(peak)}
 }
 
 // scrapeValue reads one series' value from a /metrics page.
