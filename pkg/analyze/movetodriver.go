@@ -17,8 +17,8 @@ type movePart struct {
 	load                    kindLoads
 	delay                   []model.DelayGroup
 	driver                  *driverPart
-	// groups are the namespaces' and workloads' parts, by key: of the
-	// lone ones (groupPart.lone), the top ones alone, of lone in all.
+	// groups are the namespaces' and workloads' parts, by key, but of the
+	// lone ones (groupPart.lone) only the top ones; lone counts them all.
 	groups []groupPart
 	lone   int
 }
