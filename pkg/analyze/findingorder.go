@@ -122,10 +122,11 @@ func compareFindings(a, b Finding) int {
 	return strings.Compare(a.Node, b.Node)
 }
 
-// nodeFindings puts a node's pods' findings, found pod by pod (the pods
-// by namespace and name), in the report's order: by type, each type's by
-// pod as found.
+// nodeFindings puts a node's pods' findings, found pod by pod, in the
+// report's order: by type, then by pod, each pod's of a type as found.
+// In that order alone are a node's findings of two computations compared
+// (findingOrder.replace), whatever order its pods came in.
 func nodeFindings(found []Finding) []Finding {
-	slices.SortStableFunc(found, func(a, b Finding) int { return cmp.Compare(typeRank(a.Type), typeRank(b.Type)) })
+	slices.SortStableFunc(found, compareFindings)
 	return found
 }
