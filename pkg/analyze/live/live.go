@@ -167,8 +167,10 @@ func (a *Analyzer) Run(ctx context.Context) error {
 // computation, allocates several times what the analysis then holds, all
 // of it short-lived: at 10,000 nodes it made the analyzer's highest peak,
 // above the peaks under a stream of changes. Collecting twice as often
-// until the first report is out costs a few seconds of CPU once.
+// until the first report is out delays that report (make analyze-scale's
+// record has by how much), once.
 func collectMoreOften() (restore func()) {
+	// SetGCPercent returns the setting it replaces: Go has no getter.
 	before := debug.SetGCPercent(100)
 	if before > 0 {
 		debug.SetGCPercent(max(before/2, 10))
