@@ -110,8 +110,7 @@ func PodSpec(spec *corev1.PodSpec, want func(volume string) bool) []VolumeResult
 	results := make([]VolumeResult, 0, len(decisions))
 	for i, d := range decisions {
 		if d.Converted {
-			spec.Volumes[i].VolumeSource = corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
-				Driver: podrefs.DriverName, ReadOnly: ptrTo(true), VolumeAttributes: d.Attributes}}
+			spec.Volumes[i] = d.DriverVolume(spec.Volumes[i].Name)
 		}
 		results = append(results, d.VolumeResult)
 	}

@@ -17,6 +17,9 @@
 //     (podrefs.ParseDriverAttributes) and must ask for the same files as
 //     the volume it replaces; anything else is left as it was, with the
 //     reason.
+//   - A volume that carries a field k8s.io/api does not know (a newer
+//     apiserver's) is left as it was, the field named (KeepUnknown): the
+//     driver's volume is written from the known fields alone.
 //   - Left as they are, with their reason: projected, secret and every
 //     other kind of volume, the volumes of Windows pods (the driver runs on
 //     Linux nodes), and those the caller does not choose.

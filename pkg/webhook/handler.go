@@ -16,10 +16,13 @@
 //     configmaps.nodeagent.io/serve: disabled. kube-system and the
 //     webhook's own namespace are never touched, by the configuration's
 //     selector and by the handler.
-//   - A converted pod gets a JSONPatch that replaces spec.volumes and
-//     adds the annotation configmaps.nodeagent.io/converted, the volumes
-//     converted; a configMap volume left as it was comes back as a warning
-//     that kubectl shows, with the reason.
+//   - A converted pod gets a JSONPatch that replaces each converted volume
+//     by its index, and no other, and adds the annotation
+//     configmaps.nodeagent.io/converted, the volumes converted; a
+//     configMap volume left as it was comes back as a warning that kubectl
+//     shows, with the reason. A volume that carries a field this build's
+//     k8s.io/api does not know (a newer apiserver's) is left as it was:
+//     converting it would drop the field, and the warning names it.
 package webhook
 
 import (
@@ -103,15 +106,18 @@ func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	if pod.Annotations[ServeLabel] == ServeDisabled {
 		return allow
 	}
-	results := convert.PodSpec(&pod.Spec, nil)
-	allow.Warnings = warnings(results)
-	converted := convertedVolumes(results)
-	if len(converted) == 0 {
+	decisions, err := plan(&pod, req.Object.Raw)
+	if err != nil {
+		allow.Warnings = []string{fmt.Sprintf("%s: the pod's volumes could not be read (%v); admitted unconverted", ServeLabel, err)}
 		return allow
 	}
-	patch, err := volumesPatch(&pod, converted)
+	allow.Warnings = warnings(decisions)
+	patch, converted, err := volumesPatch(&pod, decisions)
 	if err != nil {
 		allow.Warnings = append(allow.Warnings, fmt.Sprintf("%s: %v; admitted unconverted", ServeLabel, err))
+		return allow
+	}
+	if patch == nil {
 		return allow
 	}
 	patchType := admissionv1.PatchTypeJSONPatch
@@ -120,22 +126,36 @@ func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	return allow
 }
 
-// warnings says, for each configMap volume left as it was, why.
-func warnings(results []convert.VolumeResult) []string {
-	var out []string
-	for _, r := range results {
-		if r.ConfigMap && !r.Converted {
-			out = append(out, fmt.Sprintf("%s: volume %s is served by the kubelet, not the driver: %s", ServeLabel, r.Volume, r.Reason))
+// plan decides what becomes of each of the pod's volumes, and leaves as it
+// is every volume whose JSON in raw, the pod as the apiserver sent it,
+// carries a field k8s.io/api does not know (convert.KeepUnknown).
+func plan(pod *corev1.Pod, raw []byte) ([]convert.Decision, error) {
+	var asSent struct {
+		Spec struct {
+			Volumes []json.RawMessage `json:"volumes"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &asSent); err != nil {
+		return nil, err
+	}
+	if len(asSent.Spec.Volumes) != len(pod.Spec.Volumes) {
+		return nil, fmt.Errorf("%d volumes sent, %d decoded", len(asSent.Spec.Volumes), len(pod.Spec.Volumes))
+	}
+	decisions := convert.Plan(&pod.Spec, nil)
+	for i := range decisions {
+		if err := convert.KeepUnknown(&decisions[i], asSent.Spec.Volumes[i]); err != nil {
+			return nil, fmt.Errorf("volume %s: %w", decisions[i].Volume, err)
 		}
 	}
-	return out
+	return decisions, nil
 }
 
-func convertedVolumes(results []convert.VolumeResult) []string {
+// warnings says, for each configMap volume left as it was, why.
+func warnings(decisions []convert.Decision) []string {
 	var out []string
-	for _, r := range results {
-		if r.Converted {
-			out = append(out, r.Volume)
+	for _, d := range decisions {
+		if d.ConfigMap && !d.Converted {
+			out = append(out, fmt.Sprintf("%s: volume %s is served by the kubelet, not the driver: %s", ServeLabel, d.Volume, d.Reason))
 		}
 	}
 	return out
@@ -148,17 +168,29 @@ type jsonPatchOp struct {
 	Value any    `json:"value"`
 }
 
-// volumesPatch replaces the pod's volumes with its converted ones and
-// records which were converted.
-func volumesPatch(pod *corev1.Pod, converted []string) ([]byte, error) {
-	ops := []jsonPatchOp{{Op: "replace", Path: "/spec/volumes", Value: pod.Spec.Volumes}}
+// volumesPatch replaces, by index, each volume the decisions convert, and
+// records which were converted. Every other volume is left out of the
+// patch: the apiserver keeps it as it was sent, with any field this build
+// does not know. No volume converted: no patch.
+func volumesPatch(pod *corev1.Pod, decisions []convert.Decision) (patch []byte, converted []string, err error) {
+	var ops []jsonPatchOp
+	for i, d := range decisions {
+		if d.Converted {
+			ops = append(ops, jsonPatchOp{Op: "replace", Path: fmt.Sprintf("/spec/volumes/%d", i), Value: d.DriverVolume(pod.Spec.Volumes[i].Name)})
+			converted = append(converted, d.Volume)
+		}
+	}
+	if len(ops) == 0 {
+		return nil, nil, nil
+	}
 	value := strings.Join(slices.Sorted(slices.Values(converted)), ",")
 	if pod.Annotations == nil {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{ConvertedAnnotation: value}})
 	} else {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(ConvertedAnnotation), Value: value})
 	}
-	return json.Marshal(ops)
+	patch, err = json.Marshal(ops)
+	return patch, converted, err
 }
 
 // escapePointer escapes a key for a JSON pointer (RFC 6901).

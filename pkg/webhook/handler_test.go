@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -39,6 +40,21 @@ func review(t *testing.T, h *Handler, namespace string, op admissionv1.Operation
 	if err != nil {
 		t.Fatal(err)
 	}
+	resp, patched := reviewRaw(t, h, namespace, op, raw)
+	if resp.Patch == nil {
+		return resp, pod
+	}
+	var result corev1.Pod
+	if err := json.Unmarshal(patched, &result); err != nil {
+		t.Fatal(err)
+	}
+	return resp, &result
+}
+
+// reviewRaw sends the pod raw, as an apiserver would, and returns the
+// response and the pod as the response's patch leaves it.
+func reviewRaw(t *testing.T, h *Handler, namespace string, op admissionv1.Operation, raw []byte) (*admissionv1.AdmissionResponse, []byte) {
+	t.Helper()
 	body, _ := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{UID: "u-1", Operation: op, Namespace: namespace,
@@ -54,7 +70,7 @@ func review(t *testing.T, h *Handler, namespace string, op admissionv1.Operation
 		t.Fatalf("response %+v: want the request's UID, allowed", out.Response)
 	}
 	if out.Response.Patch == nil {
-		return out.Response, pod
+		return out.Response, raw
 	}
 	patch, err := jsonpatch.DecodePatch(out.Response.Patch)
 	if err != nil {
@@ -64,11 +80,7 @@ func review(t *testing.T, h *Handler, namespace string, op admissionv1.Operation
 	if err != nil {
 		t.Fatalf("the patch %s does not apply: %v", out.Response.Patch, err)
 	}
-	var result corev1.Pod
-	if err := json.Unmarshal(patched, &result); err != nil {
-		t.Fatal(err)
-	}
-	return out.Response, &result
+	return out.Response, patched
 }
 
 // A new pod in an opted-in namespace: its configMap volume is the driver's
@@ -125,4 +137,61 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("body %q: %d", body, rec.Code)
 		}
 	}
+}
+
+// A pod from an apiserver newer than this build: its volumes carry fields
+// k8s.io/api does not know. The configMap volume without one is converted;
+// the configMap volume with one stays, with a warning naming the field; the
+// other volumes come back exactly as they were sent, unknown fields and all.
+func TestFieldsTheLibraryDoesNotKnowAreKept(t *testing.T) {
+	const raw = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"shop"},"spec":{
+"containers":[{"name":"c","image":"i","volumeMounts":[{"name":"plain","mountPath":"/a"},{"name":"owned","mountPath":"/b"}]}],
+"volumes":[
+ {"name":"plain","configMap":{"name":"app"}},
+ {"name":"owned","configMap":{"name":"app","futureOwner":1000,"items":[{"key":"k","path":"k","futureItemOwner":7}]}},
+ {"name":"certs","secret":{"secretName":"tls","futureOwner":1000}},
+ {"name":"scratch","emptyDir":{},"futureVolumeField":true}]}}`
+	resp, patched := reviewRaw(t, &Handler{Namespace: "nodeagent"}, "shop", admissionv1.Create, []byte(raw))
+	var before, after struct {
+		Metadata struct{ Annotations map[string]string }
+		Spec     struct{ Volumes []json.RawMessage }
+	}
+	if err := json.Unmarshal([]byte(raw), &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(patched, &after); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Spec.Volumes) != 4 {
+		t.Fatalf("volumes after the patch: %s", after.Spec.Volumes)
+	}
+	var plain corev1.Volume
+	if err := json.Unmarshal(after.Spec.Volumes[0], &plain); err != nil || plain.CSI == nil || plain.CSI.Driver != podrefs.DriverName {
+		t.Errorf("volume plain became %s, want the driver's (%v)", after.Spec.Volumes[0], err)
+	}
+	for i := 1; i < 4; i++ {
+		if !jsonEqual(t, before.Spec.Volumes[i], after.Spec.Volumes[i]) {
+			t.Errorf("volume %d was sent as %s and patched into %s", i, before.Spec.Volumes[i], after.Spec.Volumes[i])
+		}
+	}
+	want := "volume owned is served by the kubelet, not the driver: it sets configMap.futureOwner, configMap.items[0].futureItemOwner"
+	if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], want) {
+		t.Errorf("warnings %q, want one that says %q", resp.Warnings, want)
+	}
+	if after.Metadata.Annotations[ConvertedAnnotation] != "plain" {
+		t.Errorf("annotations %v, want %s=plain", after.Metadata.Annotations, ConvertedAnnotation)
+	}
+}
+
+// jsonEqual compares two JSON documents by their values.
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -211,6 +211,9 @@ func convertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]conv
 	}
 	results := make([]convert.VolumeResult, 0, len(elements))
 	for i, d := range convert.Plan(&spec, want) {
+		if err := keepUnknown(&d, elements[i]); err != nil {
+			return nil, err
+		}
 		if d.Converted {
 			source, err := csiVolumeSource(d.Attributes)
 			if err != nil {
@@ -221,6 +224,19 @@ func convertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]conv
 		results = append(results, d.VolumeResult)
 	}
 	return results, nil
+}
+
+// keepUnknown leaves the volume at node as it is when it carries fields
+// k8s.io/api does not know (convert.KeepUnknown).
+func keepUnknown(d *convert.Decision, node *yaml.RNode) error {
+	if !d.Converted {
+		return nil
+	}
+	raw, err := node.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("volume %s: %w", d.Volume, err)
+	}
+	return convert.KeepUnknown(d, raw)
 }
 
 // replaceField gives the field key of the mapping m the name newKey and
