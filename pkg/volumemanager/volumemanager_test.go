@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -351,8 +352,9 @@ func TestWaitForAttachAndMount(t *testing.T) {
 	err := h.m.WaitForAttachAndMount(context.Background(), bad)
 	close(stop)
 	<-stepped
-	if err == nil || !strings.Contains(err.Error(), `"missing" not found`) {
-		t.Errorf("got %v, want an error naming the missing ConfigMap", err)
+	var unmounted *UnmountedError
+	if !errors.As(err, &unmounted) || !slices.Equal(unmounted.Volumes, []string{"v"}) || CauseOf(err) != CauseObjectNotFound {
+		t.Errorf("got %v (cause %v), want volume v unmounted, its ConfigMap not found", err, CauseOf(err))
 	}
 }
 

@@ -2,7 +2,6 @@ package volumemanager
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -47,12 +46,12 @@ func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) er
 			}
 		}
 		sort.Strings(missing)
-		why := m.describeMissing(pod.UID, missing)
+		unmounted := m.unmounted(pod.UID, missing)
 		if len(missing) > 0 && allFailed {
-			failedFast = errors.New(why)
-			return true, why
+			failedFast = unmounted
+			return true, unmounted.Error()
 		}
-		return len(missing) == 0, why
+		return len(missing) == 0, unmounted.Error()
 	})
 	if err != nil {
 		return err
@@ -116,15 +115,45 @@ func (c *Core) waitEvery(ctx context.Context, interval, timeout time.Duration, d
 	}
 }
 
-// describeMissing says which volumes are not mounted and why, if known.
-func (m *Manager) describeMissing(uid types.UID, missing []string) string {
-	parts := make([]string, 0, len(missing))
-	for _, name := range missing {
-		if f, ok := m.reconciler.Failure(cache.VolumeKey{PodUID: uid, Volume: name}); ok {
-			parts = append(parts, fmt.Sprintf("%s (%s)", name, f.Err))
+// UnmountedError is the volumes of a pod that are not mounted, each with
+// its last failure as the reconciler recorded it (nil when none is known),
+// so that CauseOf reads the cause of a pod sync's failure as it reads a
+// publish call's.
+type UnmountedError struct {
+	Volumes  []string
+	Failures []error
+}
+
+func (e *UnmountedError) Error() string {
+	parts := make([]string, 0, len(e.Volumes))
+	for i, name := range e.Volumes {
+		if e.Failures[i] != nil {
+			parts = append(parts, fmt.Sprintf("%s (%v)", name, e.Failures[i]))
 		} else {
 			parts = append(parts, name)
 		}
 	}
 	return "unmounted volumes: " + strings.Join(parts, ", ")
+}
+
+// Unwrap returns the volumes' failures, in the order of Volumes.
+func (e *UnmountedError) Unwrap() []error {
+	var out []error
+	for _, err := range e.Failures {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// unmounted says which volumes are not mounted and why, if known.
+func (m *Manager) unmounted(uid types.UID, missing []string) *UnmountedError {
+	e := &UnmountedError{Volumes: missing, Failures: make([]error, len(missing))}
+	for i, name := range missing {
+		if f, ok := m.reconciler.Failure(cache.VolumeKey{PodUID: uid, Volume: name}); ok {
+			e.Failures[i] = f.Err
+		}
+	}
+	return e
 }

@@ -8,7 +8,9 @@
 //   - each operation runs in its own goroutine, one at a time per volume,
 //     through an Executor that does the disk work; a failed one is retried
 //     with per-volume exponential backoff (500 ms doubling to 2 m 2 s), and
-//     a success forgets it (operations.go);
+//     a success forgets it (operations.go); an operation that panics
+//     fails with a PanicError, logged with its stack and retried like any
+//     failure, and the process and the other volumes go on (start.go);
 //   - it looks only at the volumes handed to it (HandOver, ConfigMapChanged,
 //     an operation that ended) and at those still waiting for a retry, so a
 //     pass over a node where nothing changed costs a lock and a clock read.

@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -21,19 +23,42 @@ func (r *Reconciler) start(ctx context.Context, op Operation) {
 		if name := op.Request.SubjectName(); name != "" {
 			logger = logger.WithValues("pod", name)
 		}
-		var res Result
-		var err error
-		if op.Kind == Unmount {
-			err = r.opts.Executor.TearDown(ctx, op)
-		} else {
-			res, err = r.opts.Executor.SetUp(ctx, logger, op)
-		}
+		res, err := r.execute(ctx, logger, op)
 		r.opts.Recorder.OperationDone(op.Kind, err, r.clock.Since(begin))
 		if res.Wrote {
 			r.opts.Recorder.VolumeWritten()
 		}
 		r.finish(ctx, logger, op, res, err)
 	}()
+}
+
+// PanicError is an operation that panicked. The reconciler recovers it as
+// the operation's failure, retried with backoff like any other, so that one
+// volume's bug cannot end the process and every other volume with it.
+type PanicError struct {
+	Kind  OperationKind
+	Value any
+	// Stack is the panicking goroutine's; the log has it, the event not.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("the %s operation panicked: %v", e.Kind, e.Value)
+}
+
+// execute runs op through the executor and turns a panic into its failure.
+func (r *Reconciler) execute(ctx context.Context, logger klog.Logger, op Operation) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			perr := &PanicError{Kind: op.Kind, Value: p, Stack: debug.Stack()}
+			logger.Error(perr, "Volume operation panicked", "stack", string(perr.Stack))
+			res, err = Result{}, perr
+		}
+	}()
+	if op.Kind == Unmount {
+		return Result{}, r.opts.Executor.TearDown(ctx, op)
+	}
+	return r.opts.Executor.SetUp(ctx, logger, op)
 }
 
 // finish records an operation's result in the actual state, hands the
