@@ -261,7 +261,7 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	if err := a.volumes.WaitForAttachAndMount(ctx, pod); err != nil {
 		return err
 	}
-	if err := a.env.read(pod); err != nil {
+	if err := a.env.read(ctx, pod); err != nil {
 		a.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return fmt.Errorf("container environment: %w", err)
 	}

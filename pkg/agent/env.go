@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -21,21 +22,21 @@ import (
 // never in steady state. The reads go through the ConfigMap manager, so they
 // count like the kubelet's (one GET, or one watch with the watch strategy).
 type envReader struct {
-	get func(namespace, name string) (*corev1.ConfigMap, error)
+	get func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 
 	mu sync.Mutex
 	// started holds, per pod, the containers whose environment was read.
 	started map[types.UID]sets.Set[string]
 }
 
-func newEnvReader(get func(namespace, name string) (*corev1.ConfigMap, error)) *envReader {
+func newEnvReader(get func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)) *envReader {
 	return &envReader{get: get, started: map[types.UID]sets.Set[string]{}}
 }
 
 // read reads the env ConfigMaps of the pod's containers that no earlier
 // sync read. A missing ConfigMap or key that the container does not mark
 // optional is an error, as it keeps the kubelet from starting the container.
-func (r *envReader) read(pod *corev1.Pod) error {
+func (r *envReader) read(ctx context.Context, pod *corev1.Pod) error {
 	r.mu.Lock()
 	started := r.started[pod.UID].Clone()
 	r.mu.Unlock()
@@ -46,7 +47,7 @@ func (r *envReader) read(pod *corev1.Pod) error {
 		}
 		var containerErrs []error
 		for name, refs := range envReferences(c) {
-			if err := r.check(pod.Namespace, name, refs); err != nil {
+			if err := r.check(ctx, pod.Namespace, name, refs); err != nil {
 				containerErrs = append(containerErrs, err)
 			}
 		}
@@ -62,8 +63,8 @@ func (r *envReader) read(pod *corev1.Pod) error {
 }
 
 // check reads one ConfigMap and checks what the container needs of it.
-func (r *envReader) check(namespace, name string, refs *envRefs) error {
-	cm, err := r.get(namespace, name)
+func (r *envReader) check(ctx context.Context, namespace, name string, refs *envRefs) error {
+	cm, err := r.get(ctx, namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		if refs.required() {

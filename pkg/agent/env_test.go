@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ func TestEnvReaderReadsOncePerName(t *testing.T) {
 		"app": {ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"LEVEL": "debug"}},
 	}
 	reads := map[string]int{}
-	r := newEnvReader(func(_, name string) (*corev1.ConfigMap, error) {
+	r := newEnvReader(func(_ context.Context, _, name string) (*corev1.ConfigMap, error) {
 		reads[name]++
 		if cm, ok := configMaps[name]; ok {
 			return cm, nil
@@ -36,16 +37,16 @@ func TestEnvReaderReadsOncePerName(t *testing.T) {
 
 	// "late" is missing and required: the first sync fails, as the kubelet
 	// cannot start the container, and the next one reads again.
-	err := r.read(pod)
+	err := r.read(context.Background(), pod)
 	if err == nil || !strings.Contains(err.Error(), `configmap "late" not found`) {
 		t.Fatalf("first sync: %v, want the missing ConfigMap named", err)
 	}
 	configMaps["late"] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}
-	if err := r.read(pod); err != nil {
+	if err := r.read(context.Background(), pod); err != nil {
 		t.Fatalf("second sync: %v", err)
 	}
 	for range 5 {
-		if err := r.read(pod); err != nil {
+		if err := r.read(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +57,7 @@ func TestEnvReaderReadsOncePerName(t *testing.T) {
 	// An ephemeral container added later is read at the next sync, alone.
 	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: "debug", Env: []corev1.EnvVar{keyRef("app", "MISSING", false)}}}}
-	err = r.read(pod)
+	err = r.read(context.Background(), pod)
 	if err == nil || !strings.Contains(err.Error(), "couldn't find key MISSING in ConfigMap ns/app") {
 		t.Errorf("a required key that is missing: %v", err)
 	}
@@ -66,7 +67,7 @@ func TestEnvReaderReadsOncePerName(t *testing.T) {
 
 	r.forget("u")
 	pod.Spec.EphemeralContainers = nil
-	if err := r.read(pod); err != nil || reads["app"] != 4 {
+	if err := r.read(context.Background(), pod); err != nil || reads["app"] != 4 {
 		t.Errorf("after forget: %v, reads %v; want a fresh read", err, reads)
 	}
 }

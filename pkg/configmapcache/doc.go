@@ -4,9 +4,12 @@
 // kubernetes/kubernetes#120255 (docs/kubelet-behaviour.md, "The ConfigMap
 // manager").
 //
-// The volume manager calls GetConfigMap(namespace, name) on every mount and
-// remount, once per ConfigMap a volume reads; the agent reads the ConfigMaps
-// of containers' environments once, at a pod's first sync. The pod workers
+// The volume manager calls GetConfigMap(ctx, namespace, name) on every mount
+// and remount, once per ConfigMap a volume reads, with the operation's
+// context; the agent reads the ConfigMaps of containers' environments once,
+// at a pod's first sync, with the sync's. A GET (bounded by 30 s besides)
+// and a wait for a watch's first list end when that context does, so a
+// shutdown never waits for a hung apiserver. The pod workers
 // call RegisterPod on every sync and UnregisterPod when a pod is torn down.
 // RegisterPod registers every name the pod references (podrefs.ConfigMapNames):
 // ConfigMap volumes, projected volumes' configMap sources, env and envFrom.
@@ -51,5 +54,6 @@
 //
 // Locking: one mutex guards the map of entries and one guards each entry,
 // so a slow GET of one ConfigMap never blocks reads of another, and
-// concurrent reads of one stale entry send exactly one GET.
+// concurrent reads of one stale entry send exactly one GET (the others wait
+// for it, at most its 30 s bound).
 package configmapcache

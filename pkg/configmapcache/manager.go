@@ -86,8 +86,9 @@ type Options struct {
 // Manager is the agent's source of ConfigMaps.
 type Manager interface {
 	// GetConfigMap returns the ConfigMap as this strategy knows it. The
-	// name must be referenced by a registered pod.
-	GetConfigMap(namespace, name string) (*corev1.ConfigMap, error)
+	// name must be referenced by a registered pod. A GET it sends, or its
+	// wait for a watch's first list, ends when ctx does.
+	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 	// RegisterPod records the ConfigMaps a pod references; it is called on
 	// every pod sync.
 	RegisterPod(pod *corev1.Pod)
@@ -137,16 +138,16 @@ func New(opts Options) (Manager, error) {
 }
 
 // getFunc reads one ConfigMap from the apiserver.
-type getFunc func(namespace, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
+type getFunc func(ctx context.Context, namespace, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
 
-// getTimeout bounds one GET, so that a dead apiserver fails a mount instead
-// of hanging the volume's operation.
+// getTimeout bounds one GET within its caller's context, so that a dead
+// apiserver fails a mount instead of hanging the volume's operation.
 const getTimeout = 30 * time.Second
 
 func newGetter(configMaps func(namespace string) ConfigMapClient, strategy model.Strategy, rec Recorder) getFunc {
-	return func(namespace, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	return func(ctx context.Context, namespace, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
 		rec.GetSent(strategy, opts.ResourceVersion)
-		ctx, cancel := context.WithTimeout(context.Background(), getTimeout)
+		ctx, cancel := context.WithTimeout(ctx, getTimeout)
 		defer cancel()
 		return configMaps(namespace).Get(ctx, name, opts)
 	}
@@ -155,8 +156,8 @@ func newGetter(configMaps func(namespace string) ConfigMapClient, strategy model
 // getManager is strategy get: no state at all.
 type getManager struct{ get getFunc }
 
-func (m getManager) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
-	return m.get(namespace, name, metav1.GetOptions{})
+func (m getManager) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return m.get(ctx, namespace, name, metav1.GetOptions{})
 }
 func (getManager) RegisterPod(*corev1.Pod)   {}
 func (getManager) UnregisterPod(*corev1.Pod) {}
@@ -166,7 +167,7 @@ func (getManager) Stop()                     {}
 type referenceStore interface {
 	AddReference(namespace, name string)
 	DeleteReference(namespace, name string)
-	Get(namespace, name string) (*corev1.ConfigMap, error)
+	Get(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 	Stop()
 }
 
@@ -184,8 +185,8 @@ func newRegistry(store referenceStore, invalidation Invalidation) *registry {
 	return &registry{store: store, invalidation: invalidation, pods: map[types.UID]*corev1.Pod{}}
 }
 
-func (r *registry) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
-	return r.store.Get(namespace, name)
+func (r *registry) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return r.store.Get(ctx, namespace, name)
 }
 
 func (r *registry) Stop() { r.store.Stop() }

@@ -1,6 +1,7 @@
 package configmapcache
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func simulateSyncs(t *testing.T, m Manager, clk *testingclock.FakeClock, pods []
 			}
 			m.RegisterPod(pod)
 			for name := range podrefs.ConfigMapNames(pod) {
-				if _, err := m.GetConfigMap(pod.Namespace, name); err != nil {
+				if _, err := m.GetConfigMap(context.Background(), pod.Namespace, name); err != nil {
 					t.Fatalf("GetConfigMap(%s) at %s: %v", name, step, err)
 				}
 			}
@@ -154,12 +155,12 @@ func TestZeroTTLRefreshesOnEveryRemount(t *testing.T) {
 func TestRegisterPodFollowsReferenceChanges(t *testing.T) {
 	m, client, _ := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Hour, configMap("a"), configMap("b"))
 	m.RegisterPod(podUsing("p", "a"))
-	if _, err := m.GetConfigMap(ns, "a"); err != nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "a"); err != nil {
 		t.Fatal(err)
 	}
 	m.RegisterPod(podUsing("p", "a", "b"))
 	for _, name := range []string{"a", "b"} {
-		if _, err := m.GetConfigMap(ns, name); err != nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, name); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -167,11 +168,11 @@ func TestRegisterPodFollowsReferenceChanges(t *testing.T) {
 		t.Errorf("GETs: got %v, want 2 quorum reads (a once, b once)", got)
 	}
 	m.RegisterPod(podUsing("p", "b"))
-	if _, err := m.GetConfigMap(ns, "a"); err == nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "a"); err == nil {
 		t.Error("a is no longer referenced, but GetConfigMap(a) succeeded")
 	}
 	m.UnregisterPod(podUsing("p", "b"))
-	if _, err := m.GetConfigMap(ns, "b"); err == nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "b"); err == nil {
 		t.Error("after UnregisterPod, GetConfigMap(b) succeeded")
 	}
 }
@@ -195,7 +196,7 @@ func TestNegativeTTLIsNeverFresh(t *testing.T) {
 	m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, -15*time.Second, configMap("cm"))
 	m.RegisterPod(podUsing("a", "cm"))
 	for range 4 {
-		if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err != nil {
 			t.Fatal(err)
 		}
 		clk.Step(time.Second)

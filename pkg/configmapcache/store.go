@@ -1,6 +1,7 @@
 package configmapcache
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync"
@@ -83,7 +84,7 @@ func (s *ttlStore) DeleteReference(namespace, name string) {
 func (s *ttlStore) Stop() {}
 
 // Get returns the cached ConfigMap, fetching it first when it is not fresh.
-func (s *ttlStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
+func (s *ttlStore) Get(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
 	data, invalidated, err := s.entry(objectKey{namespace, name})
 	if err != nil {
 		return nil, err
@@ -111,7 +112,7 @@ func (s *ttlStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
 		// nothing.
 		opts.ResourceVersion = "0"
 	}
-	object, err := s.get(namespace, name, opts)
+	object, err := s.get(ctx, namespace, name, opts)
 	switch {
 	case err == nil:
 		if !isOlder(object, data.object) {

@@ -1,6 +1,7 @@
 package configmapcache
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 
 func benchStore(ttl time.Duration) (*ttlStore, *testingclock.FakeClock) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", ResourceVersion: "1"}, Data: map[string]string{"k": "v"}}
-	get := func(string, string, metav1.GetOptions) (*corev1.ConfigMap, error) { return cm, nil }
+	get := func(context.Context, string, string, metav1.GetOptions) (*corev1.ConfigMap, error) { return cm, nil }
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
 	s := newTTLStore(get, clk, func() time.Duration { return ttl }, nopRecorder{})
 	s.AddReference("ns", "cm")
@@ -24,11 +25,11 @@ func benchStore(ttl time.Duration) (*ttlStore, *testingclock.FakeClock) {
 
 func BenchmarkCacheLookupFresh(b *testing.B) {
 	s, _ := benchStore(time.Hour)
-	if _, err := s.Get("ns", "cm"); err != nil {
+	if _, err := s.Get(context.Background(), "ns", "cm"); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := s.Get("ns", "cm"); err != nil {
+		if _, err := s.Get(context.Background(), "ns", "cm"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -38,7 +39,7 @@ func BenchmarkCacheLookupStale(b *testing.B) {
 	s, clk := benchStore(time.Second)
 	for b.Loop() {
 		clk.Step(2 * time.Second) // older than the TTL: every lookup refreshes
-		if _, err := s.Get("ns", "cm"); err != nil {
+		if _, err := s.Get(context.Background(), "ns", "cm"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package configmapcache
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -19,7 +20,7 @@ func TestTTLBoundary(t *testing.T) {
 	m.RegisterPod(podUsing("a", "cm"))
 	read := func() {
 		t.Helper()
-		if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +51,7 @@ func TestConcurrentReadersShareOneGet(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Go(func() {
-			if _, err := m.GetConfigMap(ns, fmt.Sprintf("cm-%d", i%10)); err != nil {
+			if _, err := m.GetConfigMap(context.Background(), ns, fmt.Sprintf("cm-%d", i%10)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -72,13 +73,13 @@ func TestErrorsAreNeverFresh(t *testing.T) {
 	t.Run("a server error keeps the cached object and retries at resourceVersion 0", func(t *testing.T) {
 		m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
 		m.RegisterPod(podUsing("a", "cm"))
-		if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err != nil {
 			t.Fatal(err)
 		}
 		failGets(client, apierrors.NewServiceUnavailable("etcd is down"))
 		clk.Step(time.Minute)
 		for range 2 {
-			cm, err := m.GetConfigMap(ns, "cm")
+			cm, err := m.GetConfigMap(context.Background(), ns, "cm")
 			if err != nil || cm.Data["k"] != "cm" {
 				t.Fatalf("got %v, %v; want the cached object and no error", cm, err)
 			}
@@ -92,11 +93,11 @@ func TestErrorsAreNeverFresh(t *testing.T) {
 		m, client, _ := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
 		m.RegisterPod(podUsing("a", "cm"))
 		failGets(client, apierrors.NewServiceUnavailable("etcd is down"))
-		if _, err := m.GetConfigMap(ns, "cm"); !apierrors.IsServiceUnavailable(err) {
+		if _, err := m.GetConfigMap(context.Background(), ns, "cm"); !apierrors.IsServiceUnavailable(err) {
 			t.Fatalf("got %v, want ServiceUnavailable", err)
 		}
 		client.ReactionChain = client.ReactionChain[1:]
-		if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err != nil {
 			t.Fatalf("after recovery: %v", err)
 		}
 		if got := getCounts(client); got[""] != 2 {
@@ -107,7 +108,7 @@ func TestErrorsAreNeverFresh(t *testing.T) {
 		m, client, _ := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Hour)
 		m.RegisterPod(podUsing("a", "missing"))
 		for range 3 {
-			if _, err := m.GetConfigMap(ns, "missing"); !apierrors.IsNotFound(err) {
+			if _, err := m.GetConfigMap(context.Background(), ns, "missing"); !apierrors.IsNotFound(err) {
 				t.Fatalf("got %v, want NotFound", err)
 			}
 		}
@@ -118,12 +119,12 @@ func TestErrorsAreNeverFresh(t *testing.T) {
 	t.Run("a ConfigMap deleted after caching turns into NotFound", func(t *testing.T) {
 		m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, configMap("cm"))
 		m.RegisterPod(podUsing("a", "cm"))
-		if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err != nil {
 			t.Fatal(err)
 		}
 		failGets(client, apierrors.NewNotFound(corev1.Resource("configmaps"), "cm"))
 		clk.Step(time.Minute)
-		if _, err := m.GetConfigMap(ns, "cm"); !apierrors.IsNotFound(err) {
+		if _, err := m.GetConfigMap(context.Background(), ns, "cm"); !apierrors.IsNotFound(err) {
 			t.Fatalf("got %v, want NotFound", err)
 		}
 	})
@@ -134,7 +135,7 @@ func TestNeverGoesBackwards(t *testing.T) {
 	newer.ResourceVersion, newer.Data = "20", map[string]string{"k": "new"}
 	m, client, clk := newTestManager(t, model.StrategyCache, InvalidateFirstReference, time.Minute, newer)
 	m.RegisterPod(podUsing("a", "cm"))
-	if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err != nil {
 		t.Fatal(err)
 	}
 	older := configMap("cm")
@@ -143,7 +144,7 @@ func TestNeverGoesBackwards(t *testing.T) {
 		return true, older, nil // a lagging watch cache
 	})
 	clk.Step(time.Minute)
-	cm, err := m.GetConfigMap(ns, "cm")
+	cm, err := m.GetConfigMap(context.Background(), ns, "cm")
 	if err != nil || cm.ResourceVersion != "20" {
 		t.Fatalf("got %v (rv %q), want resourceVersion 20 kept", err, cm.GetResourceVersion())
 	}
@@ -152,7 +153,7 @@ func TestNeverGoesBackwards(t *testing.T) {
 func TestUnregisteredNameIsAnError(t *testing.T) {
 	for _, strategy := range []model.Strategy{model.StrategyCache, model.StrategyWatch} {
 		m, _, _ := newTestManager(t, strategy, InvalidateFirstReference, time.Minute, configMap("cm"))
-		if _, err := m.GetConfigMap(ns, "cm"); err == nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err == nil {
 			t.Errorf("%s: GetConfigMap of an unregistered name succeeded", strategy)
 		}
 	}
@@ -186,10 +187,10 @@ func TestRecorderSeesEveryGetAndLookup(t *testing.T) {
 	}
 	pod := podUsing("a", "cm")
 	m.RegisterPod(pod)
-	m.GetConfigMap(ns, "cm") // miss
-	m.GetConfigMap(ns, "cm") // fresh
+	m.GetConfigMap(context.Background(), ns, "cm") // miss
+	m.GetConfigMap(context.Background(), ns, "cm") // fresh
 	m.RegisterPod(pod)
-	m.GetConfigMap(ns, "cm") // invalidated
+	m.GetConfigMap(context.Background(), ns, "cm") // invalidated
 	wantLookups := map[Lookup]int{LookupMiss: 1, LookupFresh: 1, LookupInvalidated: 1}
 	if fmt.Sprint(rec.lookups) != fmt.Sprint(wantLookups) {
 		t.Errorf("lookups: got %v, want %v", rec.lookups, wantLookups)

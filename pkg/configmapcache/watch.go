@@ -208,7 +208,7 @@ func (s *watchStore) Stop() {
 	}
 }
 
-func (s *watchStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
+func (s *watchStore) Get(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
 	key := objectKey{namespace, name}
 	s.mu.Lock()
 	item, ok := s.items[key]
@@ -223,9 +223,12 @@ func (s *watchStore) Get(namespace, name string) (*corev1.ConfigMap, error) {
 	item.lastAccess = s.clock.Now()
 	item.ensureRunning()
 	item.mu.Unlock()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, syncWait, true,
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, syncWait, true,
 		func(context.Context) (bool, error) { return item.store.synced.Load(), nil })
-	if err != nil {
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("configmap %s/%s: waiting for its watch to list it: %w", namespace, name, ctx.Err())
+	case err != nil:
 		return nil, fmt.Errorf("configmap %s/%s: watch not synced within %s", namespace, name, syncWait)
 	}
 	obj, exists, err := item.store.GetByKey(namespace + "/" + name)

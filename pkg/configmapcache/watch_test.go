@@ -27,7 +27,7 @@ func TestWatchStrategySendsNoGets(t *testing.T) {
 	pod := podUsing("a", "cm")
 	for range 5 {
 		m.RegisterPod(pod)
-		cm, err := m.GetConfigMap(ns, "cm")
+		cm, err := m.GetConfigMap(context.Background(), ns, "cm")
 		if err != nil || cm.Data["k"] != "cm" {
 			t.Fatalf("got %v, %v", cm, err)
 		}
@@ -43,7 +43,7 @@ func TestWatchStrategySendsNoGets(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "the update to reach the store", func() bool {
-		cm, err := m.GetConfigMap(ns, "cm")
+		cm, err := m.GetConfigMap(context.Background(), ns, "cm")
 		return err == nil && cm.Data["k"] == "v2"
 	})
 	if changes.Load() == 0 {
@@ -55,14 +55,14 @@ func TestWatchStrategySendsNoGets(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "the deletion to reach the store", func() bool {
-		_, err := m.GetConfigMap(ns, "cm")
+		_, err := m.GetConfigMap(context.Background(), ns, "cm")
 		return apierrors.IsNotFound(err)
 	})
 	if got := getCounts(client); len(got) != 0 {
 		t.Fatalf("watch strategy sent GETs: %v", got)
 	}
 	m.UnregisterPod(pod)
-	if _, err := m.GetConfigMap(ns, "cm"); err == nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err == nil {
 		t.Error("GetConfigMap after the last reference went succeeded")
 	}
 }
@@ -76,14 +76,14 @@ func TestWatchStopsForImmutableConfigMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.RegisterPod(podUsing("a", "frozen"))
-	if _, err := m.GetConfigMap(ns, "frozen"); err != nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "frozen"); err != nil {
 		t.Fatal(err)
 	}
 	if running := m.(*registry).store.(*watchStore).running(); running != 0 {
 		t.Errorf("%d reflectors run; the one of an immutable ConfigMap should have stopped", running)
 	}
 	// The last state stays readable.
-	if cm, err := m.GetConfigMap(ns, "frozen"); err != nil || cm.Name != "frozen" {
+	if cm, err := m.GetConfigMap(context.Background(), ns, "frozen"); err != nil || cm.Name != "frozen" {
 		t.Errorf("after stop: got %v, %v", cm, err)
 	}
 }
@@ -96,7 +96,7 @@ func TestWatchStopEndsEveryWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.RegisterPod(podUsing("a", "cm"))
-	if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err != nil {
 		t.Fatal(err)
 	}
 	m.Stop()
@@ -110,7 +110,7 @@ func TestWatchStopEndsEveryWatch(t *testing.T) {
 	if changes.Load() != before {
 		t.Error("a change was delivered after Stop")
 	}
-	if _, err := m.GetConfigMap(ns, "cm"); err == nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err == nil {
 		t.Error("GetConfigMap after Stop succeeded")
 	}
 }
@@ -132,14 +132,14 @@ func TestWatchOfAnIdleConfigMapStops(t *testing.T) {
 		ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}}}}
 	m.RegisterPod(pod)
 	for _, name := range []string{"env", "vol"} {
-		if _, err := m.GetConfigMap(ns, name); err != nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, name); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The volume's ConfigMap is read on every remount, the env one never.
 	for step := range 5 {
 		clk.Step(30 * time.Second)
-		if _, err := m.GetConfigMap(ns, "vol"); err != nil {
+		if _, err := m.GetConfigMap(context.Background(), ns, "vol"); err != nil {
 			t.Fatal(err)
 		}
 		store.recycleIdle()
@@ -152,7 +152,7 @@ func TestWatchOfAnIdleConfigMapStops(t *testing.T) {
 	if got := store.running(); got != 1 {
 		t.Fatalf("after 5·S + 1 s without a read: %d watches, want 1", got)
 	}
-	if cm, err := m.GetConfigMap(ns, "env"); err != nil || cm.Name != "env" {
+	if cm, err := m.GetConfigMap(context.Background(), ns, "env"); err != nil || cm.Name != "env" {
 		t.Fatalf("reading the idle ConfigMap: %v, %v", cm, err)
 	}
 	if got := store.running(); got != 2 {
@@ -172,7 +172,7 @@ func TestWatchTimeoutIsAtLeastThirtyMinutes(t *testing.T) {
 	}
 	defer m.Stop()
 	m.RegisterPod(podUsing("a", "cm"))
-	if _, err := m.GetConfigMap(ns, "cm"); err != nil {
+	if _, err := m.GetConfigMap(context.Background(), ns, "cm"); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "a watch", func() bool {

@@ -1,6 +1,7 @@
 package configmapcache
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,8 +58,8 @@ func (w *Watches) Remove(namespace, name string) { w.store.DeleteReference(names
 // GetConfigMap returns the watch's copy of namespace/name: a NotFound
 // error if it does not exist, an error if the watch has not listed it
 // within a second of its start. The name must be referenced.
-func (w *Watches) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
-	return w.store.Get(namespace, name)
+func (w *Watches) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return w.store.Get(ctx, namespace, name)
 }
 
 // Watching returns how many watches are open.

@@ -43,7 +43,7 @@ type volumes interface {
 type configMaps interface {
 	Add(namespace, name string)
 	Remove(namespace, name string)
-	GetConfigMap(namespace, name string) (*corev1.ConfigMap, error)
+	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 }
 
 // accessChecker says whether a pod's service account may read a ConfigMap

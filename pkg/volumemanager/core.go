@@ -14,9 +14,10 @@ import (
 )
 
 // ConfigMapGetter is the ConfigMap source (configmapcache.Manager, or the
-// driver's configmapcache.Watches).
+// driver's configmapcache.Watches). A read ends when ctx does: a volume
+// operation passes its own, which ends at shutdown.
 type ConfigMapGetter interface {
-	GetConfigMap(namespace, name string) (*corev1.ConfigMap, error)
+	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 }
 
 // DiskLimiter bounds the volume operations that work on the disk at once

@@ -81,7 +81,7 @@ func (e *executor) onDisk(ctx context.Context, work func() error) error {
 // nodeagent keeps it).
 func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.Operation) (res reconciler.Result, err error) {
 	// (1)
-	payload, rv, err := volumePayload(op.Spec, op.Request, e.configMaps)
+	payload, rv, err := volumePayload(ctx, op.Spec, op.Request, e.configMaps)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -1,6 +1,7 @@
 package volumemanager
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -45,11 +46,11 @@ type panickingConfigMaps struct {
 	name string
 }
 
-func (p panickingConfigMaps) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+func (p panickingConfigMaps) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
 	if name == p.name {
 		panic("a bug reading " + name)
 	}
-	return p.fakeConfigMaps.GetConfigMap(namespace, name)
+	return p.fakeConfigMaps.GetConfigMap(ctx, namespace, name)
 }
 
 // A panic in one volume's operation is that volume's failure, with its

@@ -1,6 +1,7 @@
 package volumemanager
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -79,9 +80,9 @@ func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32
 // contributes no files. For a projected volume every source is tried and
 // all errors are returned together, as the kubelet does; sources nodeagent
 // does not serve (podrefs.KeptVolume.NotServed) are skipped.
-func volumePayload(v podrefs.KeptVolume, req *cache.Request, configMaps ConfigMapGetter) (map[string]atomicwriter.FileProjection, string, error) {
+func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request, configMaps ConfigMapGetter) (map[string]atomicwriter.FileProjection, string, error) {
 	if v.ConfigMap != nil {
-		cm, err := getConfigMap(configMaps, req.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
+		cm, err := getConfigMap(ctx, configMaps, req.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
 		if err != nil {
 			return nil, "", err
 		}
@@ -99,7 +100,7 @@ func volumePayload(v podrefs.KeptVolume, req *cache.Request, configMaps ConfigMa
 		case s.ConfigMap != nil:
 			optional := isOptional(s.ConfigMap.Optional)
 			var cm *corev1.ConfigMap
-			if cm, err = getConfigMap(configMaps, req.Namespace, s.ConfigMap.Name, optional); err == nil {
+			if cm, err = getConfigMap(ctx, configMaps, req.Namespace, s.ConfigMap.Name, optional); err == nil {
 				part, err = configMapPayload(s.ConfigMap.Items, cm, mode, optional)
 				if cm.ResourceVersion != "" {
 					versions = append(versions, s.ConfigMap.Name+"="+cm.ResourceVersion)
@@ -127,8 +128,8 @@ func volumePayload(v podrefs.KeptVolume, req *cache.Request, configMaps ConfigMa
 // getConfigMap reads a ConfigMap for a volume. A missing optional one is an
 // empty ConfigMap: its volume is empty, and a remount removes the files of
 // a ConfigMap that was deleted.
-func getConfigMap(get ConfigMapGetter, namespace, name string, optional bool) (*corev1.ConfigMap, error) {
-	cm, err := get.GetConfigMap(namespace, name)
+func getConfigMap(ctx context.Context, get ConfigMapGetter, namespace, name string, optional bool) (*corev1.ConfigMap, error) {
+	cm, err := get.GetConfigMap(ctx, namespace, name)
 	if err == nil {
 		return cm, nil
 	}

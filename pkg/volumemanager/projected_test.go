@@ -310,8 +310,8 @@ type blockingConfigMaps struct {
 	only    string
 }
 
-func (b *blockingConfigMaps) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
-	cm, err := b.fakeConfigMaps.GetConfigMap(namespace, name)
+func (b *blockingConfigMaps) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	cm, err := b.fakeConfigMaps.GetConfigMap(ctx, namespace, name)
 	if b.only != "" && name != b.only {
 		return cm, err
 	}

@@ -34,7 +34,7 @@ type fakeConfigMaps struct {
 	errs map[string]error
 }
 
-func (f *fakeConfigMaps) GetConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+func (f *fakeConfigMaps) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.errs[name]; err != nil {
