@@ -85,9 +85,12 @@ func podEntryChanged(old, obj any) bool {
 	return !okOld || !okNew || before.Served != after.Served || before.node != after.node || !bytes.Equal(before.packed, after.packed) // at worst a computation for nothing
 }
 
-// handle adds handler to inf's.
+// handle adds handler to inf's; a refusal is a set-up error (check).
 func (w *watcher) handle(inf cache.SharedIndexInformer, handler cache.ResourceEventHandler) {
-	if r, err := inf.AddEventHandler(handler); err == nil {
-		w.handlers = append(w.handlers, r)
+	r, err := inf.AddEventHandler(handler)
+	if err != nil {
+		w.check("event handler", err)
+		return
 	}
+	w.handlers = append(w.handlers, r)
 }

@@ -15,7 +15,8 @@ import (
 //	/metrics  Prometheus metrics: the current report's, and registry's
 //	          (which holds the Analyzer's Collector)
 //	/healthz  200 while the process serves
-//	/readyz   200 once the first report is computed
+//	/readyz   200 once the first report is computed, while no informer's
+//	          set-up has failed
 func (a *Analyzer) Handler(registry *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", a.metricsHandler(registry))
@@ -23,6 +24,10 @@ func (a *Analyzer) Handler(registry *prometheus.Registry) http.Handler {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if a.Report() == nil {
 			http.Error(w, "no report yet: the informers are listing the cluster", http.StatusServiceUnavailable)
+			return
+		}
+		if a.setupFailed.Load() {
+			http.Error(w, "setting up an informer failed (the log says why): the report leaves its objects out", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

@@ -60,6 +60,8 @@ type Report struct {
 	// lately. The warnings say which.
 	PodsOnMissingNodes int `json:"podsOnMissingNodes"`
 	ListWatchFailing   int `json:"listWatchFailing"`
+	// SetupFailed: an informer refused its set-up after the start.
+	SetupFailed bool `json:"setupFailed,omitempty"`
 }
 
 // releaseAfter is how long the analyzer waits, after a computation with
@@ -97,6 +99,10 @@ type Analyzer struct {
 	// partsComputed counts the nodes' parts computed.
 	partsComputed atomic.Int64
 	failures      *listWatchFailures
+	// setupFailed: an informer started after Run's (the Secrets') refused
+	// its set-up; the report says so, NoteSetupFailed counts it and
+	// /readyz fails until the process restarts.
+	setupFailed atomic.Bool
 	reports       *reportGatherer
 }
 
@@ -143,7 +149,10 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	}
 	restoreGC := collectMoreOften()
 	defer restoreGC()
-	a.watcher = newWatcher(a.client, a.opts.Analyze.NodeSelector, may, a, a.failures, a.clock.Now)
+	a.watcher, err = newWatcher(a.client, a.opts.Analyze.NodeSelector, may, a, a.failures, a.clock.Now)
+	if err != nil {
+		return err
+	}
 	a.watcher.run(ctx)
 	logger.Info("Watching the cluster", "secrets", may.secrets, "optedInNamespaces", may.namespaces, "nodeSelector", a.opts.Analyze.NodeSelector)
 	for !a.watcher.synced() {
@@ -286,7 +295,12 @@ func (a *Analyzer) watchSecretsNow(ctx context.Context) bool {
 		}
 		return false
 	}
-	a.watcher.addSecrets()
+	if err := a.watcher.addSecrets(); err != nil {
+		klog.FromContext(ctx).Error(err, "Watching Secrets failed: the report goes on without them")
+		a.setupFailed.Store(true)
+		a.note(func(*pending) {})
+		return false
+	}
 	go a.watcher.secrets.RunWithContext(ctx)
 	for !a.watcher.secretsSynced() {
 		select {
@@ -321,10 +335,13 @@ func (a *Analyzer) compute(ctx context.Context) {
 		warnings = append(warnings, fmt.Sprintf("%d pods are bound to nodes that do not exist, and are left out until they are deleted (%s)",
 			len(orphans), strings.Join(orphans[:min(3, len(orphans))], ", ")))
 	}
+	if a.setupFailed.Load() {
+		warnings = append(warnings, "setting up the Secrets' informer failed (the log says why): Secrets are left out as if they could not be listed; restart the analyzer")
+	}
 	r.Warnings = append(append(append([]string(nil), warnings...), failing...), r.Warnings...)
 	end := a.clock.Now()
 	a.report.Store(&Report{Result: r, ComputedAt: end, Seconds: end.Sub(start).Seconds(), Objects: a.watcher.counts(),
-		PodsOnMissingNodes: len(orphans), ListWatchFailing: len(failing)})
+		PodsOnMissingNodes: len(orphans), ListWatchFailing: len(failing), SetupFailed: a.setupFailed.Load()})
 	a.computations.Add(1)
 	a.partsComputed.Add(int64(recomputed))
 	if a.opts.Events != nil {

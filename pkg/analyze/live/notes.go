@@ -31,6 +31,9 @@ const (
 	// NoteListWatchFailing counts resources whose list or watch failed in
 	// the last recentFailure.
 	NoteListWatchFailing = "listWatchFailing"
+	// NoteSetupFailed is 1 where an informer refused its set-up after the
+	// start (the Secrets', once they may be listed); /readyz fails too.
+	NoteSetupFailed = "setupFailed"
 )
 
 // recentFailure is how long a failed list or watch stays in the report:
@@ -40,7 +43,7 @@ const recentFailure = 2 * time.Minute
 
 var (
 	descNotes = prometheus.NewDesc("nodeagent_analyze_notes",
-		"What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), namespaces not listed (1), pods on nodes that do not exist, resources whose list or watch is failing.",
+		"What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), namespaces not listed (1), pods on nodes that do not exist, resources whose list or watch is failing, an informer whose set-up failed (1).",
 		[]string{"reason"}, nil)
 	descWatchErrors = prometheus.NewDesc("nodeagent_analyze_list_watch_errors_total",
 		"Lists and watches of the informers that failed, by resource and reason (expired: 410 Gone, relisted; throttled: 429; forbidden; unavailable; other).",
@@ -124,7 +127,10 @@ func (f *listWatchFailures) collect(ch chan<- prometheus.Metric) {
 // on changes, may not have seen yet.
 func notes(r *Report, failing int) map[string]int {
 	out := map[string]int{NoteSettingsAssumed: 0, NoteSecretsUnlisted: 0, NoteNamespacesUnlisted: 0, NotePodsOnMissingNodes: r.PodsOnMissingNodes,
-		NoteListWatchFailing: failing}
+		NoteListWatchFailing: failing, NoteSetupFailed: 0}
+	if r.SetupFailed {
+		out[NoteSetupFailed] = 1
+	}
 	for _, n := range r.Nodes {
 		if n.SettingsSource != analyze.FromConfigz {
 			out[NoteSettingsAssumed]++

@@ -1,15 +1,24 @@
 package live
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	nodeagenttest "github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 // What the analyzer cannot see is in the report and in a labelled metric:
@@ -41,15 +50,64 @@ func TestNotesSayWhatTheReportCannotSee(t *testing.T) {
 # HELP nodeagent_analyze_list_watch_errors_total Lists and watches of the informers that failed, by resource and reason (expired: 410 Gone, relisted; throttled: 429; forbidden; unavailable; other).
 # TYPE nodeagent_analyze_list_watch_errors_total counter
 nodeagent_analyze_list_watch_errors_total{reason="throttled",resource="configmaps"} 1
-# HELP nodeagent_analyze_notes What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), namespaces not listed (1), pods on nodes that do not exist, resources whose list or watch is failing.
+# HELP nodeagent_analyze_notes What the current report could not see, by reason: nodes whose settings are assumed, Secrets not listed (1), namespaces not listed (1), pods on nodes that do not exist, resources whose list or watch is failing, an informer whose set-up failed (1).
 # TYPE nodeagent_analyze_notes gauge
 nodeagent_analyze_notes{reason="listWatchFailing"} 1
 nodeagent_analyze_notes{reason="namespacesUnlisted"} 0
 nodeagent_analyze_notes{reason="podsOnMissingNodes"} 1
 nodeagent_analyze_notes{reason="secretsUnlisted"} 0
 nodeagent_analyze_notes{reason="settingsAssumed"} 1
+nodeagent_analyze_notes{reason="setupFailed"} 0
 `
 	if err := testutil.CollectAndCompare(a.Collector(), strings.NewReader(want), "nodeagent_analyze_notes", "nodeagent_analyze_list_watch_errors_total"); err != nil {
 		t.Error(err)
 	}
 }
+
+// An informer that refuses its set-up (an index, a handler: client-go
+// refuses them once it runs) is an error newWatcher returns, and Run with
+// it, never a report silently missing what the informer would have told.
+func TestInformerSetUpFailuresAreReturned(t *testing.T) {
+	client := fake.NewClientset(node("n1"))
+	w, err := newWatcher(client, "", listable{}, nopEvents{}, newListWatchFailures(), time.Now)
+	if err != nil {
+		t.Fatalf("a new watcher: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.run(ctx)
+	w.setUp() // again, on running informers
+	err = errors.Join(w.setupErrs...)
+	if err == nil || !strings.Contains(err.Error(), "pods index by node") {
+		t.Errorf("setting up running informers: %v, want the pods' index refused", err)
+	}
+}
+
+// A set-up failure after the start (the Secrets' informer, once they may
+// be listed) is loud: a warning in the report, the note setupFailed at 1
+// and /readyz failing.
+func TestASetUpFailureAfterTheStartIsLoud(t *testing.T) {
+	a := startAnalyzer(t, fake.NewClientset(node("n1")))
+	a.setupFailed.Store(true)
+	a.note(func(*pending) {})
+	nodeagenttest.WaitFor(t, "a report that says so", func() bool { r := a.Report(); return r != nil && r.SetupFailed })
+	if !strings.Contains(strings.Join(a.Report().Warnings, "\n"), "setting up the Secrets' informer failed") {
+		t.Errorf("warnings %q", a.Report().Warnings)
+	}
+	rec := httptest.NewRecorder()
+	a.Handler(prometheus.NewRegistry()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz: %d, want 503", rec.Code)
+	}
+	if n := notes(a.Report(), 0)[NoteSetupFailed]; n != 1 {
+		t.Errorf("note setupFailed %d, want 1", n)
+	}
+}
+
+type nopEvents struct{}
+
+func (nopEvents) nodeChanged(string)       {}
+func (nopEvents) podsChanged(...string)    {}
+func (nopEvents) objectChanged(objectName) {}
+func (nopEvents) namespaceChanged(string)  {}
+func (nopEvents) failed()                  {}

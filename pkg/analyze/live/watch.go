@@ -28,6 +28,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,6 +68,10 @@ type watcher struct {
 	// Secrets' one, where watched.
 	handlers       []cache.ResourceEventHandlerRegistration
 	secretsHandler cache.ResourceEventHandlerRegistration
+	// setupErrs are the informers' set-up calls that failed (a transform,
+	// an index, a handler refused): each would leave the report silently
+	// wrong, so newWatcher and addSecrets return them.
+	setupErrs []error
 }
 
 // events is what the watcher tells of each change: a Node's (its
@@ -84,40 +89,63 @@ type events interface {
 type listable struct{ secrets, namespaces bool }
 
 // newWatcher builds the informers; may says whether to watch Secrets and
-// namespaces at all; failures counts their failed lists and watches.
-func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, events events, failures *listWatchFailures, now func() time.Time) *watcher {
+// namespaces at all; failures counts their failed lists and watches. An
+// error is a set-up call an informer refused: the watcher is not to be run.
+func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, events events, failures *listWatchFailures, now func() time.Time) (*watcher, error) {
 	w := &watcher{client: client, events: events, allNodes: nodeSelector == "", failures: failures, now: now, names: &names{}}
 	w.makeInformers(client, nodeSelector)
 	if may.namespaces {
 		w.namespaces = optedInNamespaces(client)
 	}
+	w.setUp()
+	if may.secrets {
+		w.addSecrets()
+	}
+	return w, errors.Join(w.setupErrs...)
+}
+
+// setUp gives the informers their watch error handlers, the pods' index by
+// node and the event handlers, before they run.
+func (w *watcher) setUp() {
 	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "namespaces": w.namespaces} {
 		if inf != nil {
 			// A failure computes the report again, so that its warnings
 			// say so (client-go retries at most every 30 s meanwhile).
-			_ = inf.SetWatchErrorHandlerWithContext(w.failures.handler(resource, now, events.failed))
+			w.check(resource+" watch error handler", inf.SetWatchErrorHandlerWithContext(w.failures.handler(resource, w.now, w.events.failed)))
 		}
 	}
-	_ = w.pods.AddIndexers(cache.Indexers{byNode: indexByNode})
+	w.check("pods index by node", w.pods.AddIndexers(cache.Indexers{byNode: indexByNode}))
 	w.addEventHandlers()
-	if may.secrets {
-		w.addSecrets()
+}
+
+// check records a set-up call's error, saying what it set up.
+func (w *watcher) check(what string, err error) {
+	if err != nil {
+		w.setupErrs = append(w.setupErrs, fmt.Errorf("informers: %s: %w", what, err))
 	}
-	return w
 }
 
 // addSecrets makes the Secrets' informer, where they may be listed: at
 // the start, or once a user who could not list them may (run it then
-// with runSecrets).
-func (w *watcher) addSecrets() {
+// with runSecrets). An error is a set-up call the informer refused: the
+// Secrets' informer is then left out, as where they may not be listed.
+func (w *watcher) addSecrets() error {
+	before := len(w.setupErrs)
 	secrets := w.client.CoreV1().Secrets("")
 	w.secrets = informer(w.client, &corev1.Secret{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return secrets.List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return secrets.Watch(ctx, o)
 	}, toSecretEntry)
-	_ = w.secrets.SetWatchErrorHandlerWithContext(w.failures.handler("secrets", w.now, w.events.failed))
-	w.secretsHandler, _ = w.secrets.AddEventHandler(w.objectEvents(model.Secret))
+	w.check("secrets watch error handler", w.secrets.SetWatchErrorHandlerWithContext(w.failures.handler("secrets", w.now, w.events.failed)))
+	handler, err := w.secrets.AddEventHandler(w.objectEvents(model.Secret))
+	w.check("secrets event handler", err)
+	if err := errors.Join(w.setupErrs[before:]...); err != nil {
+		w.secrets = nil
+		return err
+	}
+	w.secretsHandler = handler
+	return nil
 }
 
 // makeInformers makes the informers of the nodes nodeSelector selects, of
@@ -166,7 +194,11 @@ func optedInNamespaces(client kubernetes.Interface) cache.SharedIndexInformer {
 func informer(client any, example runtime.Object, list cache.ListWithContextFunc, watchFunc cache.WatchFuncWithContext, transform cache.TransformFunc) cache.SharedIndexInformer {
 	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: watchFunc}, client)
 	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
-	_ = inf.SetTransform(transform)
+	if err := inf.SetTransform(transform); err != nil {
+		// Only a running informer refuses a transform, and this one is
+		// new: a broken invariant, not a condition to report.
+		panic(fmt.Sprintf("a new informer refused its transform: %v", err))
+	}
 	return inf
 }
 
