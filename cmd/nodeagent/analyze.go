@@ -183,6 +183,14 @@ func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.O
 	lo.Analyze = o
 	softMemoryLimit(ctx)
 	a := live.New(client, lo)
+	restoreGC := collectMoreOften()
+	go func() {
+		select {
+		case <-a.FirstReport():
+		case <-ctx.Done():
+		}
+		restoreGC()
+	}()
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(a.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if lo.Events != nil {

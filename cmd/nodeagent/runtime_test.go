@@ -25,6 +25,27 @@ func TestSetGCPercent(t *testing.T) {
 	}
 }
 
+// GOGC is read without changing it, and halved until the analyzer's first
+// report: restored after, left alone where collection is off.
+func TestCollectMoreOften(t *testing.T) {
+	was := debug.SetGCPercent(50)
+	t.Cleanup(func() { debug.SetGCPercent(was) })
+	restore := collectMoreOften()
+	if got := gcPercent(); got != 25 {
+		t.Errorf("collecting more often: GOGC %d, want 25", got)
+	}
+	restore()
+	restore()
+	if got := gcPercent(); got != 50 {
+		t.Errorf("restored: GOGC %d, want 50", got)
+	}
+	debug.SetGCPercent(-1)
+	collectMoreOften()()
+	if got := gcPercent(); got != -1 {
+		t.Errorf("GOGC=off: %d, want -1 kept", got)
+	}
+}
+
 // Heap profiling is off unless the agent serves profiles or the
 // environment asks for it.
 func TestSetHeapProfiling(t *testing.T) {

@@ -103,6 +103,7 @@ type Analyzer struct {
 	// its set-up; the report says so, NoteSetupFailed counts it and
 	// /readyz fails until the process restarts.
 	setupFailed atomic.Bool
+	firstReport chan struct{}
 	reports       *reportGatherer
 }
 
@@ -127,7 +128,7 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 		opts.Clock = clock.RealClock{}
 	}
 	a := &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string](),
-		changes: newPending(), failures: newListWatchFailures()}
+		changes: newPending(), failures: newListWatchFailures(), firstReport: make(chan struct{})}
 	a.changes.everything = true
 	a.readSettings = func(ctx context.Context, nodes []inventory.NodeInfo) (map[string]analyze.Settings, []string, error) {
 		return analyze.NodeSettings(ctx, client, nodes, opts.Analyze)
@@ -135,6 +136,10 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 	a.reports = newReportGatherer(a)
 	return a
 }
+
+// FirstReport is closed once the first report is computed: the command
+// tunes the process for the start (a GOGC of its own) until then.
+func (a *Analyzer) FirstReport() <-chan struct{} { return a.firstReport }
 
 // Report is the current report, nil before the first computation.
 func (a *Analyzer) Report() *Report { return a.report.Load() }
@@ -147,8 +152,6 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	restoreGC := collectMoreOften()
-	defer restoreGC()
 	a.watcher, err = newWatcher(a.client, a.opts.Analyze.NodeSelector, may, a, a.failures, a.clock.Now)
 	if err != nil {
 		return err
@@ -164,30 +167,11 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	}
 	logger.Info("Listed the cluster", "objects", a.watcher.counts())
 	a.compute(ctx)
-	restoreGC()
+	close(a.firstReport)
 	for a.waitForChanges(ctx) {
 		a.compute(ctx)
 	}
 	return nil
-}
-
-// collectMoreOften halves the collector's GOGC (where it collects at all)
-// and returns what restores it. The start, the lists and the first
-// computation, allocates several times what the analysis then holds, all
-// of it short-lived: at 10,000 nodes it made the analyzer's highest peak,
-// above the peaks under a stream of changes. Collecting twice as often
-// until the first report is out delays that report (make analyze-scale's
-// record has by how much), once.
-func collectMoreOften() (restore func()) {
-	// SetGCPercent returns the setting it replaces: Go has no getter.
-	before := debug.SetGCPercent(100)
-	if before > 0 {
-		debug.SetGCPercent(max(before/2, 10))
-	} else {
-		debug.SetGCPercent(before)
-	}
-	var once sync.Once
-	return func() { once.Do(func() { debug.SetGCPercent(before) }) }
 }
 
 // changed marks the analysis dirty, and node, where not empty, as
