@@ -104,7 +104,7 @@ type Analyzer struct {
 	// /readyz fails until the process restarts.
 	setupFailed atomic.Bool
 	firstReport chan struct{}
-	reports       *reportGatherer
+	reports     *reportGatherer
 }
 
 // New returns an Analyzer; nothing runs until Run.
