@@ -23,7 +23,7 @@ func runWebhook(args []string, stdout io.Writer) error {
 	fs := newFlagSet("webhook", "Serve the opt-in mutating admission webhook for pods: in namespaces labelled "+webhook.ServeLabel+"="+webhook.ServeEnabled+", a new pod's configMap volumes become the CSI driver's (docs/csi.md, \"Without editing workloads\"). The webhook configuration's failurePolicy Ignore keeps pods starting, unconverted, while it is down.", stdout)
 	f := webhookFlags{}
 	fs.StringVar(&f.address, "address", ":8443", "Serve HTTPS here: /convert (AdmissionReview v1) and /healthz.")
-	fs.StringVar(&f.certFile, "tls-cert-file", "", "The serving certificate (PEM), for the webhook Service's DNS name, read again when it changes (cert-manager, a mounted Secret). Empty: the webhook keeps its own (--self-signed-secret).")
+	fs.StringVar(&f.certFile, "tls-cert-file", "", "The serving certificate (PEM), for the webhook Service's DNS name, read again within 10 s of a change (cert-manager, a mounted Secret). Empty: the webhook keeps its own (--self-signed-secret).")
 	fs.StringVar(&f.keyFile, "tls-private-key-file", "", "The serving certificate's private key (PEM).")
 	fs.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The webhook's own namespace, whose pods it never converts, and where its Secret is. Default: $POD_NAMESPACE.")
 	fs.StringVar(&f.secret, "self-signed-secret", "nodeagent-webhook-tls", "Without --tls-cert-file: the Secret of the webhook's namespace where it keeps a CA of its own and the serving certificate that CA signs, each renewed at two thirds of its life.")
@@ -77,7 +77,12 @@ func (f *webhookFlags) certificates(ctx context.Context) (certificateSource, err
 		if f.certFile == "" || f.keyFile == "" {
 			return nil, errors.New("--tls-cert-file and --tls-private-key-file go together")
 		}
-		return webhook.NewCertFiles(f.certFile, f.keyFile)
+		files, err := webhook.NewCertFiles(f.certFile, f.keyFile, nil)
+		if err != nil {
+			return nil, err
+		}
+		go files.Run(ctx)
+		return files, nil
 	}
 	if f.namespace == "" {
 		return nil, errors.New("--namespace (or $POD_NAMESPACE) is required for --self-signed-secret: the Secret lives in the webhook's namespace")

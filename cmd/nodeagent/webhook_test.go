@@ -40,7 +40,7 @@ func TestWebhookServesOverTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	certs, err := webhook.NewCertFiles(certFile, keyFile)
+	certs, err := webhook.NewCertFiles(certFile, keyFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	certutil "k8s.io/client-go/util/cert"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 )
 
 // writeKeyPair writes a new self-signed certificate for name and its key,
@@ -29,19 +33,31 @@ func writeKeyPair(t *testing.T, certFile, keyFile, name string) []byte {
 	return block.Bytes
 }
 
-// A rotated pair is served from the next handshake; a half-written one
-// keeps the last good pair; a missing pair at start is an error.
+// A rotated pair is served once Run has looked at the files (a handshake
+// reads nothing from disk); a half-written one keeps the last good pair; a
+// missing pair at start is an error.
 func TestCertFilesFollowRotation(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if _, err := NewCertFiles(certFile, keyFile); err == nil {
+	clk := testingclock.NewFakeClock(time.Now())
+	if _, err := NewCertFiles(certFile, keyFile, clk); err == nil {
 		t.Fatal("no key pair on disk, and no error")
 	}
-	writeKeyPair(t, certFile, keyFile, "webhook.nodeagent.svc")
-	c, err := NewCertFiles(certFile, keyFile)
+	first := writeKeyPair(t, certFile, keyFile, "webhook.nodeagent.svc")
+	c, err := NewCertFiles(certFile, keyFile, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.Run(ctx)
+	serving := func(der []byte) func() bool {
+		return func() bool {
+			got, err := c.GetCertificate(nil)
+			return err == nil && bytes.Equal(got.Certificate[0], der)
+		}
+	}
+
 	second := writeKeyPair(t, certFile, keyFile, "webhook.nodeagent.svc")
 	future := time.Now().Add(time.Minute) // a modification the first read cannot have seen
 	for _, f := range []string{certFile, keyFile} {
@@ -49,15 +65,18 @@ func TestCertFilesFollowRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := c.GetCertificate(nil)
-	if err != nil || !bytes.Equal(got.Certificate[0], second) {
-		t.Fatalf("after the rotation: %v; want the second certificate", err)
+	if !serving(first)() {
+		t.Fatal("a handshake read the rotated pair: it must not touch the disk")
 	}
+	testutil.WaitFor(t, "the rotated pair", func() bool { clk.Step(CertCheckInterval); return serving(second)() })
+
 	if err := os.WriteFile(keyFile, []byte("half a key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err = c.GetCertificate(nil)
-	if err != nil || !bytes.Equal(got.Certificate[0], second) {
-		t.Errorf("with a half-written key: %v; want the last good pair", err)
+	if err := c.check(); err == nil {
+		t.Error("a half-written key read without an error")
+	}
+	if !serving(second)() {
+		t.Error("with a half-written key: want the last good pair")
 	}
 }
