@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -113,10 +114,14 @@ func (f *listWatchFailures) recent(now time.Time) []string {
 	return out
 }
 
+// collect sends the counts, copied under the lock and sent after it: the
+// registry reads ch at its own pace, and the informers' error handlers
+// must not wait for a scrape.
 func (f *listWatchFailures) collect(ch chan<- prometheus.Metric) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for k, n := range f.counts {
+	counts := maps.Clone(f.counts)
+	f.mu.Unlock()
+	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(descWatchErrors, prometheus.CounterValue, float64(n), k[0], k[1])
 	}
 }

@@ -111,3 +111,30 @@ func (nopEvents) podsChanged(...string)    {}
 func (nopEvents) objectChanged(objectName) {}
 func (nopEvents) namespaceChanged(string)  {}
 func (nopEvents) failed()                  {}
+
+// A scrape that reads its metrics slowly never holds up an informer's
+// error handler: the counts are sent outside their lock.
+func TestASlowScrapeDoesNotBlockTheInformers(t *testing.T) {
+	f := newListWatchFailures()
+	record := func(resource string) {
+		f.mu.Lock()
+		f.counts[[2]string{resource, "other"}]++
+		f.mu.Unlock()
+	}
+	record("pods")
+	record("nodes")
+	scrape := make(chan prometheus.Metric)
+	go f.collect(scrape)
+	<-scrape // the scrape is under way, its second metric not yet read
+	recorded := make(chan struct{})
+	go func() { record("configmaps"); close(recorded) }()
+	nodeagenttest.WaitFor(t, "a failure recorded during the scrape", func() bool {
+		select {
+		case <-recorded:
+			return true
+		default:
+			return false
+		}
+	})
+	<-scrape
+}
