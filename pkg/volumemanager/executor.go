@@ -120,7 +120,7 @@ func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payl
 	}
 	// (4)
 	if op.Layout == cache.LayoutInPlace {
-		wrote, err = inplacewriter.Write(dir, payload, req.FSGroup)
+		wrote, err = inplacewriter.Write(dir, payload, req.FSGroup, req.MountPoints)
 	} else {
 		var setPerms func() error
 		if fsGroup := req.FSGroup; fsGroup != nil {

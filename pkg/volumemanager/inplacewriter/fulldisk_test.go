@@ -80,7 +80,7 @@ func TestWriteOnAFullDiskKeepsTheOldContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	bigger := bytes.Repeat([]byte("n"), 256<<10)
-	_, err := Write(dir, map[string]atomicwriter.FileProjection{"f": {Data: bigger, Mode: 0o644}}, nil)
+	_, err := Write(dir, map[string]atomicwriter.FileProjection{"f": {Data: bigger, Mode: 0o644}}, nil, nil)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("writing on a full disk: %v, want ENOSPC", err)
 	}

@@ -28,8 +28,11 @@
 //     that mounted that one file keeps its last content: the kernel keeps
 //     the inode while it is mounted).
 //
-// Everything in the directory is the writer's: it removes what the payload
-// does not name, leftovers of an interrupted write included. Write is not
+// Everything in the directory is the writer's but the mount points of other
+// volumes that a container mounts inside this one (Write's mountPoints,
+// made by the caller): it removes what the payload does not name, leftovers
+// of an interrupted write included, and never enters or removes a mount
+// point. A payload path on or under a mount point is invalid. Write is not
 // safe for concurrent use on one directory; the volume manager runs one
 // operation per volume at a time.
 package inplacewriter
@@ -56,8 +59,10 @@ const tempPrefix = ".nodeagent-new-"
 // to dir, each file rewritten in place when it changes. fsGroup, if not
 // nil, is applied as the kubelet applies a pod's fsGroup to a read-only
 // volume: group fsGroup, files gain r--r-----, directories also gain x and
-// the setgid bit. It reports whether anything on disk changed.
-func Write(dir string, payload map[string]atomicwriter.FileProjection, fsGroup *int64) (changed bool, err error) {
+// the setgid bit. mountPoints, relative to dir, are left as they are, with
+// the directories on the way to them. It reports whether anything on disk
+// changed.
+func Write(dir string, payload map[string]atomicwriter.FileProjection, fsGroup *int64, mountPoints []string) (changed bool, err error) {
 	paths := make([]string, 0, len(payload))
 	for p := range payload {
 		paths = append(paths, p)
@@ -66,14 +71,20 @@ func Write(dir string, payload map[string]atomicwriter.FileProjection, fsGroup *
 	if err != nil {
 		return false, err
 	}
-	w := writer{dir: dir, fsGroup: fsGroup}
+	w := writer{dir: dir, fsGroup: fsGroup, mountPoints: map[string]bool{}}
 	keep := map[string]bool{}
+	for _, m := range mountPoints {
+		m = filepath.Clean(m)
+		w.mountPoints[m] = true
+		keepWithParents(keep, m)
+	}
 	order := make([]string, 0, len(cleaned))
 	for c := range cleaned {
-		order = append(order, c)
-		for d := c; d != "."; d = filepath.Dir(d) {
-			keep[d] = true
+		if m, ok := w.mountPointOn(c); ok {
+			return false, fmt.Errorf("%w: %s is on the mount point %s of another volume", atomicwriter.ErrInvalidPath, c, m)
 		}
+		order = append(order, c)
+		keepWithParents(keep, c)
 	}
 	sort.Strings(order)
 	for _, c := range order {
@@ -95,7 +106,26 @@ func Write(dir string, payload map[string]atomicwriter.FileProjection, fsGroup *
 type writer struct {
 	dir     string
 	fsGroup *int64
-	changed bool
+	// mountPoints are the cleaned mount points, never entered.
+	mountPoints map[string]bool
+	changed     bool
+}
+
+// keepWithParents marks rel and every directory on the way to it.
+func keepWithParents(keep map[string]bool, rel string) {
+	for d := rel; d != "."; d = filepath.Dir(d) {
+		keep[d] = true
+	}
+}
+
+// mountPointOn returns the mount point that rel is, or lies under.
+func (w *writer) mountPointOn(rel string) (string, bool) {
+	for d := rel; d != "."; d = filepath.Dir(d) {
+		if w.mountPoints[d] {
+			return d, true
+		}
+	}
+	return "", false
 }
 
 // fileMode is the mode a file of the payload ends with.
@@ -261,6 +291,12 @@ func (w *writer) removeUnlisted(keep map[string]bool) error {
 			return err
 		}
 		rel, _ := filepath.Rel(w.dir, p)
+		if w.mountPoints[rel] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		if rel == "." || keep[rel] {
 			return nil
 		}

@@ -1,9 +1,12 @@
 package inplacewriter
 
 import (
+	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -31,7 +34,7 @@ func inode(t *testing.T, path string) uint64 {
 
 func mustWrite(t *testing.T, dir string, payload map[string]atomicwriter.FileProjection, fsGroup *int64) bool {
 	t.Helper()
-	changed, err := Write(dir, payload, fsGroup)
+	changed, err := Write(dir, payload, fsGroup, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +92,38 @@ func TestWriteLeavesExactlyThePayload(t *testing.T) {
 	}
 }
 
+// The mount points of volumes mounted inside this one, and what a container
+// runtime put there, stay through every write; a payload path on one is
+// refused before anything is written.
+func TestWriteLeavesMountPointsAlone(t *testing.T) {
+	dir := t.TempDir()
+	points := []string{"nested", "deep/er/mnt"}
+	for _, p := range points {
+		if err := os.MkdirAll(filepath.Join(dir, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// What the other volume holds, seen through its mount.
+		if err := os.WriteFile(filepath.Join(dir, p, "theirs"), []byte("other volume"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, payload := range []map[string]atomicwriter.FileProjection{files("a", "1", "deep/x", "2"), files("a", "3")} {
+		if _, err := Write(dir, payload, nil, points); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range points {
+			if data, err := os.ReadFile(filepath.Join(dir, p, "theirs")); err != nil || string(data) != "other volume" {
+				t.Errorf("after writing %v: %s/theirs %q, %v; want it untouched", slices.Sorted(maps.Keys(payload)), p, data, err)
+			}
+		}
+	}
+	for _, bad := range []string{"nested", "nested/file", "deep/er/mnt/x"} {
+		if _, err := Write(dir, files(bad, "x"), nil, points); !errors.Is(err, atomicwriter.ErrInvalidPath) {
+			t.Errorf("a payload path %s on a mount point: %v, want ErrInvalidPath", bad, err)
+		}
+	}
+}
+
 func TestWriteModesAndFSGroup(t *testing.T) {
 	dir := t.TempDir()
 	gid := int64(os.Getgid()) // a group this test may set without privileges
@@ -125,7 +160,7 @@ func TestWriteRefusesBadPathsBeforeTouchingTheDisk(t *testing.T) {
 	dir := t.TempDir()
 	mustWrite(t, dir, files("keep", "1"), nil)
 	for _, bad := range []string{"../escape", "/abs", "..data", "a/../../b"} {
-		if _, err := Write(dir, files(bad, "x", "keep", "2"), nil); err == nil {
+		if _, err := Write(dir, files(bad, "x", "keep", "2"), nil, nil); err == nil {
 			t.Errorf("path %q: no error", bad)
 		}
 	}
