@@ -66,7 +66,7 @@ CHART_VERSION = $(VERSION:v%=%)
 IMAGE       ?= nodeagent:$(VERSION)
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: release release-tools release-check release-check-published analyze-scale footprint all build controlplane kind-prep verify-core verify-refkubelet vet-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-halfcpu e2e-kind-if-possible vet demo demo-record docs clean help
+.PHONY: apiserver-v1.31 etcd-metrics-fixture release release-tools release-check release-check-published analyze-scale footprint all build controlplane kind-prep verify-core verify-refkubelet vet-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-halfcpu e2e-kind-if-possible vet demo demo-record docs clean help
 
 all: build
 
@@ -80,6 +80,15 @@ build: ## Build nodeagent into _output/bin, its agent-only build nodeagent-agent
 
 controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into _output/bin (once; minutes the first time: docs/development.md).
 	hack/controlplane/build.sh $(BIN)
+
+apiserver-v1.31: ## Build kube-apiserver v1.31.14 into _output/bin/kube-apiserver-v1.31 (once; several minutes the first time): the last minor whose etcd_requests_total says type, not resource.
+	hack/apiserver-v1.31/build.sh $(BIN)
+
+# Not part of make test: it needs a second Kubernetes build. The scrapes it
+# writes are pkg/apimetrics's fixtures, committed.
+etcd-metrics-fixture: controlplane apiserver-v1.31 ## Record etcd_requests_total of real apiservers v1.31 and the control plane's, after known quorum GETs, into pkg/apimetrics/testdata.
+	$(GO) run ./hack/etcdmetrics -apiserver $(BIN)/kube-apiserver-v1.31
+	$(GO) run ./hack/etcdmetrics -apiserver $(BIN)/kube-apiserver
 
 refkubelet: ## Build the reference kubelets v1.28 and v1.37 into _output/bin (once; development.md says how long the first build takes).
 	hack/refkubelet/build.sh $(BIN)

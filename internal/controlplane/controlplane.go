@@ -68,6 +68,14 @@ type Options struct {
 	// ServiceAccountControllers, e.g. "daemonset". Most tests want no one
 	// else writing to the apiserver, and add none.
 	Controllers []string
+	// APIServer, when set, is the kube-apiserver binary to run in place
+	// of BinDir's: an older release, whose metrics a reader must also
+	// understand (make etcd-metrics-fixture).
+	APIServer string
+	// APIServerOnly starts etcd and the apiserver alone: no controller
+	// manager (BinDir's would be newer than an older APIServer), so no
+	// ServiceAccount, and pods cannot be created.
+	APIServerOnly bool
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -105,9 +113,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
-	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
-		if err := checkExecutable(filepath.Join(binDir, bin)); err != nil {
-			return nil, fmt.Errorf("control plane binary %s: %w; run `make controlplane` to build the control plane into %s", filepath.Join(binDir, bin), err, binDir)
+	for _, bin := range binaries(binDir, opts) {
+		if err := checkExecutable(bin); err != nil {
+			return nil, fmt.Errorf("control plane binary %s: %w; run `make controlplane` to build the control plane into %s", bin, err, binDir)
 		}
 	}
 	cp := &ControlPlane{Dir: opts.Dir, timeout: opts.StartTimeout}
@@ -123,9 +131,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	begin := time.Now()
-	for _, step := range []func(context.Context) error{
-		cp.startEtcd, cp.startAPIServer, cp.startControllerManager, cp.waitForDefaultServiceAccount,
-	} {
+	steps := []func(context.Context) error{cp.startEtcd, cp.startAPIServer, cp.startControllerManager, cp.waitForDefaultServiceAccount}
+	if opts.APIServerOnly {
+		steps = steps[:2]
+	}
+	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			cp.Stop()
 			return nil, err
@@ -133,6 +143,19 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	cp.StartupDuration = time.Since(begin)
 	return cp, nil
+}
+
+// binaries are the paths of the programs Start runs for opts.
+func binaries(binDir string, opts Options) []string {
+	apiserver := opts.APIServer
+	if apiserver == "" {
+		apiserver = filepath.Join(binDir, "kube-apiserver")
+	}
+	out := []string{filepath.Join(binDir, "etcd"), apiserver}
+	if !opts.APIServerOnly {
+		out = append(out, filepath.Join(binDir, "kube-controller-manager"))
+	}
+	return out
 }
 
 // makeDir makes cp.Dir, a temporary directory owned by this process when
@@ -172,7 +195,7 @@ func (cp *ControlPlane) configure(binDir string, opts Options) error {
 	}
 	cp.apiserver = &process{
 		name:    "kube-apiserver",
-		path:    filepath.Join(binDir, "kube-apiserver"),
+		path:    binaries(binDir, opts)[1],
 		args:    append(apiserverArgs(cp.creds, cp.EtcdURL, apiserverPort), opts.ExtraAPIServerArgs...),
 		logPath: filepath.Join(cp.Dir, "kube-apiserver.log"),
 	}
@@ -189,6 +212,9 @@ func (cp *ControlPlane) configure(binDir string, opts Options) error {
 		return err
 	}
 	cp.controllerManagerURL = "https://127.0.0.1:" + strconv.Itoa(controllerManagerPort)
+	if opts.APIServerOnly {
+		return nil
+	}
 	controllers := append(append([]string(nil), ServiceAccountControllers...), opts.Controllers...)
 	cp.controllerManager = &process{
 		name:    "kube-controller-manager",

@@ -64,7 +64,7 @@ func measured(before, after *apimetrics.Snapshot) *Measured {
 		return (after.Sum(name, match) - before.Sum(name, match)) / secs
 	}
 	rates := func(resource string) Rates {
-		etcd := rate(apimetrics.EtcdRequests, map[string]string{"resource": resource, "operation": "get"})
+		etcd := (after.EtcdGets(resource) - before.EtcdGets(resource)) / secs
 		return Rates{
 			APIServerGets: rate(apimetrics.APIServerRequests, map[string]string{"resource": resource, "verb": "GET"}),
 			QuorumGets:    etcd,

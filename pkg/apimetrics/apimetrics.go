@@ -28,8 +28,11 @@ const (
 	// APIServerRequests counts every request the apiserver served, by verb,
 	// resource, code and more.
 	APIServerRequests = "apiserver_request_total"
-	// EtcdRequests counts the apiserver's requests to etcd, by operation,
-	// group and resource. A GET served from the watch cache is not counted.
+	// EtcdRequests counts the apiserver's requests to etcd, by operation
+	// and resource: labelled operation and type (the group/resource, which
+	// is the resource alone for the core group) from v1.28, where it was
+	// added, to v1.33; operation, group and resource from v1.34. A GET
+	// served from the watch cache is not counted. EtcdGets reads both.
 	EtcdRequests = "etcd_requests_total"
 )
 
@@ -126,10 +129,17 @@ func (s *Snapshot) APIServerConfigMapGets() float64 {
 	return s.Sum(APIServerRequests, map[string]string{"resource": "configmaps", "verb": "GET"})
 }
 
-// EtcdConfigMapGets is etcd_requests_total{resource="configmaps",
-// operation="get"}: ConfigMap reads that reached etcd.
-func (s *Snapshot) EtcdConfigMapGets() float64 {
-	return s.Sum(EtcdRequests, map[string]string{"resource": "configmaps", "operation": "get"})
+// EtcdConfigMapGets is EtcdGets("configmaps"): ConfigMap reads that
+// reached etcd.
+func (s *Snapshot) EtcdConfigMapGets() float64 { return s.EtcdGets("configmaps") }
+
+// EtcdGets is etcd_requests_total{operation="get"} of a core resource,
+// whichever label the apiserver names it by: resource (v1.34 on) or type
+// (v1.28 to v1.33). A series carries one or the other, so the sum counts
+// each read once.
+func (s *Snapshot) EtcdGets(resource string) float64 {
+	return s.Sum(EtcdRequests, map[string]string{"resource": resource, "operation": "get"}) +
+		s.Sum(EtcdRequests, map[string]string{"type": resource, "operation": "get"})
 }
 
 func labelsMatch(labels []*dto.LabelPair, match map[string]string) bool {
