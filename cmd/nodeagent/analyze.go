@@ -5,29 +5,26 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/internal/cliflag"
+	"github.com/nodeagent-io/nodeagent/internal/daemon"
 	"github.com/nodeagent-io/nodeagent/internal/profiling"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze/live"
@@ -65,9 +62,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	f := newAnalyzeFlags(fs)
 	// -v: at 2, --serve logs each computation (its time, the nodes' parts
 	// it computed).
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlag(klogFlags.Lookup("v"))
+	logging := daemon.AddLoggingFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,11 +70,15 @@ func runAnalyze(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := logging.SetUp(); err != nil {
+		return err
+	}
+	defer klog.Flush()
 	client, err := analyzeClient(f.kubeconfig, f.kubeContext, f.qps, f.burst)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := daemon.SignalContext()
 	defer stop()
 	if f.serve != "" {
 		lo := live.Options{SettingsInterval: f.settingsInterval, MaxFindingSeries: f.maxFindingSeries}
@@ -206,10 +205,11 @@ func serveAnalysis(ctx context.Context, client kubernetes.Interface, o analyze.O
 		profiling.Handle(mux)
 	}
 	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = server.Serve(listener) }()
-	defer server.Close()
 	fmt.Fprintf(os.Stderr, "analyze always on: serving /report, /metrics, /healthz and /readyz on %s\n", listener.Addr())
-	return a.Run(ctx)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return daemon.Serve(ctx, server, listener) })
+	g.Go(func() error { return a.Run(ctx) })
+	return g.Wait()
 }
 
 // softMemoryLimit sets Go's soft memory limit to nine tenths of the
@@ -237,7 +237,7 @@ func softMemoryLimit(ctx context.Context) {
 // analyzeClient is analyze's client of the cluster kubectl would use (or
 // --kubeconfig's), at analyze's own rate limits, once the cluster answers.
 func analyzeClient(kubeconfig, kubeContext string, qps float32, burst int) (kubernetes.Interface, error) {
-	config, err := clusterConfig(kubeconfig, kubeContext)
+	config, err := daemon.RESTConfig(kubeconfig, kubeContext)
 	if err != nil {
 		return nil, err
 	}
@@ -302,22 +302,4 @@ func failOnFindings(r analyze.Result, types []analyze.FindingType) error {
 		return nil
 	}
 	return exitError{code: exitFindings, msg: "found " + strings.Join(found, ", ") + " (--fail-on)"}
-}
-
-// clusterConfig finds the cluster as kubectl does: --kubeconfig, else the
-// pod's service account, else $KUBECONFIG or ~/.kube/config.
-func clusterConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
-	if kubeconfig == "" && kubeContext == "" {
-		if config, err := rest.InClusterConfig(); err == nil {
-			return config, nil
-		}
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): %w", err)
-	}
-	return config, nil
 }

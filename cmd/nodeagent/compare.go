@@ -5,20 +5,18 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/daemon"
 	"github.com/nodeagent-io/nodeagent/pkg/compare"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/daemonset"
 	"github.com/nodeagent-io/nodeagent/pkg/compare/inprocess"
@@ -45,9 +43,7 @@ func runCompare(args []string, stdout io.Writer) error {
 	var flags compareFlags
 	kinds := fleetKinds()
 	defineCompareFlags(fs, &s, &opts, &flags, kinds)
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlag(klogFlags.Lookup("v"))
+	logging := daemon.AddLoggingFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,8 +51,12 @@ func runCompare(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := logging.SetUp(); err != nil {
+		return err
+	}
+	defer klog.Flush()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := daemon.SignalContext()
 	defer stop()
 	opts.Scenario, opts.Fleet = s, kind.Name
 	stopControlPlane, err := connect(ctx, &opts, flags, kind)
@@ -187,7 +187,7 @@ const maxFittedSyncMinutes = 10
 func connect(ctx context.Context, opts *compare.Options, flags compareFlags, kind *compare.FleetKind) (stop func(), err error) {
 	stop = func() {}
 	if flags.kubeconfig != "" || flags.kubeContext != "" || kind.OwnCluster {
-		if opts.RESTConfig, err = clusterConfig(flags.kubeconfig, flags.kubeContext); err != nil {
+		if opts.RESTConfig, err = daemon.RESTConfig(flags.kubeconfig, flags.kubeContext); err != nil {
 			return stop, err
 		}
 		opts.APIServer = opts.RESTConfig.Host

@@ -8,19 +8,19 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/internal/daemon"
 	"github.com/nodeagent-io/nodeagent/internal/version"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
@@ -40,7 +40,7 @@ type csiConfig struct {
 }
 
 func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster service account.")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", kubeconfigHelp)
 	fs.StringVar(&c.nodeName, "node-name", defaultNodeName(), "This node's name, the driver's node id. Default: $NODE_NAME, else the host name.")
 	fs.StringVar(&c.driverName, "driver-name", csidriver.DefaultDriverName, "The driver's name: the CSIDriver object's, and what pods write in volumes[].csi.driver.")
 	fs.StringVar(&c.kubeletRootDir, "kubelet-root-dir", "/var/lib/kubelet", "The kubelet's --root-dir, mounted at the same path: the CSI socket goes under plugins/<driver>/, the registration socket under plugins_registry/, and target paths are under pods/.")
@@ -96,11 +96,11 @@ func runCSI(args []string, stdout io.Writer) error {
 	// agent, allocates slowly and keeps goroutine stacks as large as its heap.
 	heapProfiling := setHeapProfiling(false, os.Getenv)
 	gcPercent := setGCPercent(os.Getenv)
-	restConfig, err := loadRESTConfig(cfg.kubeconfig)
+	restConfig, err := daemon.RESTConfig(cfg.kubeconfig, "")
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := daemon.SignalContext()
 	defer stop()
 	logger := klog.Background()
 	logger.Info("Starting nodeagent's CSI driver", "version", version.Get().String(), "gcPercent", gcPercent, "heapProfiling", heapProfiling)
@@ -159,16 +159,17 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 		return err
 	}
 	metrics.Registry.MustRegister(prometheus.NewGaugeFunc(csiWatchesOpts, func() float64 { return float64(driver.Watching()) }))
+	g, ctx := errgroup.WithContext(ctx)
 	if cfg.httpAddress != "" {
 		listener, err := net.Listen("tcp", cfg.httpAddress)
 		if err != nil {
 			return fmt.Errorf("listening on --http-address %s: %w", cfg.httpAddress, err)
 		}
 		server := &http.Server{Handler: csiHandler(driver, metrics.Registry, cfg.register), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = server.Serve(listener) }()
-		defer server.Close()
+		g.Go(func() error { return daemon.Serve(ctx, server, listener) })
 	}
-	return driver.Run(ctx)
+	g.Go(func() error { return driver.Run(ctx) })
+	return g.Wait()
 }
 
 // csiHandler serves the driver's HTTP endpoints (agent.Endpoints): ready

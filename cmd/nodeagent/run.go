@@ -1,23 +1,16 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/internal/daemon"
 	"github.com/nodeagent-io/nodeagent/internal/version"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 )
@@ -26,7 +19,7 @@ func runAgent(args []string, stdout io.Writer) error {
 	fs := newFlagSet("run", "Run the node agent: keep the ConfigMap volumes of this node's pods on disk, as the kubelet does.", stdout)
 	cfg := agent.DefaultConfig()
 	var kubeconfig string
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster service account.")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", kubeconfigHelp)
 	cfg.NodeName = defaultNodeName()
 	cfg.AddFlags(fs)
 	if err := parseDaemonFlags(fs, args, func() error { return cfg.Validate() }); err != nil { // cfg as parsed
@@ -35,7 +28,7 @@ func runAgent(args []string, stdout io.Writer) error {
 	defer klog.Flush()
 	heapProfiling := setHeapProfiling(cfg.Profiling, os.Getenv)
 
-	restConfig, err := loadRESTConfig(kubeconfig)
+	restConfig, err := daemon.RESTConfig(kubeconfig, "")
 	if err != nil {
 		return err
 	}
@@ -50,7 +43,7 @@ func runAgent(args []string, stdout io.Writer) error {
 
 	gcPercent := setGCPercent(os.Getenv)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := daemon.SignalContext()
 	defer stop()
 	logger := klog.Background()
 	logger.Info("Starting nodeagent", "version", version.Get().String(), "gcPercent", gcPercent, "heapProfiling", heapProfiling)
@@ -60,19 +53,11 @@ func runAgent(args []string, stdout io.Writer) error {
 	return a.Run(klog.NewContext(ctx, logger))
 }
 
-// parseDaemonFlags adds the logging flags of a long-running command (run,
-// csi, webhook) to fs, parses args, refuses positional arguments, validates, and
-// sets up logging; the caller defers klog.Flush.
+// parseDaemonFlags adds the logging flags (daemon.AddLoggingFlags) to fs,
+// parses args, refuses positional arguments, validates, and sets up
+// logging; the caller defers klog.Flush.
 func parseDaemonFlags(fs *pflag.FlagSet, args []string, validate func() error) error {
-	var logFormat string
-	fs.StringVar(&logFormat, "logging-format", "text", "Log format: text or json.")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	// Of klog's many flags, only verbosity is worth a user's attention;
-	// the process always logs to stderr.
-	for _, name := range []string{"v", "vmodule"} {
-		fs.AddGoFlag(klogFlags.Lookup(name))
-	}
+	logging := daemon.AddLoggingFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +67,7 @@ func parseDaemonFlags(fs *pflag.FlagSet, args []string, validate func() error) e
 	if err := validate(); err != nil {
 		return err
 	}
-	return setUpLogging(logFormat, klogFlags)
+	return logging.SetUp()
 }
 
 func defaultNodeName() string {
@@ -93,36 +78,5 @@ func defaultNodeName() string {
 	return strings.ToLower(host)
 }
 
-func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
-}
-
-// setUpLogging sends klog's output as text (klog's own format) or as JSON
-// lines through log/slog, honouring -v in both.
-func setUpLogging(format string, klogFlags *flag.FlagSet) error {
-	switch format {
-	case "text":
-		return nil
-	case "json":
-		verbosity := 0
-		if f := klogFlags.Lookup("v"); f != nil {
-			fmt.Sscan(f.Value.String(), &verbosity)
-		}
-		handler := slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.Level(-verbosity)})
-		klog.SetLogger(logr.FromSlogHandler(handler))
-		return nil
-	default:
-		return fmt.Errorf("--logging-format: unknown value %q; choose text or json", format)
-	}
-}
+// kubeconfigHelp is the --kubeconfig flag's help (daemon.RESTConfig).
+const kubeconfigHelp = "Path to a kubeconfig. Empty: $KUBECONFIG, else ~/.kube/config, else the pod's service account, as kubectl finds the cluster."

@@ -9,12 +9,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/internal/daemon"
 	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
 	"github.com/nodeagent-io/nodeagent/pkg/webhook"
 )
@@ -30,14 +29,14 @@ func runWebhook(args []string, stdout io.Writer) error {
 	fs.StringVar(&f.service, "service", "nodeagent-webhook", "Without --tls-cert-file: the webhook's Service, whose DNS names the serving certificate carries.")
 	fs.StringVar(&f.configuration, "webhook-configuration", "nodeagent-webhook", "Without --tls-cert-file: the MutatingWebhookConfiguration whose caBundle the webhook keeps current.")
 	fs.StringSliceVar(&f.dnsNames, "dns-names", nil, "Without --tls-cert-file: the serving certificate's DNS names. Default: the Service's, <service>.<namespace>.svc and .svc.cluster.local; set them for a webhook the configuration reaches by URL.")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig, for --self-signed-secret. Empty: the in-cluster service account.")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig, for --self-signed-secret. Empty: $KUBECONFIG, else ~/.kube/config, else the pod's service account, as kubectl finds the cluster.")
 	fs.DurationVar(&f.caLifetime, "ca-lifetime", 5*365*24*time.Hour, "Without --tls-cert-file: how long the webhook's own CA is valid; it is renewed at two thirds of it.")
 	fs.DurationVar(&f.certLifetime, "cert-lifetime", 90*24*time.Hour, "Without --tls-cert-file: how long the serving certificate is valid; it is renewed at two thirds of it. The certificates are checked every minute, or every tenth of the shorter lifetime.")
 	if err := parseDaemonFlags(fs, args, f.validate); err != nil {
 		return err
 	}
 	defer klog.Flush()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := daemon.SignalContext()
 	defer stop()
 	certs, err := f.certificates(ctx)
 	if err != nil {
@@ -87,7 +86,7 @@ func (f *webhookFlags) certificates(ctx context.Context) (certificateSource, err
 	if f.namespace == "" {
 		return nil, errors.New("--namespace (or $POD_NAMESPACE) is required for --self-signed-secret: the Secret lives in the webhook's namespace")
 	}
-	cfg, err := loadRESTConfig(f.kubeconfig)
+	cfg, err := daemon.RESTConfig(f.kubeconfig, "")
 	if err != nil {
 		return nil, err
 	}
@@ -128,15 +127,6 @@ func serveWebhook(ctx context.Context, listener net.Listener, certs certificateS
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate},
 	}
-	done := make(chan error, 1)
-	go func() { done <- server.ServeTLS(listener, "", "") }()
 	klog.InfoS("Admission webhook serving", "address", listener.Addr().String())
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return server.Shutdown(shutdown)
+	return daemon.Serve(ctx, server, listener)
 }
