@@ -5,8 +5,8 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# /nodeagent, the agent-only build every node runs: run, csi and version,
-# without analyze and compare (grpcnotrace: see AGENT_TAGS in the
+# /nodeagent, the agent-only build every node runs: run, csi, webhook and version,
+# without analyze, compare and convert (grpcnotrace: see AGENT_TAGS in the
 # Makefile); /nodeagent-full, every command, which analyze --serve runs.
 RUN CGO_ENABLED=0 go build -tags agentonly,grpcnotrace -trimpath -ldflags "-s -w" -o /nodeagent ./cmd/nodeagent && \
     CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -ldflags "-s -w" -o /nodeagent-full ./cmd/nodeagent

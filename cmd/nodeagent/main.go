@@ -102,7 +102,7 @@ func usage(w io.Writer) {
 	if len(leftOut) == 0 {
 		fmt.Fprintln(w, "and measures the ConfigMap GET load such agents put on the apiserver and etcd.")
 	} else {
-		fmt.Fprintf(w, "This is its agent-only build, without %s.\n", strings.Join(leftOut, " and "))
+		fmt.Fprintf(w, "This is its agent-only build, without %s and %s.\n", strings.Join(leftOut[:len(leftOut)-1], ", "), leftOut[len(leftOut)-1])
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Usage:\n  %s <command> [flags]\n\nCommands:\n", invokedAs)
