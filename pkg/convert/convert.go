@@ -22,6 +22,9 @@ type VolumeResult struct {
 	// InPlace: converted with updates: inPlace, for SubPathUsers.
 	InPlace      bool
 	SubPathUsers []string
+	// Reverted: it was the driver's, and is a configMap volume again
+	// (PlanRevert).
+	Reverted bool
 	// Reason says why a volume was left as it was.
 	Reason string
 }
@@ -144,6 +147,8 @@ func appendOnce(list []string, s string) []string {
 // Describe is a VolumeResult in a line of a summary.
 func (r VolumeResult) Describe() string {
 	switch {
+	case r.Reverted:
+		return fmt.Sprintf("volume %s: a configMap volume again", r.Volume)
 	case r.Converted && r.InPlace:
 		return fmt.Sprintf("volume %s: converted, updates: inPlace (mounted with subPath by %s)", r.Volume, strings.Join(r.SubPathUsers, ", "))
 	case r.Converted:

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,9 @@ type Options struct {
 	// Workloads name the objects whose pod templates are converted: a
 	// name, or Kind/name (the kind in any case).
 	Workloads []string
+	// Revert moves the chosen volumes of the driver back to configMap
+	// volumes (convert.PlanRevert) instead.
+	Revert bool
 }
 
 // ObjectResult is what Convert did to one object's pod template.
@@ -44,11 +48,11 @@ type ObjectResult struct {
 	Volumes []convert.VolumeResult
 }
 
-// Converted counts the object's converted volumes.
+// Converted counts the object's converted, or reverted, volumes.
 func (o ObjectResult) Converted() int {
 	n := 0
 	for _, v := range o.Volumes {
-		if v.Converted {
+		if v.Converted || v.Reverted {
 			n++
 		}
 	}
@@ -106,7 +110,12 @@ func convertObject(node *yaml.RNode, opts Options, results []ObjectResult) ([]Ob
 	}
 	name := objectName(node)
 	chosen := opts.chooses(kind, node.GetName())
-	volumes, err := convertPodSpecNode(specNode, func(volume string) bool { return chosen && opts.choosesVolume(volume) })
+	want := func(volume string) bool { return chosen && opts.choosesVolume(volume) }
+	edit := convertPodSpecNode
+	if opts.Revert {
+		edit = revertPodSpecNode
+	}
+	volumes, err := edit(specNode, want)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -154,21 +163,28 @@ func (o Options) choosesVolume(volume string) bool {
 // Summary writes results as the lines a user reads on standard error: a
 // line per volume, then the totals.
 func Summary(w io.Writer, results []ObjectResult) {
-	converted, left, objects := 0, 0, 0
+	converted, reverted, left, objects := 0, 0, 0, 0
 	for _, o := range results {
 		if o.Converted() > 0 {
 			objects++
 		}
 		for _, v := range o.Volumes {
 			fmt.Fprintf(w, "%s: %s\n", o.Object, v.Describe())
-			if v.Converted {
+			switch {
+			case v.Converted:
 				converted++
-			} else {
+			case v.Reverted:
+				reverted++
+			default:
 				left++
 			}
 		}
 	}
-	fmt.Fprintf(w, "converted %s in %s; left %d as they were\n", count(converted, "volume"), count(objects, "object"), left)
+	verb, n := "converted", converted
+	if reverted > 0 {
+		verb, n = "reverted", reverted
+	}
+	fmt.Fprintf(w, "%s %s in %s; left %d as they were\n", verb, count(n, "volume"), count(objects, "object"), left)
 }
 
 // count is n and noun, plural unless n is 1.
@@ -194,23 +210,12 @@ var podSpecPaths = map[string][]string{
 // convertPodSpecNode converts the configMap volumes of the pod spec at
 // node, editing the YAML tree in place, and returns what it did.
 func convertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]convert.VolumeResult, error) {
-	var spec corev1.PodSpec
-	if err := decode(node, &spec); err != nil {
+	spec, elements, err := podSpecVolumes(node)
+	if err != nil || elements == nil {
 		return nil, err
-	}
-	volumes, err := node.Pipe(yaml.Lookup("volumes"))
-	if err != nil || volumes == nil {
-		return nil, err
-	}
-	elements, err := volumes.Elements()
-	if err != nil {
-		return nil, fmt.Errorf("volumes: %w", err)
-	}
-	if len(elements) != len(spec.Volumes) {
-		return nil, fmt.Errorf("volumes: %d in the YAML, %d decoded", len(elements), len(spec.Volumes))
 	}
 	results := make([]convert.VolumeResult, 0, len(elements))
-	for i, d := range convert.Plan(&spec, want) {
+	for i, d := range convert.Plan(spec, want) {
 		if err := keepUnknown(&d, elements[i]); err != nil {
 			return nil, err
 		}
@@ -237,6 +242,98 @@ func keepUnknown(d *convert.Decision, node *yaml.RNode) error {
 		return fmt.Errorf("volume %s: %w", d.Volume, err)
 	}
 	return convert.KeepUnknown(d, raw)
+}
+
+// revertPodSpecNode moves the driver's volumes of the pod spec at node that
+// want chooses back to configMap volumes, editing the YAML tree in place,
+// and returns what it did.
+func revertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]convert.VolumeResult, error) {
+	spec, elements, err := podSpecVolumes(node)
+	if err != nil || elements == nil {
+		return nil, err
+	}
+	results := make([]convert.VolumeResult, 0, len(elements))
+	for i, r := range convert.PlanRevert(spec, want) {
+		if r.Reverted {
+			source, err := configMapSource(r.ConfigMap)
+			if err != nil {
+				return nil, err
+			}
+			replaceField(elements[i], "csi", "configMap", source)
+		}
+		results = append(results, r.VolumeResult)
+	}
+	return results, nil
+}
+
+// configMapSource is the YAML of a configMap volume source, its fields in
+// the order people write them.
+func configMapSource(source *corev1.ConfigMapVolumeSource) (*yaml.RNode, error) {
+	node := yaml.NewMapRNode(nil)
+	set := func(key string, value *yaml.RNode) error { return node.PipeE(yaml.SetField(key, value)) }
+	if err := set("name", yaml.NewStringRNode(source.Name)); err != nil {
+		return nil, err
+	}
+	if source.Optional != nil {
+		if err := set("optional", scalar(yaml.NodeTagBool, strconv.FormatBool(*source.Optional))); err != nil {
+			return nil, err
+		}
+	}
+	if source.DefaultMode != nil {
+		if err := set("defaultMode", scalar(yaml.NodeTagInt, fmt.Sprintf("0%o", *source.DefaultMode))); err != nil {
+			return nil, err
+		}
+	}
+	if len(source.Items) > 0 {
+		items, err := json.Marshal(source.Items)
+		if err != nil {
+			return nil, err
+		}
+		value, err := yaml.Parse(string(items))
+		if err != nil {
+			return nil, err
+		}
+		blockStyle(value.YNode())
+		if err := set("items", value); err != nil {
+			return nil, err
+		}
+	}
+	return node, nil
+}
+
+// scalar is a plain scalar of tag.
+func scalar(tag, value string) *yaml.RNode {
+	return yaml.NewRNode(&yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value})
+}
+
+// blockStyle writes n and what it holds in block style, its strings plain
+// where they can be: JSON parsed as YAML, written as people write YAML.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+// podSpecVolumes decodes the pod spec at node and returns it with the YAML
+// elements of its volumes, one per decoded volume (none: nil).
+func podSpecVolumes(node *yaml.RNode) (*corev1.PodSpec, []*yaml.RNode, error) {
+	var spec corev1.PodSpec
+	if err := decode(node, &spec); err != nil {
+		return nil, nil, err
+	}
+	volumes, err := node.Pipe(yaml.Lookup("volumes"))
+	if err != nil || volumes == nil {
+		return nil, nil, err
+	}
+	elements, err := volumes.Elements()
+	if err != nil {
+		return nil, nil, fmt.Errorf("volumes: %w", err)
+	}
+	if len(elements) != len(spec.Volumes) {
+		return nil, nil, fmt.Errorf("volumes: %d in the YAML, %d decoded", len(elements), len(spec.Volumes))
+	}
+	return &spec, elements, nil
 }
 
 // replaceField gives the field key of the mapping m the name newKey and
