@@ -40,22 +40,13 @@ type podFacts struct {
 
 func factsOf(spec *corev1.PodSpec) podFacts {
 	facts := podFacts{subPathUsers: map[string][]string{}, windows: spec.OS != nil && spec.OS.Name == corev1.Windows}
-	visit := func(name string, mounts []corev1.VolumeMount) {
-		for _, m := range mounts {
+	podrefs.VisitSpecContainers(spec, func(c *corev1.Container) {
+		for _, m := range c.VolumeMounts {
 			if m.SubPath != "" || m.SubPathExpr != "" {
-				facts.subPathUsers[m.Name] = appendOnce(facts.subPathUsers[m.Name], name)
+				facts.subPathUsers[m.Name] = appendOnce(facts.subPathUsers[m.Name], c.Name)
 			}
 		}
-	}
-	for _, c := range spec.InitContainers {
-		visit(c.Name, c.VolumeMounts)
-	}
-	for _, c := range spec.Containers {
-		visit(c.Name, c.VolumeMounts)
-	}
-	for _, c := range spec.EphemeralContainers {
-		visit(c.Name, c.VolumeMounts)
-	}
+	})
 	return facts
 }
 
@@ -193,7 +184,7 @@ func sameFiles(volume, driver *corev1.ConfigMapVolumeSource) bool {
 	v, d := volume.DeepCopy(), driver.DeepCopy()
 	for _, s := range []*corev1.ConfigMapVolumeSource{v, d} {
 		if s.DefaultMode == nil {
-			s.DefaultMode = ptrTo(int32(0o644))
+			s.DefaultMode = ptrTo(corev1.ConfigMapVolumeSourceDefaultMode)
 		}
 		if s.Optional == nil {
 			s.Optional = ptrTo(false)

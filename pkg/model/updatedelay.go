@@ -67,8 +67,29 @@ func DelayGroupsOf(n Node, shares map[int]int) []DelayGroup {
 // mixture, each read weighing the same, and the longest bound among them;
 // ok is false where there are no reads.
 func DelayOf(groups []DelayGroup) (d Delay, ok bool) {
-	// Groups of one distribution weigh together: a cluster's thousands of
-	// nodes share a handful of settings.
+	var dists []weightedSamples
+	hi := 0.0
+	for _, g := range mergeWeights(groups) {
+		samples := updateDelaySamples(g.Behaviour, g.SyncFrequency, g.TTL, g.K)
+		if len(samples) == 0 {
+			continue
+		}
+		dists = append(dists, weightedSamples{samples, float64(g.Weight)})
+		hi = max(hi, samples[len(samples)-1])
+		d.Max = max(d.Max, UpdateBound(g.Behaviour, g.SyncFrequency, g.TTL))
+	}
+	if len(dists) == 0 {
+		return Delay{}, false
+	}
+	d.Median = mixtureMedian(dists, hi)
+	return d, true
+}
+
+// mergeWeights adds up the weights of groups of one distribution (a
+// cluster's thousands of nodes share a handful of settings) and returns
+// them in a fixed order: the mixture's CDF is a sum of floats, and where it
+// is flat at one half a sum in another order moves the median.
+func mergeWeights(groups []DelayGroup) []DelayGroup {
 	weights := map[DelayGroup]int{}
 	for _, g := range groups {
 		if g.Weight > 0 {
@@ -77,36 +98,28 @@ func DelayOf(groups []DelayGroup) (d Delay, ok bool) {
 			weights[key] += g.Weight
 		}
 	}
-	type weighted struct {
-		samples []float64
-		weight  float64
+	out := make([]DelayGroup, 0, len(weights))
+	for g, w := range weights {
+		g.Weight = w
+		out = append(out, g)
 	}
-	var dists []weighted
-	lo, hi := 0.0, 0.0
-	// In a fixed order: the mixture's CDF is a sum of floats, and where it
-	// is flat at one half a sum in another order moves the median.
-	keys := make([]DelayGroup, 0, len(weights))
-	for g := range weights {
-		keys = append(keys, g)
-	}
-	slices.SortFunc(keys, func(a, b DelayGroup) int {
+	slices.SortFunc(out, func(a, b DelayGroup) int {
 		return cmp.Or(strings.Compare(string(a.Behaviour), string(b.Behaviour)), cmp.Compare(a.SyncFrequency, b.SyncFrequency),
 			cmp.Compare(a.TTL, b.TTL), cmp.Compare(a.K, b.K))
 	})
-	for _, g := range keys {
-		w := weights[g]
-		samples := updateDelaySamples(g.Behaviour, g.SyncFrequency, g.TTL, g.K)
-		if len(samples) == 0 {
-			continue
-		}
-		dists = append(dists, weighted{samples, float64(w)})
-		hi = max(hi, samples[len(samples)-1])
-		d.Max = max(d.Max, UpdateBound(g.Behaviour, g.SyncFrequency, g.TTL))
-	}
-	if len(dists) == 0 {
-		return Delay{}, false
-	}
-	// The mixture's CDF at x: the weighted share of samples at or below it.
+	return out
+}
+
+// weightedSamples is one group's sorted delay samples and its weight.
+type weightedSamples struct {
+	samples []float64
+	weight  float64
+}
+
+// mixtureMedian is the median of the weighted mixture of dists, every
+// sample of which lies in [0, hi], found by bisection of the mixture's CDF
+// (the weighted share of samples at or below x).
+func mixtureMedian(dists []weightedSamples, hi float64) float64 {
 	cdf := func(x float64) float64 {
 		sum, weights := 0.0, 0.0
 		for _, w := range dists {
@@ -116,7 +129,8 @@ func DelayOf(groups []DelayGroup) (d Delay, ok bool) {
 		}
 		return sum / weights
 	}
-	for range 60 { // bisection to well under a millisecond
+	lo := 0.0
+	for range 60 { // to well under a millisecond
 		mid := (lo + hi) / 2
 		if cdf(mid) < 0.5 {
 			lo = mid
@@ -124,6 +138,5 @@ func DelayOf(groups []DelayGroup) (d Delay, ok bool) {
 			hi = mid
 		}
 	}
-	d.Median = hi
-	return d, true
+	return hi
 }

@@ -96,7 +96,7 @@ func ParseDriverAttributes(attrs map[string]string) (DriverSource, []string) {
 		}
 		src.ConfigMap.Optional = &optional
 	}
-	mode := int32(0o644)
+	mode := corev1.ConfigMapVolumeSourceDefaultMode
 	if v, ok := attrs[AttrDefaultMode]; ok {
 		m, err := parseMode(v)
 		if err != nil {

@@ -33,7 +33,20 @@ type KeptVolume struct {
 // VolumeDir is where a pod's volume lives under the root dir, as the
 // kubelet lays it out: <root>/pods/<uid>/volumes/<plugin>/<volume>.
 func VolumeDir(rootDir string, podUID string, plugin Plugin, volumeName string) string {
-	return filepath.Join(PodDir(rootDir, podUID), "volumes", string(plugin), volumeName)
+	return PodsDirOf(rootDir).VolumeDir(podUID, plugin, volumeName)
+}
+
+// PodsDir is <root>/pods/, cleaned once, with its trailing slash.
+type PodsDir string
+
+// PodsDirOf is rootDir's PodsDir.
+func PodsDirOf(rootDir string) PodsDir { return PodsDir(filepath.Join(rootDir, "pods") + "/") }
+
+// VolumeDir is where a pod's volume lives: VolumeDir's layout, joined
+// without cleaning again, the API's UIDs, plugins and volume names being
+// single clean path elements (the populator's every pass builds them).
+func (d PodsDir) VolumeDir(podUID string, plugin Plugin, volumeName string) string {
+	return string(d) + podUID + "/volumes/" + string(plugin) + "/" + volumeName
 }
 
 // PodDir is where a pod's volumes live under rootDir: <root>/pods/<uid>.
@@ -142,15 +155,20 @@ func IsMirrorPod(pod *corev1.Pod) bool {
 	return ok
 }
 
-// VisitContainers calls f for every init, regular and ephemeral container.
-func VisitContainers(pod *corev1.Pod, f func(*corev1.Container)) {
-	for i := range pod.Spec.InitContainers {
-		f(&pod.Spec.InitContainers[i])
+// VisitContainers calls f for every init, regular and ephemeral container
+// of pod.
+func VisitContainers(pod *corev1.Pod, f func(*corev1.Container)) { VisitSpecContainers(&pod.Spec, f) }
+
+// VisitSpecContainers calls f for every init, regular and ephemeral
+// container of spec: the one walk over a pod's containers.
+func VisitSpecContainers(spec *corev1.PodSpec, f func(*corev1.Container)) {
+	for i := range spec.InitContainers {
+		f(&spec.InitContainers[i])
 	}
-	for i := range pod.Spec.Containers {
-		f(&pod.Spec.Containers[i])
+	for i := range spec.Containers {
+		f(&spec.Containers[i])
 	}
-	for i := range pod.Spec.EphemeralContainers {
-		f((*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	for i := range spec.EphemeralContainers {
+		f((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 }

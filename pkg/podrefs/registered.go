@@ -45,14 +45,6 @@ func EnvConfigMapNames(pod *corev1.Pod) sets.Set[string] {
 			}
 		}
 	}
-	for _, c := range pod.Spec.InitContainers {
-		visit(c.Env, c.EnvFrom)
-	}
-	for _, c := range pod.Spec.Containers {
-		visit(c.Env, c.EnvFrom)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		visit(c.Env, c.EnvFrom)
-	}
+	VisitContainers(pod, func(c *corev1.Container) { visit(c.Env, c.EnvFrom) })
 	return names
 }

@@ -18,15 +18,14 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 )
 
-// defaultMode is what the API defaults a volume's defaultMode to; objects
-// that skipped defaulting (fake clients) get the same here.
-const defaultMode int32 = 0o644
-
+// modeOrDefault is mode, or what the API defaults a volume's defaultMode
+// to (the same for ConfigMap, Secret and projected volumes), for objects
+// that skipped defaulting (fake clients).
 func modeOrDefault(mode *int32) int32 {
 	if mode != nil {
 		return *mode
 	}
-	return defaultMode
+	return corev1.ConfigMapVolumeSourceDefaultMode
 }
 
 func isOptional(optional *bool) bool { return optional != nil && *optional }

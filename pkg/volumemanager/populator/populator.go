@@ -72,8 +72,7 @@ type Options struct {
 type Populator struct {
 	opts Options
 	loop *pacedloop.Loop
-	// podsDir is podrefs.PodDir(RootDir, "") with a trailing slash.
-	podsDir string
+	podsDir podrefs.PodsDir
 
 	// mu guards everything below. Held, it is taken before the
 	// reconciler's and the states' locks, never after.
@@ -108,7 +107,7 @@ func New(opts Options) *Populator {
 	return &Populator{
 		opts:    opts,
 		loop:    pacedloop.New(opts.Clock, opts.Origin, opts.Period),
-		podsDir: podrefs.PodDir(opts.RootDir, "") + "/",
+		podsDir: podrefs.PodsDirOf(opts.RootDir),
 		marked:  map[types.UID]markedPod{},
 		gone:    sets.New[types.UID](),
 		active:  sets.New[types.UID](),
@@ -304,9 +303,7 @@ func (p *Populator) process(pod *corev1.Pod, volumes map[string]podrefs.KeptVolu
 	p.volumes = p.volumes[:0]
 	for name, spec := range volumes {
 		key := cache.VolumeKey{PodUID: pod.UID, Volume: name}
-		// podrefs.VolumeDir without its Clean: the API's UIDs, plugin
-		// and volume names are single clean path elements.
-		dir := p.podsDir + string(pod.UID) + "/volumes/" + string(spec.Plugin) + "/" + name
+		dir := p.podsDir.VolumeDir(string(pod.UID), spec.Plugin, name)
 		p.volumes = append(p.volumes, cache.DesiredVolume{Key: key, Request: p.opts.Request(pod, spec), Spec: spec, Dir: dir})
 		p.flag = append(p.flag, key)
 	}
