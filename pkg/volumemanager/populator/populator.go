@@ -70,8 +70,8 @@ type Options struct {
 
 // Populator is the volume manager's desired-state populator for pods.
 type Populator struct {
-	opts Options
-	loop *pacedloop.Loop
+	opts    Options
+	loop    *pacedloop.Loop
 	podsDir podrefs.PodsDir
 
 	// mu guards everything below. Held, it is taken before the
