@@ -293,7 +293,7 @@ unit: ## Run the unit tests (with the race detector where a C compiler is instal
 FUZZTIME ?= 10000x
 fuzz: ## Fuzz path validation and payload building, FUZZTIME executions each (default 10000x).
 	$(GO) test -run '^$$' -fuzz '^FuzzWrite$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager/atomicwriter
-	$(GO) test -run '^$$' -fuzz '^FuzzConfigMapVolume$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager
+	$(GO) test -run '^$$' -fuzz '^FuzzConfigMapVolume$$' -fuzztime $(FUZZTIME) ./pkg/volumemanager/core
 
 # The e2e tests run in E2E_SHARDS processes at once, each with its own
 # control plane (hack/e2e.sh); E2E_RUN=<pattern> runs only those, in one.

@@ -36,6 +36,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/podworkers"
 	"github.com/nodeagent-io/nodeagent/pkg/ttl"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
 // processDiskWork bounds the volume operations working on the disk at once
@@ -159,7 +160,7 @@ type volumeManager interface {
 	PodsSynced()
 	RemountConfigMap(namespace, name string)
 	RemoveOrphanedPodDirs() (int, error)
-	Volumes() []volumemanager.VolumeStatus
+	Volumes() []core.VolumeStatus
 }
 
 // Option changes how New builds an agent, beyond what its Config says.
@@ -238,7 +239,7 @@ func (a *Agent) buildComponents(client *coreclient.Client) error {
 	}
 	a.env = newEnvReader(a.configMaps.GetConfigMap)
 	a.volumes, err = volumemanager.New(volumemanager.Options{RootDir: cfg.RootDir, NodeAllocatable: a.nodeAllocatable,
-		CoreOptions: volumemanager.CoreOptions{ConfigMaps: a.configMaps, Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork}})
+		Core: core.Options{ConfigMaps: a.configMaps, Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork}})
 	if err != nil {
 		return err
 	}
@@ -389,7 +390,7 @@ func (a *Agent) Ready() bool {
 }
 
 // Volumes lists the volumes on disk, for /debug/volumes and for tests.
-func (a *Agent) Volumes() []volumemanager.VolumeStatus { return a.volumes.Volumes() }
+func (a *Agent) Volumes() []core.VolumeStatus { return a.volumes.Volumes() }
 
 // podEventHandler passes the informer's pod events to the pod workers as
 // the kubelet's pod config source does: additions and deletions always,

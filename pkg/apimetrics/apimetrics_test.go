@@ -1,6 +1,8 @@
 package apimetrics
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +62,36 @@ func TestSnapshotReaders(t *testing.T) {
 func TestParseRejectsGarbage(t *testing.T) {
 	if _, err := Parse(strings.NewReader("this is { not metrics\n"), time.Now()); err == nil {
 		t.Fatal("Parse accepted malformed input")
+	}
+}
+
+// The etcd reads of real apiservers, scraped by make etcd-metrics-fixture
+// around 5 quorum GETs of a ConfigMap and 3 at resourceVersion 0: v1.31
+// labels etcd_requests_total by type, v1.37 by group and resource, and the
+// reads are counted on both. Only the quorum GETs reach etcd; the
+// apiserver answered all 8.
+func TestEtcdGetsOfRealAPIServers(t *testing.T) {
+	for _, version := range []string{"v1.31.14", "v1.37.2"} {
+		t.Run(version, func(t *testing.T) {
+			read := func(when string) *Snapshot {
+				f, err := os.Open(filepath.Join("testdata", version+"-"+when+".txt"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				s, err := Parse(f, time.Time{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			before, after := read("before"), read("after")
+			if got := after.EtcdConfigMapGets() - before.EtcdConfigMapGets(); got != 5 {
+				t.Errorf("etcd gets: %v, want the 5 quorum GETs", got)
+			}
+			if got := after.APIServerConfigMapGets() - before.APIServerConfigMapGets(); got != 8 {
+				t.Errorf("apiserver GETs: %v, want 8", got)
+			}
+		})
 	}
 }

@@ -27,7 +27,7 @@
 //     opened by the first volume that names it and closed with the last
 //     (configmapcache.Watches); no GET, ever, and nothing per pod sync.
 //   - Updates: the volumes live in a volume core of the driver's own
-//     (volumemanager.Core: no pods, no populator, no directory scan),
+//     (core.Core: no pods, no populator, no directory scan),
 //     whose only source is the publish calls (SourceCSI); every change a
 //     watch delivers remounts the volumes of that ConfigMap at once, not
 //     at the next 100 ms tick (reconciler.WakeAtOnce). A deleted ConfigMap keeps the last content

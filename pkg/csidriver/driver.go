@@ -23,7 +23,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
@@ -62,7 +62,7 @@ type Options struct {
 type Driver struct {
 	opts     Options
 	watches  *configmapcache.Watches
-	core     *volumemanager.Core
+	core     *core.Core
 	identity *identityServer
 	node     *nodeServer
 	register *registrationServer
@@ -87,7 +87,7 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.core, err = volumemanager.NewCore(volumemanager.CoreOptions{
+	d.core, err = core.New(core.Options{
 		ConfigMaps: d.watches, Events: opts.Events, Recorder: opts.Recorder, Clock: opts.Clock,
 		Wake: reconciler.WakeAtOnce,
 	})
@@ -109,7 +109,7 @@ func (d *Driver) Ready() bool { return d.ready.Load() }
 func (d *Driver) Registered() bool { return d.register.registered.Load() }
 
 // Volumes lists the volumes on disk, for /debug/volumes.
-func (d *Driver) Volumes() []volumemanager.VolumeStatus { return d.core.Volumes() }
+func (d *Driver) Volumes() []core.VolumeStatus { return d.core.Volumes() }
 
 // Watching returns how many ConfigMap watches are open.
 func (d *Driver) Watching() int { return d.watches.Watching() }

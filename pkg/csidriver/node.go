@@ -15,9 +15,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
 // SourceCSI is the volume core's source of the volumes the driver
@@ -29,7 +29,7 @@ const SourceCSI cache.Source = "csi"
 const PluginCSI podrefs.Plugin = "kubernetes.io~csi"
 
 // volumes is what the node service asks of the volume core
-// (volumemanager.Core).
+// (core.Core).
 type volumes interface {
 	AddVolume(source cache.Source, v cache.DesiredVolume) error
 	RestoreVolume(source cache.Source, v cache.DesiredVolume) error
@@ -271,12 +271,12 @@ func publishError(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return status.FromContextError(ctxErr).Err()
 	}
-	switch volumemanager.CauseOf(err) {
-	case volumemanager.CauseObjectNotFound:
+	switch core.CauseOf(err) {
+	case core.CauseObjectNotFound:
 		return status.Error(codes.NotFound, err.Error())
-	case volumemanager.CauseNotReadable:
+	case core.CauseNotReadable:
 		return status.Error(codes.Unavailable, err.Error())
-	case volumemanager.CauseKeyMissing, volumemanager.CauseInvalidPayload:
+	case core.CauseKeyMissing, core.CauseInvalidPayload:
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	return status.Errorf(codes.Internal, "writing the volume: %v", err)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
@@ -25,15 +26,15 @@ func TestFailuresKeepTheirCause(t *testing.T) {
 		volumeSpec{name: "path", configMap: "has-a", items: []corev1.KeyToPath{{Key: "a", Path: "x/../../a"}}},
 	)
 	h.sync(pod)
-	for volume, want := range map[string]Cause{
-		"missing": CauseObjectNotFound, "unreadable": CauseNotReadable, "key": CauseKeyMissing, "path": CauseInvalidPayload,
+	for volume, want := range map[string]core.Cause{
+		"missing": core.CauseObjectNotFound, "unreadable": core.CauseNotReadable, "key": core.CauseKeyMissing, "path": core.CauseInvalidPayload,
 	} {
-		f, ok := h.m.reconciler.Failure(cache.VolumeKey{PodUID: pod.UID, Volume: volume})
+		f, ok := h.m.core.Failure(cache.VolumeKey{PodUID: pod.UID, Volume: volume})
 		if !ok {
 			t.Errorf("%s: no failure", volume)
 			continue
 		}
-		if got := CauseOf(f.Err); got != want {
+		if got := core.CauseOf(f.Err); got != want {
 			t.Errorf("%s: cause %s of %v, want %s", volume, got, f.Err, want)
 		}
 	}
@@ -57,17 +58,17 @@ func (p panickingConfigMaps) GetConfigMap(ctx context.Context, namespace, name s
 // event on the pod: the process and the pod's other volume go on.
 func TestAPanicIsTheVolumesFailure(t *testing.T) {
 	h := newHarness(t)
-	h.m = h.newManager(func(o *Options) { o.ConfigMaps = panickingConfigMaps{h.cms, "buggy"} })
+	h.m = h.newManager(func(o *Options) { o.Core.ConfigMaps = panickingConfigMaps{h.cms, "buggy"} })
 	h.cms.set("buggy", map[string]string{"a": "1"})
 	h.cms.set("fine", map[string]string{"a": "1"})
 	pod := newPod("p", volumeSpec{name: "bad", configMap: "buggy"}, volumeSpec{name: "good", configMap: "fine"})
 	h.sync(pod)
-	f, ok := h.m.reconciler.Failure(cache.VolumeKey{PodUID: pod.UID, Volume: "bad"})
+	f, ok := h.m.core.Failure(cache.VolumeKey{PodUID: pod.UID, Volume: "bad"})
 	var panicked *reconciler.PanicError
 	if !ok || !errors.As(f.Err, &panicked) || panicked.Value != "a bug reading buggy" || len(panicked.Stack) == 0 {
 		t.Fatalf("failure of the panicking volume: %+v, want a PanicError with its value and stack", f)
 	}
-	if !h.m.actual.Has(cache.VolumeKey{PodUID: pod.UID, Volume: "good"}) {
+	if !h.m.core.Actual().Has(cache.VolumeKey{PodUID: pod.UID, Volume: "good"}) {
 		t.Error("the pod's other volume is not mounted")
 	}
 	h.events.mu.Lock()

@@ -65,9 +65,9 @@ func BenchmarkReconcilerPass(b *testing.B) {
 		h := mountedNode(b)
 		ctx := context.Background()
 		for b.Loop() {
-			h.m.reconciler.Pass(ctx)
+			h.m.core.Reconciler().Pass(ctx)
 		}
-		h.m.reconciler.Wait()
+		h.m.core.Reconciler().Wait()
 		if n := h.writes.operations.Load(); n != benchPods {
 			b.Fatalf("the steady pass started %d operations", n-benchPods)
 		}

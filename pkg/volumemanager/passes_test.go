@@ -13,7 +13,7 @@ import (
 
 // pendingWork is what the next passes will look at.
 func (h *harness) pendingWork() (unprocessed, pending int) {
-	return h.m.populator.Backlog(), h.m.reconciler.Backlog()
+	return h.m.populator.Backlog(), h.m.core.Reconciler().Backlog()
 }
 
 // The passes look only at what changed: nothing once every volume is
@@ -42,8 +42,8 @@ func TestPassesLookOnlyAtWhatChanged(t *testing.T) {
 		t.Fatalf("after the populator: %d pods unprocessed, %d volumes pending; want 0 and 2", u, p)
 	}
 	h.cms.set("a", map[string]string{"k": "2"})
-	h.m.reconciler.Pass(context.Background())
-	h.m.reconciler.Wait()
+	h.m.core.Reconciler().Pass(context.Background())
+	h.m.core.Reconciler().Wait()
 	h.mustRead(one, "x", "k", "2")
 	h.mustRead(two, "x", "k", "1") // not synced, not watched: not remounted
 
@@ -75,8 +75,8 @@ func TestActivePodsComparedWhenHandedIn(t *testing.T) {
 	h.active.Delete(types.UID("gone"))
 	h.activeMu.Unlock()
 	h.m.populator.Pass()
-	h.m.reconciler.Pass(context.Background())
-	h.m.reconciler.Wait()
+	h.m.core.Reconciler().Pass(context.Background())
+	h.m.core.Reconciler().Wait()
 	if _, err := h.read(gone, "v", "k"); err != nil {
 		t.Fatalf("a pass with no new set of active pods unmounted a volume: %v", err)
 	}

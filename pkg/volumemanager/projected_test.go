@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
 // serviceAccountPod is a pod as the ServiceAccount admission plugin leaves
@@ -74,9 +75,9 @@ func TestServiceAccountVolume(t *testing.T) {
 		t.Errorf("volume directory mode %v, %v; want 0777 as the kubelet's emptyDir wrapper leaves it", info.Mode().Perm(), err)
 	}
 	vs := h.m.Volumes()
-	want := VolumeStatus{
+	want := core.VolumeStatus{
 		PodUID: "p", Pod: "ns/pod-p", Volume: "kube-api-access-x7k2p", Plugin: podrefs.PluginProjected, ConfigMaps: []string{"kube-root-ca.crt"},
-		Path: dir, State: StateMounted, ResourceVersion: "kube-root-ca.crt=1", NotServed: []string{"serviceAccountToken token"},
+		Path: dir, State: core.StateMounted, ResourceVersion: "kube-root-ca.crt=1", NotServed: []string{"serviceAccountToken token"},
 	}
 	if len(vs) != 1 {
 		t.Fatalf("Volumes(): got %+v", vs)
@@ -323,18 +324,18 @@ func (b *blockingConfigMaps) GetConfigMap(ctx context.Context, namespace, name s
 func TestChangeDuringFirstMountIsNotLost(t *testing.T) {
 	h := newHarness(t)
 	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 10), release: make(chan struct{})}
-	h.m = h.newManager(func(o *Options) { o.ConfigMaps = blocking })
+	h.m = h.newManager(func(o *Options) { o.Core.ConfigMaps = blocking })
 	h.cms.set("cfg", map[string]string{"a": "old"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	h.mark(pod)
 	h.publish()
 	h.m.populator.Pass()
-	h.m.reconciler.Pass(context.Background())
+	h.m.core.Reconciler().Pass(context.Background())
 	<-blocking.reading // the first mount has read "old"
 	h.cms.set("cfg", map[string]string{"a": "new"})
 	h.m.RemountConfigMap("ns", "cfg")
 	close(blocking.release)
-	h.m.reconciler.Wait()
+	h.m.core.Reconciler().Wait()
 	h.mustRead(pod, "v", "a", "old")
 	h.step()
 	h.mustRead(pod, "v", "a", "new")

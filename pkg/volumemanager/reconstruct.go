@@ -12,6 +12,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
 // reconstruct rebuilds the actual state from the volume directories under
@@ -37,7 +38,7 @@ func (m *Manager) reconstruct() (int, error) {
 		}
 		podUID := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(dir))))
 		key := cache.VolumeKey{PodUID: types.UID(podUID), Volume: filepath.Base(dir)}
-		if m.actual.Has(key) {
+		if m.core.Actual().Has(key) {
 			continue // mounted by this manager already: not a leftover
 		}
 		if err := atomicwriter.Repair(dir); err != nil {
@@ -48,15 +49,15 @@ func (m *Manager) reconstruct() (int, error) {
 			errs = append(errs, err)
 		}
 		spec := podrefs.KeptVolume{Name: key.Volume, Plugin: podrefs.Plugin(filepath.Base(filepath.Dir(dir)))}
-		v := cache.MountedVolume{Key: key, Spec: spec, Dir: dir, ContentHash: contentHash(files)}
-		if m.actual.AddFound(v) {
+		v := cache.MountedVolume{Key: key, Spec: spec, Dir: dir, ContentHash: core.ContentHash(files)}
+		if m.core.Actual().AddFound(v) {
 			found = append(found, v)
 		}
 	}
 	// Kept, adopted or unmounted once its pod is known.
 	m.populator.Keep(found)
-	if m.opts.Recorder != nil {
-		m.opts.Recorder.VolumesMounted(m.actual.Len())
+	if m.opts.Core.Recorder != nil {
+		m.opts.Core.Recorder.VolumesMounted(m.core.Actual().Len())
 	}
 	return len(found), errors.Join(errs...)
 }
@@ -81,7 +82,7 @@ func (m *Manager) RemoveOrphanedPodDirs() (removed int, err error) {
 		pods = append(pods, types.UID(e.Name()))
 	}
 	orphans := m.populator.ClaimInactive(pods, func() sets.Set[types.UID] {
-		return m.desired.PodUIDs().Union(m.reconciler.Busy()).Union(m.actual.PodUIDs())
+		return m.core.Desired().PodUIDs().Union(m.core.Busy()).Union(m.core.Actual().PodUIDs())
 	})
 	defer m.populator.Release(orphans)
 	var errs []error

@@ -15,15 +15,16 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 )
 
-// countWrites counts the set-ups that went to the atomic writer.
-func countWrites(t *testing.T) *int {
+// countWrites makes h's manager count the set-ups that go to the atomic
+// writer.
+func countWrites(h *harness) *int {
 	n := new(int)
-	saved := writeVolume
-	writeVolume = func(dir string, payload map[string]atomicwriter.FileProjection, setPerms func() error) (bool, error) {
-		*n++
-		return saved(dir, payload, setPerms)
-	}
-	t.Cleanup(func() { writeVolume = saved })
+	h.m = h.newManager(func(o *Options) {
+		o.Core.AtomicWrite = func(dir string, payload map[string]atomicwriter.FileProjection, setPerms func() error) (bool, error) {
+			*n++
+			return atomicwriter.Write(dir, payload, setPerms)
+		}
+	})
 	return n
 }
 
@@ -34,7 +35,7 @@ func TestUnchangedRemountSkipsTheDisk(t *testing.T) {
 	h := newHarness(t)
 	// Later than any ctime the test makes, so that no stamp is racy.
 	h.clock.SetTime(time.Now().Add(time.Minute))
-	writes := countWrites(t)
+	writes := countWrites(h)
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	dir := podrefs.VolumeDir(h.root, "p", podrefs.PluginConfigMap, "v")
@@ -68,7 +69,7 @@ func TestUnchangedRemountSkipsTheDisk(t *testing.T) {
 	step("unchanged remount", 4, "2")
 }
 
-// countingLimiter is a DiskLimiter of n slots that records how many were
+// countingLimiter is a core.DiskLimiter of n slots that records how many were
 // ever held at once.
 type countingLimiter struct {
 	slots          chan struct{}
@@ -102,7 +103,7 @@ func TestDiskLimiter(t *testing.T) {
 	h := newHarness(t)
 	limiter := &countingLimiter{slots: make(chan struct{}, 2)}
 	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 100), release: make(chan struct{}), only: "slow"}
-	h.m = h.newManager(func(o *Options) { o.DiskLimiter, o.ConfigMaps = limiter, blocking })
+	h.m = h.newManager(func(o *Options) { o.Core.DiskLimiter, o.Core.ConfigMaps = limiter, blocking })
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	h.cms.set("slow", map[string]string{"a": "1"})
 	var pods []*corev1.Pod
@@ -118,7 +119,7 @@ func TestDiskLimiter(t *testing.T) {
 	}
 	h.publish()
 	h.m.populator.Pass()
-	h.m.reconciler.Pass(context.Background())
+	h.m.core.Reconciler().Pass(context.Background())
 	<-blocking.reading
 	<-blocking.reading
 	// With both hanging reads in flight, the other twenty mount.
@@ -130,7 +131,7 @@ func TestDiskLimiter(t *testing.T) {
 		h.mustRead(pod, "v", "a", "1")
 	}
 	close(blocking.release)
-	h.m.reconciler.Wait()
+	h.m.core.Reconciler().Wait()
 	if limiter.mostHeld > 2 {
 		t.Errorf("%d operations held the disk at once, want at most 2", limiter.mostHeld)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
@@ -30,7 +31,7 @@ func TestASecondSourceOfVolumes(t *testing.T) {
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	h.sync(pod)
 
-	_, dir := addPublished(t, h.m.Core, second, pod)
+	_, dir := addPublished(t, h.m.core, second, pod)
 	h.step()
 	readPublished := func() string {
 		data, _ := os.ReadFile(filepath.Join(dir, "a"))
@@ -62,7 +63,7 @@ func TestASecondSourceOfVolumes(t *testing.T) {
 	if got := readPublished(); got != "2" {
 		t.Errorf("the pod's teardown removed the other source's volume: %q", got)
 	}
-	h.m.reconciler.HandOver(h.m.desired.DeletePod(second, pod.UID)...)
+	h.m.core.Reconciler().HandOver(h.m.core.Desired().DeletePod(second, pod.UID)...)
 	h.step()
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the volume its source let go is still there: %v", err)
@@ -76,16 +77,16 @@ func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
 	const source cache.Source = "second"
 	h := newHarness(t)
 	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 10), release: make(chan struct{})}
-	h.m = h.newManager(func(o *Options) { o.ConfigMaps = blocking })
+	h.m = h.newManager(func(o *Options) { o.Core.ConfigMaps = blocking })
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
-	key, dir := addPublished(t, h.m.Core, source, pod)
-	h.m.reconciler.Pass(context.Background())
+	key, dir := addPublished(t, h.m.core, source, pod)
+	h.m.core.Reconciler().Pass(context.Background())
 	<-blocking.reading // the mount is in flight
-	h.m.RemoveVolume(source, key)
+	h.m.core.RemoveVolume(source, key)
 	done := make(chan error, 1)
-	go func() { done <- h.m.WaitForVolumeGone(context.Background(), key) }()
-	h.clock.Step(sourcePollInterval)
+	go func() { done <- h.m.core.WaitForVolumeGone(context.Background(), key) }()
+	h.clock.Step(core.SourcePollInterval)
 	time.Sleep(50 * time.Millisecond) // a wait that ignored the mount would end here
 	if len(done) > 0 {
 		t.Fatalf("the wait ended while the mount was in flight: %v", <-done)
@@ -93,7 +94,7 @@ func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
 	close(blocking.release)
 	testutil.WaitFor(t, "the wait to end", func() bool {
 		h.step()
-		h.clock.Step(sourcePollInterval)
+		h.clock.Step(core.SourcePollInterval)
 		return len(done) > 0
 	})
 	if err := <-done; err != nil {
@@ -115,16 +116,16 @@ func TestACoreWritesChangesAsItsWakeSays(t *testing.T) {
 	}{{reconciler.WakeAtOnce, false}, {reconciler.WakeHalfPeriod, true}} {
 		t.Run(fmt.Sprint(tc.wake), func(t *testing.T) {
 			h := newHarness(t)
-			core, err := NewCore(CoreOptions{ConfigMaps: h.cms, Clock: h.clock, Wake: tc.wake})
+			c, err := core.New(core.Options{ConfigMaps: h.cms, Clock: h.clock, Wake: tc.wake})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
-			go func() { core.Run(ctx); close(done) }()
+			go func() { c.Run(ctx); close(done) }()
 			t.Cleanup(func() { cancel(); <-done })
 			h.cms.set("cfg", map[string]string{"a": "1"})
-			key, dir := addPublished(t, core, "second", newPod("p"))
+			key, dir := addPublished(t, c, "second", newPod("p"))
 			holds := func(want string) func() bool {
 				return func() bool {
 					data, _ := os.ReadFile(filepath.Join(dir, "a"))
@@ -135,12 +136,12 @@ func TestACoreWritesChangesAsItsWakeSays(t *testing.T) {
 			// would be read again only when the clock moves on.
 			testutil.WaitFor(t, "the first mount", func() bool {
 				h.clock.Step(10 * time.Millisecond)
-				return holds("1")() && core.actual.Has(key) && !core.reconciler.InFlight(key)
+				return holds("1")() && c.Actual().Has(key) && !c.Reconciler().InFlight(key)
 			})
 
 			change := func(value string) {
 				h.cms.set("cfg", map[string]string{"a": value})
-				core.RemountConfigMap("ns", "cfg")
+				c.RemountConfigMap("ns", "cfg")
 			}
 			change("2") // the clock stands still from here
 			testutil.WaitFor(t, "the first change, off the grid", holds("2"))
@@ -159,7 +160,7 @@ func TestACoreWritesChangesAsItsWakeSays(t *testing.T) {
 
 // addPublished makes source want a volume "published" of pod, reading the
 // ConfigMap cfg, in a directory of its own, as a CSI publish call does.
-func addPublished(t *testing.T, m *Core, source cache.Source, pod *corev1.Pod) (cache.VolumeKey, string) {
+func addPublished(t *testing.T, m *core.Core, source cache.Source, pod *corev1.Pod) (cache.VolumeKey, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "target")
 	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}

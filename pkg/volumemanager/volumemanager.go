@@ -1,32 +1,27 @@
-// Package volumemanager keeps ConfigMap and projected volumes on disk, with
-// the kubelet's structure (docs/kubelet-behaviour.md, "Volume manager";
-// docs/architecture.md). Its core knows volumes, not who wants them; a
-// source plugs into it with its desired volumes, its reconstruction at
-// start and its waits:
+// Package volumemanager is the pods source of the volume core
+// (pkg/volumemanager/core): it keeps the ConfigMap and projected volumes of
+// a node's pods on disk, with the kubelet's structure
+// (docs/kubelet-behaviour.md, "Volume manager"; docs/architecture.md). The
+// core knows volumes, not pods; this package knows pods:
 //
-//   - the core (Core, core.go and sources.go): the desired state of world
-//     (cache: the volumes some source wants, each with its one owner and
-//     its directory), the actual state of world (the volumes on disk, each
-//     with a remountRequired flag), the reconciler (unmounts volumes no
-//     source wants, mounts those not on disk and remounts flagged ones,
-//     one operation at a time per volume, retrying failures with
-//     per-volume backoff, 500 ms doubling to 2 m 2 s) and the executor
-//     (executor.go: payload, atomic writer, fsGroup, nested mount points),
-//     whose typed failures (failures.go) travel unchanged to the waits;
-//   - the pods source (Manager, this file, waits.go, reconstruct.go): the
-//     populator fills the desired state from the pods the pod workers sync
-//     (every WaitForAttachAndMount marks its pod; the next pass re-reads it
-//     and flags its mounted volumes for a remount) and drops the pods that
-//     are no longer active, told change by change; the reconstruction
-//     scans the kubelet's plugin directories at start;
-//   - the CSI driver's publish calls (pkg/csidriver) are the other source:
-//     a Core of its own, AddVolume and RestoreVolume from its records,
-//     WaitForVolume and WaitForVolumeGone.
+//   - the populator fills the core's desired state from the pods the pod
+//     workers sync (every WaitForAttachAndMount marks its pod; the next
+//     pass re-reads it and flags its mounted volumes for a remount) and
+//     drops the pods that are no longer active, told change by change;
+//   - a pod's volume Request (podrequest.go): its namespace, fsGroup, the
+//     mount points of nested volumes, and its downward API fields
+//     (downwardapi.go) for projected volumes' downwardAPI sources;
+//   - the reconstruction scans the kubelet's plugin directories at start
+//     (reconstruct.go), and the waits of a pod's sync and teardown
+//     (waits.go).
 //
-// In the agent both loops keep the kubelet's 100 ms grid but do work in proportion to
-// what changed since their last pass, not to the number of pods, and run a
-// pass only at the grid points where something gave them work
-// (pacedloop). A node where nothing changes wakes neither loop.
+// The CSI driver's publish calls (pkg/csidriver) are the core's other
+// source, with a Core of their own.
+//
+// In the agent both loops keep the kubelet's 100 ms grid but do work in
+// proportion to what changed since their last pass, not to the number of
+// pods, and run a pass only at the grid points where something gave them
+// work (pacedloop). A node where nothing changes wakes neither loop.
 //
 // The two grids are half a period apart, as the kubelet's two loops run in
 // two goroutines: a sync's remount comes 50 to 150 ms after the sync marked
@@ -40,28 +35,12 @@
 // kubelet keep its timing; the driver's core writes every change as the
 // watch delivers it (reconciler.WakeAtOnce).
 //
-// A mount reads the ConfigMaps through ConfigMapGetter and writes the
-// volume with the atomic writer (executor.go). A projected volume gets its
-// configMap and downwardAPI sources; its serviceAccountToken, secret,
-// clusterTrustBundle and podCertificate sources are left out, never fail
-// it, and are listed in VolumeStatus.NotServed. A failed mount or remount
-// emits a FailedMount event on the pod; a failed first mount leaves no
-// volume, and a failed remount keeps the previous content on disk (the
-// kubelet deletes it after a failed write; nodeagent does not). A missing
-// optional ConfigMap gives an empty volume, or no files from that source.
-//
-// RemountConfigMap (the watch strategy's change notification) reaches every
-// volume that reads the ConfigMap: a mounted one is remounted, one whose
-// operation is in flight is read again when it ends, and a failing one is
-// retried at the next pass instead of after its backoff.
-//
 // On start-up Run rebuilds the actual state from disk. Volumes found there
 // are kept until the pod source has synced and their pod is known to be
 // gone, so a restart never deletes files that a pod still uses.
 //
 // Locks, when more than one is held, are taken in this order: the
-// populator's or the sources' (sources.go), the reconciler's, the desired
-// state's, the actual state's.
+// populator's, then the core's (core's package doc).
 package volumemanager
 
 import (
@@ -72,12 +51,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/populator"
 )
 
 // Options configure New.
 type Options struct {
-	CoreOptions
+	// Core configures the volume core the pods source feeds.
+	Core core.Options
 	// RootDir holds pods/<uid>/volumes/<plugin>/<volume>.
 	RootDir string
 	// NodeAllocatable, optional, gives the node's allocatable resources,
@@ -89,7 +70,7 @@ type Options struct {
 // source that feeds it (the populator, the reconstruction from the
 // kubelet's directories, the pod workers' waits).
 type Manager struct {
-	*Core
+	core      *core.Core
 	opts      Options
 	populator *populator.Populator
 }
@@ -99,18 +80,25 @@ func New(opts Options) (*Manager, error) {
 	if opts.RootDir == "" {
 		return nil, fmt.Errorf("volumemanager: RootDir is required")
 	}
-	core, err := NewCore(opts.CoreOptions)
+	c, err := core.New(opts.Core)
 	if err != nil {
 		return nil, err
 	}
-	opts.CoreOptions = core.opts // defaults filled in
-	m := &Manager{Core: core, opts: opts}
+	opts.Core = c.Options() // defaults filled in
+	m := &Manager{core: c, opts: opts}
 	m.populator = populator.New(populator.Options{
-		RootDir: opts.RootDir, Desired: m.desired, Actual: m.actual, HandOver: m.reconciler.HandOver, Request: m.requestFor,
-		Clock: opts.Clock, Period: opts.LoopPeriod, Origin: core.origin,
+		RootDir: opts.RootDir, Desired: c.Desired(), Actual: c.Actual(), HandOver: c.HandOver, Request: m.requestFor,
+		Clock: opts.Core.Clock, Period: opts.Core.LoopPeriod, Origin: c.Origin(),
 	})
 	return m, nil
 }
+
+// RemountConfigMap makes every volume that reads namespace/name read it
+// again (core.Core.RemountConfigMap).
+func (m *Manager) RemountConfigMap(namespace, name string) { m.core.RemountConfigMap(namespace, name) }
+
+// Volumes is every volume the core knows, for /debug/volumes.
+func (m *Manager) Volumes() []core.VolumeStatus { return m.core.Volumes() }
 
 // Run rebuilds the actual state from disk, then runs the populator and
 // the reconciler until ctx ends, and waits for operations in flight.
@@ -123,7 +111,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	done := make(chan struct{})
 	go func() { m.populator.Run(ctx); close(done) }()
-	m.Core.Run(ctx)
+	m.core.Run(ctx)
 	<-done
 }
 

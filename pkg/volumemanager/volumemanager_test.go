@@ -24,10 +24,11 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
-// fakeConfigMaps is a ConfigMapGetter backed by a map, with injectable errors.
+// fakeConfigMaps is a core.ConfigMapGetter backed by a map, with injectable errors.
 type fakeConfigMaps struct {
 	mu   sync.Mutex
 	cms  map[string]*corev1.ConfigMap
@@ -113,7 +114,7 @@ func newHarness(t testing.TB) *harness {
 
 // newManager returns a manager on the harness's fakes, changed by opts.
 func (h *harness) newManager(opts ...func(*Options)) *Manager {
-	o := Options{RootDir: h.root, CoreOptions: CoreOptions{ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes}}
+	o := Options{RootDir: h.root, Core: core.Options{ConfigMaps: h.cms, Events: h.events, Clock: h.clock, Recorder: h.writes}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -149,7 +150,7 @@ func (h *harness) publish() {
 // stepToRetry moves the clock to the retry of pod's failing volume.
 func (h *harness) stepToRetry(pod types.UID, volume string) {
 	h.t.Helper()
-	f, ok := h.m.reconciler.Failure(cache.VolumeKey{PodUID: pod, Volume: volume})
+	f, ok := h.m.core.Failure(cache.VolumeKey{PodUID: pod, Volume: volume})
 	if !ok {
 		h.t.Fatalf("volume %s/%s has not failed", pod, volume)
 	}
@@ -169,8 +170,8 @@ func (h *harness) setActive(change func(active sets.Set[types.UID])) {
 func (h *harness) step() {
 	h.publish()
 	h.m.populator.Pass()
-	h.m.reconciler.Pass(context.Background())
-	h.m.reconciler.Wait()
+	h.m.core.Reconciler().Pass(context.Background())
+	h.m.core.Reconciler().Wait()
 }
 
 // stepAndPoll is step, then the time of one poll of the waits.
@@ -353,8 +354,8 @@ func TestWaitForAttachAndMount(t *testing.T) {
 	close(stop)
 	<-stepped
 	var unmounted *UnmountedError
-	if !errors.As(err, &unmounted) || !slices.Equal(unmounted.Volumes, []string{"v"}) || CauseOf(err) != CauseObjectNotFound {
-		t.Errorf("got %v (cause %v), want volume v unmounted, its ConfigMap not found", err, CauseOf(err))
+	if !errors.As(err, &unmounted) || !slices.Equal(unmounted.Volumes, []string{"v"}) || core.CauseOf(err) != core.CauseObjectNotFound {
+		t.Errorf("got %v (cause %v), want volume v unmounted, its ConfigMap not found", err, core.CauseOf(err))
 	}
 }
 
@@ -398,20 +399,20 @@ func TestWaitsEndAtAPollNotOnTheMount(t *testing.T) {
 func TestWaitIgnoresAFailureThatStartedBeforeIt(t *testing.T) {
 	h := newHarness(t)
 	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 10), release: make(chan struct{})}
-	h.m = h.newManager(func(o *Options) { o.ConfigMaps = blocking })
+	h.m = h.newManager(func(o *Options) { o.Core.ConfigMaps = blocking })
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
 	h.mark(pod)
 	h.publish()
 	h.m.populator.Pass()
-	h.m.reconciler.Pass(context.Background())
+	h.m.core.Reconciler().Pass(context.Background())
 	<-blocking.reading // the mount reads before the ConfigMap exists
 	h.clock.Step(time.Millisecond)
 	done := make(chan error, 1)
 	go func() { done <- h.m.WaitForAttachAndMount(context.Background(), pod) }()
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	close(blocking.release)
-	h.m.reconciler.Wait()
-	if _, ok := h.m.reconciler.Failure(cache.VolumeKey{PodUID: "p", Volume: "v"}); !ok {
+	h.m.core.Reconciler().Wait()
+	if _, ok := h.m.core.Failure(cache.VolumeKey{PodUID: "p", Volume: "v"}); !ok {
 		t.Fatal("the first mount did not fail; the test proves nothing")
 	}
 	testutil.WaitFor(t, "the wait to end", func() bool {

@@ -27,21 +27,21 @@ import (
 // after its error backoff (10 s), so a broken volume delays its healthy
 // siblings' remounts by seconds, not minutes.
 func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error {
-	start := m.clock.Now()
+	start := m.opts.Core.Clock.Now()
 	want := podrefs.KeptVolumes(pod)
 	m.populator.MarkPodVolumes(pod, want)
 
 	var failedFast error
-	err := m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+	err := m.waitUntil(ctx, m.opts.Core.MountTimeout, func() (bool, string) {
 		var missing []string
 		allFailed := true
 		for name := range want {
 			key := cache.VolumeKey{PodUID: pod.UID, Volume: name}
-			if m.actual.Has(key) {
+			if m.core.Actual().Has(key) {
 				continue
 			}
 			missing = append(missing, name)
-			if f, ok := m.reconciler.Failure(key); !ok || f.Started.Before(start) {
+			if f, ok := m.core.Failure(key); !ok || f.Started.Before(start) {
 				allFailed = false
 			}
 		}
@@ -63,10 +63,10 @@ func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) er
 // until every volume of the pod that no source wants is gone from disk.
 func (m *Manager) WaitForUnmount(ctx context.Context, pod *corev1.Pod) error {
 	m.populator.DropPod(pod.UID)
-	return m.waitUntil(ctx, m.opts.MountTimeout, func() (bool, string) {
+	return m.waitUntil(ctx, m.opts.Core.MountTimeout, func() (bool, string) {
 		var left []string
-		for _, name := range m.actual.PodVolumes(pod.UID) {
-			if _, wanted := m.desired.Get(cache.VolumeKey{PodUID: pod.UID, Volume: name}); !wanted {
+		for _, name := range m.core.Actual().PodVolumes(pod.UID) {
+			if _, wanted := m.core.Desired().Get(cache.VolumeKey{PodUID: pod.UID, Volume: name}); !wanted {
 				left = append(left, name)
 			}
 		}
@@ -87,32 +87,7 @@ const waitPollInterval = 300 * time.Millisecond
 // waitUntil evaluates done at once and then every waitPollInterval, until
 // it holds, ctx ends or timeout passes.
 func (m *Manager) waitUntil(ctx context.Context, timeout time.Duration, done func() (bool, string)) error {
-	return m.waitEvery(ctx, waitPollInterval, timeout, done)
-}
-
-// waitEvery is waitUntil with another poll interval.
-func (c *Core) waitEvery(ctx context.Context, interval, timeout time.Duration, done func() (bool, string)) error {
-	// In steady state the first look succeeds: no timer, no ticker.
-	if ok, _ := done(); ok {
-		return nil
-	}
-	timer := c.clock.NewTimer(timeout)
-	defer timer.Stop()
-	poll := c.clock.NewTicker(interval)
-	defer poll.Stop()
-	for {
-		ok, why := done()
-		if ok {
-			return nil
-		}
-		select {
-		case <-poll.C():
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", why, ctx.Err())
-		case <-timer.C():
-			return fmt.Errorf("timed out after %s: %s", timeout, why)
-		}
-	}
+	return m.core.WaitEvery(ctx, waitPollInterval, timeout, done)
 }
 
 // UnmountedError is the volumes of a pod that are not mounted, each with
@@ -151,7 +126,7 @@ func (e *UnmountedError) Unwrap() []error {
 func (m *Manager) unmounted(uid types.UID, missing []string) *UnmountedError {
 	e := &UnmountedError{Volumes: missing, Failures: make([]error, len(missing))}
 	for i, name := range missing {
-		if f, ok := m.reconciler.Failure(cache.VolumeKey{PodUID: uid, Volume: name}); ok {
+		if f, ok := m.core.Failure(cache.VolumeKey{PodUID: uid, Volume: name}); ok {
 			e.Failures[i] = f.Err
 		}
 	}

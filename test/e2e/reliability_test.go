@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/internal/faulttable"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
 // The fault suite records one row per fault or storm; TestMain writes them
@@ -144,14 +144,14 @@ func podEvents(t *testing.T, ns, pod, reason string) []string {
 }
 
 // debugVolumes reads the agent's /debug/volumes.
-func (a *agentProcess) debugVolumes() ([]volumemanager.VolumeStatus, error) {
+func (a *agentProcess) debugVolumes() ([]core.VolumeStatus, error) {
 	resp, err := http.Get("http://" + a.httpAddr + "/debug/volumes")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Volumes []volumemanager.VolumeStatus `json:"volumes"`
+		Volumes []core.VolumeStatus `json:"volumes"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		return nil, err

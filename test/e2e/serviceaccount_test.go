@@ -21,7 +21,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
 // serviceAccountVolume returns the kube-api-access volume the admission
@@ -95,7 +95,7 @@ func TestServiceAccountVolumeOnDisk(t *testing.T) {
 	}
 
 	var debug struct {
-		Volumes []volumemanager.VolumeStatus `json:"volumes"`
+		Volumes []core.VolumeStatus `json:"volumes"`
 	}
 	resp, err := http.Get("http://" + a.httpAddr + "/debug/volumes")
 	if err != nil {

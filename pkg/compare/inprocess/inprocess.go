@@ -29,7 +29,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/compare/results"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/nodeidentity"
-	"github.com/nodeagent-io/nodeagent/pkg/volumemanager"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
 // Options configure New.
@@ -173,7 +173,7 @@ func (p *phase) VolumesMounted(context.Context) (int, error) {
 	mounted := 0
 	for _, a := range p.agents {
 		for _, v := range a.Volumes() {
-			if v.State != volumemanager.StateMountFailing {
+			if v.State != core.StateMountFailing {
 				mounted++
 			}
 		}

@@ -1,4 +1,4 @@
-package volumemanager
+package core
 
 import (
 	"context"
@@ -26,15 +26,14 @@ import (
 // directory is world-writable.
 const volumeDirMode os.FileMode = 0o777
 
-// writeVolume is the atomic writer; tests count its calls.
-var writeVolume = atomicwriter.Write
-
 // executor does the disk work of the reconciler's operations: it is the
 // volume manager's reconciler.Executor.
 type executor struct {
 	configMaps  ConfigMapGetter
 	diskLimiter DiskLimiter
 	clock       clock.PassiveClock
+	// atomicWrite is Options.AtomicWrite.
+	atomicWrite AtomicWrite
 }
 
 // TearDown removes the volume's directory.
@@ -85,7 +84,7 @@ func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.
 	if err != nil {
 		return reconciler.Result{}, err
 	}
-	res = reconciler.Result{ResourceVersion: rv, ContentHash: contentHash(payloadBytes(payload))}
+	res = reconciler.Result{ResourceVersion: rv, ContentHash: ContentHash(payloadBytes(payload))}
 	err = e.onDisk(ctx, func() error {
 		if op.Kind == reconciler.Remount && res.ContentHash == op.LastHash && op.LastStamp.Intact(op.Dir) {
 			res.Stamp = op.LastStamp
@@ -126,7 +125,7 @@ func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payl
 		if fsGroup := req.FSGroup; fsGroup != nil {
 			setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
 		}
-		wrote, err = writeVolume(dir, payload, setPerms)
+		wrote, err = e.atomicWrite(dir, payload, setPerms)
 	}
 	if err != nil {
 		cause := CauseDisk

@@ -1,4 +1,4 @@
-package volumemanager
+package core
 
 import (
 	"fmt"
@@ -58,15 +58,15 @@ func TestPayload(t *testing.T) {
 }
 
 func TestContentHashDependsOnPathsAndBytes(t *testing.T) {
-	base := contentHash(map[string][]byte{"a": []byte("1")})
+	base := ContentHash(map[string][]byte{"a": []byte("1")})
 	for _, other := range []map[string][]byte{
 		{"a": []byte("2")}, {"b": []byte("1")}, {"a": []byte("1"), "b": nil}, {"a1": nil},
 	} {
-		if contentHash(other) == base {
+		if ContentHash(other) == base {
 			t.Errorf("hash of %v equals hash of a=1", other)
 		}
 	}
-	if contentHash(map[string][]byte{"a": []byte("1")}) != base {
+	if ContentHash(map[string][]byte{"a": []byte("1")}) != base {
 		t.Error("hash is not deterministic")
 	}
 }

@@ -1,4 +1,4 @@
-package volumemanager
+package core
 
 import (
 	"context"
@@ -142,12 +142,12 @@ func getConfigMap(ctx context.Context, get ConfigMapGetter, namespace, name stri
 	return nil, failure(cause, fmt.Errorf("couldn't get configMap %s/%s: %w", namespace, name, err))
 }
 
-// contentHash is a short digest of a payload's paths and bytes, shown by
+// ContentHash is a short digest of a payload's paths and bytes, shown by
 // /debug/volumes so that two nodes' copies can be compared at a glance, and
 // compared by every remount with what the volume holds. xxHash64, not a
 // cryptographic hash: nothing here defends against a chosen collision, and
 // it hashes a 1 MiB payload in a tenth of SHA-256's time.
-func contentHash(files map[string][]byte) string {
+func ContentHash(files map[string][]byte) string {
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)

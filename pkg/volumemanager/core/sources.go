@@ -1,4 +1,4 @@
-package volumemanager
+package core
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 // disk there. The core serializes the changes (sourceMu), so two volumes
 // of one pod may be added at once.
 
-// sourcePollInterval is how often WaitForVolume and WaitForVolumeGone look
+// SourcePollInterval is how often WaitForVolume and WaitForVolumeGone look
 // at the actual state. A pod's start waits on a publish call, and nothing
 // here needs the pod workers' alignment (waitPollInterval): the call ends
 // within 20 ms of the reconciler's write.
-const sourcePollInterval = 20 * time.Millisecond
+const SourcePollInterval = 20 * time.Millisecond
 
 // AddVolume makes source want v, beside the other volumes it wants of
 // v's pod; a volume of the same key is replaced. v.Dir must be set. A
@@ -91,7 +91,7 @@ func (c *Core) RemoveVolume(source cache.Source, key cache.VolumeKey) {
 func (c *Core) WaitForVolume(ctx context.Context, key cache.VolumeKey) error {
 	start := c.clock.Now()
 	var failed error
-	err := c.waitEvery(ctx, sourcePollInterval, c.opts.MountTimeout, func() (bool, string) {
+	err := c.WaitEvery(ctx, SourcePollInterval, c.opts.MountTimeout, func() (bool, string) {
 		if c.actual.Has(key) {
 			return true, ""
 		}
@@ -111,7 +111,7 @@ func (c *Core) WaitForVolume(ctx context.Context, key cache.VolumeKey) error {
 // on it runs: a mount in flight when the source let the volume go would
 // write its files after the wait, and only then be unmounted.
 func (c *Core) WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error {
-	return c.waitEvery(ctx, sourcePollInterval, c.opts.MountTimeout, func() (bool, string) {
+	return c.WaitEvery(ctx, SourcePollInterval, c.opts.MountTimeout, func() (bool, string) {
 		if c.reconciler.InFlight(key) {
 			return false, fmt.Sprintf("an operation on volume %s is in flight", key.Volume)
 		}
@@ -124,4 +124,30 @@ func (c *Core) WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error
 		}
 		return false, msg
 	})
+}
+
+// WaitEvery evaluates done at once and then every interval, until it
+// holds, ctx ends or timeout passes; the error says what done last said.
+func (c *Core) WaitEvery(ctx context.Context, interval, timeout time.Duration, done func() (bool, string)) error {
+	// In steady state the first look succeeds: no timer, no ticker.
+	if ok, _ := done(); ok {
+		return nil
+	}
+	timer := c.clock.NewTimer(timeout)
+	defer timer.Stop()
+	poll := c.clock.NewTicker(interval)
+	defer poll.Stop()
+	for {
+		ok, why := done()
+		if ok {
+			return nil
+		}
+		select {
+		case <-poll.C():
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", why, ctx.Err())
+		case <-timer.C():
+			return fmt.Errorf("timed out after %s: %s", timeout, why)
+		}
+	}
 }
