@@ -234,7 +234,7 @@ func TestChartValues(t *testing.T) {
 		"port":              {lookup(container["ports"].([]interface{})[0], "containerPort"), float64(9100)},
 		"scrape port":       {lookup(ds, "spec", "template", "metadata", "annotations", "prometheus.io/port"), "9100"},
 		"cpu request":       {lookup(container, "resources", "requests", "cpu"), "50m"},
-		"node selector":     {fmt.Sprint(lookup(ds, "spec", "template", "spec", "nodeSelector")), "map[pool:general]"},
+		"node selector":     {fmt.Sprint(lookup(ds, "spec", "template", "spec", "nodeSelector")), "map[kubernetes.io/os:linux pool:general]"},
 		"tolerations":       {lookup(ds, "spec", "template", "spec", "tolerations"), nil},
 		"host path":         {lookup(lookup(ds, "spec", "template", "spec", "volumes").([]interface{})[0], "hostPath", "path"), "/var/lib/na"},
 		"podmonitor label":  {lookup(byKey["PodMonitor/nodeagent"], "metadata", "labels", "release"), "prom"},
