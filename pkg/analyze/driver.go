@@ -23,10 +23,13 @@ type DriverResult struct {
 	// UpdateDelay is the time from an update to its content in the
 	// driver's volumes: the median over every volume read, and the longest.
 	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
-	// Failing counts the volumes that cannot mount: a ConfigMap they
-	// require is missing. The kubelet retries their publish calls, each of
-	// which opens and closes a watch; the prediction leaves them out.
-	Failing int `json:"failing,omitempty"`
+	// Failing counts the volumes that keep their pods from starting: a
+	// ConfigMap they require is missing, the driver refuses their
+	// attributes, or their pod waits for its volumes (no driver on the
+	// node, a publish that fails; driverVolumeFailing findings). The
+	// kubelet retries their publish calls; the prediction leaves out the
+	// first two kinds.
+	Failing int `json:"failing"`
 	// ConvertedPods counts the pods whose volumes the admission webhook
 	// made the driver's (podrefs.ConvertedAnnotation).
 	ConvertedPods int `json:"convertedPods,omitempty"`
@@ -51,19 +54,24 @@ func (c Cluster) driverPart(node string) *driverPart {
 	d := driverPart{}
 	var pods []model.Pod
 	for _, p := range c.Inventory.Pods {
-		if len(p.Refs.DriverVolumes) == 0 {
+		refused := len(p.Refs.RefusedDriverVolumes)
+		if len(p.Refs.DriverVolumes) == 0 && refused == 0 {
 			continue
 		}
 		d.pods++
 		if p.Converted {
 			d.converted++
 		}
+		d.volumes += refused
+		d.failing += refused
 		mp := model.Pod{Name: p.Namespace + "/" + p.Name}
 		for _, v := range p.Refs.DriverVolumes {
 			d.volumes++
 			reads, ok := c.driverReads(p.Namespace, v)
-			if !ok {
+			if !ok || p.WaitingForVolumes {
 				d.failing++
+			}
+			if !ok {
 				continue
 			}
 			mp.Volumes++

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
 // Pods that use the driver: its load apart from the kubelet's (one watch
@@ -83,5 +85,46 @@ func TestDriverFindings(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("findings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A driver volume that keeps its pod from starting is a finding and counts
+// as failing: one whose attributes the driver refuses, and each of a pod
+// that waits for its volumes (no driver on the node, a publish that fails).
+// A pod that started is neither.
+func TestBrokenDriverVolumesAreFindings(t *testing.T) {
+	csi := func(name string, attrs map[string]string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: podrefs.DriverName, VolumeAttributes: attrs}}}
+	}
+	pod := func(name string, status corev1.PodStatus, volumes ...corev1.Volume) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: "node", Volumes: volumes,
+			Containers: []corev1.Container{{Name: "app"}}}, Status: status}
+		for _, v := range volumes {
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+		}
+		return p
+	}
+	waiting := corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse}}}
+	running := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}}}
+	c := oneNode("v1.37.2", model.StrategyWatch, time.Minute, 0)
+	c.Inventory.AddObject(model.ConfigMap, "ns", "cfg", false)
+	for _, p := range []*corev1.Pod{
+		pod("refused", waiting, csi("bad", map[string]string{podrefs.AttrConfigMap: "cfg", "namespace": "other"})),
+		pod("no-driver", waiting, csi("good", map[string]string{podrefs.AttrConfigMap: "cfg"})),
+		pod("started", running, csi("good", map[string]string{podrefs.AttrConfigMap: "cfg"})),
+	} {
+		c.Inventory.Pods = append(c.Inventory.Pods, inventory.PodInfoOf(p))
+	}
+	var got []string
+	for _, f := range c.findings() {
+		if f.Type == DriverVolumeFailing {
+			got = append(got, f.Pod+" "+f.Object.Name)
+		}
+	}
+	if want := []string{"ns/no-driver cfg", "ns/refused cfg"}; !slices.Equal(got, want) {
+		t.Errorf("driverVolumeFailing findings %q, want %q", got, want)
+	}
+	if d := Predict(c, 10).Driver; d == nil || d.Pods != 3 || d.Volumes != 3 || d.Failing != 2 {
+		t.Errorf("driver %+v, want 3 pods, 3 volumes, 2 failing", d)
 	}
 }

@@ -39,10 +39,15 @@ const (
 	// kubelet serves it: the pod predates the opt-in, or was created
 	// while the webhook was down.
 	NotConverted FindingType = "notConverted"
+	// DriverVolumeFailing: a volume of nodeagent's CSI driver keeps its
+	// pod from starting: the driver refuses its attributes, or the pod
+	// waits for its volumes to be set up (no driver on the node, a publish
+	// that fails: docs/troubleshooting.md).
+	DriverVolumeFailing FindingType = "driverVolumeFailing"
 )
 
 // FindingTypes lists every type, in the order reports give them.
-var FindingTypes = []FindingType{StaleSinceStart, ImmutableRecreated, Missing, MissingKey, SubPathNeverUpdated, EnvNeverUpdated, NotConverted}
+var FindingTypes = []FindingType{StaleSinceStart, ImmutableRecreated, Missing, MissingKey, DriverVolumeFailing, SubPathNeverUpdated, EnvNeverUpdated, NotConverted}
 
 // ParseFindingType accepts a finding type's name.
 func ParseFindingType(s string) (FindingType, error) {
@@ -111,6 +116,7 @@ func (c Cluster) podFindings(p inventory.PodInfo) []Finding {
 			f.checkExists("", r, "CSI volume "+v.Name)
 		}
 	}
+	f.driverVolumesFailing()
 	for _, ctr := range p.Refs.Containers {
 		f.container(ctr)
 	}
@@ -138,6 +144,26 @@ type podFindings struct {
 func (f *podFindings) add(t FindingType, container string, r podrefs.Ref, detail, action string) {
 	f.out = append(f.out, Finding{Type: t, Pod: f.p.Namespace + "/" + f.p.Name, Container: container, Node: f.p.Node,
 		Object: ObjectRef{Kind: r.Kind, Namespace: f.p.Namespace, Name: r.Name}, Detail: detail, Action: action})
+}
+
+// driverVolumesFailing reports each volume of the driver that keeps the pod
+// from starting: one the driver refuses, and, of a pod waiting for its
+// volumes, each of the driver's (one of them, or the driver's absence, is
+// why it waits, unless another volume's object is missing).
+func (f *podFindings) driverVolumesFailing() {
+	const action = "see the pod's FailedMount events and docs/troubleshooting.md"
+	for _, v := range f.p.Refs.RefusedDriverVolumes {
+		f.add(DriverVolumeFailing, "", podrefs.Ref{Kind: model.ConfigMap, Name: v.ConfigMap},
+			fmt.Sprintf("CSI volume %s: the driver refuses its attributes (InvalidArgument), so the pod never starts: %s", v.Name, v.Problem),
+			"fix the volume's attributes (docs/csi.md, \"Attributes\"); nodeagent convert writes them")
+	}
+	if !f.p.WaitingForVolumes {
+		return
+	}
+	for _, v := range f.p.Refs.DriverVolumes {
+		f.add(DriverVolumeFailing, "", v.Reads[0], fmt.Sprintf("CSI volume %s: the pod waits for its volumes to be set up (PodReadyToStartContainers is False): no driver on node %s, or its publish fails", v.Name, f.p.Node),
+			action)
+	}
 }
 
 // checkExists reports r's object, or a key it names, missing, once per

@@ -18,6 +18,7 @@ var findingMeanings = map[FindingType]string{
 	SubPathNeverUpdated: "mounted through subPath: never updated while the container runs",
 	EnvNeverUpdated:     "read into the environment: never updated while the container runs",
 	NotConverted:        "served by the kubelet in a namespace that opted in to the driver's webhook",
+	DriverVolumeFailing: "a volume of nodeagent's CSI driver keeps its pod from starting",
 }
 
 // findingSections are the findings' summary by type and the top rows.

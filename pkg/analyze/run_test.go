@@ -33,7 +33,7 @@ func TestRunAndRender(t *testing.T) {
 	for _, key := range []string{`"nodes":[{"name":"node","kubeletVersion":"v1.28.15","strategy":"Cache","syncFrequencySeconds":60,"ttlSeconds":0,"settingsSource":"assumed"`,
 		`"total":{"predicted":{"configmaps":{"apiserverGetsPerSecond":`, `"quorumGetsPerSecond":`, `"etcdReadsPerSecond":`, `"watches":`,
 		`"whatIfs":[{"name":"upgrade-to-v1.29"`, `"secrets":{`,
-		`"updateDelaySeconds":{"median":`, `"findings":[]`, `"summary":{"findings":{"envNeverUpdated":0,`} {
+		`"updateDelaySeconds":{"median":`, `"findings":[]`, `"summary":{"findings":{"driverVolumeFailing":0,"envNeverUpdated":0,`} {
 		if !strings.Contains(string(data), key) {
 			t.Errorf("report.json lacks %s:\n%s", key, data)
 		}

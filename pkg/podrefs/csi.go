@@ -134,6 +134,19 @@ func driverVolume(v *corev1.Volume) (DriverVolume, bool) {
 	return DriverVolume{Name: v.Name, Reads: []Ref{read}, InPlace: src.InPlace}, true
 }
 
+// refusedDriverVolume is v, if it is one of the driver's volumes and the
+// driver refuses its attributes, with what the driver says of them.
+func refusedDriverVolume(v *corev1.Volume) (RefusedDriverVolume, bool) {
+	if v.CSI == nil || v.CSI.Driver != DriverName {
+		return RefusedDriverVolume{}, false
+	}
+	_, problems := ParseDriverAttributes(v.CSI.VolumeAttributes)
+	if len(problems) == 0 {
+		return RefusedDriverVolume{}, false
+	}
+	return RefusedDriverVolume{Name: v.Name, ConfigMap: v.CSI.VolumeAttributes[AttrConfigMap], Problem: strings.Join(problems, "; ")}, true
+}
+
 // parseMode reads an octal file mode, as a pod's YAML writes defaultMode:
 // "0440" or "440".
 func parseMode(s string) (int32, error) {

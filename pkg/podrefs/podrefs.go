@@ -71,8 +71,18 @@ type Refs struct {
 	// DriverVolumes are the mounted csi volumes that nodeagent's CSI
 	// driver serves (DriverName), which the kubelet reads nothing for. A
 	// volume whose attributes the driver refuses never mounts and reads
-	// nothing: it is left out.
+	// nothing: it is in RefusedDriverVolumes instead.
 	DriverVolumes []DriverVolume
+	// RefusedDriverVolumes are the mounted csi volumes of the driver whose
+	// attributes it refuses (InvalidArgument): the pod never starts.
+	RefusedDriverVolumes []RefusedDriverVolume
+}
+
+// RefusedDriverVolume is a volume of the driver whose attributes it
+// refuses: its name, the ConfigMap it names (empty if none), and every
+// problem found, in the driver's words.
+type RefusedDriverVolume struct {
+	Name, ConfigMap, Problem string
 }
 
 // DriverVolume is one volume the CSI driver serves.
@@ -140,6 +150,10 @@ func (refs *Refs) addVolumes(pod *corev1.Pod, mounted map[string]bool) (byName m
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if !mounted[v.Name] {
+			continue
+		}
+		if refused, ok := refusedDriverVolume(v); ok {
+			refs.RefusedDriverVolumes = append(refs.RefusedDriverVolumes, refused)
 			continue
 		}
 		if dv, ok := driverVolume(v); ok {

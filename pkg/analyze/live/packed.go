@@ -105,6 +105,13 @@ func packPod(info inventory.PodInfo) []byte {
 	}
 	p.bool(info.Converted)
 	p.string(info.Workload)
+	p.uint(len(refs.RefusedDriverVolumes))
+	for _, v := range refs.RefusedDriverVolumes {
+		p.string(v.Name)
+		p.string(v.ConfigMap)
+		p.string(v.Problem)
+	}
+	p.bool(info.WaitingForVolumes)
 	// Exactly its size: it is kept as long as the pod.
 	return append([]byte(nil), p.b...)
 }
@@ -210,6 +217,10 @@ func unpackPod(namespace, name, node string, b []byte, names *names) inventory.P
 	})
 	info.Converted = u.bool()
 	info.Workload = u.own()
+	info.Refs.RefusedDriverVolumes = sliceOf(u.uint(), func() podrefs.RefusedDriverVolume {
+		return podrefs.RefusedDriverVolume{Name: u.name(), ConfigMap: u.name(), Problem: u.own()}
+	})
+	info.WaitingForVolumes = u.bool()
 	if len(u.b) != 0 {
 		panic(fmt.Sprintf("packed pod entry of %s/%s: %d bytes left over", namespace, name, len(u.b)))
 	}

@@ -75,8 +75,15 @@ func TestPackedPodEntriesRoundTrip(t *testing.T) {
 	convert.PodSpec(&converted.Spec, nil)
 	converted.Annotations = map[string]string{podrefs.ConvertedAnnotation: "config,whole"}
 	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "bare"}, Spec: corev1.PodSpec{NodeName: "node-2", Containers: []corev1.Container{{Name: "app"}}}}
+	// Waiting for a volume of the driver that it refuses.
+	waiting := converted.DeepCopy()
+	waiting.Name = "waiting"
+	waiting.Spec.Volumes = append(waiting.Spec.Volumes, corev1.Volume{Name: "bad", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+		Driver: podrefs.DriverName, VolumeAttributes: map[string]string{podrefs.AttrConfigMap: "web-config", "namespace": "other"}}}})
+	waiting.Spec.Containers[0].VolumeMounts = append(waiting.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "bad", MountPath: "/bad"})
+	waiting.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse}}}
 	transform := podEntries(&names{})
-	for _, p := range []*corev1.Pod{packedTestPod(), converted, bare} {
+	for _, p := range []*corev1.Pod{packedTestPod(), converted, bare, waiting} {
 		want := inventory.PodInfoOf(p)
 		obj, err := transform(p)
 		if err != nil {
@@ -89,7 +96,10 @@ func TestPackedPodEntriesRoundTrip(t *testing.T) {
 		if diff := cmp.Diff(want, e.info(&names{}), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: unpacked entry differs from the inventory's (-want +got):\n%s", p.Name, diff)
 		}
-		if len(want.Refs.DriverVolumes) > 0 && p != converted || p == converted && len(want.Refs.DriverVolumes) != 2 {
+		if p == waiting && (!want.WaitingForVolumes || len(want.Refs.RefusedDriverVolumes) != 1) {
+			t.Errorf("%s: waiting %v, refused volumes %+v; want waiting, bad refused", p.Name, want.WaitingForVolumes, want.Refs.RefusedDriverVolumes)
+		}
+		if len(want.Refs.DriverVolumes) > 0 && p != converted && p != waiting || p == converted && len(want.Refs.DriverVolumes) != 2 {
 			t.Errorf("%s: %d driver volumes", p.Name, len(want.Refs.DriverVolumes))
 		}
 		t.Logf("%s: %d bytes packed", p.Name, len(e.packed))

@@ -91,6 +91,9 @@ type PodInfo struct {
 	Converted   bool
 	// Workload is what created the pod, as kind/name (WorkloadOf).
 	Workload string
+	// WaitingForVolumes: the pod has not started because the kubelet has
+	// not set up its volumes (WaitingForVolumes).
+	WaitingForVolumes bool
 }
 
 // ContainerStart is when a running container last started. A pod has a
@@ -144,7 +147,28 @@ func PodInfoOf(p *corev1.Pod) PodInfo {
 	info.Unconverted = unconverted(p)
 	_, info.Converted = p.Annotations[podrefs.ConvertedAnnotation]
 	info.Workload = WorkloadOf(p)
+	info.WaitingForVolumes = WaitingForVolumes(p)
 	return info
+}
+
+// WaitingForVolumes says whether the kubelet has not started p because its
+// volumes are not set up: p is Pending, not being deleted, and its
+// condition PodReadyToStartContainers is False. The kubelet sets up a pod's
+// volumes before it creates the pod's sandbox, and sets that condition True
+// once the sandbox is ready (Kubernetes v1.29 on), so a volume that cannot
+// be set up keeps it False (as a sandbox that cannot be made does: the
+// pod's events tell which); a kubelet that does not report it leaves the
+// pod out.
+func WaitingForVolumes(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReadyToStartContainers {
+			return c.Status == corev1.ConditionFalse
+		}
+	}
+	return false
 }
 
 // WorkloadOf names what an operator would change to change p, as
