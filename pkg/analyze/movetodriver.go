@@ -62,13 +62,17 @@ func (c Cluster) movePart(now model.Node, top int) *movePart {
 // driver watches their ConfigMaps instead (Predicted holds both), their
 // update delay becomes the driver's, and the subPath mounts of them stop
 // being stale (updates: inPlace). By namespace and by workload, the top
-// ones. Nil where no volume can move.
-func (a *Analysis) moveToDriver(top int) *WhatIf {
+// ones. Its Baseline is the kubelets' load now and the driver's now, so
+// that the driver's watches already open count on both sides. Where no
+// volume can move it says so, and changes nothing.
+func (a *Analysis) moveToDriver(top int) WhatIf {
 	var m moveTally
-	var sum kindLoads
+	var sum, now kindLoads
 	var delay []model.DelayGroup
-	var drivers []*driverPart
+	var drivers, driversNow []*driverPart
 	for _, p := range a.inOrder() {
+		addKindLoads(&now, p.load)
+		driversNow = append(driversNow, p.driver)
 		if p.move == nil {
 			addKindLoads(&sum, p.load)
 			delay = append(delay, p.delay...)
@@ -81,14 +85,19 @@ func (a *Analysis) moveToDriver(top int) *WhatIf {
 		delay = append(delay, mp.delay...)
 		drivers = append(drivers, mp.driver)
 	}
-	if m.volumes == 0 {
-		return nil
+	baseline := now.kinds()
+	if d := sumDrivers(driversNow); d != nil {
+		baseline = baseline.plus(d.Predicted)
 	}
-	w := &WhatIf{
+	if m.volumes == 0 {
+		return WhatIf{Name: "move-to-driver", Description: "no configMap volume that nodeagent's CSI driver can serve: nothing would move",
+			Predicted: baseline, Baseline: &baseline}
+	}
+	w := WhatIf{
 		Name: "move-to-driver",
 		Description: fmt.Sprintf("the %d configMap volumes of %d pods that nodeagent's CSI driver can serve moved to it (nodeagent convert, or the admission webhook)",
 			m.volumes, m.pods),
-		Nodes: m.touched, Predicted: sum.kinds(), ClearsFindings: m.subPaths,
+		Nodes: m.touched, Predicted: sum.kinds(), Baseline: &baseline, ClearsFindings: m.subPaths,
 	}
 	if d, ok := model.DelayOf(delay); ok {
 		w.UpdateDelay = &d
@@ -99,7 +108,7 @@ func (a *Analysis) moveToDriver(top int) *WhatIf {
 	}
 	w.MovableNamespaces, w.Namespaces = a.topGroups(top, false)
 	w.MovableWorkloads, w.Workloads = a.topGroups(top, true)
-	w.Caveat = fmt.Sprintf("the load counts the driver's watches (one per ConfigMap per node) with the kubelets'; the update delay is the kubelets' for the volumes they keep, the driver's for the moved ones; %d subPathNeverUpdated findings go (updates: inPlace); environment variables and projected volumes stay as they are",
+	w.Caveat = fmt.Sprintf("the load counts the driver's watches (one per ConfigMap per node) with the kubelets', and is compared with the kubelets' and the driver's now (baseline); the update delay is the kubelets' for the volumes they keep, the driver's for the moved ones (driverUpdateDelaySeconds); %d subPathNeverUpdated findings go (updates: inPlace); environment variables and projected volumes stay as they are",
 		m.subPaths)
 	return w
 }

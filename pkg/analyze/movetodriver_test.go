@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
 // move-to-driver moves every configMap volume the driver can serve: the
@@ -54,5 +57,44 @@ func TestMoveToDriver(t *testing.T) {
 	}
 	if r.Driver != nil || len(c.Inventory.Pods[0].Refs.DriverVolumes) != 0 {
 		t.Error("the what-if changed the cluster it was asked about")
+	}
+}
+
+// Where the driver already serves a pod, move-to-driver compares with the
+// driver's watches now as well as the kubelets' (its baseline): a volume
+// that moves to a ConfigMap the driver already watches on the node saves
+// the kubelet's watch and adds none, a change of -1 watch, not +1. Where
+// nothing can move, the row says so and changes nothing.
+func TestMoveToDriverComparesWithTheDriverNow(t *testing.T) {
+	w := newFindingsWorld()
+	w.node("n1", model.StrategyWatch)
+	w.configMap("cfg", false, t0, time.Time{})
+	served := cmVolume("conf", "cfg", false)
+	served.VolumeSource = corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: podrefs.DriverName, VolumeAttributes: map[string]string{podrefs.AttrConfigMap: "cfg"}}}
+	w.pod("served", "n1", t1, mount("conf", ""), served)
+	onlyServed := Predict(Cluster{Inventory: w.inv, Settings: w.settings}, 10)
+	w.pod("kubelet", "n1", t1, mount("conf", ""), cmVolume("conf", "cfg", false))
+	r := Predict(Cluster{Inventory: w.inv, Settings: w.settings}, 10)
+
+	move := r.WhatIfs[len(r.WhatIfs)-1]
+	if move.Name != "move-to-driver" || move.Baseline == nil {
+		t.Fatalf("last what-if %+v, want move-to-driver with a baseline", move)
+	}
+	base, after := move.Baseline.Sum(), move.Predicted.Sum()
+	if base.Watches != 2 || after.Watches != 1 {
+		t.Errorf("watches: baseline %d (the kubelet's 1 and the driver's 1 now), after %d; want 2 and 1 (the driver's one for both pods)", base.Watches, after.Watches)
+	}
+	table := r.whatIfTable()
+	row := table.Rows[len(table.Rows)-1]
+	if got := row[6] + " " + row[7]; got != "1 -50%" {
+		t.Errorf("the row's watches and change: %q, want \"1 -50%%\" (%v)", got, row)
+	}
+	if !strings.Contains(row[8], "moved volumes") {
+		t.Errorf("the row's delay %q, want the moved volumes' beside the kubelets'", row[8])
+	}
+
+	none := onlyServed.WhatIfs[len(onlyServed.WhatIfs)-1]
+	if none.Name != "move-to-driver" || none.Nodes != 0 || !strings.Contains(none.Description, "nothing would move") || none.Predicted != *none.Baseline {
+		t.Errorf("with nothing to move: %+v, want a row that says so and changes nothing", none)
 	}
 }

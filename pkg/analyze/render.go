@@ -67,11 +67,19 @@ func (r Result) whatIfTable() report.Table {
 	t.Rows = append(t.Rows, []string{"now", "-", fmt.Sprintf("%.2f", now.APIServerGets), "-", fmt.Sprintf("%.2f", now.EtcdReads), "-", fmt.Sprint(now.Watches), "-",
 		delayCell(r.Total.UpdateDelay)})
 	for _, w := range r.WhatIfs {
-		p := w.Predicted.Sum()
-		t.Rows = append(t.Rows, []string{w.Name, fmt.Sprint(w.Nodes),
-			fmt.Sprintf("%.2f", p.APIServerGets), saving(now.APIServerGets, p.APIServerGets),
-			fmt.Sprintf("%.2f", p.EtcdReads), saving(now.EtcdReads, p.EtcdReads),
-			fmt.Sprint(p.Watches), saving(float64(now.Watches), float64(p.Watches)), delayCell(w.UpdateDelay)})
+		p, base, name, delay := w.Predicted.Sum(), now, w.Name, delayCell(w.UpdateDelay)
+		if w.Baseline != nil {
+			// Compared with its own baseline, which the name says.
+			base = w.Baseline.Sum()
+			name += fmt.Sprintf(" (against %.2f GET/s, %d watches with the driver's now)", base.APIServerGets, base.Watches)
+		}
+		if w.DriverUpdateDelay != nil {
+			delay += "; moved volumes " + delayCell(w.DriverUpdateDelay)
+		}
+		t.Rows = append(t.Rows, []string{name, fmt.Sprint(w.Nodes),
+			fmt.Sprintf("%.2f", p.APIServerGets), saving(base.APIServerGets, p.APIServerGets),
+			fmt.Sprintf("%.2f", p.EtcdReads), saving(base.EtcdReads, p.EtcdReads),
+			fmt.Sprint(p.Watches), saving(float64(base.Watches), float64(p.Watches)), delay})
 	}
 	return t
 }

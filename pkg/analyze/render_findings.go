@@ -69,7 +69,10 @@ func (r Result) delayLine() string {
 	if len(nodes) > 3 {
 		names += fmt.Sprintf(" and %d more", len(nodes)-3)
 	}
-	return fmt.Sprintf("An update of a ConfigMap or Secret reaches the volumes that mount it in %s at the median, and at the latest in %s (on %s); "+
-		"never the containers that mount it through subPath or read it into their environment (Findings).",
-		seconds(d.Median), seconds(d.Max), names)
+	never := "never the containers that mount it through subPath or read it into their environment (Findings)."
+	if r.Driver != nil {
+		never = "never the containers that read it into their environment, nor those that mount it through subPath but from a volume of nodeagent's CSI driver with updates: inPlace (Findings)."
+	}
+	return fmt.Sprintf("An update of a ConfigMap or Secret reaches the volumes that mount it in %s at the median, and at the latest in %s (on %s); %s",
+		seconds(d.Median), seconds(d.Max), names, never)
 }

@@ -157,6 +157,10 @@ type WhatIf struct {
 	// Nodes is how many nodes the change touches.
 	Nodes     int   `json:"nodes"`
 	Predicted Kinds `json:"predicted"`
+	// Baseline, where set, is what Predicted compares with in place of
+	// Total.Predicted: for move-to-driver, which counts the driver's
+	// watches, the kubelets' load now and the driver's now.
+	Baseline *Kinds `json:"baseline,omitempty"`
 	// UpdateDelay is the cluster's update delay after the change.
 	UpdateDelay *model.Delay `json:"updateDelaySeconds,omitempty"`
 	// DriverUpdateDelay, for move-to-driver, is the moved volumes'; and

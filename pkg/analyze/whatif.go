@@ -65,10 +65,7 @@ func (a *Analysis) whatIfs(top int) []WhatIf {
 		out = append(out, r)
 	}
 	out = append(out, a.immutableTop(top))
-	if w := a.moveToDriver(top); w != nil {
-		out = append(out, *w)
-	}
-	return out
+	return append(out, a.moveToDriver(top))
 }
 
 // immutableTop is the what-if of the top mutable objects by watches
