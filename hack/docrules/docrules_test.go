@@ -59,6 +59,10 @@ func TestHandFiguresCatchEachKind(t *testing.T) {
 		"a figure in a code span":              "The modes that send none show `0.02 etcd get/s`.",
 		"a figure beside an allowed phrase":    "Every read overlapping some rewrite (contents of 200 B and 64 KiB, read in 35 ms).",
 		"a hedged whole number with a setting": "The run takes about 20 minutes per mode, measured.",
+		"a unit spelled out":                   "The update was in the container in 7 milliseconds.",
+		"a comparison in words":                "The driver took twice the memory of the agent.",
+		"a multiple in words":                  "The suite built in several times as long.",
+		"a fraction in words":                  "It used a few tenths of a core.",
 	} {
 		problems := handFigures(file, page+"\n"+example+"\n", parseAllowed(allowedText))
 		line := strings.Count(page, "\n") + 2

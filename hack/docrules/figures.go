@@ -28,13 +28,16 @@ const (
 
 // unit is what makes a number a measurement: time, size, a rate, a ratio,
 // CPU, or a count of requests.
-const unit = `(ms|µs|ns|s|m|min|minutes?|seconds?|hours?|h|days?|KiB|MiB|GiB|KB|MB|GB|bytes|B|%|×|times|millicores|mcores|CPU[- ]seconds|CPU-s|` +
+const unit = `(milliseconds?|microseconds?|nanoseconds?|ms|µs|ns|s|m|min|minutes?|seconds?|hours?|h|days?|KiB|MiB|GiB|KB|MB|GB|bytes|B|%|×|times|millicores|mcores|CPU[- ]seconds|CPU-s|` +
 	`[A-Za-z]+/s|(?:quorum |cached |kubelet )?(?:GETs?|LISTs?)|gets?|watch(?:es)?|connections?|requests?|reads?|lists?|updates?|writes?|events?|per second|a second)`
 
 var (
 	// figure is a number and its unit, perhaps across a line break (the
 	// text is read with its line breaks as spaces).
 	figure = regexp.MustCompile(`(?:^|[^\w.\-/=:+#])(?:` + digits + `|` + words + `)` + unit + `(?:$|[^\w/])`)
+	// estimate is a comparison by hand, a figure without digits: "twice
+	// the memory", "several times as long", "a few tenths of a core".
+	estimate = regexp.MustCompile(`(?i)(?:^|[^\w-])((?:twice|thrice|(?:several|many|a few|\w+) times|a (?:few )?tenths?|a (?:few )?hundredths?|\w+fold|an order of magnitude)\s+(?:the|as|of|what|more|less|longer|shorter|larger|smaller|faster|slower|fewer|bigger|higher|lower))\b`)
 	// ratio is a decimal without a unit: "0.98 of the model".
 	ratio = regexp.MustCompile(`(?:^|[^\w.\-/=:+])(\d+\.\d+)(?:$|[^\w.%/])`)
 	// hedge before a figure says it was measured, whatever else does:
@@ -137,6 +140,12 @@ func measuredFigures(flat string) []span {
 		}
 		out = append(out, span{start, m[7]})
 	}
+	for _, m := range estimate.FindAllStringSubmatchIndex(flat, -1) {
+		if !isEstimate(flat[m[2]:m[3]]) {
+			continue
+		}
+		out = append(out, span{m[2], m[3]})
+	}
 	for _, m := range ratio.FindAllStringSubmatchIndex(flat, -1) {
 		formula := strings.HasPrefix(flat[m[3]:], "·") || strings.HasSuffix(flat[:m[2]], "·")
 		if !covered(out, m[2]) && !formula && !version.MatchString(flat[max(0, m[2]-12):m[2]]) {
@@ -184,4 +193,19 @@ func blankKeepingLines(s string) string {
 func startsWithDigit(s string) bool {
 	s = strings.TrimSpace(s)
 	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// isEstimate says whether a match of estimate compares by hand: "N times"
+// only with a number word, several, many or a few ("three times as long",
+// not "at times as").
+func isEstimate(match string) bool {
+	words := strings.Fields(strings.ToLower(match))
+	if words[1] != "times" {
+		return true
+	}
+	switch words[0] {
+	case "several", "many", "few", "two", "three", "four", "five", "six", "ten", "hundred", "thousand":
+		return true
+	}
+	return false
 }

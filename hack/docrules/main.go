@@ -7,7 +7,8 @@
 //     and the Makefile's help, is a quote of a recorded run (<!-- run ...
 //     --> markers, internal/docruns) or goes. A whole number that a
 //     setting or bound word introduces ("every 5 s", "S = 1 m", "at most
-//     1 GiB") passes; any other exception (a derivation of the model, a
+//     1 GiB") passes. A comparison in words ("twice the memory", "several
+//     times as long", "a few tenths of a core") is a figure too. Any other exception (a derivation of the model, a
 //     bound written "within") is a phrase in allowed.txt under a comment
 //     that says why, and allows the figures inside that phrase alone.
 //
