@@ -8,9 +8,10 @@
 //     --> markers, internal/docruns) or goes. A whole number that a
 //     setting or bound word introduces ("every 5 s", "S = 1 m", "at most
 //     1 GiB") passes. A comparison in words ("twice the memory", "several
-//     times as long", "a few tenths of a core") is a figure too. Any other exception (a derivation of the model, a
-//     bound written "within") is a phrase in allowed.txt under a comment
-//     that says why, and allows the figures inside that phrase alone.
+//     times as long", "a few tenths of a core") is a figure too. Any
+//     other exception (a derivation of the model, a bound written
+//     "within") is a phrase in allowed.txt under a comment that says why,
+//     and allows the figures inside that phrase alone.
 //
 //   - No overlay without an image: deploy/'s overlays name an image tag no
 //     registry holds (docs/deploy.md), so a page or script that applies or
