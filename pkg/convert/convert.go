@@ -173,9 +173,27 @@ func driverAttributes(source *corev1.ConfigMapVolumeSource, inPlace bool) (map[s
 		return nil, fmt.Errorf("the driver would refuse it: %s", problems[0])
 	}
 	if !sameFiles(source, &parsed.ConfigMap) {
+		if fields := unsaid(source); len(fields) > 0 {
+			return nil, fmt.Errorf("the driver's attributes cannot say %s", strings.Join(fields, ", "))
+		}
 		return nil, fmt.Errorf("the driver's attributes cannot say it exactly")
 	}
 	return attrs, nil
+}
+
+// unsaid are the fields of source that the driver's attributes have no
+// word for: the files' owners (KEP-5936's defaultUser and items' user).
+func unsaid(source *corev1.ConfigMapVolumeSource) []string {
+	var out []string
+	if source.DefaultUser != nil {
+		out = append(out, "defaultUser")
+	}
+	for i, item := range source.Items {
+		if item.User != nil {
+			out = append(out, fmt.Sprintf("items[%d].user", i))
+		}
+	}
+	return out
 }
 
 // sameFiles says whether the driver's source asks for the files the volume's

@@ -35,4 +35,12 @@ func TestConvertedVolumesAskForTheSameFiles(t *testing.T) {
 	if _, err := driverAttributes(&corev1.ConfigMapVolumeSource{}, false); err == nil {
 		t.Error("a configMap volume without a name was converted")
 	}
+	// The files' owners (KEP-5936) have no attribute: the volume stays,
+	// and the reason names each field.
+	user := int64(1000)
+	owned := corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}, DefaultUser: &user,
+		Items: []corev1.KeyToPath{{Key: "k", Path: "k"}, {Key: "j", Path: "j", User: &user}}}
+	if _, err := driverAttributes(&owned, false); err == nil || err.Error() != "the driver's attributes cannot say defaultUser, items[1].user" {
+		t.Errorf("a volume that sets its files' owners: %v, want a refusal naming defaultUser and items[1].user", err)
+	}
 }
