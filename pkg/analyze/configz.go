@@ -19,6 +19,8 @@ import (
 type kubeletConfig struct {
 	Strategy      model.Strategy
 	SyncFrequency time.Duration
+	// FeatureGates are the gates the kubelet was given (not its defaults).
+	FeatureGates map[string]bool
 }
 
 // parseConfigz decodes a kubelet's /configz body tolerantly: the envelope
@@ -53,6 +55,11 @@ func parseConfigz(body []byte) (kubeletConfig, error) {
 				return c, fmt.Errorf("/configz: %w", err)
 			}
 			c.Strategy = st
+		}
+	}
+	if raw, ok := lookup(config, "featureGates"); ok {
+		if err := json.Unmarshal(raw, &c.FeatureGates); err != nil {
+			return c, fmt.Errorf("/configz's featureGates: %w", err)
 		}
 	}
 	if raw, ok := lookup(config, "syncFrequency"); ok {

@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
@@ -44,10 +45,15 @@ const (
 	// waits for its volumes to be set up (no driver on the node, a publish
 	// that fails: docs/troubleshooting.md).
 	DriverVolumeFailing FindingType = "driverVolumeFailing"
+	// OwnerIgnored: a volume asks for its files' owner (KEP-5936's
+	// defaultUser or items' user), and its node's kubelet does not set
+	// owners (older than v1.37, or its gate AtomicWriteVolumeUserFields
+	// off): the files stay root's.
+	OwnerIgnored FindingType = "ownerIgnored"
 )
 
 // FindingTypes lists every type, in the order reports give them.
-var FindingTypes = []FindingType{StaleSinceStart, ImmutableRecreated, Missing, MissingKey, DriverVolumeFailing, SubPathNeverUpdated, EnvNeverUpdated, NotConverted}
+var FindingTypes = []FindingType{StaleSinceStart, ImmutableRecreated, Missing, MissingKey, DriverVolumeFailing, OwnerIgnored, SubPathNeverUpdated, EnvNeverUpdated, NotConverted}
 
 // ParseFindingType accepts a finding type's name.
 func ParseFindingType(s string) (FindingType, error) {
@@ -117,6 +123,7 @@ func (c Cluster) podFindings(p inventory.PodInfo) []Finding {
 		}
 	}
 	f.driverVolumesFailing()
+	f.ownersIgnored()
 	for _, ctr := range p.Refs.Containers {
 		f.container(ctr)
 	}
@@ -163,6 +170,26 @@ func (f *podFindings) driverVolumesFailing() {
 	for _, v := range f.p.Refs.DriverVolumes {
 		f.add(DriverVolumeFailing, "", v.Reads[0], fmt.Sprintf("CSI volume %s: the pod waits for its volumes to be set up (PodReadyToStartContainers is False): no driver on node %s, or its publish fails", v.Name, f.p.Node),
 			action)
+	}
+}
+
+// ownersIgnored reports each volume that asks for its files' owner on a
+// node whose kubelet does not set owners.
+func (f *podFindings) ownersIgnored() {
+	s, ok := f.c.Settings[f.p.Node]
+	if !ok || len(f.p.Refs.OwnedVolumes) == 0 || s.SetsVolumeOwners() {
+		return
+	}
+	for _, v := range f.p.Refs.OwnedVolumes {
+		var read podrefs.Ref
+		for _, vol := range f.p.Refs.Volumes {
+			if vol.Name == v.Name && len(vol.Reads) > 0 {
+				read = vol.Reads[0]
+			}
+		}
+		f.add(OwnerIgnored, "", read, fmt.Sprintf("volume %s asks for its files' owner (%s), which the kubelet %s of node %s does not set (it needs v1.38, or v1.37 with the gate %s on): the files stay root's",
+			v.Name, strings.Join(v.Fields, ", "), s.KubeletVersion, f.p.Node, atomicWriteVolumeUserFields),
+			"turn the kubelet's gate "+atomicWriteVolumeUserFields+" on (v1.37), or upgrade it to v1.38; or give the container the files through fsGroup")
 	}
 }
 

@@ -54,7 +54,7 @@ func ReadSettings(ctx context.Context, reader configzReader, nodes []inventory.N
 			if err != nil {
 				s.Notes = append(s.Notes, fmt.Sprintf("/configz failed (%v): settings assumed", err))
 			} else {
-				s.Strategy, s.SyncFrequency, s.Source = config.Strategy, config.SyncFrequency, FromConfigz
+				s.Strategy, s.SyncFrequency, s.FeatureGates, s.Source = config.Strategy, config.SyncFrequency, config.FeatureGates, FromConfigz
 			}
 			settings[n.Name] = s
 			read++

@@ -19,6 +19,7 @@ var findingMeanings = map[FindingType]string{
 	EnvNeverUpdated:     "read into the environment: never updated while the container runs",
 	NotConverted:        "served by the kubelet in a namespace that opted in to the driver's webhook",
 	DriverVolumeFailing: "a volume of nodeagent's CSI driver keeps its pod from starting",
+	OwnerIgnored:        "a volume asks for its files' owner, which its node's kubelet does not set",
 }
 
 // findingSections are the findings' summary by type and the top rows.

@@ -31,8 +31,30 @@ type Settings struct {
 	SyncFrequency time.Duration
 	TTL           time.Duration
 	Source        Source
+	// FeatureGates are the kubelet's --feature-gates as /configz says
+	// them; nil where the settings are assumed.
+	FeatureGates map[string]bool
 	// Notes say what was assumed or went wrong for this node.
 	Notes []string
+}
+
+// atomicWriteVolumeUserFields is the kubelet's gate of KEP-5936: alpha and
+// off by default in v1.37, beta and on by default from v1.38.
+const atomicWriteVolumeUserFields = "AtomicWriteVolumeUserFields"
+
+// SetsVolumeOwners says whether the kubelet sets the owners that volumes'
+// defaultUser and items' user ask for: from v1.38 unless its gates turn
+// them off, in v1.37 only where they turn them on, never before (an
+// unknown version is taken as the newest).
+func (s Settings) SetsVolumeOwners() bool {
+	on, set := s.FeatureGates[atomicWriteVolumeUserFields]
+	switch {
+	case s.Version == nil || s.Version.AtLeast(version.MajorMinor(1, 38)):
+		return !set || on
+	case s.Version.AtLeast(version.MajorMinor(1, 37)):
+		return on
+	}
+	return false
 }
 
 // Behaviour is the load model's behaviour for these settings, from its

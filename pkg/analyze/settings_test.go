@@ -3,6 +3,7 @@ package analyze
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -76,14 +77,16 @@ func TestParseConfigz(t *testing.T) {
 		name, body string
 		want       kubeletConfig
 	}{
-		{"v1.27", `{"kubeletconfig":{"syncFrequency":"1m0s","configMapAndSecretChangeDetectionStrategy":"Cache"}}`, kubeletConfig{model.StrategyCache, time.Minute}},
-		{"v1.28 capitalised", `{"kubeletconfig":{"SyncFrequency":"30s","ConfigMapAndSecretChangeDetectionStrategy":"Get"}}`, kubeletConfig{model.StrategyGet, 30 * time.Second}},
-		{"with kind", `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","kubeletconfig":{"syncFrequency":"2m0s"}}`, kubeletConfig{model.StrategyWatch, 2 * time.Minute}},
-		{"no envelope", `{"syncFrequency":"10s","configMapAndSecretChangeDetectionStrategy":"Watch"}`, kubeletConfig{model.StrategyWatch, 10 * time.Second}},
-		{"nanoseconds", `{"kubeletconfig":{"SyncFrequency":{"Duration":5000000000}}}`, kubeletConfig{model.StrategyWatch, 5 * time.Second}},
+		{"v1.27", `{"kubeletconfig":{"syncFrequency":"1m0s","configMapAndSecretChangeDetectionStrategy":"Cache"}}`, kubeletConfig{Strategy: model.StrategyCache, SyncFrequency: time.Minute}},
+		{"v1.28 capitalised", `{"kubeletconfig":{"SyncFrequency":"30s","ConfigMapAndSecretChangeDetectionStrategy":"Get"}}`, kubeletConfig{Strategy: model.StrategyGet, SyncFrequency: 30 * time.Second}},
+		{"with kind", `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","kubeletconfig":{"syncFrequency":"2m0s"}}`, kubeletConfig{Strategy: model.StrategyWatch, SyncFrequency: 2 * time.Minute}},
+		{"no envelope", `{"syncFrequency":"10s","configMapAndSecretChangeDetectionStrategy":"Watch"}`, kubeletConfig{Strategy: model.StrategyWatch, SyncFrequency: 10 * time.Second}},
+		{"nanoseconds", `{"kubeletconfig":{"SyncFrequency":{"Duration":5000000000}}}`, kubeletConfig{Strategy: model.StrategyWatch, SyncFrequency: 5 * time.Second}},
+		{"feature gates", `{"kubeletconfig":{"featureGates":{"AtomicWriteVolumeUserFields":true}}}`,
+			kubeletConfig{Strategy: model.StrategyWatch, SyncFrequency: time.Minute, FeatureGates: map[string]bool{"AtomicWriteVolumeUserFields": true}}},
 	} {
 		got, err := parseConfigz([]byte(tt.body))
-		if err != nil || got != tt.want {
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: got %+v, %v; want %+v", tt.name, got, err, tt.want)
 		}
 	}

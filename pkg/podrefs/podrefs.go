@@ -76,6 +76,9 @@ type Refs struct {
 	// RefusedDriverVolumes are the mounted csi volumes of the driver whose
 	// attributes it refuses (InvalidArgument): the pod never starts.
 	RefusedDriverVolumes []RefusedDriverVolume
+	// OwnedVolumes are the mounted volumes that ask for their files'
+	// owner (owners.go).
+	OwnedVolumes []OwnedVolume
 }
 
 // RefusedDriverVolume is a volume of the driver whose attributes it
@@ -151,6 +154,9 @@ func (refs *Refs) addVolumes(pod *corev1.Pod, mounted map[string]bool) (byName m
 		v := &pod.Spec.Volumes[i]
 		if !mounted[v.Name] {
 			continue
+		}
+		if fields := ownerFields(v); len(fields) > 0 {
+			refs.OwnedVolumes = append(refs.OwnedVolumes, OwnedVolume{Name: v.Name, Fields: fields})
 		}
 		if refused, ok := refusedDriverVolume(v); ok {
 			refs.RefusedDriverVolumes = append(refs.RefusedDriverVolumes, refused)

@@ -112,6 +112,14 @@ func packPod(info inventory.PodInfo) []byte {
 		p.string(v.Problem)
 	}
 	p.bool(info.WaitingForVolumes)
+	p.uint(len(refs.OwnedVolumes))
+	for _, v := range refs.OwnedVolumes {
+		p.string(v.Name)
+		p.uint(len(v.Fields))
+		for _, f := range v.Fields {
+			p.string(f)
+		}
+	}
 	// Exactly its size: it is kept as long as the pod.
 	return append([]byte(nil), p.b...)
 }
@@ -221,6 +229,9 @@ func unpackPod(namespace, name, node string, b []byte, names *names) inventory.P
 		return podrefs.RefusedDriverVolume{Name: u.name(), ConfigMap: u.name(), Problem: u.own()}
 	})
 	info.WaitingForVolumes = u.bool()
+	info.Refs.OwnedVolumes = sliceOf(u.uint(), func() podrefs.OwnedVolume {
+		return podrefs.OwnedVolume{Name: u.name(), Fields: sliceOf(u.uint(), u.own)}
+	})
 	if len(u.b) != 0 {
 		panic(fmt.Sprintf("packed pod entry of %s/%s: %d bytes left over", namespace, name, len(u.b)))
 	}

@@ -54,7 +54,7 @@ func packedTestPod() *corev1.Pod {
 			Volumes: []corev1.Volume{
 				{Name: "config", VolumeSource: cm("web-config", "app.yaml")},
 				{Name: "whole", VolumeSource: cm("shared")},
-				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls", Optional: ptr.To(true)}}},
+				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls", Optional: ptr.To(true), DefaultUser: ptr.To[int64](1000)}}},
 				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
 					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
