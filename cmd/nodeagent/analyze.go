@@ -106,7 +106,7 @@ func newAnalyzeFlags(fs *pflag.FlagSet) *analyzeFlags {
 	f := &analyzeFlags{o: analyze.DefaultOptions(), qps: 50, burst: 100, output: outputTable}
 	f.o.Progress = os.Stderr
 	o := &f.o
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: in a pod, its service account; elsewhere $KUBECONFIG or ~/.kube/config, as kubectl does.")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: $KUBECONFIG, else ~/.kube/config, else the pod's service account, as kubectl finds the cluster.")
 	fs.StringVarP(&o.NodeSelector, "node-selector", "l", "", "A label selector (e.g. node.kubernetes.io/instance-type=m5.large): analyze only the nodes it selects and their pods. Empty: every node.")
 	fs.StringVar(&f.kubeContext, "context", "", "The kubeconfig context to use. Empty: its current context.")
 	fs.Var(cliflag.NewChoice(&o.Assume.Strategy, []model.Strategy{model.StrategyWatch, model.StrategyCache, model.StrategyGet}), "assume-strategy",
