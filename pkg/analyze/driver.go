@@ -53,6 +53,7 @@ type driverPart struct {
 func (c Cluster) driverPart(node string) *driverPart {
 	d := driverPart{}
 	var pods []model.Pod
+	registered := c.Inventory.ServesDriver(node)
 	for _, p := range c.Inventory.Pods {
 		refused := len(p.Refs.RefusedDriverVolumes)
 		if len(p.Refs.DriverVolumes) == 0 && refused == 0 {
@@ -68,10 +69,11 @@ func (c Cluster) driverPart(node string) *driverPart {
 		for _, v := range p.Refs.DriverVolumes {
 			d.volumes++
 			reads, ok := c.driverReads(p.Namespace, v)
-			if !ok || p.WaitingForVolumes {
+			if !ok || p.WaitingForVolumes || !registered {
 				d.failing++
 			}
-			if !ok {
+			// No driver on the node: no watch, and no update to delay.
+			if !ok || !registered {
 				continue
 			}
 			mp.Volumes++

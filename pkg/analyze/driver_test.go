@@ -127,4 +127,21 @@ func TestBrokenDriverVolumesAreFindings(t *testing.T) {
 	if d := Predict(c, 10).Driver; d == nil || d.Pods != 3 || d.Volumes != 3 || d.Failing != 2 {
 		t.Errorf("driver %+v, want 3 pods, 3 volumes, 2 failing", d)
 	}
+
+	// The CSINodes say no driver is registered on the node (uninstalled,
+	// or its pod gone): the started pod's volume fails too, gets no update
+	// and holds no watch.
+	c.Inventory.DriverNodesListed, c.Inventory.DriverNodes = true, map[string]bool{"elsewhere": true}
+	got = nil
+	for _, f := range c.findings() {
+		if f.Type == DriverVolumeFailing {
+			got = append(got, f.Pod+" "+f.Object.Name)
+		}
+	}
+	if want := []string{"ns/no-driver cfg", "ns/refused cfg", "ns/started cfg"}; !slices.Equal(got, want) {
+		t.Errorf("with no driver on the node: findings %q, want %q", got, want)
+	}
+	if d := Predict(c, 10).Driver; d == nil || d.Failing != 3 || d.Predicted.Sum().Watches != 0 || d.UpdateDelay != nil {
+		t.Errorf("with no driver on the node: %+v, want 3 failing, no watch, no update delay", d)
+	}
 }

@@ -164,12 +164,16 @@ func (f *podFindings) driverVolumesFailing() {
 			fmt.Sprintf("CSI volume %s: the driver refuses its attributes (InvalidArgument), so the pod never starts: %s", v.Name, v.Problem),
 			"fix the volume's attributes (docs/csi.md, \"Attributes\"); nodeagent convert writes them")
 	}
-	if !f.p.WaitingForVolumes {
+	registered := f.c.Inventory.ServesDriver(f.p.Node)
+	if registered && !f.p.WaitingForVolumes {
 		return
 	}
 	for _, v := range f.p.Refs.DriverVolumes {
-		f.add(DriverVolumeFailing, "", v.Reads[0], fmt.Sprintf("CSI volume %s: the pod waits for its volumes to be set up (PodReadyToStartContainers is False): no driver on node %s, or its publish fails", v.Name, f.p.Node),
-			action)
+		detail := fmt.Sprintf("CSI volume %s: the pod waits for its volumes to be set up (PodReadyToStartContainers is False): no driver on node %s, or its publish fails", v.Name, f.p.Node)
+		if !registered {
+			detail = fmt.Sprintf("CSI volume %s: no driver is registered on node %s (its CSINode does not list it): the volume gets no update, and the kubelet can neither set it up nor tear the pod down", v.Name, f.p.Node)
+		}
+		f.add(DriverVolumeFailing, "", v.Reads[0], detail, action)
 	}
 }
 

@@ -28,6 +28,8 @@ type pending struct {
 	nodesChanged bool
 	objects      sets.Set[objectName]
 	namespaces   sets.Set[string]
+	// driverNodes says a CSINode's driver came or went.
+	driverNodes bool
 }
 
 func newPending() pending {
@@ -64,6 +66,9 @@ func (h *held) apply(w *watcher, p pending, top int) sets.Set[string] {
 			h.inv.AddObjectInfo(o.kind, o.namespace, o.name, info)
 		}
 		dirty.Insert(h.analysis.NodesReading(o.kind, o.namespace, o.name)...)
+	}
+	if p.driverNodes && w.csiNodes != nil {
+		h.inv.DriverNodes = w.driverNodes()
 	}
 	if len(p.namespaces) > 0 && w.namespaces != nil {
 		h.inv.OptedIn = w.optedIn()

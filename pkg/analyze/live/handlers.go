@@ -35,6 +35,9 @@ func (w *watcher) addEventHandlers() {
 		DeleteFunc: func(obj any) { w.nodeEvent(obj) },
 	})
 	w.handle(w.configMaps, w.objectEvents(model.ConfigMap))
+	if w.csiNodes != nil {
+		w.handle(w.csiNodes, w.csiNodeEvents())
+	}
 	if w.namespaces != nil {
 		changed := func(obj any) {
 			if m, err := meta.Accessor(untombstoned(obj)); err == nil {

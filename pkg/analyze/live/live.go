@@ -157,7 +157,7 @@ func (a *Analyzer) Run(ctx context.Context) error {
 		return err
 	}
 	a.watcher.run(ctx)
-	logger.Info("Watching the cluster", "secrets", may.secrets, "optedInNamespaces", may.namespaces, "nodeSelector", a.opts.Analyze.NodeSelector)
+	logger.Info("Watching the cluster", "secrets", may.secrets, "optedInNamespaces", may.namespaces, "csiNodes", may.csiNodes, "nodeSelector", a.opts.Analyze.NodeSelector)
 	for !a.watcher.synced() {
 		select {
 		case <-ctx.Done():
@@ -207,6 +207,12 @@ func (a *Analyzer) objectChanged(o objectName) {
 }
 func (a *Analyzer) namespaceChanged(name string) {
 	a.note(func(p *pending) { p.namespaces.Insert(name) })
+}
+func (a *Analyzer) driverNodeChanged(name string) {
+	a.note(func(p *pending) {
+		p.nodes.Insert(name)
+		p.driverNodes = true
+	})
 }
 func (a *Analyzer) failed() { a.note(func(*pending) {}) }
 

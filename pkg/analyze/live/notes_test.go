@@ -110,6 +110,7 @@ func (nopEvents) nodeChanged(string)       {}
 func (nopEvents) podsChanged(...string)    {}
 func (nopEvents) objectChanged(objectName) {}
 func (nopEvents) namespaceChanged(string)  {}
+func (nopEvents) driverNodeChanged(string) {}
 func (nopEvents) failed()                  {}
 
 // A scrape that reads its metrics slowly never holds up an informer's

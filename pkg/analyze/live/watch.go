@@ -52,8 +52,9 @@ const secretsUnlisted = "this user may not list Secrets: every Secret is taken t
 // watcher holds the informers of one cluster.
 type watcher struct {
 	nodes, pods, configMaps, secrets cache.SharedIndexInformer
-	// namespaces are those labelled for the admission webhook.
-	namespaces cache.SharedIndexInformer
+	// namespaces are those labelled for the admission webhook; csiNodes
+	// the CSINodes, which say where the CSI driver is registered.
+	namespaces, csiNodes cache.SharedIndexInformer
 	// events are told what each event changed.
 	events events
 	// allNodes says the nodes informer holds every node, so that a pod
@@ -82,11 +83,12 @@ type events interface {
 	podsChanged(nodes ...string)
 	objectChanged(o objectName)
 	namespaceChanged(name string)
+	driverNodeChanged(name string)
 	failed()
 }
 
 // listable says which optional resources this user may list.
-type listable struct{ secrets, namespaces bool }
+type listable struct{ secrets, namespaces, csiNodes bool }
 
 // newWatcher builds the informers; may says whether to watch Secrets and
 // namespaces at all; failures counts their failed lists and watches. An
@@ -96,6 +98,9 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, 
 	w.makeInformers(client, nodeSelector)
 	if may.namespaces {
 		w.namespaces = optedInNamespaces(client)
+	}
+	if may.csiNodes {
+		w.csiNodes = csiNodes(client)
 	}
 	w.setUp()
 	if may.secrets {
@@ -107,7 +112,7 @@ func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, 
 // setUp gives the informers their watch error handlers, the pods' index by
 // node and the event handlers, before they run.
 func (w *watcher) setUp() {
-	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "namespaces": w.namespaces} {
+	for resource, inf := range map[string]cache.SharedIndexInformer{"nodes": w.nodes, "pods": w.pods, "configmaps": w.configMaps, "namespaces": w.namespaces, "csinodes": w.csiNodes} {
 		if inf != nil {
 			// A failure computes the report again, so that its warnings
 			// say so (client-go retries at most every 30 s meanwhile).
@@ -206,7 +211,7 @@ func informer(client any, example runtime.Object, list cache.ListWithContextFunc
 // watched.
 func (w *watcher) informers() []cache.SharedIndexInformer {
 	out := []cache.SharedIndexInformer{w.nodes, w.pods, w.configMaps}
-	for _, optional := range []cache.SharedIndexInformer{w.secrets, w.namespaces} {
+	for _, optional := range []cache.SharedIndexInformer{w.secrets, w.namespaces, w.csiNodes} {
 		if optional != nil {
 			out = append(out, optional)
 		}
@@ -267,6 +272,9 @@ func (w *watcher) inventory() *inventory.Inventory {
 	}
 	if w.namespaces != nil {
 		inv.NamespacesListed, inv.OptedIn = true, w.optedIn()
+	}
+	if w.csiNodes != nil {
+		inv.DriverNodesListed, inv.DriverNodes = true, w.driverNodes()
 	}
 	return inv
 }
@@ -345,6 +353,10 @@ func mayList(ctx context.Context, client kubernetes.Interface) (listable, error)
 		}},
 		{"namespaces", &may.namespaces, func() error {
 			_, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: inventory.OptInSelector})
+			return err
+		}},
+		{"CSINodes", &may.csiNodes, func() error {
+			_, err := client.StorageV1().CSINodes().List(ctx, metav1.ListOptions{Limit: 1})
 			return err
 		}},
 	} {

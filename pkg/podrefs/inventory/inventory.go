@@ -51,6 +51,11 @@ type Inventory struct {
 	// may not list namespaces, and nothing is known of them.
 	OptedIn          map[string]bool
 	NamespacesListed bool
+	// DriverNodes are the nodes whose CSINode lists nodeagent's CSI driver
+	// (drivernodes.go); DriverNodesListed is false where the caller may not
+	// list CSINodes, and every node is taken to have it.
+	DriverNodes       map[string]bool
+	DriverNodesListed bool
 }
 
 // NodeInfo is the part of a Node that decides its kubelet's settings.
@@ -263,6 +268,9 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		return nil, err
 	}
 	if err := inv.listOptedIn(ctx, client); err != nil {
+		return nil, err
+	}
+	if err := inv.listDriverNodes(ctx, client); err != nil {
 		return nil, err
 	}
 	err = each(ctx, "secrets", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
