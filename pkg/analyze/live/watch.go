@@ -6,8 +6,8 @@
 //
 //   - One informer per resource: nodes (the node selector's), scheduled pods
 //     (field selector spec.nodeName!=), ConfigMaps and, where this user may
-//     list them, Secrets and the namespaces labelled for the admission
-//     webhook. Each lists once and then watches; client-go's
+//     list them, Secrets, the namespaces labelled for the admission webhook
+//     and the CSINodes (where the CSI driver is registered). Each lists once and then watches; client-go's
 //     reflectors relist after a 410 Gone or a closed watch, with backoff.
 //     Nothing is listed again on a timer.
 //   - The informers keep what analyze keeps and no more (transform.go): a
