@@ -109,8 +109,14 @@ func (a *agentProcess) start() {
 		a.t.Fatal(err)
 	}
 	a.proc = proc
-	testutil.Eventually(a.t, pollInterval, 30*time.Second, func() error {
-		resp, err := http.Get("http://" + a.httpAddr + "/readyz")
+	waitReady(a.t, a.httpAddr, 30*time.Second)
+}
+
+// waitReady waits up to timeout for http://addr/readyz to answer 200.
+func waitReady(t testing.TB, addr string, timeout time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, pollInterval, timeout, func() error {
+		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
 			return err
 		}

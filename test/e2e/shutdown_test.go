@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,17 +127,7 @@ func startAnalyzeServe(t *testing.T, kubeconfig string) *controlplane.Process {
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	proc := startBare(t, "analyze --serve", e2eutil.NodeagentBinary(t),
 		[]string{"analyze", "--kubeconfig=" + kubeconfig, "--read-configz=false", "--serve=" + addr}, filepath.Join(t.TempDir(), "analyze.log"))
-	testutil.Eventually(t, pollInterval, 60*time.Second, func() error {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %d", resp.StatusCode)
-		}
-		return nil
-	})
+	waitReady(t, addr, 60*time.Second)
 	return proc
 }
 
