@@ -258,20 +258,30 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	if err != nil {
 		return nil, err
 	}
-	err = each(ctx, "configmaps", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	if err := inv.listOptedIn(ctx, client); err != nil {
+		return nil, err
+	}
+	if err := inv.listDriverNodes(ctx, client); err != nil {
+		return nil, err
+	}
+	if err := inv.listObjects(ctx, client, pageSize, progress); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// listObjects reads the ConfigMaps and the Secrets; Secrets that the caller
+// may not list are recorded as such, not failed.
+func (inv *Inventory) listObjects(ctx context.Context, client kubernetes.Interface, pageSize int64, progress Progress) error {
+	core := client.CoreV1()
+	err := each(ctx, "configmaps", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.ConfigMaps("").List(ctx, o)
 	}, func(obj runtime.Object) {
 		c := obj.(*corev1.ConfigMap)
 		inv.AddObjectInfo(model.ConfigMap, c.Namespace, c.Name, ConfigMapInfo(c))
 	}, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
-	}
-	if err := inv.listOptedIn(ctx, client); err != nil {
-		return nil, err
-	}
-	if err := inv.listDriverNodes(ctx, client); err != nil {
-		return nil, err
+		return err
 	}
 	err = each(ctx, "secrets", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.Secrets("").List(ctx, o)
@@ -282,9 +292,9 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 	if apierrors.IsForbidden(err) {
 		inv.SecretsListed = false
 		inv.SecretsUnlisted = "this user may not list Secrets: every Secret is taken to exist and to be mutable, and none is reported stale, missing or missing a key"
-		return inv, nil
+		return nil
 	}
-	return inv, err
+	return err
 }
 
 // listOptedIn reads the namespaces labelled for the admission webhook; a
