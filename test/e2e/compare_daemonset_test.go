@@ -63,7 +63,9 @@ func startDSCluster(t *testing.T, podIP string, nodes ...string) *dsCluster {
 	for _, name := range nodes {
 		_, err := ds.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: name, Annotations: map[string]string{corev1.ObjectTTLAnnotationKey: "6"},
-			Labels: map[string]string{"nodeagent.io/e2e-node": name},
+			// kubernetes.io/os, as a kubelet registers it: the
+			// DaemonSet selects Linux nodes.
+			Labels: map[string]string{"nodeagent.io/e2e-node": name, corev1.LabelOSStable: "linux"},
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)

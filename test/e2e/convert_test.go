@@ -24,7 +24,9 @@ func TestConvertedManifestsAreAccepted(t *testing.T) {
 	}
 	kinds := map[string]bool{}
 	for _, in := range inputs {
-		if strings.HasSuffix(in, ".converted.yaml") {
+		// newer-*.yaml are written for an apiserver newer than this one:
+		// their unknown fields are what this apiserver refuses.
+		if strings.HasSuffix(in, ".converted.yaml") || strings.HasPrefix(filepath.Base(in), "newer-") {
 			continue
 		}
 		data, err := os.ReadFile(in)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -128,6 +129,13 @@ func NodePodCapacity(pods int) int { return max(110, 2*pods) }
 // node before it registered. At half the CPU, two of thirty kubelets did.
 func createNode(ctx context.Context, client kubernetes.Interface, name string, ttl time.Duration, labels map[string]string, pods int) error {
 	capacity := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(NodePodCapacity(pods)), resource.DecimalSI)}
+	// kubernetes.io/os, as a kubelet registers it: nodeagent's DaemonSets
+	// select Linux nodes.
+	labels = maps.Clone(labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[corev1.LabelOSStable] = "linux"
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
