@@ -94,21 +94,26 @@ func TestServiceAccountVolumeOnDisk(t *testing.T) {
 		}
 	}
 
-	var debug struct {
-		Volumes []core.VolumeStatus `json:"volumes"`
-	}
-	resp, err := http.Get("http://" + a.httpAddr + "/debug/volumes")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&debug); err != nil {
-		t.Fatal(err)
-	}
-	if len(debug.Volumes) != 1 || fmt.Sprint(debug.Volumes[0].NotServed) != "[serviceAccountToken token]" ||
-		fmt.Sprint(debug.Volumes[0].ConfigMaps) != "[kube-root-ca.crt]" {
-		t.Errorf("/debug/volumes: %+v; want the volume, its ConfigMap and the token listed as not served", debug.Volumes)
-	}
+	// The files are on disk a moment before the volume is recorded as
+	// mounted (the operation's end): poll.
+	testutil.Eventually(t, pollInterval, 10*time.Second, func() error {
+		var debug struct {
+			Volumes []core.VolumeStatus `json:"volumes"`
+		}
+		resp, err := http.Get("http://" + a.httpAddr + "/debug/volumes")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&debug); err != nil {
+			return err
+		}
+		if len(debug.Volumes) != 1 || fmt.Sprint(debug.Volumes[0].NotServed) != "[serviceAccountToken token]" ||
+			fmt.Sprint(debug.Volumes[0].ConfigMaps) != "[kube-root-ca.crt]" {
+			return fmt.Errorf("/debug/volumes: %+v; want the volume, its ConfigMap and the token listed as not served", debug.Volumes)
+		}
+		return nil
+	})
 }
 
 // counts are the requests one agent made over a window, and what the
