@@ -2,9 +2,10 @@
 // volumes of the CSI driver configmaps.nodeagent.io, and how, so that a
 // workload's configuration reaches its containers as the driver serves it
 // without anyone editing it by hand (docs/csi.md, "Without editing
-// workloads"). Plan decides, PodSpec converts a decoded pod spec (the
-// admission webhook's), and convert/manifest edits users' YAML with the
-// same decisions.
+// workloads"). Plan decides (the admission webhook patches its decisions
+// by index), PodSpec converts a decoded pod spec in place, and
+// convert/manifest edits users' YAML with the same decisions; PlanRevert
+// moves the driver's volumes back.
 //
 // Contract:
 //

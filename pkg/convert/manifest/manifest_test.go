@@ -124,7 +124,7 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// PodSpec, the webhook's conversion of a decoded pod, gives the volumes the
+// PodSpec, the conversion of a decoded pod (Plan's decisions applied), gives the volumes the
 // YAML conversion writes.
 func TestPodSpecAgreesWithTheYAMLConversion(t *testing.T) {
 	var before, after struct {
