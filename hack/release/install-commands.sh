@@ -51,10 +51,13 @@ relative_output=${shown:-$(relative "$(cd "$output" && pwd -P)" "$root")}
 cat <<MSG
 
 Pushed $registry/nodeagent:$version ($platforms) and oci://$registry/charts/nodeagent $chart_version.
-Install them with Helm, from the registry or from the chart's copy in $relative_output/chart:
+Install them with Helm, from the registry or from the chart's copy in $relative_output/chart, into a namespace
+labelled for the agents' hostPath volumes (the chart refuses one that --create-namespace would make):
 
-  helm install nodeagent oci://$registry/charts/nodeagent --version $chart_version$plain_http -n nodeagent --create-namespace --set mode=after
-  helm install nodeagent $relative_output/chart/nodeagent-$chart_version.tgz -n nodeagent --create-namespace --set mode=after
+  kubectl create namespace nodeagent
+  kubectl label namespace nodeagent pod-security.kubernetes.io/enforce=privileged
+  helm install nodeagent oci://$registry/charts/nodeagent --version $chart_version$plain_http -n nodeagent --set mode=after
+  helm install nodeagent $relative_output/chart/nodeagent-$chart_version.tgz -n nodeagent --set mode=after
 
 or with kubectl, from the kustomizations written in $relative_output/deploy (before, after, watch, csi, csi-webhook, analyze-serve):
 

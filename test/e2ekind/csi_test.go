@@ -58,6 +58,7 @@ func installCSIDriver(t *testing.T, args ...string) {
 	t.Helper()
 	repo, tag, _ := strings.Cut(agentImage, ":")
 	helm(t, append([]string{"install", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--create-namespace",
+		"--set", "podSecurity.checkNewNamespace=false", // kind's default Pod Security level is privileged
 		"--set", "mode=csi", "--set", "image.repository=" + repo, "--set", "image.tag=" + tag, "--set", "image.pullPolicy=Never"}, args...)...)
 	t.Cleanup(func() {
 		helm(t, "uninstall", csiRelease, "--namespace", csiNamespace, "--wait")

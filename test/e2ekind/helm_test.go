@@ -85,7 +85,14 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 		})
 		_ = clientset.CoreV1().Namespaces().Delete(ctx, helmNamespace, metav1.DeleteOptions{})
 	})
-	helm(t, "install", helmRelease, "deploy/helm/nodeagent", "-n", helmNamespace, "--create-namespace",
+	// As docs/deploy.md says: the namespace made labelled first (the chart
+	// refuses one that --create-namespace would make).
+	_, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: helmNamespace,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm(t, "install", helmRelease, "deploy/helm/nodeagent", "-n", helmNamespace,
 		"--set", "mode=before", "--set", "image.repository="+agentImage[:strings.LastIndex(agentImage, ":")], "--set", "image.tag="+agentImage[strings.LastIndex(agentImage, ":")+1:],
 		"--set", "image.pullPolicy=Never", "--set", "rootDir="+helmRoot, "--wait", "--timeout", "3m")
 	if args := helmAgents(t); !slices.Contains(args, "--cache-invalidation=every-sync") || !slices.Contains(args, "--root-dir="+helmRoot) {
@@ -137,7 +144,10 @@ func TestHelmInstallAndUpgrade(t *testing.T) {
 // TestChartChecksPodSecurity: installed into a namespace that enforces the
 // baseline Pod Security level, which refuses the agents' hostPath volumes,
 // the chart fails with the command that labels the namespace; labelled
-// privileged, it installs (both as a server-side dry run).
+// privileged, it installs; into a namespace that does not exist
+// (--create-namespace) it fails with the commands that make it labelled,
+// unless told the cluster's default is privileged (each a server-side dry
+// run).
 func TestChartChecksPodSecurity(t *testing.T) {
 	t.Parallel() // touches no kubelet and installs nothing (the after mode: no CSIDriver, which TestCSIDriver's release owns)
 	ns := testNamespace(t, "e2e-kind-pod-security")
@@ -146,21 +156,29 @@ func TestChartChecksPodSecurity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	install := func() (string, error) {
+	install := func(ns string, args ...string) (string, error) {
 		repo, tag, _ := strings.Cut(agentImage, ":")
-		cmd := exec.Command(os.Getenv("NODEAGENT_HELM_BIN"), "install", "pod-security", "deploy/helm/nodeagent", "--namespace", ns,
-			"--set", "mode=after", "--set", "image.repository="+repo, "--set", "image.tag="+tag, "--dry-run=server", "--kubeconfig", kubeconfigPath)
+		cmd := exec.Command(os.Getenv("NODEAGENT_HELM_BIN"), append([]string{"install", "pod-security", "deploy/helm/nodeagent", "--namespace", ns,
+			"--set", "mode=after", "--set", "image.repository=" + repo, "--set", "image.tag=" + tag, "--dry-run=server", "--kubeconfig", kubeconfigPath}, args...)...)
 		cmd.Dir = filepath.Join("..", "..")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	label("baseline")
 	want := "kubectl label namespace " + ns + " pod-security.kubernetes.io/enforce=privileged --overwrite"
-	if out, err := install(); err == nil || !strings.Contains(out, want) {
+	if out, err := install(ns); err == nil || !strings.Contains(out, want) {
 		t.Errorf("into a baseline namespace: err %v, output %s; want a failure that says %q", err, out, want)
 	}
 	label("privileged")
-	if out, err := install(); err != nil {
+	if out, err := install(ns); err != nil {
 		t.Errorf("into a privileged namespace: %v\n%s", err, out)
+	}
+	absent := ns + "-absent"
+	want = "kubectl create namespace " + absent + " && kubectl label namespace " + absent + " pod-security.kubernetes.io/enforce=privileged"
+	if out, err := install(absent, "--create-namespace"); err == nil || !strings.Contains(out, want) {
+		t.Errorf("into a namespace --create-namespace would make: err %v, output %s; want a failure that says %q", err, out, want)
+	}
+	if out, err := install(absent, "--create-namespace", "--set", "podSecurity.checkNewNamespace=false"); err != nil {
+		t.Errorf("into a namespace --create-namespace would make, podSecurity.checkNewNamespace=false: %v\n%s", err, out)
 	}
 }

@@ -73,7 +73,7 @@ func TestInstallFromREADME(t *testing.T) {
 				t.Fatalf("make push printed no digest:\n%s", out)
 			}
 			digest = match[1]
-		case strings.HasPrefix(block, "helm install "):
+		case strings.Contains(block, "helm install "):
 			waitAgentsPulled(t, registry+"/nodeagent:"+version, registry+"/nodeagent:"+version, digest)
 			shell.run(t, "helm uninstall nodeagent -n nodeagent --wait")
 			eventually(t, 2*time.Minute, "the Helm release's agents gone", func() string {

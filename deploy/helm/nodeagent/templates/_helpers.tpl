@@ -119,9 +119,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 The release's namespace must admit the agents' hostPath volumes: a Pod
 Security level other than privileged refuses them, and the DaemonSet would
 create no pod. lookup reads the namespace on install and upgrade (it is
-empty in helm template and a client-side dry run); a namespace Helm
-creates (--create-namespace) has no label, so the cluster's default level
-applies: docs/csi.md and docs/deploy.md say to label it.
+empty in helm template and a client-side dry run, where kube-system is not
+found either). A namespace that does not exist yet is one Helm is about to
+create (--create-namespace) with no label, so the cluster's default level
+would apply, which the chart cannot read: it refuses, with the commands
+that make the namespace labelled, unless podSecurity.checkNewNamespace is
+false.
 */}}
 {{- define "nodeagent.checkPodSecurity" -}}
 {{- $ns := lookup "v1" "Namespace" "" .Release.Namespace }}
@@ -130,5 +133,7 @@ applies: docs/csi.md and docs/deploy.md say to label it.
 {{- if and $level (ne $level "privileged") }}
 {{- fail (printf "namespace %s enforces the Pod Security level %q, which refuses the agents' hostPath volumes: label it with `kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged --overwrite`, or install into a namespace of its own" .Release.Namespace $level .Release.Namespace) }}
 {{- end }}
+{{- else if and .Values.podSecurity.checkNewNamespace (lookup "v1" "Namespace" "" "kube-system") }}
+{{- fail (printf "namespace %s does not exist yet: Helm's --create-namespace would make it with no Pod Security label, and where the cluster's default level is baseline or restricted it would admit none of the agents' pods (they mount hostPath volumes). Create it labelled, then install without --create-namespace: `kubectl create namespace %s && kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged`. Where the cluster's default level is privileged, --set podSecurity.checkNewNamespace=false installs into the namespace Helm creates" .Release.Namespace .Release.Namespace .Release.Namespace) }}
 {{- end }}
 {{- end }}
