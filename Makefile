@@ -10,7 +10,7 @@ VERSION   ?= $(shell hack/release/version.sh)
 COMMIT    ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -X github.com/nodeagent-io/nodeagent/internal/version.Version=$(VERSION) \
              -X github.com/nodeagent-io/nodeagent/internal/version.GitCommit=$(COMMIT)
-# The image's binary: the agent-only build (run, csi, webhook and version; no
+# The image's binary: the agent-only build (run, csi, webhook, uninstall-check and version; no
 # analyze, compare or convert, and so no client-go clientset), static, stripped. nodeagent-agent
 # is the same build for this machine, which compare --agent-processes runs:
 # what it measures is what the image ships (a dynamically linked build maps

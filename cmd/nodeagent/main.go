@@ -29,13 +29,14 @@ type command struct {
 	run func(args []string, stdout io.Writer) error
 }
 
-// commands are this build's: every build has run, csi, webhook and version, the full
+// commands are this build's: every build has run, csi, webhook, uninstall-check and version, the full
 // build (commands_full.go) adds analyze and compare.
 var commands = map[string]command{
-	"run":     {summary: "Run the node agent for one node", run: runAgent},
-	"csi":     {summary: "Serve pods' ConfigMap volumes as a CSI driver, updated within a second", run: runCSI},
-	"version": {summary: "Print the version of this binary", run: runVersion},
-	"webhook": {summary: "Serve the opt-in admission webhook that moves new pods' ConfigMap volumes to the CSI driver", run: runWebhook},
+	"run":             {summary: "Run the node agent for one node", run: runAgent},
+	"csi":             {summary: "Serve pods' ConfigMap volumes as a CSI driver, updated within a second", run: runCSI},
+	"uninstall-check": {summary: "Fail, naming them, while any pod uses the CSI driver (run before uninstalling it)", run: runUninstallCheck},
+	"version":         {summary: "Print the version of this binary", run: runVersion},
+	"webhook":         {summary: "Serve the opt-in admission webhook that moves new pods' ConfigMap volumes to the CSI driver", run: runWebhook},
 }
 
 // leftOut names the commands this build leaves out (commands_agentonly.go).
@@ -112,7 +113,7 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", name, commands[name].summary)
+		fmt.Fprintf(w, "  %-16s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(w, "\nRun '%s <command> --help' for the flags of a command.\n", invokedAs)
 }

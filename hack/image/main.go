@@ -1,7 +1,7 @@
 // Command image writes nodeagent's container image without a Docker
 // daemon: one layer holding two static builds of nodeagent, on an empty
 // base, run as uid 0 with no shell, entrypoint /nodeagent. /nodeagent is
-// the agent-only build (run, csi, webhook, version), which every node's agent runs
+// the agent-only build (run, csi, webhook, uninstall-check, version), which every node's agent runs
 // and whose resident memory every node pays; /nodeagent-full is the full
 // build (analyze and compare too), which the one replica of `analyze
 // --serve` runs. See deploy/base/daemonset.yaml for why uid 0.

@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -153,8 +155,10 @@ func diff(path string, a, b interface{}) []string {
 
 // TestChartEqualsOverlays renders the chart in each mode and the overlay of
 // that mode, and requires the same objects: the overlays' Namespace aside
-// (`helm install --create-namespace` makes it), and Helm's own labels. With
-// analyze.enabled the chart adds what deploy/analyze-serve renders.
+// (a Helm user creates it labelled), the chart's hooks (its uninstall
+// check, which kubectl delete -k has no place for: deploy.md has the
+// command), and Helm's own labels. With analyze.enabled the chart adds what
+// deploy/analyze-serve renders.
 func TestChartEqualsOverlays(t *testing.T) {
 	kustomize := tool(t, "KUSTOMIZE_BIN", "kustomize")
 	cases := []struct {
@@ -177,7 +181,9 @@ func TestChartEqualsOverlays(t *testing.T) {
 				args = append(args, "--set", kv)
 			}
 			for _, o := range helmTemplate(t, args...) {
-				chart[key(o)] = normalize(o)
+				if lookup(o, "metadata", "annotations", "helm.sh/hook") == nil {
+					chart[key(o)] = normalize(o)
+				}
 			}
 			overlay := map[string]object{}
 			for _, dir := range tc.kustomizes {
@@ -422,5 +428,44 @@ func TestChartRefusesUnknownMode(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "before") || !strings.Contains(string(out), "watch") {
 		t.Errorf("mode=afterr: err %v, output %s; want a failure that names the modes", err, out)
+	}
+}
+
+// TestChartUninstallCheck: in the csi mode the chart's uninstall runs
+// `nodeagent uninstall-check` first, as a pre-delete hook whose objects
+// Helm removes once it passes; csi.uninstallCheck=false and the other modes
+// (whose agents serve no pod) render none.
+func TestChartUninstallCheck(t *testing.T) {
+	hooks := func(args ...string) map[string]object {
+		out := map[string]object{}
+		for _, o := range helmTemplate(t, args...) {
+			if hook := lookup(o, "metadata", "annotations", "helm.sh/hook"); hook != nil {
+				if hook != "pre-delete" {
+					t.Errorf("%s: hook %v, want pre-delete", key(o), hook)
+				}
+				if policy := lookup(o, "metadata", "annotations", "helm.sh/hook-delete-policy"); policy != "before-hook-creation,hook-succeeded" {
+					t.Errorf("%s: delete policy %v: a passed check would leave it behind", key(o), policy)
+				}
+				out[key(o)] = o
+			}
+		}
+		return out
+	}
+	got := hooks("--set", "mode=csi")
+	job := got["Job/nodeagent-uninstall-check"]
+	if job == nil || len(got) != 4 {
+		t.Fatalf("the csi mode's hooks: %v, want the Job and its ServiceAccount, ClusterRole and binding", slices.Collect(maps.Keys(got)))
+	}
+	container := lookup(job, "spec", "template", "spec", "containers").([]interface{})[0].(map[string]interface{})
+	if args := fmt.Sprint(container["args"]); args != "[uninstall-check --driver-name=configmaps.nodeagent.io]" {
+		t.Errorf("the Job runs %s", args)
+	}
+	if rules := fmt.Sprint(lookup(got["ClusterRole/nodeagent-uninstall-check"], "rules")); rules != "[map[apiGroups:[] resources:[pods] verbs:[list]]]" {
+		t.Errorf("the check's role: %s, want list on pods alone", rules)
+	}
+	for _, args := range [][]string{{"--set", "mode=csi", "--set", "csi.uninstallCheck=false"}, {"--set", "mode=after"}} {
+		if got := hooks(args...); len(got) > 0 {
+			t.Errorf("%v renders hooks %v", args, slices.Collect(maps.Keys(got)))
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
+	"github.com/nodeagent-io/nodeagent/pkg/driverpods"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
@@ -61,7 +63,20 @@ func installCSIDriver(t *testing.T, args ...string) {
 		"--set", "podSecurity.checkNewNamespace=false", // kind's default Pod Security level is privileged
 		"--set", "mode=csi", "--set", "image.repository=" + repo, "--set", "image.tag=" + tag, "--set", "image.pullPolicy=Never"}, args...)...)
 	t.Cleanup(func() {
+		// The chart's uninstall check refuses while any pod uses the
+		// driver: the tests' pods go first.
+		eventually(t, 3*time.Minute, "no pod using the driver", func() string {
+			using, err := driverpods.Using(context.Background(), clientset.CoreV1().Pods(""), csiDriver)
+			if err != nil {
+				return err.Error()
+			}
+			if len(using) > 0 {
+				return fmt.Sprintf("%d pods left, %s first", len(using), using[0])
+			}
+			return ""
+		})
 		helm(t, "uninstall", csiRelease, "--namespace", csiNamespace, "--wait")
+		checkNothingLeft(t)
 		_ = clientset.CoreV1().Namespaces().Delete(context.Background(), csiNamespace, metav1.DeleteOptions{})
 		// The next test to install the driver uses the same namespace,
 		// which refuses new objects while it terminates.
@@ -82,6 +97,65 @@ func installCSIDriver(t *testing.T, args ...string) {
 		}
 		return ""
 	})
+}
+
+// uninstallRefused runs helm uninstall while pods of ns use the driver: the
+// chart's pre-delete check refuses it, Helm prints what the check printed
+// (the pods, and the command that lists them), and the release and its
+// driver stay, every agent ready.
+func uninstallRefused(t *testing.T, ns string) {
+	cmd := exec.Command(os.Getenv("NODEAGENT_HELM_BIN"), "uninstall", csiRelease, "--namespace", csiNamespace, "--wait",
+		"--kubeconfig", kubeconfigPath)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("helm uninstall passed while pods of %s use the driver:\n%s", ns, out)
+	}
+	for _, want := range []string{"pre-delete", " the CSI driver " + csiDriver, ns + "/csi-", "jq -r"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refused uninstall does not say %q:\n%s", want, out)
+		}
+	}
+	if status := helm(t, "status", csiRelease, "--namespace", csiNamespace); !strings.Contains(status, "STATUS: deployed") {
+		t.Errorf("after the refused uninstall:\n%s", status)
+	}
+	ds, err := clientset.AppsV1().DaemonSets(csiNamespace).Get(context.Background(), csiRelease, metav1.GetOptions{})
+	if err != nil || ds.Status.NumberReady != 3 {
+		t.Errorf("the driver after the refused uninstall: %v ready, err %v", ds.Status.NumberReady, err)
+	}
+}
+
+// checkNothingLeft: once uninstalled, neither the release's objects nor
+// its uninstall check's are left in the cluster.
+func checkNothingLeft(t *testing.T) {
+	ctx := context.Background()
+	selector := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + csiRelease}
+	var left []string
+	if roles, err := clientset.RbacV1().ClusterRoles().List(ctx, selector); err == nil {
+		for _, r := range roles.Items {
+			left = append(left, "ClusterRole/"+r.Name)
+		}
+	}
+	if bindings, err := clientset.RbacV1().ClusterRoleBindings().List(ctx, selector); err == nil {
+		for _, b := range bindings.Items {
+			left = append(left, "ClusterRoleBinding/"+b.Name)
+		}
+	}
+	if jobs, err := clientset.BatchV1().Jobs(csiNamespace).List(ctx, selector); err == nil {
+		for _, j := range jobs.Items {
+			left = append(left, "Job/"+j.Name)
+		}
+	}
+	if accounts, err := clientset.CoreV1().ServiceAccounts(csiNamespace).List(ctx, selector); err == nil {
+		for _, a := range accounts.Items {
+			left = append(left, "ServiceAccount/"+a.Name)
+		}
+	}
+	if _, err := clientset.StorageV1().CSIDrivers().Get(ctx, csiDriver, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		left = append(left, "CSIDriver/"+csiDriver)
+	}
+	if len(left) > 0 {
+		t.Errorf("left after helm uninstall: %v", left)
+	}
 }
 
 // csiVolume is the volume a pod gets from the driver, with the same
@@ -224,6 +298,7 @@ func csiBesideKubelet(t *testing.T) {
 	for _, name := range names {
 		pods[name] = waitRunning(t, ns, name)
 	}
+	t.Run("uninstall refused while pods use the driver", func(t *testing.T) { uninstallRefused(t, ns) })
 
 	t.Run("files equal to the kubelet's", func(t *testing.T) {
 		for i := range csiPods {

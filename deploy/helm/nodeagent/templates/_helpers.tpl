@@ -137,3 +137,13 @@ false.
 {{- fail (printf "namespace %s does not exist yet: Helm's --create-namespace would make it with no Pod Security label, and where the cluster's default level is baseline or restricted it would admit none of the agents' pods (they mount hostPath volumes). Create it labelled, then install without --create-namespace: `kubectl create namespace %s && kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged`. Where the cluster's default level is privileged, --set podSecurity.checkNewNamespace=false installs into the namespace Helm creates" .Release.Namespace .Release.Namespace .Release.Namespace) }}
 {{- end }}
 {{- end }}
+
+{{/* The labels of the uninstall check's objects (uninstall-check.yaml): never the agents' labels, which the DaemonSet and the PodMonitor select by. */}}
+{{- define "nodeagent.uninstallCheckLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-uninstall-check
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: nodeagent
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
