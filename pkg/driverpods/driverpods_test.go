@@ -130,7 +130,9 @@ var errDown = errors.New("apiserver down")
 
 type failing struct{}
 
-func (failing) List(context.Context, metav1.ListOptions) (*corev1.PodList, error) { return nil, errDown }
+func (failing) List(context.Context, metav1.ListOptions) (*corev1.PodList, error) {
+	return nil, errDown
+}
 
 // TestListCommandAgrees runs the kubectl command's jq program on the same
 // pods: it lists what Using finds.
