@@ -114,7 +114,7 @@ func (w *watcher) podsOn(node string) []inventory.PodInfo {
 	})
 	out := make([]inventory.PodInfo, len(entries))
 	for i, e := range entries {
-		out[i] = e.info(w.names)
+		out[i] = e.info()
 	}
 	return out
 }
@@ -125,7 +125,7 @@ const byNode = "node"
 // indexByNode indexes a served pod entry by its node.
 func indexByNode(obj any) ([]string, error) {
 	if e, ok := obj.(*podEntry); ok && e.Served {
-		return []string{e.node}, nil
+		return []string{e.node.Value()}, nil
 	}
 	return nil, nil
 }

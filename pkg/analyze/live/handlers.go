@@ -69,7 +69,7 @@ func untombstoned(obj any) any {
 // nodeOf is the node of a served pod's entry, none for another.
 func nodeOf(obj any) []string {
 	if e, ok := untombstoned(obj).(*podEntry); ok && e.Served {
-		return []string{e.node}
+		return []string{e.node.Value()}
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func TestAnalyzerFollowsTheCluster(t *testing.T) {
 		}
 	}
 	for _, obj := range a.watcher.pods.GetStore().List() {
-		if e, ok := obj.(*podEntry); !ok || !e.Served || e.node != "n1" || len(e.info(a.watcher.names).Refs.Volumes) != 1 {
+		if e, ok := obj.(*podEntry); !ok || !e.Served || e.nodeName() != "n1" || len(e.info().Refs.Volumes) != 1 {
 			t.Errorf("the informer holds %T %+v: want the pod's inventory entry alone", obj, obj)
 		}
 	}

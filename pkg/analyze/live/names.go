@@ -1,55 +1,23 @@
 package live
 
-import (
-	"strings"
-	"sync"
-)
+import "unique"
 
-// names keeps one copy of each name the pods' entries repeat: their
-// namespaces and nodes, and in their unpacked entries (unpackPod) the
-// objects they reference, their volumes' and containers' names and the
-// keys they name, which the analysis's parts keep. Each pod decoded from
-// the API holds its own copy of every string; on a cluster of 300,000
-// pods that read the same few ConfigMaps by name, one copy each.
+// Each pod decoded from the API holds its own copy of every string; on a
+// cluster of 300,000 pods that read the same few ConfigMaps by name, the
+// pods' entries and the analysis's parts keep one copy of each name they
+// repeat instead: their namespaces and nodes, and in their unpacked entries
+// (unpackPod) the objects they reference, their volumes' and containers'
+// names and the keys they name.
 //
-// It forgets every name once it holds maxNames (names of namespaces,
-// nodes and objects long gone would otherwise stay): the entries keep
-// theirs, and later entries share new copies.
-type names struct {
-	mu    sync.Mutex
-	known map[string]string
-}
+// The copy is Go's unique package's canonical one. It stays canonical while
+// a handle of it is alive, and a pod entry holds its namespace's and
+// node's handles (podEntry), so those are shared for as long as any pod
+// uses them; a name no entry holds a handle of is shared by the entries
+// unpacked while it is canonical, and is forgotten with the last handle,
+// so nothing here grows with names long gone.
 
-// maxNames bounds names: a 10,000-node cluster's pods repeat some 15,000.
-const maxNames = 1 << 16
+// shared is s's canonical copy.
+func shared(s string) string { return unique.Make(s).Value() }
 
-// of is s's one copy; n.mu held.
-func (n *names) of(s string) string {
-	if c, ok := n.known[s]; ok {
-		return c
-	}
-	if n.known == nil || len(n.known) >= maxNames {
-		n.known = make(map[string]string, 1024)
-	}
-	// A copy of its own: s may be part of a larger string.
-	s = strings.Clone(s)
-	n.known[s] = s
-	return s
-}
-
-// share is s's one copy.
-func (n *names) share(s string) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.of(s)
-}
-
-// ofBytes is the one copy of the name b spells: made only where n has none.
-func (n *names) ofBytes(b []byte) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if c, ok := n.known[string(b)]; ok {
-		return c
-	}
-	return n.of(string(b))
-}
+// sharedBytes is the canonical copy of the name b spells.
+func sharedBytes(b []byte) string { return unique.Make(string(b)).Value() }

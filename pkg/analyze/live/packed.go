@@ -124,12 +124,11 @@ func packPod(info inventory.PodInfo) []byte {
 	return append([]byte(nil), p.b...)
 }
 
-// unpacker reads what packer wrote. The names pods repeat come from names
-// (the parts keep them); a malformed slice, which only a bug makes,
+// unpacker reads what packer wrote. The names pods repeat are shared
+// (names.go: the parts keep them); a malformed slice, which only a bug makes,
 // panics with what was read.
 type unpacker struct {
-	b     []byte
-	names *names
+	b []byte
 }
 
 func (u *unpacker) uint() int {
@@ -156,7 +155,7 @@ func (u *unpacker) bytes() []byte {
 
 // name is a repeated name, shared through names; own, a string of this
 // pod alone.
-func (u *unpacker) name() string { return u.names.ofBytes(u.bytes()) }
+func (u *unpacker) name() string { return sharedBytes(u.bytes()) }
 func (u *unpacker) own() string  { return string(u.bytes()) }
 
 func (u *unpacker) time() time.Time {
@@ -198,8 +197,8 @@ func (u *unpacker) refs() []podrefs.Ref {
 
 // unpackPod is the inventory entry of pod namespace/name on node that
 // packPod packed into b.
-func unpackPod(namespace, name, node string, b []byte, names *names) inventory.PodInfo {
-	u := &unpacker{b: b, names: names}
+func unpackPod(namespace, name, node string, b []byte) inventory.PodInfo {
+	u := &unpacker{b: b}
 	info := inventory.PodInfo{Namespace: namespace, Name: name, Node: node}
 	info.Refs.Volumes = sliceOf(u.uint(), func() podrefs.Volume {
 		return podrefs.Volume{Name: u.name(), Secret: u.bool(), Reads: u.refs()}

@@ -1,10 +1,11 @@
 package live
 
 import (
-	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unique"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,18 +83,17 @@ func TestPackedPodEntriesRoundTrip(t *testing.T) {
 		Driver: podrefs.DriverName, VolumeAttributes: map[string]string{podrefs.AttrConfigMap: "web-config", "namespace": "other"}}}})
 	waiting.Spec.Containers[0].VolumeMounts = append(waiting.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "bad", MountPath: "/bad"})
 	waiting.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse}}}
-	transform := podEntries(&names{})
 	for _, p := range []*corev1.Pod{packedTestPod(), converted, bare, waiting} {
 		want := inventory.PodInfoOf(p)
-		obj, err := transform(p)
+		obj, err := toPodEntry(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		e := obj.(*podEntry)
-		if !e.Served || e.node != p.Spec.NodeName {
-			t.Fatalf("%s: entry served %v on %q", p.Name, e.Served, e.node)
+		if !e.Served || e.nodeName() != p.Spec.NodeName {
+			t.Fatalf("%s: entry served %v on %q", p.Name, e.Served, e.nodeName())
 		}
-		if diff := cmp.Diff(want, e.info(&names{}), cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(want, e.info(), cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: unpacked entry differs from the inventory's (-want +got):\n%s", p.Name, diff)
 		}
 		if p == waiting && (!want.WaitingForVolumes || len(want.Refs.RefusedDriverVolumes) != 1) {
@@ -107,20 +107,27 @@ func TestPackedPodEntriesRoundTrip(t *testing.T) {
 }
 
 // Two pods' entries share one copy of each name they repeat (a decoded
-// pod has its own), and names forgets what it holds at maxNames.
+// pod has its own): their namespace and node for as long as either entry
+// is here, the names they unpack for as long as anything holds a handle of
+// them (the test does, so that a collection between the two cannot make
+// them canonical twice).
 func TestPodEntriesShareNames(t *testing.T) {
-	n := &names{}
-	transform := podEntries(n)
+	p := packedTestPod()
+	refs := inventory.PodInfoOf(p).Refs
+	held := []unique.Handle[string]{unique.Make(refs.Volumes[0].Name), unique.Make(refs.Volumes[0].Reads[0].Name),
+		unique.Make(refs.Volumes[0].Reads[0].Keys[0]), unique.Make(refs.Containers[0].Name)}
+	defer runtime.KeepAlive(held)
 	entry := func(name string) (*podEntry, inventory.PodInfo) {
 		p := packedTestPod()
 		p.Name, p.Namespace, p.Spec.NodeName = name, strings.Clone(p.Namespace), strings.Clone(p.Spec.NodeName)
-		obj, err := transform(p)
+		obj, err := toPodEntry(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return obj.(*podEntry), obj.(*podEntry).info(n)
+		return obj.(*podEntry), obj.(*podEntry).info()
 	}
 	ea, a := entry("a")
+	runtime.GC() // the namespace and node stay canonical: the first entry holds their handles
 	eb, b := entry("b")
 	same := func(what, x, y string) {
 		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
@@ -128,18 +135,10 @@ func TestPodEntriesShareNames(t *testing.T) {
 		}
 	}
 	same("namespace", ea.namespace, eb.namespace)
-	same("node", ea.node, eb.node)
+	same("node", ea.nodeName(), eb.nodeName())
 	same("unpacked namespace", a.Namespace, b.Namespace)
 	same("volume", a.Refs.Volumes[0].Name, b.Refs.Volumes[0].Name)
 	same("ConfigMap", a.Refs.Volumes[0].Reads[0].Name, b.Refs.Volumes[0].Reads[0].Name)
 	same("key", a.Refs.Volumes[0].Reads[0].Keys[0], b.Refs.Volumes[0].Reads[0].Keys[0])
 	same("container", a.Refs.Containers[0].Name, b.Refs.Containers[0].Name)
-
-	n = &names{}
-	for i := range maxNames + 1 {
-		n.of(fmt.Sprint(i))
-	}
-	if len(n.known) != 1 {
-		t.Errorf("names holds %d after %d; want it to forget at %d", len(n.known), maxNames+1, maxNames)
-	}
 }

@@ -1,6 +1,8 @@
 package live
 
 import (
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -67,16 +69,27 @@ func toNodeEntry(obj any) (any, error) {
 // (podrefs.Of) and which would hold several times its memory.
 type podEntry struct {
 	entryKey
+	// namespaceHandle keeps the namespace's one copy canonical while the
+	// pod is here (names.go).
+	namespaceHandle unique.Handle[string]
 	// Served says whether its node serves the pod (podrefs.Served); node
 	// and packed, its node and its packed inventory entry where it does.
 	Served bool
-	node   string
+	node   unique.Handle[string]
 	packed []byte
 }
 
-// info is e's inventory entry, its repeated names shared through names.
-func (e *podEntry) info(names *names) inventory.PodInfo {
-	return unpackPod(e.namespace, e.name, e.node, e.packed, names)
+// nodeName is the pod's node, "" where it is not served.
+func (e *podEntry) nodeName() string {
+	if !e.Served {
+		return ""
+	}
+	return e.node.Value()
+}
+
+// info is e's inventory entry, its repeated names shared (names.go).
+func (e *podEntry) info() inventory.PodInfo {
+	return unpackPod(e.namespace, e.name, e.nodeName(), e.packed)
 }
 
 // DeepCopyObject is a shallow copy: nothing changes an entry once made.
@@ -85,21 +98,20 @@ func (e *podEntry) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// podEntries is the pods informer's transform, the entries' namespaces
-// and nodes shared through names.
-func podEntries(names *names) func(obj any) (any, error) {
-	return func(obj any) (any, error) {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
-			return obj, nil
-		}
-		e := &podEntry{entryKey: keyOf(p.ObjectMeta), Served: podrefs.Served(p)}
-		e.namespace = names.share(e.namespace)
-		if e.Served {
-			e.node, e.packed = names.share(p.Spec.NodeName), packPod(inventory.PodInfoOf(p))
-		}
-		return e, nil
+// toPodEntry is the pods informer's transform, the entries' namespaces
+// and nodes shared (names.go).
+func toPodEntry(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
 	}
+	e := &podEntry{entryKey: keyOf(p.ObjectMeta), Served: podrefs.Served(p)}
+	e.namespaceHandle = unique.Make(e.namespace)
+	e.namespace = e.namespaceHandle.Value()
+	if e.Served {
+		e.node, e.packed = unique.Make(p.Spec.NodeName), packPod(inventory.PodInfoOf(p))
+	}
+	return e, nil
 }
 
 // objectEntry is what the ConfigMaps' and Secrets' informers store of an

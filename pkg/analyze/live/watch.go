@@ -63,8 +63,6 @@ type watcher struct {
 	failures *listWatchFailures
 	client   kubernetes.Interface
 	now      func() time.Time
-	// names are the one copy of each name the pods' entries repeat.
-	names *names
 	// handlers are the event handlers' registrations; secretsHandler the
 	// Secrets' one, where watched.
 	handlers       []cache.ResourceEventHandlerRegistration
@@ -94,7 +92,7 @@ type listable struct{ secrets, namespaces, csiNodes bool }
 // namespaces at all; failures counts their failed lists and watches. An
 // error is a set-up call an informer refused: the watcher is not to be run.
 func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, events events, failures *listWatchFailures, now func() time.Time) (*watcher, error) {
-	w := &watcher{client: client, events: events, allNodes: nodeSelector == "", failures: failures, now: now, names: &names{}}
+	w := &watcher{client: client, events: events, allNodes: nodeSelector == "", failures: failures, now: now}
 	w.makeInformers(client, nodeSelector)
 	if may.namespaces {
 		w.namespaces = optedInNamespaces(client)
@@ -171,7 +169,7 @@ func (w *watcher) makeInformers(client kubernetes.Interface, nodeSelector string
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		o.FieldSelector = scheduled
 		return core.Pods("").Watch(ctx, o)
-	}, podEntries(w.names))
+	}, toPodEntry)
 	w.configMaps = informer(client, &corev1.ConfigMap{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return core.ConfigMaps("").List(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
