@@ -28,7 +28,7 @@
 //     (configmapcache.Watches); no GET, ever, and nothing per pod sync.
 //   - Updates: the volumes live in a volume core of the driver's own
 //     (core.Core: no pods, no populator, no directory scan),
-//     whose only source is the publish calls (SourceCSI); every change a
+//     whose only source is the publish calls; every change a
 //     watch delivers remounts the volumes of that ConfigMap at once, not
 //     at the next 100 ms tick (reconciler.WakeAtOnce). A deleted ConfigMap keeps the last content
 //     (a FailedMount event on the pod says why); a recreated one, immutable

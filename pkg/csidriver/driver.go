@@ -177,10 +177,7 @@ func (d *Driver) restore(ctx context.Context) int {
 			d.unreadableRecord(logger, d.node.state.unreadable(rec.VolumeID+recordSuffix, err))
 			continue
 		}
-		if err := d.node.serve(spec, desired, true); err != nil {
-			logger.Error(err, "A recorded volume cannot be served", "volumeID", rec.VolumeID)
-			continue
-		}
+		d.node.serve(spec, desired, true)
 		d.node.published[rec.VolumeID] = rec
 	}
 	if len(records) > 0 {

@@ -20,10 +20,6 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
-// SourceCSI is the volume core's source of the volumes the driver
-// publishes.
-const SourceCSI cache.Source = "csi"
-
 // PluginCSI is the kubelet's directory of CSI volumes, in which a target
 // path lies: <root>/pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount.
 const PluginCSI podrefs.Plugin = "kubernetes.io~csi"
@@ -31,9 +27,9 @@ const PluginCSI podrefs.Plugin = "kubernetes.io~csi"
 // volumes is what the node service asks of the volume core
 // (core.Core).
 type volumes interface {
-	AddVolume(source cache.Source, v cache.DesiredVolume) error
-	RestoreVolume(source cache.Source, v cache.DesiredVolume) error
-	RemoveVolume(source cache.Source, key cache.VolumeKey)
+	AddVolume(v cache.DesiredVolume)
+	RestoreVolume(v cache.DesiredVolume)
+	RemoveVolume(key cache.VolumeKey)
 	WaitForVolume(ctx context.Context, key cache.VolumeKey) error
 	WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error
 }
@@ -141,9 +137,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 		}
 	}
 	if !known {
-		if err := s.serve(spec, desired, false); err != nil {
-			return nil, status.Error(codes.AlreadyExists, err.Error())
-		}
+		s.serve(spec, desired, false)
 	}
 	if err := s.volumes.WaitForVolume(ctx, desired.Key); err != nil {
 		if known {
@@ -171,25 +165,21 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 // volume restored after a restart (restored) has its files on disk made
 // the core's at once, so that an unpublish before its first
 // remount removes them.
-func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume, restored bool) error {
+func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume, restored bool) {
 	// The watch first: the reconciler may mount the volume as soon as it
 	// is added, and reads it from the watch.
 	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
-	add := s.volumes.AddVolume
 	if restored {
-		add = s.volumes.RestoreVolume
+		s.volumes.RestoreVolume(desired)
+	} else {
+		s.volumes.AddVolume(desired)
 	}
-	if err := add(SourceCSI, desired); err != nil {
-		s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
-		return err
-	}
-	return nil
 }
 
 // withdraw undoes serve at once, for a volume that never made it to disk.
 // Unpublish instead waits for the files to go before it drops the watch.
 func (s *nodeServer) withdraw(spec volumeSpec, key cache.VolumeKey) {
-	s.volumes.RemoveVolume(SourceCSI, key)
+	s.volumes.RemoveVolume(key)
 	s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
 }
 
@@ -307,7 +297,7 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "the record of volume %s no longer parses: %v", rec.VolumeID, err)
 	}
-	s.volumes.RemoveVolume(SourceCSI, desired.Key)
+	s.volumes.RemoveVolume(desired.Key)
 	if err := s.volumes.WaitForVolumeGone(ctx, desired.Key); err != nil {
 		return nil, status.Errorf(codes.Internal, "removing volume %s: %v", rec.VolumeID, err)
 	}

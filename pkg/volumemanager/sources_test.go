@@ -10,8 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -20,70 +18,19 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
-// A second source of desired volumes (as the CSI driver's publish calls are): the
-// reconciler mounts its volume at the directory the source names, keeps
-// it up to date on a ConfigMap change, leaves it through the pod's syncs
-// and teardown, and removes it when its source lets it go.
-func TestASecondSourceOfVolumes(t *testing.T) {
-	const second cache.Source = "second"
-	h := newHarness(t)
-	h.cms.set("cfg", map[string]string{"a": "1"})
-	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
-	h.sync(pod)
-
-	_, dir := addPublished(t, h.m.core, second, pod)
-	h.step()
-	readPublished := func() string {
-		data, _ := os.ReadFile(filepath.Join(dir, "a"))
-		return string(data)
-	}
-	if got := readPublished(); got != "1" {
-		t.Fatalf("the second source's volume holds %q, want 1", got)
-	}
-
-	h.sync(pod) // the pod source re-reads its own volumes only
-	h.cms.set("cfg", map[string]string{"a": "2"})
-	h.m.RemountConfigMap("ns", "cfg")
-	h.step()
-	if got := readPublished(); got != "2" {
-		t.Errorf("after a change: %q, want 2", got)
-	}
-	h.mustRead(pod, "v", "a", "2")
-
-	// The pod's teardown waits for the pod's volumes, not the other's.
-	h.setActive(func(active sets.Set[types.UID]) { active.Delete(pod.UID) })
-	done := make(chan error, 1)
-	go func() { done <- h.m.WaitForUnmount(context.Background(), pod) }()
-	for len(done) == 0 {
-		h.stepAndPoll()
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got := readPublished(); got != "2" {
-		t.Errorf("the pod's teardown removed the other source's volume: %q", got)
-	}
-	h.m.core.Reconciler().HandOver(h.m.core.Desired().DeletePod(second, pod.UID)...)
-	h.step()
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the volume its source let go is still there: %v", err)
-	}
-}
-
 // A volume let go while its mount is in flight is gone when
 // WaitForVolumeGone returns: the wait outlasts the mount, and the unmount
 // that follows it.
 func TestWaitForVolumeGoneOutlastsAMountInFlight(t *testing.T) {
-	const source cache.Source = "second"
 	h := newHarness(t)
 	blocking := &blockingConfigMaps{fakeConfigMaps: h.cms, reading: make(chan struct{}, 10), release: make(chan struct{})}
 	h.m = h.newManager(func(o *Options) { o.Core.ConfigMaps = blocking })
 	h.cms.set("cfg", map[string]string{"a": "1"})
 	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
-	key, dir := addPublished(t, h.m.core, source, pod)
+	key, dir := addPublished(t, h.m.core, pod)
 	h.m.core.Reconciler().Pass(context.Background())
 	<-blocking.reading // the mount is in flight
-	h.m.core.RemoveVolume(source, key)
+	h.m.core.RemoveVolume(key)
 	done := make(chan error, 1)
 	go func() { done <- h.m.core.WaitForVolumeGone(context.Background(), key) }()
 	h.clock.Step(core.SourcePollInterval)
@@ -125,7 +72,7 @@ func TestACoreWritesChangesAsItsWakeSays(t *testing.T) {
 			go func() { c.Run(ctx); close(done) }()
 			t.Cleanup(func() { cancel(); <-done })
 			h.cms.set("cfg", map[string]string{"a": "1"})
-			key, dir := addPublished(t, c, "second", newPod("p"))
+			key, dir := addPublished(t, c, newPod("p"))
 			holds := func(want string) func() bool {
 				return func() bool {
 					data, _ := os.ReadFile(filepath.Join(dir, "a"))
@@ -158,16 +105,14 @@ func TestACoreWritesChangesAsItsWakeSays(t *testing.T) {
 	}
 }
 
-// addPublished makes source want a volume "published" of pod, reading the
+// addPublished makes m want a volume "published" of pod, reading the
 // ConfigMap cfg, in a directory of its own, as a CSI publish call does.
-func addPublished(t *testing.T, m *core.Core, source cache.Source, pod *corev1.Pod) (cache.VolumeKey, string) {
+func addPublished(t *testing.T, m *core.Core, pod *corev1.Pod) (cache.VolumeKey, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "target")
 	key := cache.VolumeKey{PodUID: pod.UID, Volume: "published"}
 	spec := podrefs.KeptVolume{Name: "published", Plugin: "csi", ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
-	if err := m.AddVolume(source, cache.DesiredVolume{Key: key, Request: &cache.Request{Namespace: pod.Namespace, Subject: pod}, Spec: spec, Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
+	m.AddVolume(cache.DesiredVolume{Key: key, Request: &cache.Request{Namespace: pod.Namespace, Subject: pod}, Spec: spec, Dir: dir})
 	return key, dir
 }

@@ -1,10 +1,8 @@
 package cache
 
 import (
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,72 +29,49 @@ func sorted(keys []VolumeKey) string {
 	return fmt.Sprint(s)
 }
 
-// Two sources want volumes of one pod; each replaces and deletes only its
-// own, and the reconciler's view (Get, VolumesReading) holds both.
-func TestDesiredStateKeepsEachSourceApart(t *testing.T) {
-	const other Source = "second"
+// A pod's volumes are replaced and deleted together, and the reconciler's
+// view (Get, VolumesReading) follows; each call returns every key whose
+// desire may have changed.
+func TestDesiredStateReplacesAPodsVolumes(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q", UID: "w"}}
 	s := NewDesiredState()
-	if got := sorted(must(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm"), configMapVolume(pod, "b", "cm")}, nil))); got != "[u/a u/b]" {
+	if got := sorted(s.SetPodVolumes("u", []DesiredVolume{configMapVolume(pod, "a", "cm"), configMapVolume(pod, "b", "cm")}, nil)); got != "[u/a u/b]" {
 		t.Errorf("first set touched %s, want [u/a u/b]", got)
 	}
-	must(s.SetPodVolumes(other, "u", []DesiredVolume{configMapVolume(pod, "c", "cm")}, nil))
-	if got := sorted(s.VolumesReading("ns", "cm")); got != "[u/a u/b u/c]" {
+	s.SetPodVolumes("w", []DesiredVolume{configMapVolume(other, "c", "cm")}, nil)
+	if got := sorted(s.VolumesReading("ns", "cm")); got != "[u/a u/b w/c]" {
 		t.Errorf("VolumesReading: %s, want all three", got)
 	}
-	// The pod source's new version drops b: a, b (before) and a (now).
-	if got := sorted(must(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil))); got != "[u/a u/a u/b]" {
+	// The pod's new version drops b: a, b (before) and a (now).
+	if got := sorted(s.SetPodVolumes("u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil)); got != "[u/a u/a u/b]" {
 		t.Errorf("second set touched %s", got)
 	}
 	if _, ok := s.Get(VolumeKey{"u", "b"}); ok {
-		t.Error("b is still desired after its source dropped it")
+		t.Error("b is still desired after its pod dropped it")
 	}
-	if got := sorted(s.DeletePod(SourcePods, "u")); got != "[u/a]" {
+	if got := s.PodVolumes("u"); len(got) != 1 || got[0].Key != (VolumeKey{"u", "a"}) {
+		t.Errorf("PodVolumes(u): %+v, want u/a alone", got)
+	}
+	if got := sorted(s.DeletePod("u")); got != "[u/a]" {
 		t.Errorf("DeletePod touched %s, want [u/a]", got)
 	}
-	if v, ok := s.Get(VolumeKey{"u", "c"}); !ok || v.Dir != "/d/c" {
-		t.Errorf("the other source's volume: %+v, %v", v, ok)
+	if v, ok := s.Get(VolumeKey{"w", "c"}); !ok || v.Dir != "/d/c" {
+		t.Errorf("the other pod's volume: %+v, %v", v, ok)
 	}
-	if got, pods := s.Pods(other), s.Pods(SourcePods); len(got) != 1 || len(pods) != 0 || s.PodUIDs().Len() != 1 {
-		t.Errorf("Pods(other) %v, Pods(pods) %v, PodUIDs %v; want [u], [], [u]", got, pods, s.PodUIDs())
+	if pods := s.PodUIDs(); pods.Len() != 1 || !pods.Has("w") {
+		t.Errorf("PodUIDs %v, want [w]", pods)
 	}
 	if got := s.VolumesReading("ns", "other-cm"); len(got) != 0 {
 		t.Errorf("VolumesReading of an unread ConfigMap: %v", got)
 	}
 }
 
-// must is a SetPodVolumes that the test expects to be accepted.
-func must(touched []VolumeKey, err error) []VolumeKey {
-	if err != nil {
-		panic(err)
-	}
-	return touched
-}
-
-// A volume has one owner: another source that wants it is refused, with
-// both named, and nothing changes; once its owner lets it go, it may.
-func TestDesiredStateRefusesASecondOwner(t *testing.T) {
-	const other Source = "second"
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
-	s := NewDesiredState()
-	must(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil))
-	_, err := s.SetPodVolumes(other, "u", []DesiredVolume{configMapVolume(pod, "b", "cm"), configMapVolume(pod, "a", "cm")}, nil)
-	var owned *OwnedError
-	if !errors.As(err, &owned) || owned.Owner != SourcePods || owned.Wanter != other || !strings.Contains(err.Error(), "u/a") {
-		t.Fatalf("a second owner of u/a: %v, want an OwnedError naming both sources", err)
-	}
-	if _, ok := s.Get(VolumeKey{"u", "b"}); ok || len(s.Pods(other)) != 0 {
-		t.Error("the refused call changed the desired state")
-	}
-	must(s.DeletePod(SourcePods, "u"), nil)
-	must(s.SetPodVolumes(other, "u", []DesiredVolume{configMapVolume(pod, "a", "cm")}, nil))
-}
-
 // Kept volumes (found on disk, pod not synced) are never set up: a
 // ConfigMap change does not reach them.
 func TestKeptVolumesReadNothing(t *testing.T) {
 	s := NewDesiredState()
-	must(s.SetPodVolumes(SourcePods, "u", []DesiredVolume{{Key: VolumeKey{"u", "v"}, Spec: podrefs.KeptVolume{Name: "v", Plugin: podrefs.PluginConfigMap}}}, nil))
+	s.SetPodVolumes("u", []DesiredVolume{{Key: VolumeKey{"u", "v"}, Spec: podrefs.KeptVolume{Name: "v", Plugin: podrefs.PluginConfigMap}}}, nil)
 	if v, _ := s.Get(VolumeKey{"u", "v"}); !v.Keep() {
 		t.Error("a volume with no pod is not kept")
 	}

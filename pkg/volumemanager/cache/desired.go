@@ -2,13 +2,13 @@
 // data structures with their own locks (docs/architecture.md, "The volume
 // manager"):
 //
-//   - DesiredState: the volumes that some source wants on disk, each with
-//     what it is made from (Request) and the directory it goes to, keyed
-//     by volume, with one owner each. A source is whoever
-//     decides that a volume should exist: the pod workers' syncs, through
-//     the populator, and the CSI driver's publish calls. The reconciler
-//     reads the desired volumes and never learns which source put them
-//     there.
+//   - DesiredState: the volumes wanted on disk, each with what it is made
+//     from (Request) and the directory it goes to, keyed by volume and
+//     grouped by pod. One source fills it: whoever decides that a volume
+//     should exist, the pod workers' syncs through the populator in the
+//     agent, the publish calls in the CSI driver (each process has one
+//     core, and each core one source). The reconciler reads the desired
+//     volumes and never learns where they came from.
 //   - ActualState: the volumes on disk, each with its remountRequired flag
 //     and what it holds.
 //
@@ -18,7 +18,6 @@
 package cache
 
 import (
-	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -37,15 +36,7 @@ type VolumeKey struct {
 
 func (k VolumeKey) String() string { return string(k.PodUID) + "/" + k.Volume }
 
-// Source is who wants a volume on disk.
-type Source string
-
-const (
-	// SourcePods are the volumes of the pods the pod workers sync.
-	SourcePods Source = "pods"
-)
-
-// DesiredVolume is one volume a source wants on disk.
+// DesiredVolume is one volume wanted on disk.
 type DesiredVolume struct {
 	Key VolumeKey
 	// Request is what the files are made from beside Spec. Nil means
@@ -81,73 +72,46 @@ func (l Layout) String() string {
 // Keep says the volume is only to be kept as it is (Request is nil).
 func (v DesiredVolume) Keep() bool { return v.Request == nil }
 
-// owner is one source's claim on one pod's volumes.
-type owner struct {
-	source Source
-	pod    types.UID
-}
-
 // DesiredState is the desired state of world. The zero value is not
 // usable; call NewDesiredState.
 type DesiredState struct {
 	mu sync.RWMutex
-	// volumes by key, and by owner (the keys each source set per pod)
-	// and by namespace (for ConfigMap changes).
+	// volumes by key, by pod (the keys set for each pod) and by
+	// namespace (for ConfigMap changes).
 	volumes     map[VolumeKey]DesiredVolume
-	byOwner     map[owner]sets.Set[VolumeKey]
+	byPod       map[types.UID]sets.Set[VolumeKey]
 	byNamespace map[string]sets.Set[VolumeKey]
-	// sourceOf is each volume's one owner.
-	sourceOf map[VolumeKey]Source
-}
-
-// OwnedError refuses a source a volume that another source owns.
-type OwnedError struct {
-	Key           VolumeKey
-	Owner, Wanter Source
-}
-
-func (e *OwnedError) Error() string {
-	return fmt.Sprintf("volume %s is wanted by source %q, which owns it; source %q cannot want it too", e.Key, e.Owner, e.Wanter)
 }
 
 // NewDesiredState returns an empty desired state.
 func NewDesiredState() *DesiredState {
 	return &DesiredState{
 		volumes:     map[VolumeKey]DesiredVolume{},
-		byOwner:     map[owner]sets.Set[VolumeKey]{},
+		byPod:       map[types.UID]sets.Set[VolumeKey]{},
 		byNamespace: map[string]sets.Set[VolumeKey]{},
-		sourceOf:    map[VolumeKey]Source{},
 	}
 }
 
-// SetPodVolumes makes volumes all that source wants of pod, replacing what
-// it wanted before, and appends to touched the keys it wanted before and
-// those it wants now: every volume whose desire may have changed. Each
-// volume's Key.PodUID must be pod. A volume has one owner: a key that
-// another source wants is refused, with an *OwnedError that names both,
-// and nothing changes.
+// SetPodVolumes makes volumes all that is wanted of pod, replacing what
+// was before, and appends to touched the keys wanted before and those
+// wanted now: every volume whose desire may have changed. Each volume's
+// Key.PodUID must be pod.
 //
 // A pod's syncs mostly set the volumes it had: that case replaces them in
 // place and allocates nothing.
-func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []DesiredVolume, touched []VolumeKey) ([]VolumeKey, error) {
+func (s *DesiredState) SetPodVolumes(pod types.UID, volumes []DesiredVolume, touched []VolumeKey) []VolumeKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := owner{source, pod}
-	if s.sameVolumesLocked(o, volumes) {
+	if s.sameVolumesLocked(pod, volumes) {
 		for _, v := range volumes {
 			s.volumes[v.Key] = v
 			touched = append(touched, v.Key)
 		}
-		return touched, nil
+		return touched
 	}
-	for _, v := range volumes {
-		if other, owned := s.sourceOf[v.Key]; owned && other != source {
-			return touched, &OwnedError{Key: v.Key, Owner: other, Wanter: source}
-		}
-	}
-	touched = s.deleteLocked(o, touched)
+	touched = s.deleteLocked(pod, touched)
 	if len(volumes) == 0 {
-		return touched, nil
+		return touched
 	}
 	keys := sets.New[VolumeKey]()
 	for _, v := range volumes {
@@ -158,17 +122,16 @@ func (s *DesiredState) SetPodVolumes(source Source, pod types.UID, volumes []Des
 			s.byNamespace[ns] = sets.New[VolumeKey]()
 		}
 		s.byNamespace[ns].Insert(v.Key)
-		s.sourceOf[v.Key] = source
 		touched = append(touched, v.Key)
 	}
-	s.byOwner[o] = keys
-	return touched, nil
+	s.byPod[pod] = keys
+	return touched
 }
 
-// sameVolumesLocked says whether volumes have exactly the keys o wants
-// now, in the same namespace: only their content may change.
-func (s *DesiredState) sameVolumesLocked(o owner, volumes []DesiredVolume) bool {
-	keys, ok := s.byOwner[o]
+// sameVolumesLocked says whether volumes have exactly the keys wanted of
+// pod now, in the same namespace: only their content may change.
+func (s *DesiredState) sameVolumesLocked(pod types.UID, volumes []DesiredVolume) bool {
+	keys, ok := s.byPod[pod]
 	if !ok || len(keys) != len(volumes) {
 		return false
 	}
@@ -181,17 +144,16 @@ func (s *DesiredState) sameVolumesLocked(o owner, volumes []DesiredVolume) bool 
 	return true
 }
 
-// DeletePod forgets every volume source wanted of pod, and returns their
-// keys.
-func (s *DesiredState) DeletePod(source Source, pod types.UID) []VolumeKey {
+// DeletePod forgets every volume wanted of pod, and returns their keys.
+func (s *DesiredState) DeletePod(pod types.UID) []VolumeKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.deleteLocked(owner{source, pod}, nil)
+	return s.deleteLocked(pod, nil)
 }
 
-// deleteLocked forgets what o wants and appends its keys to out.
-func (s *DesiredState) deleteLocked(o owner, out []VolumeKey) []VolumeKey {
-	keys, ok := s.byOwner[o]
+// deleteLocked forgets what is wanted of pod and appends its keys to out.
+func (s *DesiredState) deleteLocked(pod types.UID, out []VolumeKey) []VolumeKey {
+	keys, ok := s.byPod[pod]
 	if !ok {
 		return out
 	}
@@ -204,10 +166,9 @@ func (s *DesiredState) deleteLocked(o owner, out []VolumeKey) []VolumeKey {
 			}
 			delete(s.volumes, key)
 		}
-		delete(s.sourceOf, key)
 		out = append(out, key)
 	}
-	delete(s.byOwner, o)
+	delete(s.byPod, pod)
 	return out
 }
 
@@ -219,11 +180,11 @@ func (s *DesiredState) Get(key VolumeKey) (DesiredVolume, bool) {
 	return v, ok
 }
 
-// SourceVolumes returns the volumes source wants of pod.
-func (s *DesiredState) SourceVolumes(source Source, pod types.UID) []DesiredVolume {
+// PodVolumes returns the volumes wanted of pod.
+func (s *DesiredState) PodVolumes(pod types.UID) []DesiredVolume {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	keys := s.byOwner[owner{source, pod}]
+	keys := s.byPod[pod]
 	out := make([]DesiredVolume, 0, len(keys))
 	for key := range keys {
 		out = append(out, s.volumes[key])
@@ -231,26 +192,13 @@ func (s *DesiredState) SourceVolumes(source Source, pod types.UID) []DesiredVolu
 	return out
 }
 
-// Pods returns the pods source wants volumes of.
-func (s *DesiredState) Pods(source Source) []types.UID {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []types.UID
-	for o := range s.byOwner {
-		if o.source == source {
-			out = append(out, o.pod)
-		}
-	}
-	return out
-}
-
-// PodUIDs returns every pod some source wants volumes of.
+// PodUIDs returns every pod volumes are wanted of.
 func (s *DesiredState) PodUIDs() sets.Set[types.UID] {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := sets.New[types.UID]()
-	for o := range s.byOwner {
-		out.Insert(o.pod)
+	for pod := range s.byPod {
+		out.Insert(pod)
 	}
 	return out
 }

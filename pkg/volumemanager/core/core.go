@@ -1,6 +1,6 @@
 // Package core keeps volumes on disk for whoever wants them, and knows no
-// pod: the desired state of world (cache: the volumes some source wants,
-// each with its one owner and its directory), the actual state of world
+// pod: the desired state of world (cache: the volumes its one source wants,
+// each with its directory), the actual state of world
 // (the volumes on disk, each with a remountRequired flag), the reconciler
 // (unmounts volumes no source wants, mounts those not on disk and remounts
 // flagged ones, one operation at a time per volume, retrying failures with

@@ -14,7 +14,8 @@ import (
 // it wants, RestoreVolume rebuilds at start what it had on disk, and
 // WaitForVolume and WaitForVolumeGone wait for the reconciler to bring the
 // disk there. The core serializes the changes (sourceMu), so two volumes
-// of one pod may be added at once.
+// of one pod may be added at once. A core has one source: these calls, or
+// a populator of its own (the pods source), never both.
 
 // SourcePollInterval is how often WaitForVolume and WaitForVolumeGone look
 // at the actual state. A pod's start waits on a publish call, and nothing
@@ -22,13 +23,12 @@ import (
 // within 20 ms of the reconciler's write.
 const SourcePollInterval = 20 * time.Millisecond
 
-// AddVolume makes source want v, beside the other volumes it wants of
-// v's pod; a volume of the same key is replaced. v.Dir must be set. A
-// volume another source owns is refused (*cache.OwnedError).
-func (c *Core) AddVolume(source cache.Source, v cache.DesiredVolume) error {
+// AddVolume wants v, beside the other volumes wanted of v's pod; a volume
+// of the same key is replaced. v.Dir must be set.
+func (c *Core) AddVolume(v cache.DesiredVolume) {
 	c.sourceMu.Lock()
 	defer c.sourceMu.Unlock()
-	volumes := c.desired.SourceVolumes(source, v.Key.PodUID)
+	volumes := c.desired.PodVolumes(v.Key.PodUID)
 	replaced := false
 	for i := range volumes {
 		if volumes[i].Key == v.Key {
@@ -38,36 +38,26 @@ func (c *Core) AddVolume(source cache.Source, v cache.DesiredVolume) error {
 	if !replaced {
 		volumes = append(volumes, v)
 	}
-	touched, err := c.desired.SetPodVolumes(source, v.Key.PodUID, volumes, nil)
-	c.reconciler.HandOver(touched...)
-	return err
+	c.reconciler.HandOver(c.desired.SetPodVolumes(v.Key.PodUID, volumes, nil)...)
 }
 
-// RestoreVolume is AddVolume for a volume that source set up before a
-// restart: if its directory is on disk, the actual state holds it from now
-// on, flagged for a remount, so that the reconciler brings its files up to
-// date, and a RemoveVolume before that remount removes them (a volume only
-// in the desired state would be dropped with its files left behind).
-func (c *Core) RestoreVolume(source cache.Source, v cache.DesiredVolume) error {
-	found := false
+// RestoreVolume is AddVolume for a volume set up before a restart: if its
+// directory is on disk, the actual state holds it from now on, flagged for
+// a remount, so that the reconciler brings its files up to date, and a
+// RemoveVolume before that remount removes them (a volume only in the
+// desired state would be dropped with its files left behind).
+func (c *Core) RestoreVolume(v cache.DesiredVolume) {
 	if info, err := os.Stat(v.Dir); err == nil && info.IsDir() {
-		found = c.actual.AddFound(cache.MountedVolume{Key: v.Key, Request: v.Request, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
+		c.actual.AddFound(cache.MountedVolume{Key: v.Key, Request: v.Request, Spec: v.Spec, Dir: v.Dir, RemountRequired: true})
 	}
-	if err := c.AddVolume(source, v); err != nil {
-		if found {
-			c.actual.MarkUnmounted(v.Key) // another's: not this source's to keep
-		}
-		return err
-	}
-	return nil
+	c.AddVolume(v)
 }
 
-// RemoveVolume makes source no longer want key; the reconciler removes its
-// directory.
-func (c *Core) RemoveVolume(source cache.Source, key cache.VolumeKey) {
+// RemoveVolume no longer wants key; the reconciler removes its directory.
+func (c *Core) RemoveVolume(key cache.VolumeKey) {
 	c.sourceMu.Lock()
 	defer c.sourceMu.Unlock()
-	volumes := c.desired.SourceVolumes(source, key.PodUID)
+	volumes := c.desired.PodVolumes(key.PodUID)
 	kept := volumes[:0]
 	for _, v := range volumes {
 		if v.Key != key {
@@ -77,9 +67,7 @@ func (c *Core) RemoveVolume(source cache.Source, key cache.VolumeKey) {
 	if len(kept) == len(volumes) {
 		return
 	}
-	// What a source keeps of its own volumes is never another's.
-	touched, _ := c.desired.SetPodVolumes(source, key.PodUID, kept, nil)
-	c.reconciler.HandOver(touched...)
+	c.reconciler.HandOver(c.desired.SetPodVolumes(key.PodUID, kept, nil)...)
 }
 
 // WaitForVolume waits until key is on disk, or an operation on it that

@@ -30,7 +30,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -40,9 +39,9 @@ import (
 
 // desiredPods is what the populator changes of the desired state.
 type desiredPods interface {
-	SetPodVolumes(source cache.Source, pod types.UID, volumes []cache.DesiredVolume, touched []cache.VolumeKey) ([]cache.VolumeKey, error)
-	DeletePod(source cache.Source, pod types.UID) []cache.VolumeKey
-	Pods(source cache.Source) []types.UID
+	SetPodVolumes(pod types.UID, volumes []cache.DesiredVolume, touched []cache.VolumeKey) []cache.VolumeKey
+	DeletePod(pod types.UID) []cache.VolumeKey
+	PodUIDs() sets.Set[types.UID]
 }
 
 // remountFlagger flags volumes on disk for a remount (the actual state).
@@ -224,7 +223,7 @@ func (p *Populator) DropPod(pod types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.marked, pod)
-	p.opts.HandOver(p.opts.Desired.DeletePod(cache.SourcePods, pod)...)
+	p.opts.HandOver(p.opts.Desired.DeletePod(pod)...)
 }
 
 // Keep adds volumes found on disk at start to the desired state as kept:
@@ -238,11 +237,7 @@ func (p *Populator) Keep(found []cache.MountedVolume) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for uid, volumes := range byPod {
-		touched, err := p.opts.Desired.SetPodVolumes(cache.SourcePods, uid, volumes, nil)
-		if err != nil {
-			klog.Background().Error(err, "Volumes found on disk are another source's; not kept as the pods'", "podUID", uid)
-		}
-		p.opts.HandOver(touched...)
+		p.opts.HandOver(p.opts.Desired.SetPodVolumes(uid, volumes, nil)...)
 	}
 }
 
@@ -259,7 +254,7 @@ func (p *Populator) Pass() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.synced && !p.compared {
-		for _, uid := range p.opts.Desired.Pods(cache.SourcePods) {
+		for uid := range p.opts.Desired.PodUIDs() {
 			if !p.active.Has(uid) {
 				p.drop(uid)
 			}
@@ -307,16 +302,12 @@ func (p *Populator) process(pod *corev1.Pod, volumes map[string]podrefs.KeptVolu
 		p.volumes = append(p.volumes, cache.DesiredVolume{Key: key, Request: p.opts.Request(pod, spec), Spec: spec, Dir: dir})
 		p.flag = append(p.flag, key)
 	}
-	var err error
-	p.handOvers, err = p.opts.Desired.SetPodVolumes(cache.SourcePods, pod.UID, p.volumes, p.handOvers)
-	if err != nil {
-		klog.Background().Error(err, "A pod's volumes are refused", "pod", klog.KObj(pod))
-	}
+	p.handOvers = p.opts.Desired.SetPodVolumes(pod.UID, p.volumes, p.handOvers)
 }
 
 // drop removes a pod's volumes from the desired state and hands them to
 // the reconciler. Called with p.mu held.
 func (p *Populator) drop(uid types.UID) {
 	delete(p.marked, uid)
-	p.opts.HandOver(p.opts.Desired.DeletePod(cache.SourcePods, uid)...)
+	p.opts.HandOver(p.opts.Desired.DeletePod(uid)...)
 }

@@ -83,14 +83,14 @@ func TestPassesFollowChanges(t *testing.T) {
 	// Before the source has synced, a pod that leaves keeps its volumes.
 	f.p.PodInactive(a.UID)
 	f.p.Pass()
-	if !slices.Contains(f.desired.Pods(cache.SourcePods), a.UID) {
+	if !f.desired.PodUIDs().Has(a.UID) {
 		t.Fatal("a pod was dropped before the pod source synced")
 	}
 	// The synced source's first pass drops every desired pod not active.
 	f.p.PodsSynced()
 	f.p.Pass()
-	if got := f.takeHanded(); got != "[a/v]" || slices.Contains(f.desired.Pods(cache.SourcePods), a.UID) {
-		t.Errorf("after the sync handed %s; a desired %v", got, slices.Contains(f.desired.Pods(cache.SourcePods), a.UID))
+	if got := f.takeHanded(); got != "[a/v]" || f.desired.PodUIDs().Has(a.UID) {
+		t.Errorf("after the sync handed %s; a desired %v", got, f.desired.PodUIDs().Has(a.UID))
 	}
 	// From then on, each pod that leaves is dropped at the next pass.
 	f.p.PodInactive(b.UID)
@@ -104,7 +104,7 @@ func TestPassesFollowChanges(t *testing.T) {
 	// A sync that races with its pod's deletion sets nothing up.
 	f.p.MarkPod(b)
 	f.p.Pass()
-	if slices.Contains(f.desired.Pods(cache.SourcePods), b.UID) {
+	if f.desired.PodUIDs().Has(b.UID) {
 		t.Error("the sync of a pod no longer active made it desired again")
 	}
 	slices.SortFunc(f.flagged, func(x, y cache.VolumeKey) int { return strings.Compare(x.String(), y.String()) })
@@ -114,13 +114,10 @@ func TestPassesFollowChanges(t *testing.T) {
 }
 
 // Volumes found on disk are kept until their pod's first sync adopts them,
-// and the populator never touches another source's volumes.
-func TestKeptVolumesAndOtherSources(t *testing.T) {
+// and those the pod no longer has go.
+func TestKeptVolumesAreAdoptedByTheFirstSync(t *testing.T) {
 	f := newFixture()
 	f.p.Keep([]cache.MountedVolume{{Key: cache.VolumeKey{PodUID: "a", Volume: "v"}, Dir: "/d/a/v"}, {Key: cache.VolumeKey{PodUID: "a", Volume: "old"}, Dir: "/d/a/old"}})
-	if _, err := f.desired.SetPodVolumes("second", "a", []cache.DesiredVolume{{Key: cache.VolumeKey{PodUID: "a", Volume: "csi"}, Request: &cache.Request{Namespace: "ns"}, Dir: "/elsewhere"}}, nil); err != nil {
-		t.Fatal(err)
-	}
 	if v, ok := f.desired.Get(cache.VolumeKey{PodUID: "a", Volume: "v"}); !ok || !v.Keep() {
 		t.Fatalf("a found volume: %+v, %v; want kept", v, ok)
 	}
@@ -134,9 +131,8 @@ func TestKeptVolumesAndOtherSources(t *testing.T) {
 	if v, _ := f.desired.Get(cache.VolumeKey{PodUID: "a", Volume: "v"}); v.Keep() {
 		t.Error("the first sync did not adopt the found volume")
 	}
-	f.p.DropPod("a")
-	if _, ok := f.desired.Get(cache.VolumeKey{PodUID: "a", Volume: "csi"}); !ok {
-		t.Error("dropping the pod's volumes dropped another source's")
+	if _, ok := f.desired.Get(cache.VolumeKey{PodUID: "a", Volume: "old"}); ok {
+		t.Error("a found volume the pod no longer has is still desired")
 	}
 }
 
