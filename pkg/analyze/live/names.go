@@ -16,8 +16,5 @@ import "unique"
 // unpacked while it is canonical, and is forgotten with the last handle,
 // so nothing here grows with names long gone.
 
-// shared is s's canonical copy.
-func shared(s string) string { return unique.Make(s).Value() }
-
 // sharedBytes is the canonical copy of the name b spells.
 func sharedBytes(b []byte) string { return unique.Make(string(b)).Value() }
