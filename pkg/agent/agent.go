@@ -74,6 +74,9 @@ type Config struct {
 	// kubelet's enableProfilingHandler does on its own port. Off by
 	// default: the address is plain HTTP, with no authentication.
 	Profiling bool
+	// VolumeUserFields is the gate GateVolumeUserFields: the files' owner
+	// from a volume's defaultUser and its items' user.
+	VolumeUserFields bool
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -239,7 +242,8 @@ func (a *Agent) buildComponents(client *coreclient.Client) error {
 	}
 	a.env = newEnvReader(a.configMaps.GetConfigMap)
 	a.volumes, err = volumemanager.New(volumemanager.Options{RootDir: cfg.RootDir, NodeAllocatable: a.nodeAllocatable,
-		Core: core.Options{ConfigMaps: a.configMaps, Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork}})
+		Core: core.Options{ConfigMaps: a.configMaps, Events: a.recorder, Recorder: a.Metrics, DiskLimiter: processDiskWork,
+			FileOwners: cfg.VolumeUserFields}})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ const (
 	FlagEventBurst         = "event-burst"
 	FlagHTTPAddress        = "http-address"
 	FlagProfiling          = "profiling"
+	FlagFeatureGates       = "feature-gates"
 )
 
 // ContentType is the wire format of the agent's API requests.
@@ -59,6 +60,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.EventBurst, FlagEventBurst, c.EventBurst, "Burst of events posted, as the kubelet's --event-burst.")
 	fs.Var(cliflag.NewChoice(&c.ContentType, ContentTypes), FlagKubeAPIContentType, "Wire format of API requests: protobuf or json.")
 	fs.StringVar(&c.HTTPAddress, FlagHTTPAddress, c.HTTPAddress, "Address serving /metrics, /healthz, /readyz and /debug/volumes. Empty: none.")
+	fs.Var(featureGates{c}, FlagFeatureGates, "Feature gates as the kubelet's, NAME=true|false separated by commas: "+GateVolumeUserFields+
+		" (default false, as the kubelet v1.37's) sets the files' owner from a volume's defaultUser and its items' user.")
 	fs.BoolVar(&c.Profiling, FlagProfiling, c.Profiling, "Also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ on --http-address (plain HTTP, unauthenticated: keep the address local); without it the agent does not sample its heap.")
 }
 
@@ -85,6 +88,7 @@ func (c Config) Flags() []Flag {
 		{FlagKubeAPIContentType, string(c.ContentType)},
 		{FlagHTTPAddress, c.HTTPAddress},
 		{FlagProfiling, strconv.FormatBool(c.Profiling)},
+		{FlagFeatureGates, featureGates{&c}.String()},
 	}
 }
 

@@ -17,7 +17,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	want.Strategy, want.Invalidation, want.RemountOnChange = model.StrategyWatch, configmapcache.InvalidateEverySync, false
 	want.KubeAPIQPS, want.KubeAPIBurst, want.ContentType = 12.5, 25, ContentTypeJSON
 	want.EventQPS, want.EventBurst = 7.5, 15
-	want.Profiling = true
+	want.Profiling, want.VolumeUserFields = true, true
 
 	var got Config
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
@@ -44,9 +44,13 @@ func TestChoiceRefusesUnknownValues(t *testing.T) {
 	cfg := DefaultConfig()
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	cfg.AddFlags(fs)
-	for _, arg := range []string{"--configmap-strategy=poll", "--cache-invalidation=never", "--kube-api-content-type=xml"} {
+	for _, arg := range []string{"--configmap-strategy=poll", "--cache-invalidation=never", "--kube-api-content-type=xml",
+		"--feature-gates=SELinuxMount=true", "--feature-gates=AtomicWriteVolumeUserFields", "--feature-gates=AtomicWriteVolumeUserFields=yes please"} {
 		if err := fs.Parse([]string{arg}); err == nil {
 			t.Errorf("%s accepted", arg)
 		}
+	}
+	if err := fs.Parse([]string{"--feature-gates= AtomicWriteVolumeUserFields=true ,"}); err != nil || !cfg.VolumeUserFields {
+		t.Errorf("the gate on: %v, VolumeUserFields %v", err, cfg.VolumeUserFields)
 	}
 }

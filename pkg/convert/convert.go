@@ -158,6 +158,9 @@ func driverAttributes(source *corev1.ConfigMapVolumeSource, inPlace bool) (map[s
 	if source.DefaultMode != nil {
 		attrs[podrefs.AttrDefaultMode] = fmt.Sprintf("%04o", *source.DefaultMode)
 	}
+	if source.DefaultUser != nil {
+		attrs[podrefs.AttrDefaultUser] = strconv.FormatInt(*source.DefaultUser, 10)
+	}
 	if len(source.Items) > 0 {
 		items, err := json.Marshal(source.Items)
 		if err != nil {
@@ -173,27 +176,9 @@ func driverAttributes(source *corev1.ConfigMapVolumeSource, inPlace bool) (map[s
 		return nil, fmt.Errorf("the driver would refuse it: %s", problems[0])
 	}
 	if !sameFiles(source, &parsed.ConfigMap) {
-		if fields := unsaid(source); len(fields) > 0 {
-			return nil, fmt.Errorf("the driver's attributes cannot say %s", strings.Join(fields, ", "))
-		}
 		return nil, fmt.Errorf("the driver's attributes cannot say it exactly")
 	}
 	return attrs, nil
-}
-
-// unsaid are the fields of source that the driver's attributes have no
-// word for: the files' owners (KEP-5936's defaultUser and items' user).
-func unsaid(source *corev1.ConfigMapVolumeSource) []string {
-	var out []string
-	if source.DefaultUser != nil {
-		out = append(out, "defaultUser")
-	}
-	for i, item := range source.Items {
-		if item.User != nil {
-			out = append(out, fmt.Sprintf("items[%d].user", i))
-		}
-	}
-	return out
 }
 
 // sameFiles says whether the driver's source asks for the files the volume's
@@ -218,4 +203,4 @@ func ptrTo[T any](v T) *T { return &v }
 
 // AttributeOrder is the order a volume's attributes are best written in:
 // the ConfigMapVolumeSource's fields, then updates.
-var AttributeOrder = []string{podrefs.AttrConfigMap, podrefs.AttrOptional, podrefs.AttrDefaultMode, podrefs.AttrItems, podrefs.AttrUpdates}
+var AttributeOrder = []string{podrefs.AttrConfigMap, podrefs.AttrOptional, podrefs.AttrDefaultMode, podrefs.AttrDefaultUser, podrefs.AttrItems, podrefs.AttrUpdates}

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,12 +36,16 @@ func TestConvertedVolumesAskForTheSameFiles(t *testing.T) {
 	if _, err := driverAttributes(&corev1.ConfigMapVolumeSource{}, false); err == nil {
 		t.Error("a configMap volume without a name was converted")
 	}
-	// The files' owners (KEP-5936) have no attribute: the volume stays,
-	// and the reason names each field.
-	user := int64(1000)
+	// The files' owners (KEP-5936) are attributes too: defaultUser its own,
+	// items' user in the items, and the driver reads back the same owners.
+	user, other := int64(1000), int64(2000)
 	owned := corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "a"}, DefaultUser: &user,
-		Items: []corev1.KeyToPath{{Key: "k", Path: "k"}, {Key: "j", Path: "j", User: &user}}}
-	if _, err := driverAttributes(&owned, false); err == nil || err.Error() != "the driver's attributes cannot say defaultUser, items[1].user" {
-		t.Errorf("a volume that sets its files' owners: %v, want a refusal naming defaultUser and items[1].user", err)
+		Items: []corev1.KeyToPath{{Key: "k", Path: "k"}, {Key: "j", Path: "j", User: &other}}}
+	attrs, err := driverAttributes(&owned, false)
+	if err != nil || attrs[podrefs.AttrDefaultUser] != "1000" || !strings.Contains(attrs[podrefs.AttrItems], `"user":2000`) {
+		t.Fatalf("a volume that sets its files' owners: %v, %v", attrs, err)
+	}
+	if parsed, problems := podrefs.ParseDriverAttributes(attrs); len(problems) > 0 || !sameFiles(&owned, &parsed.ConfigMap) {
+		t.Errorf("the driver reads the owners back as %+v (%v)", parsed.ConfigMap, problems)
 	}
 }

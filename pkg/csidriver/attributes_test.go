@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
@@ -38,11 +39,11 @@ func TestParseAttributes(t *testing.T) {
 	}, {
 		name: "every attribute",
 		attrs: podAttrs(map[string]string{podrefs.AttrConfigMap: "app-config", podrefs.AttrOptional: "true", podrefs.AttrDefaultMode: "0440",
-			podrefs.AttrItems: `[{"key":"a","path":"dir/a.conf","mode":256}]`, podrefs.AttrUpdates: "inPlace",
-			"csi.storage.k8s.io/a.future.key": "ignored"}),
+			podrefs.AttrDefaultUser: "1000", podrefs.AttrItems: `[{"key":"a","path":"dir/a.conf","mode":256,"user":2000}]`,
+			podrefs.AttrUpdates: "inPlace", "csi.storage.k8s.io/a.future.key": "ignored"}),
 		want: volumeSpec{Layout: cache.LayoutInPlace, Source: corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Optional: &yes, DefaultMode: mode(0o440),
-			Items: []corev1.KeyToPath{{Key: "a", Path: "dir/a.conf", Mode: mode(0o400)}}}},
+			DefaultUser: ptr.To[int64](1000), Items: []corev1.KeyToPath{{Key: "a", Path: "dir/a.conf", Mode: mode(0o400), User: ptr.To[int64](2000)}}}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,6 +81,8 @@ func TestParseAttributesRefuses(t *testing.T) {
 		{"a bad item mode", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a","path":"a","mode":4096}]`}), "is not a file mode"},
 		{"a bad key", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a/b","path":"a"}]`}), `key "a/b"`},
 		{"a bad defaultMode", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrDefaultMode: "0999"}), "want an octal mode"},
+		{"a bad defaultUser", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrDefaultUser: "-1"}), "want a user ID from 0 to 2147483647"},
+		{"a bad item user", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrItems: `[{"key":"a","path":"a","user":4294967296}]`}), "is not a user ID"},
 		{"a bad optional", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrOptional: "maybe"}), `want "true" or "false"`},
 		{"a bad updates", podAttrs(map[string]string{podrefs.AttrConfigMap: "c", podrefs.AttrUpdates: "inplace"}), "want atomic (the default) or inPlace"},
 		{"no pod info", map[string]string{podrefs.AttrConfigMap: "c"}, "podInfoOnMount: true"},

@@ -90,6 +90,9 @@ func New(opts Options) (*Driver, error) {
 	d.core, err = core.New(core.Options{
 		ConfigMaps: d.watches, Events: opts.Events, Recorder: opts.Recorder, Clock: opts.Clock,
 		Wake: reconciler.WakeAtOnce,
+		// A volume's defaultUser and its items' user are its attributes:
+		// the driver honours them, as a kubelet with their gate on.
+		FileOwners: true,
 	})
 	if err != nil {
 		return nil, err

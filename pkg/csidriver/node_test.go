@@ -3,6 +3,7 @@ package csidriver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -330,5 +331,42 @@ func TestUnpublishOfARestoredVolumeThatNeverRemounted(t *testing.T) {
 	}
 	if _, err := os.Stat(v.target); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the target path is still there after the unpublish (%v): the pod would never terminate", err)
+	}
+}
+
+// The files' owners are the attributes' (defaultUser, items' user), in
+// either layout, and stay theirs through an update; the group is still
+// the fsGroup's.
+func TestPublishSetsTheFilesOwners(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("setting another user as a file's owner needs root")
+	}
+	h := newHarness(t, configMap("app", map[string]string{"a": "1", "b": "2"}))
+	for _, updates := range []string{podrefs.UpdatesAtomic, podrefs.UpdatesInPlace} {
+		v := h.newVolume("uid-"+updates, "config", map[string]string{podrefs.AttrConfigMap: "app", podrefs.AttrUpdates: updates,
+			podrefs.AttrDefaultUser: "1000", podrefs.AttrItems: `[{"key":"a","path":"a","user":2000},{"key":"b","path":"b"}]`})
+		v.fsGroup = "3000"
+		h.mustPublish(v)
+		owners := func() string {
+			var out []string
+			for _, name := range []string{"a", "b"} {
+				info, err := os.Stat(filepath.Join(v.target, name))
+				if err != nil {
+					return err.Error()
+				}
+				st := info.Sys().(*syscall.Stat_t)
+				out = append(out, fmt.Sprintf("%s:%d:%d", name, st.Uid, st.Gid))
+			}
+			return strings.Join(out, " ")
+		}
+		if got := owners(); got != "a:2000:3000 b:1000:3000" {
+			t.Errorf("%s: owners %s, want a:2000:3000 b:1000:3000", updates, got)
+		}
+		h.setConfigMap("app", map[string]string{"a": "one", "b": "two"})
+		h.eventually(updates+": the update is in the volume", func() bool { return h.read(v, "a") == "one" && h.read(v, "b") == "two" })
+		if got := owners(); got != "a:2000:3000 b:1000:3000" {
+			t.Errorf("%s, after an update: owners %s", updates, got)
+		}
 	}
 }

@@ -38,6 +38,7 @@ const (
 	AttrConfigMap   = "configMap"
 	AttrOptional    = "optional"
 	AttrDefaultMode = "defaultMode"
+	AttrDefaultUser = "defaultUser"
 	AttrItems       = "items"
 	AttrUpdates     = "updates"
 )
@@ -52,7 +53,7 @@ const (
 // call (the pod's name, namespace, uid, service account).
 const KubeletAttrPrefix = "csi.storage.k8s.io/"
 
-var driverAttributes = []string{AttrConfigMap, AttrOptional, AttrDefaultMode, AttrItems, AttrUpdates}
+var driverAttributes = []string{AttrConfigMap, AttrOptional, AttrDefaultMode, AttrDefaultUser, AttrItems, AttrUpdates}
 
 // DriverSource is what a driver volume's attributes ask for: the
 // ConfigMapVolumeSource of the same meaning, and whether its files are
@@ -105,6 +106,13 @@ func ParseDriverAttributes(attrs map[string]string) (DriverSource, []string) {
 		mode = m
 	}
 	src.ConfigMap.DefaultMode = &mode
+	if v, ok := attrs[AttrDefaultUser]; ok {
+		user, err := parseUser(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("attribute %s=%q: %v", AttrDefaultUser, v, err))
+		}
+		src.ConfigMap.DefaultUser = &user
+	}
 	if v, ok := attrs[AttrItems]; ok {
 		items, errs := parseItems(v)
 		problems = append(problems, errs...)
@@ -157,6 +165,15 @@ func parseMode(s string) (int32, error) {
 	return int32(m), nil
 }
 
+// parseUser reads a file owner's UID, as a pod's YAML writes defaultUser.
+func parseUser(s string) (int64, error) {
+	uid, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || len(validation.IsValidUserID(uid)) > 0 {
+		return 0, fmt.Errorf("want a user ID from 0 to 2147483647")
+	}
+	return uid, nil
+}
+
 // parseItems reads the JSON of a ConfigMapVolumeSource's items (modes in
 // decimal, as JSON writes them: 256 is 0400) and checks each as the API
 // server checks them.
@@ -165,7 +182,7 @@ func parseItems(s string) ([]corev1.KeyToPath, []string) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&items); err != nil {
-		return nil, []string{fmt.Sprintf(`attribute %s is not a JSON list of {"key", "path", "mode"}: %v`, AttrItems, err)}
+		return nil, []string{fmt.Sprintf(`attribute %s is not a JSON list of {"key", "path", "mode", "user"}: %v`, AttrItems, err)}
 	}
 	var problems []string
 	paths := make([]string, 0, len(items))
@@ -184,6 +201,9 @@ func parseItems(s string) ([]corev1.KeyToPath, []string) {
 		}
 		if item.Mode != nil && (*item.Mode < 0 || *item.Mode > 0o777) {
 			problems = append(problems, fmt.Sprintf("%s: mode %d is not a file mode from 0 to 511 (0777)", where, *item.Mode))
+		}
+		if item.User != nil && len(validation.IsValidUserID(*item.User)) > 0 {
+			problems = append(problems, fmt.Sprintf("%s: user %d is not a user ID from 0 to 2147483647", where, *item.User))
 		}
 	}
 	if len(problems) == 0 {

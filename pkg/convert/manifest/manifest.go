@@ -284,6 +284,11 @@ func configMapSource(source *corev1.ConfigMapVolumeSource) (*yaml.RNode, error) 
 			return nil, err
 		}
 	}
+	if source.DefaultUser != nil {
+		if err := set("defaultUser", scalar(yaml.NodeTagInt, strconv.FormatInt(*source.DefaultUser, 10))); err != nil {
+			return nil, err
+		}
+	}
 	if len(source.Items) > 0 {
 		items, err := json.Marshal(source.Items)
 		if err != nil {

@@ -47,6 +47,10 @@ const (
 type FileProjection struct {
 	Data []byte
 	Mode int32
+	// User, where set, is the file's owner UID (a volume's defaultUser or
+	// its item's user, KEP-5936); nil leaves it the writer's. As with
+	// Mode, a change of it alone writes nothing.
+	User *int64
 }
 
 // Write makes dir hold exactly payload (paths relative to dir). It reports
@@ -222,6 +226,9 @@ func writeGeneration(dir string, files map[string]FileProjection) (string, error
 		if err := writeFileHook(full, f.Data, os.FileMode(f.Mode)&os.ModePerm); err != nil {
 			return fail(fmt.Errorf("writing %s: %w", p, err))
 		}
+		if err := setOwner(full, f.User); err != nil {
+			return fail(fmt.Errorf("writing %s: %w", p, err))
+		}
 	}
 	return filepath.Base(genDir), nil
 }
@@ -256,53 +263,6 @@ func replaceNonSymlink(path string) error {
 		return err
 	}
 	return os.RemoveAll(path)
-}
-
-// syncTopLevel creates a symlink <name> -> ..data/<name> for each top-level
-// name of files and removes the other symlinks into ..data among the
-// user-visible entries. Other entries are not the writer's: they stay,
-// and a name of the payload that one of them occupies gets no symlink (the
-// file is still under ..data), as in the kubelet.
-func syncTopLevel(dir string, files map[string]FileProjection) error {
-	want := map[string]bool{}
-	for p := range files {
-		want[strings.SplitN(p, "/", 2)[0]] = true
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, "..") {
-			continue // the writer's own entries
-		}
-		if e.Type()&fs.ModeSymlink == 0 {
-			delete(want, name) // not ours: leave it, and the name, alone
-			continue
-		}
-		target, err := os.Readlink(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if !strings.HasPrefix(target, dataDirName+"/") {
-			delete(want, name) // a symlink, but not into ..data: not ours
-			continue
-		}
-		if want[name] && target == filepath.Join(dataDirName, name) {
-			delete(want, name) // already right
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			return err
-		}
-	}
-	for name := range want {
-		if err := os.Symlink(filepath.Join(dataDirName, name), filepath.Join(dir, name)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // removeOtherGenerations removes generation directories other than keep,

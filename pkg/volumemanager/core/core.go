@@ -94,6 +94,10 @@ type Options struct {
 	// AtomicWrite writes a volume of the atomic layout; nil is
 	// atomicwriter.Write (tests count its calls).
 	AtomicWrite AtomicWrite
+	// FileOwners honours the volumes' defaultUser and their items' user
+	// (KEP-5936), as a kubelet with its gate AtomicWriteVolumeUserFields
+	// on; off, the files are the process's, as with the gate off.
+	FileOwners bool
 }
 
 // AtomicWrite is atomicwriter.Write's signature.
@@ -140,7 +144,7 @@ func New(opts Options) (*Core, error) {
 	c := &Core{opts: opts, clock: opts.Clock, desired: cache.NewDesiredState(), actual: cache.NewActualState(), origin: opts.Clock.Now()}
 	c.reconciler = reconciler.New(reconciler.Options{
 		Desired: c.desired, Actual: c.actual,
-		Executor: &executor{configMaps: opts.ConfigMaps, diskLimiter: opts.DiskLimiter, clock: opts.Clock, atomicWrite: opts.AtomicWrite},
+		Executor: &executor{configMaps: opts.ConfigMaps, diskLimiter: opts.DiskLimiter, clock: opts.Clock, atomicWrite: opts.AtomicWrite, fileOwners: opts.FileOwners},
 		Events:   opts.Events, Recorder: opts.Recorder,
 		Clock: opts.Clock, Period: opts.LoopPeriod, Origin: c.origin.Add(opts.LoopPeriod / 2), Wake: opts.Wake,
 	})

@@ -34,6 +34,8 @@ type executor struct {
 	clock       clock.PassiveClock
 	// atomicWrite is Options.AtomicWrite.
 	atomicWrite AtomicWrite
+	// fileOwners is Options.FileOwners.
+	fileOwners bool
 }
 
 // TearDown removes the volume's directory.
@@ -80,7 +82,7 @@ func (e *executor) onDisk(ctx context.Context, work func() error) error {
 // nodeagent keeps it).
 func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.Operation) (res reconciler.Result, err error) {
 	// (1)
-	payload, rv, err := volumePayload(ctx, op.Spec, op.Request, e.configMaps)
+	payload, rv, err := volumePayload(ctx, op.Spec, op.Request, e.configMaps, e.fileOwners)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

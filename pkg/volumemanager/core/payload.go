@@ -30,10 +30,31 @@ func modeOrDefault(mode *int32) int32 {
 
 func isOptional(optional *bool) bool { return optional != nil && *optional }
 
+// owners resolves a file's owner UID as KEP-5936 says (an item's user, else
+// the volume's defaultUser), and nothing while it is off, as a kubelet
+// without its gate AtomicWriteVolumeUserFields leaves the files root's
+// (docs/kubelet-behaviour.md, "The files' owner").
+type owners struct {
+	on          bool
+	defaultUser *int64
+}
+
+func (o owners) of(item *int64) *int64 {
+	switch {
+	case !o.on:
+		return nil
+	case item != nil:
+		return item
+	}
+	return o.defaultUser
+}
+
 // Payload computes the files of a ConfigMap volume (docs/kubelet-behaviour.md,
-// "The volume on disk").
-func Payload(source *corev1.ConfigMapVolumeSource, cm *corev1.ConfigMap) (map[string]atomicwriter.FileProjection, error) {
-	return configMapPayload(source.Items, cm, modeOrDefault(source.DefaultMode), isOptional(source.Optional))
+// "The volume on disk"); fileOwners honours its defaultUser and items'
+// user.
+func Payload(source *corev1.ConfigMapVolumeSource, cm *corev1.ConfigMap, fileOwners bool) (map[string]atomicwriter.FileProjection, error) {
+	return configMapPayload(source.Items, cm, modeOrDefault(source.DefaultMode), isOptional(source.Optional),
+		owners{on: fileOwners, defaultUser: source.DefaultUser})
 }
 
 // configMapPayload is the payload of one ConfigMap, for a ConfigMap volume or
@@ -42,15 +63,16 @@ func Payload(source *corev1.ConfigMapVolumeSource, cm *corev1.ConfigMap) (map[st
 // items, only the listed keys, each at its path with its own mode or the
 // default; of two items with one path the later wins; a listed key missing
 // from the ConfigMap is an error unless the source is optional, in which
-// case it is skipped.
-func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32, optional bool) (map[string]atomicwriter.FileProjection, error) {
+// case it is skipped. Each file's owner is as users says.
+func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32, optional bool, users owners) (map[string]atomicwriter.FileProjection, error) {
 	payload := map[string]atomicwriter.FileProjection{}
 	if len(items) == 0 {
+		user := users.of(nil)
 		for key, value := range cm.Data {
-			payload[key] = atomicwriter.FileProjection{Data: []byte(value), Mode: mode}
+			payload[key] = atomicwriter.FileProjection{Data: []byte(value), Mode: mode, User: user}
 		}
 		for key, value := range cm.BinaryData {
-			payload[key] = atomicwriter.FileProjection{Data: value, Mode: mode}
+			payload[key] = atomicwriter.FileProjection{Data: value, Mode: mode, User: user}
 		}
 		return payload, nil
 	}
@@ -69,7 +91,7 @@ func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32
 		if item.Mode != nil {
 			itemMode = *item.Mode
 		}
-		payload[item.Path] = atomicwriter.FileProjection{Data: data, Mode: itemMode}
+		payload[item.Path] = atomicwriter.FileProjection{Data: data, Mode: itemMode, User: users.of(item.User)}
 	}
 	return payload, nil
 }
@@ -78,17 +100,19 @@ func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32
 // the resourceVersions of the ConfigMaps read. A missing optional ConfigMap
 // contributes no files. For a projected volume every source is tried and
 // all errors are returned together, as the kubelet does; sources nodeagent
-// does not serve (podrefs.KeptVolume.NotServed) are skipped.
-func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request, configMaps ConfigMapGetter) (map[string]atomicwriter.FileProjection, string, error) {
+// does not serve (podrefs.KeptVolume.NotServed) are skipped. fileOwners
+// honours the volume's defaultUser and its items' user.
+func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request, configMaps ConfigMapGetter, fileOwners bool) (map[string]atomicwriter.FileProjection, string, error) {
 	if v.ConfigMap != nil {
 		cm, err := getConfigMap(ctx, configMaps, req.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
 		if err != nil {
 			return nil, "", err
 		}
-		payload, err := Payload(v.ConfigMap, cm)
+		payload, err := Payload(v.ConfigMap, cm, fileOwners)
 		return payload, cm.ResourceVersion, err
 	}
 	mode := modeOrDefault(v.Projected.DefaultMode)
+	users := owners{on: fileOwners, defaultUser: v.Projected.DefaultUser}
 	payload := map[string]atomicwriter.FileProjection{}
 	var versions []string
 	var errs []error
@@ -100,7 +124,7 @@ func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request
 			optional := isOptional(s.ConfigMap.Optional)
 			var cm *corev1.ConfigMap
 			if cm, err = getConfigMap(ctx, configMaps, req.Namespace, s.ConfigMap.Name, optional); err == nil {
-				part, err = configMapPayload(s.ConfigMap.Items, cm, mode, optional)
+				part, err = configMapPayload(s.ConfigMap.Items, cm, mode, optional, users)
 				if cm.ResourceVersion != "" {
 					versions = append(versions, s.ConfigMap.Name+"="+cm.ResourceVersion)
 				}
@@ -108,7 +132,9 @@ func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request
 		case s.DownwardAPI != nil && req.Fields == nil:
 			err = fmt.Errorf("volume %s: its downwardAPI source has no object to read fields from", v.Name)
 		case s.DownwardAPI != nil:
-			part, err = req.Fields.DownwardAPIFiles(s.DownwardAPI.Items, mode)
+			if part, err = req.Fields.DownwardAPIFiles(s.DownwardAPI.Items, mode); err == nil {
+				setDownwardAPIOwners(part, s.DownwardAPI.Items, users)
+			}
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -122,6 +148,16 @@ func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request
 		return nil, "", errors.Join(errs...)
 	}
 	return payload, strings.Join(versions, ","), nil
+}
+
+// setDownwardAPIOwners gives each file of a downwardAPI source its owner.
+func setDownwardAPIOwners(files map[string]atomicwriter.FileProjection, items []corev1.DownwardAPIVolumeFile, users owners) {
+	for _, item := range items {
+		if f, ok := files[item.Path]; ok {
+			f.User = users.of(item.User)
+			files[item.Path] = f
+		}
+	}
 }
 
 // getConfigMap reads a ConfigMap for a volume. A missing optional one is an

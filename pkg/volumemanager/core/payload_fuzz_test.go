@@ -63,7 +63,7 @@ func FuzzConfigMapVolume(f *testing.F) {
 			source.Items = append(source.Items, item)
 		}
 
-		payload, err := Payload(source, cm)
+		payload, err := Payload(source, cm, false)
 		if err != nil {
 			if len(source.Items) == 0 || optional || CauseOf(err) != CauseKeyMissing {
 				t.Fatalf("Payload failed with %v; only a missing listed key of a required ConfigMap may fail it", err)

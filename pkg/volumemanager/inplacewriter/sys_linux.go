@@ -23,6 +23,15 @@ func preallocate(f *os.File, size int64) error {
 	return err
 }
 
+// hasOwner says whether info's owner is user, or user is nil.
+func hasOwner(info fs.FileInfo, user *int64) bool {
+	if user == nil {
+		return true
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int64(st.Uid) == *user
+}
+
 // hasGroup says whether the file's group is fsGroup (or fsGroup is nil).
 func hasGroup(info fs.FileInfo, fsGroup *int64) bool {
 	if fsGroup == nil {

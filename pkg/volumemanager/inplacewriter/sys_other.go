@@ -12,3 +12,6 @@ func preallocate(*os.File, int64) error { return nil }
 
 // hasGroup cannot tell a file's group here; the group is set again.
 func hasGroup(_ fs.FileInfo, fsGroup *int64) bool { return fsGroup == nil }
+
+// hasOwner cannot tell a file's owner here; the owner is set again.
+func hasOwner(_ fs.FileInfo, user *int64) bool { return user == nil }

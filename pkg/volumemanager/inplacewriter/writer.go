@@ -11,7 +11,7 @@
 // order (docs/csi.md, "What a reader sees during an update in place"):
 //
 //   - a new file is written under a temporary name beside its path, given its
-//     mode and group, synced, and renamed into place: a reader sees no file
+//     mode, owner and group, synced, and renamed into place: a reader sees no file
 //     or the whole file, never a part;
 //   - a changed file keeps its inode: (1) the blocks the new content needs
 //     are allocated first (fallocate, keeping the size), so that a full disk
@@ -22,8 +22,9 @@
 //     between (2) and (3), the new bytes followed by the old content's tail.
 //     It never sees an empty file, which truncating first would show for
 //     the whole of the write;
-//   - a mode or group that changes is set after the content, on the same
-//     inode, and both are already right on a new file when it appears;
+//   - a mode, owner (FileProjection.User) or group that changes is set
+//     after the content, on the same inode, and all are already right on a
+//     new file when it appears;
 //   - a path that is no longer in the payload is removed last (a container
 //     that mounted that one file keeps its last content: the kernel keeps
 //     the inode while it is mounted).
@@ -92,7 +93,7 @@ func Write(dir string, payload map[string]atomicwriter.FileProjection, fsGroup *
 		if err := w.ensureParents(c); err != nil {
 			return w.changed, err
 		}
-		if err := w.writeFile(c, file.Data, os.FileMode(file.Mode)&os.ModePerm); err != nil {
+		if err := w.writeFile(c, file); err != nil {
 			return w.changed, fmt.Errorf("writing %s: %w", c, err)
 		}
 	}
@@ -178,27 +179,28 @@ func (w *writer) applyGroupToDir(p string) error {
 	return os.Chmod(p, 0o755|os.ModeSetgid)
 }
 
-// writeFile makes rel hold data with mode, in place if it is a file.
-func (w *writer) writeFile(rel string, data []byte, mode os.FileMode) error {
+// writeFile makes rel hold file's data with its mode and owner, in place
+// if it is a file.
+func (w *writer) writeFile(rel string, file atomicwriter.FileProjection) error {
 	path := filepath.Join(w.dir, rel)
 	info, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return w.create(path, data, mode)
+		return w.create(path, file)
 	case err != nil:
 		return err
 	case !info.Mode().IsRegular():
 		if err := os.RemoveAll(path); err != nil {
 			return err
 		}
-		return w.create(path, data, mode)
+		return w.create(path, file)
 	}
-	return w.rewrite(path, info, data, mode)
+	return w.rewrite(path, info, file)
 }
 
 // create writes a new file under a temporary name and renames it into
 // place, so that it appears whole.
-func (w *writer) create(path string, data []byte, mode os.FileMode) (err error) {
+func (w *writer) create(path string, file atomicwriter.FileProjection) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix)
 	if err != nil {
 		return err
@@ -209,10 +211,10 @@ func (w *writer) create(path string, data []byte, mode os.FileMode) (err error) 
 			_ = os.Remove(f.Name())
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if _, err = f.Write(file.Data); err != nil {
 		return err
 	}
-	if err = w.setModeAndGroup(f, mode); err != nil {
+	if err = w.setModeAndOwner(f, file); err != nil {
 		return err
 	}
 	if err = f.Sync(); err != nil {
@@ -228,19 +230,32 @@ func (w *writer) create(path string, data []byte, mode os.FileMode) (err error) 
 	return nil
 }
 
-// setModeAndGroup sets an open file's mode, whatever the umask, and group.
-func (w *writer) setModeAndGroup(f *os.File, mode os.FileMode) error {
+// setModeAndOwner sets an open file's mode, whatever the umask, its owner
+// (file.User) and its group (the fsGroup), where they are set.
+func (w *writer) setModeAndOwner(f *os.File, file atomicwriter.FileProjection) error {
+	uid, gid := -1, -1
+	if file.User != nil {
+		uid = int(*file.User)
+	}
 	if w.fsGroup != nil {
-		if err := f.Chown(-1, int(*w.fsGroup)); err != nil {
+		gid = int(*w.fsGroup)
+	}
+	if uid != -1 || gid != -1 {
+		if err := f.Chown(uid, gid); err != nil {
 			return err
 		}
 	}
-	return f.Chmod(w.fileMode(mode))
+	return f.Chmod(w.fileMode(modeOf(file)))
+}
+
+func modeOf(file atomicwriter.FileProjection) os.FileMode {
+	return os.FileMode(file.Mode) & os.ModePerm
 }
 
 // rewrite updates an existing file through its inode (see the package
 // doc for the order), or leaves it when content, mode and group are right.
-func (w *writer) rewrite(path string, info fs.FileInfo, data []byte, mode os.FileMode) error {
+func (w *writer) rewrite(path string, info fs.FileInfo, file atomicwriter.FileProjection) error {
+	data := file.Data
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
@@ -273,8 +288,8 @@ func (w *writer) rewrite(path string, info fs.FileInfo, data []byte, mode os.Fil
 		}
 		w.changed = true
 	}
-	if info.Mode().Perm() != w.fileMode(mode) || !hasGroup(info, w.fsGroup) {
-		if err := w.setModeAndGroup(f, mode); err != nil {
+	if info.Mode().Perm() != w.fileMode(modeOf(file)) || !hasGroup(info, w.fsGroup) || !hasOwner(info, file.User) {
+		if err := w.setModeAndOwner(f, file); err != nil {
 			return err
 		}
 		w.changed = true
