@@ -26,9 +26,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kubelet/app/options"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
@@ -53,6 +55,8 @@ type settings struct {
 	// client certificate against the CA, as a kubelet does.
 	port         int
 	clientCAFile string
+	// featureGates are the kubelet's --feature-gates.
+	featureGates map[string]bool
 }
 
 func main() {
@@ -68,6 +72,7 @@ func main() {
 	fs.IntVar(&s.maxPods, "max-pods", 110, "The kubelet's maxPods.")
 	fs.IntVar(&s.port, "port", 0, "Serve the kubelet's API (/configz, /pods, ...) on this port of every address, announced in the Node's daemonEndpoints, so that the apiserver's node proxy reaches it. 0: no server.")
 	fs.StringVar(&s.clientCAFile, "client-ca-file", "", "With --port: the CA of the client certificates the kubelet's API accepts (the apiserver's --kubelet-client-certificate); requests are then authorized by the apiserver (webhook), as a kubelet's are.")
+	fs.Var(cliflag.NewMapStringBool(&s.featureGates), "feature-gates", "The kubelet's featureGates, NAME=true|false separated by commas.")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -135,6 +140,11 @@ func run(ctx context.Context, s settings) (stop func(), err error) {
 	if err := os.MkdirAll(s.rootDir, 0o750); err != nil {
 		return nil, err
 	}
+	// The kubelet's own start sets the process's gates from its
+	// configuration; RunKubelet leaves that to its caller.
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(s.featureGates); err != nil {
+		return nil, fmt.Errorf("--feature-gates: %w", err)
+	}
 	restConfig, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("reading --kubeconfig: %w", err)
@@ -192,6 +202,7 @@ func kubeletServer(s settings) (*options.KubeletServer, error) {
 	config.KubeAPIQPS, config.KubeAPIBurst = int32(s.qps), int32(s.burst)
 	config.MaxPods = int32(s.maxPods)
 	config.ProviderID = "refkubelet://" + s.nodeName
+	config.FeatureGates = s.featureGates
 	config.RegisterNode = true
 	config.EnableServer = s.port > 0
 	if config.EnableServer {

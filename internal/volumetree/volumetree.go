@@ -1,5 +1,5 @@
 // Package volumetree reads a volume directory as a tree of entries (type,
-// mode, link target, content hash), from the local disk or from a tar
+// mode, owner, link target, content hash), from the local disk or from a tar
 // stream of a node's disk, with the atomic writer's timestamped generation
 // names replaced by one placeholder, so that the volumes two writers made
 // (nodeagent and the kubelet) compare equal when their files do. The
@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Kind is what an entry is.
@@ -40,16 +41,19 @@ type Entry struct {
 	Target string
 	// SHA256 is a file's content hash, hex.
 	SHA256 string
+	// UID and GID own the entry itself (a symlink's, not its target's).
+	UID, GID int
 }
 
 func (e Entry) String() string {
+	owner := fmt.Sprintf(" owner %d:%d", e.UID, e.GID)
 	switch e.Kind {
 	case Symlink:
-		return "link -> " + e.Target
+		return "link -> " + e.Target + owner
 	case File:
-		return fmt.Sprintf("file %04o sha256 %.12s", e.Mode, e.SHA256)
+		return fmt.Sprintf("file %04o sha256 %.12s", e.Mode, e.SHA256) + owner
 	}
-	return fmt.Sprintf("%s %04o", e.Kind, e.Mode)
+	return fmt.Sprintf("%s %04o", e.Kind, e.Mode) + owner
 }
 
 // Tree maps each path below a volume's directory (slash-separated,
@@ -106,6 +110,9 @@ func Read(dir string) (Tree, error) {
 			sum := sha256.Sum256(data)
 			e.Kind, e.SHA256 = File, hex.EncodeToString(sum[:])
 		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			e.UID, e.GID = int(st.Uid), int(st.Gid)
+		}
 		tree[normalise(filepath.ToSlash(rel))] = e
 		return nil
 	})
@@ -144,6 +151,7 @@ func FromTar(r io.Reader) (Tree, error) {
 			}
 			e.Kind, e.SHA256 = File, hex.EncodeToString(h.Sum(nil))
 		}
+		e.UID, e.GID = hdr.Uid, hdr.Gid
 		tree[normalise(name)] = e
 	}
 }

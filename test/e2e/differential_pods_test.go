@@ -4,11 +4,14 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 )
 
 // createDifferentialConfigMaps makes the differential test's ConfigMaps;
@@ -43,6 +46,7 @@ var differentialReaders = map[string]int{
 // named <base>-<node>. Every pod keeps the service-account volume.
 func differentialPods(ns, node string) []*corev1.Pod {
 	mode := func(m int32) *int32 { return &m }
+	uid := func(u int64) *int64 { return &u }
 	optional := true
 	cmVolume := func(name, configMap string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -60,18 +64,24 @@ func differentialPods(ns, node string) []*corev1.Pod {
 	}
 	mount := func(name, path string) corev1.VolumeMount { return corev1.VolumeMount{Name: name, MountPath: path} }
 
+	// The owner fields (KEP-5936) on two volumes: a file's owner is its
+	// item's user, else the volume's defaultUser, where the gate is on.
 	items := cmVolume("items", "diff-items")
 	items.ConfigMap.DefaultMode = mode(0o440)
-	items.ConfigMap.Items = []corev1.KeyToPath{{Key: "a", Path: "dir/sub/a.txt", Mode: mode(0o600)}, {Key: "b", Path: "b"}}
+	items.ConfigMap.DefaultUser = uid(diffDefaultUser)
+	items.ConfigMap.Items = []corev1.KeyToPath{{Key: "a", Path: "dir/sub/a.txt", Mode: mode(0o600), User: uid(diffItemUser)}, {Key: "b", Path: "b"}}
 
 	projected := corev1.Volume{Name: "projected", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		DefaultMode: mode(0o444),
+		DefaultMode: mode(0o444), DefaultUser: uid(diffDefaultUser),
 		Sources: []corev1.VolumeProjection{
 			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "diff-binary"}}},
 			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
 				{Path: "meta/labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
 				{Path: "meta/namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
-				{Path: "cpu-limit", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.cpu", Divisor: resource.MustParse("1m")}},
+				// An item's user on a top-level file: the kubelet owns a
+				// directory's symlink as any one of its files, at random.
+				{Path: "cpu-limit", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.cpu", Divisor: resource.MustParse("1m")},
+					User: uid(diffItemUser)},
 			}}},
 			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "diff-missing"}, Optional: &optional}},
 		},
@@ -113,5 +123,37 @@ func removeConfigMapKey(t *testing.T, ns, name, key string) {
 	delete(cm.Data, key)
 	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkOwners holds the kubelet's volumes of a pair to the owners their
+// volumes ask for: the items' user or the defaultUser with the gate on,
+// root without it. The trees compared equal, so nodeagent's are the same;
+// this says the comparison was of owners that differ.
+func checkOwners(t *testing.T, p differentialPair, rootDir string, pods map[string]*corev1.Pod) {
+	t.Helper()
+	want := map[string]map[string]int{
+		"kubernetes.io~configmap/items": {"..data/dir/sub/a.txt": diffItemUser, "dir": diffItemUser, "..data/b": diffDefaultUser, "b": diffDefaultUser},
+		"kubernetes.io~projected/projected": {"..data/cpu-limit": diffItemUser, "cpu-limit": diffItemUser, "..data/meta/labels": diffDefaultUser,
+			"meta": diffDefaultUser, "..data/text": diffDefaultUser},
+	}
+	pod := map[string]*corev1.Pod{"kubernetes.io~configmap/items": pods["items"], "kubernetes.io~projected/projected": pods["binary"]}
+	for key, files := range want {
+		dir := volumeDirs(rootDir, pod[key])[key]
+		if dir == "" {
+			t.Errorf("%s: no volume %s", p.name, key)
+			continue
+		}
+		tree := fileTree(t, dir)
+		for path, uid := range files {
+			// The files are in the generation ..data points at.
+			path = strings.Replace(path, "..data/", volumetree.Generation+"/", 1)
+			if !p.owners {
+				uid = 0
+			}
+			if e, ok := tree[path]; !ok || e.UID != uid {
+				t.Errorf("%s, volume %s: %s is %v, want owner %d", p.name, key, path, e, uid)
+			}
+		}
 	}
 }

@@ -35,6 +35,10 @@ type differentialPair struct {
 	watch bool
 	// everySync: the cache is dropped at every pod sync (before #120255).
 	everySync bool
+	// kubeletArgs are the reference kubelet's further flags; owners says
+	// both honour the owner fields (KEP-5936's gate on).
+	kubeletArgs []string
+	owners      bool
 }
 
 const (
@@ -43,6 +47,9 @@ const (
 	// diffWindow is long enough that each pod syncs about 30 times and
 	// each cached ConfigMap refreshes about 8 times.
 	diffWindow = 90 * time.Second
+	// diffDefaultUser and diffItemUser are the owners the pods' volumes
+	// ask for (differentialPods).
+	diffDefaultUser, diffItemUser = 1000, 2000
 )
 
 // TestDifferentialAgainstRealKubelets runs the same pods on a nodeagent
@@ -60,6 +67,9 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 			agentArgs: []string{"--configmap-strategy=Cache", "--cache-invalidation=first-reference"}},
 		{name: "watch", agentNode: "diff-watch", kubeletNode: "diff-kubelet-v137-watch", kubeletBuild: "v1.37", watch: true,
 			agentArgs: []string{"--configmap-strategy=Watch"}},
+		{name: "owner fields, gate on", agentNode: "diff-owners", kubeletNode: "diff-kubelet-v137-owners", kubeletBuild: "v1.37", owners: true,
+			agentArgs:   []string{"--configmap-strategy=Cache", "--cache-invalidation=first-reference", "--feature-gates=AtomicWriteVolumeUserFields=true"},
+			kubeletArgs: []string{"--feature-gates=AtomicWriteVolumeUserFields=true"}},
 	}
 	started := time.Now()
 	ns := createNamespace(t, "differential")
@@ -89,7 +99,7 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 		if p.watch {
 			strategy = "Watch"
 		}
-		kubelet := startRefKubelet(t, p.kubeletBuild, p.kubeletNode, strategy, diffSync)
+		kubelet := startRefKubelet(t, p.kubeletBuild, p.kubeletNode, strategy, diffSync, p.kubeletArgs...)
 		nodes[p.kubeletNode].rootDir, kubelets = kubelet.rootDir, append(kubelets, kubelet)
 	}
 
@@ -155,6 +165,11 @@ func TestDifferentialAgainstRealKubelets(t *testing.T) {
 	t.Run("files after mount", func(t *testing.T) {
 		for _, p := range pairs {
 			compareTrees(t, p)
+		}
+	})
+	t.Run("owners as the gate says", func(t *testing.T) {
+		for _, p := range pairs {
+			checkOwners(t, p, nodes[p.kubeletNode].rootDir, nodes[p.kubeletNode].pods)
 		}
 	})
 

@@ -33,7 +33,9 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	cp, err = controlplane.Start(ctx, controlplane.Options{})
+	// The owner fields of atomic volumes (KEP-5936) are kept only by an
+	// apiserver with their gate on: the differential test's pods carry them.
+	cp, err = controlplane.Start(ctx, controlplane.Options{ExtraAPIServerArgs: []string{"--feature-gates=AtomicWriteVolumeUserFields=true"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
 		return 1
