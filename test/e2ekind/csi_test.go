@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,8 +104,8 @@ func installCSIDriver(t *testing.T, args ...string) {
 // chart's pre-delete check refuses it, Helm prints what the check printed
 // (the pods, and the command that lists them), and the driver stays, every
 // agent ready. Helm leaves the release's status at uninstalling after a
-// failed pre-delete hook; an upgrade makes it deployed again, as
-// docs/deploy.md says.
+// failed pre-delete hook; a rollback to its own revision makes it deployed
+// again, as docs/deploy.md says.
 func uninstallRefused(t *testing.T, ns string) {
 	cmd := exec.Command(os.Getenv("NODEAGENT_HELM_BIN"), "uninstall", csiRelease, "--namespace", csiNamespace, "--wait",
 		"--kubeconfig", kubeconfigPath)
@@ -124,9 +125,14 @@ func uninstallRefused(t *testing.T, ns string) {
 	if _, err := clientset.StorageV1().CSIDrivers().Get(context.Background(), csiDriver, metav1.GetOptions{}); err != nil {
 		t.Errorf("the CSIDriver after the refused uninstall: %v", err)
 	}
-	helm(t, "upgrade", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--reuse-values")
+	status := helm(t, "status", csiRelease, "--namespace", csiNamespace)
+	revision := regexp.MustCompile(`(?m)^REVISION: (\d+)$`).FindStringSubmatch(status)
+	if !strings.Contains(status, "STATUS: uninstalling") || revision == nil {
+		t.Fatalf("after the refused uninstall:\n%s", status)
+	}
+	helm(t, "rollback", csiRelease, revision[1], "--namespace", csiNamespace)
 	if status := helm(t, "status", csiRelease, "--namespace", csiNamespace); !strings.Contains(status, "STATUS: deployed") {
-		t.Errorf("after the refused uninstall and an upgrade:\n%s", status)
+		t.Errorf("after the refused uninstall and a rollback to revision %s:\n%s", revision[1], status)
 	}
 }
 
