@@ -93,38 +93,8 @@ func Write(dir string, payload map[string]FileProjection, setPerms func() error)
 	}
 
 	if needWrite {
-		// (4) Write the payload into a new generation directory.
-		newGen, err := writeGeneration(dir, files)
+		newGen, err := switchGeneration(dir, files, setPerms)
 		if err != nil {
-			return false, err
-		}
-		if setPerms != nil {
-			if err := setPerms(); err != nil {
-				os.RemoveAll(filepath.Join(dir, newGen))
-				return false, fmt.Errorf("applying ownership: %w", err)
-			}
-		}
-		// (5) Point ..data_tmp at it, replacing a stale one left by a crash.
-		tmpLink := filepath.Join(dir, newDataDirName)
-		if err := os.Remove(tmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			os.RemoveAll(filepath.Join(dir, newGen))
-			return false, err
-		}
-		if err := os.Symlink(newGen, tmpLink); err != nil {
-			os.RemoveAll(filepath.Join(dir, newGen))
-			return false, err
-		}
-		// (6) Rename it over ..data: the atomic switch. A ..data that is
-		// not a symlink (a directory put there by hand) cannot be renamed
-		// over; it holds no generation of ours, so it goes first.
-		if err := replaceNonSymlink(filepath.Join(dir, dataDirName)); err != nil {
-			os.Remove(tmpLink)
-			os.RemoveAll(filepath.Join(dir, newGen))
-			return false, err
-		}
-		if err := os.Rename(tmpLink, filepath.Join(dir, dataDirName)); err != nil {
-			os.Remove(tmpLink)
-			os.RemoveAll(filepath.Join(dir, newGen))
 			return false, err
 		}
 		oldGen = newGen
@@ -139,6 +109,48 @@ func Write(dir string, payload map[string]FileProjection, setPerms func() error)
 		return changed, err
 	}
 	return changed, removeOtherGenerations(dir, oldGen)
+}
+
+// switchGeneration writes files into a new generation directory (4),
+// applies setPerms to it, points ..data_tmp at it (5) and renames that over
+// ..data (6), and returns its name. A failure removes what it made and
+// leaves ..data as it was.
+func switchGeneration(dir string, files map[string]FileProjection, setPerms func() error) (string, error) {
+	// (4) Write the payload into a new generation directory.
+	newGen, err := writeGeneration(dir, files)
+	if err != nil {
+		return "", err
+	}
+	tmpLink := filepath.Join(dir, newDataDirName)
+	fail := func(err error, linked bool) (string, error) {
+		if linked {
+			os.Remove(tmpLink)
+		}
+		os.RemoveAll(filepath.Join(dir, newGen))
+		return "", err
+	}
+	if setPerms != nil {
+		if err := setPerms(); err != nil {
+			return fail(fmt.Errorf("applying ownership: %w", err), false)
+		}
+	}
+	// (5) Point ..data_tmp at it, replacing a stale one left by a crash.
+	if err := os.Remove(tmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err, false)
+	}
+	if err := os.Symlink(newGen, tmpLink); err != nil {
+		return fail(err, false)
+	}
+	// (6) Rename it over ..data: the atomic switch. A ..data that is not a
+	// symlink (a directory put there by hand) cannot be renamed over; it
+	// holds no generation of ours, so it goes first.
+	if err := replaceNonSymlink(filepath.Join(dir, dataDirName)); err != nil {
+		return fail(err, true)
+	}
+	if err := os.Rename(tmpLink, filepath.Join(dir, dataDirName)); err != nil {
+		return fail(err, true)
+	}
+	return newGen, nil
 }
 
 // currentGeneration returns the generation ..data points at, or "" if
