@@ -68,27 +68,9 @@ type DriverSource struct {
 // act on. The kubelet's own attributes are left to the caller.
 func ParseDriverAttributes(attrs map[string]string) (DriverSource, []string) {
 	var src DriverSource
-	var problems []string
-	for _, key := range slices.Sorted(maps.Keys(attrs)) {
-		switch {
-		case key == "namespace":
-			problems = append(problems, `attribute "namespace" is not supported: a volume reads a ConfigMap of its own pod's namespace only, as a configMap volume does`)
-		case strings.HasPrefix(key, KubeletAttrPrefix):
-		case !slices.Contains(driverAttributes, key):
-			problems = append(problems, fmt.Sprintf("unknown attribute %q (known: %s)", key, strings.Join(driverAttributes, ", ")))
-		}
-	}
+	problems := unknownAttributes(attrs)
 	name := attrs[AttrConfigMap]
-	switch {
-	case name == "":
-		problems = append(problems, fmt.Sprintf("attribute %q is required: the name of a ConfigMap in the pod's namespace", AttrConfigMap))
-	case strings.Contains(name, "/"):
-		problems = append(problems, fmt.Sprintf("attribute %s=%q: a ConfigMap name has no slash; a volume reads a ConfigMap of its pod's namespace only", AttrConfigMap, name))
-	default:
-		for _, msg := range validation.IsDNS1123Subdomain(name) {
-			problems = append(problems, fmt.Sprintf("attribute %s=%q: %s", AttrConfigMap, name, msg))
-		}
-	}
+	problems = append(problems, configMapNameProblems(name)...)
 	src.ConfigMap.Name = name
 	if v, ok := attrs[AttrOptional]; ok {
 		optional, err := strconv.ParseBool(v)
@@ -126,6 +108,37 @@ func ParseDriverAttributes(attrs map[string]string) (DriverSource, []string) {
 		problems = append(problems, fmt.Sprintf("attribute %s=%q: want %s (the default) or %s", AttrUpdates, v, UpdatesAtomic, UpdatesInPlace))
 	}
 	return src, problems
+}
+
+// unknownAttributes says which of attrs the driver does not know (the
+// kubelet's own are left alone).
+func unknownAttributes(attrs map[string]string) []string {
+	var problems []string
+	for _, key := range slices.Sorted(maps.Keys(attrs)) {
+		switch {
+		case key == "namespace":
+			problems = append(problems, `attribute "namespace" is not supported: a volume reads a ConfigMap of its own pod's namespace only, as a configMap volume does`)
+		case strings.HasPrefix(key, KubeletAttrPrefix):
+		case !slices.Contains(driverAttributes, key):
+			problems = append(problems, fmt.Sprintf("unknown attribute %q (known: %s)", key, strings.Join(driverAttributes, ", ")))
+		}
+	}
+	return problems
+}
+
+// configMapNameProblems says what is wrong with the configMap attribute.
+func configMapNameProblems(name string) []string {
+	switch {
+	case name == "":
+		return []string{fmt.Sprintf("attribute %q is required: the name of a ConfigMap in the pod's namespace", AttrConfigMap)}
+	case strings.Contains(name, "/"):
+		return []string{fmt.Sprintf("attribute %s=%q: a ConfigMap name has no slash; a volume reads a ConfigMap of its pod's namespace only", AttrConfigMap, name)}
+	}
+	var problems []string
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		problems = append(problems, fmt.Sprintf("attribute %s=%q: %s", AttrConfigMap, name, msg))
+	}
+	return problems
 }
 
 // driverVolume is v as the CSI driver serves it, if it is one of the
