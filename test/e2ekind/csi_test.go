@@ -142,25 +142,33 @@ func checkNothingLeft(t *testing.T) {
 	ctx := context.Background()
 	selector := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + csiRelease}
 	var left []string
-	if roles, err := clientset.RbacV1().ClusterRoles().List(ctx, selector); err == nil {
-		for _, r := range roles.Items {
-			left = append(left, "ClusterRole/"+r.Name)
-		}
+	roles, err := clientset.RbacV1().ClusterRoles().List(ctx, selector)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if bindings, err := clientset.RbacV1().ClusterRoleBindings().List(ctx, selector); err == nil {
-		for _, b := range bindings.Items {
-			left = append(left, "ClusterRoleBinding/"+b.Name)
-		}
+	for _, r := range roles.Items {
+		left = append(left, "ClusterRole/"+r.Name)
 	}
-	if jobs, err := clientset.BatchV1().Jobs(csiNamespace).List(ctx, selector); err == nil {
-		for _, j := range jobs.Items {
-			left = append(left, "Job/"+j.Name)
-		}
+	bindings, err := clientset.RbacV1().ClusterRoleBindings().List(ctx, selector)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if accounts, err := clientset.CoreV1().ServiceAccounts(csiNamespace).List(ctx, selector); err == nil {
-		for _, a := range accounts.Items {
-			left = append(left, "ServiceAccount/"+a.Name)
-		}
+	for _, b := range bindings.Items {
+		left = append(left, "ClusterRoleBinding/"+b.Name)
+	}
+	jobs, err := clientset.BatchV1().Jobs(csiNamespace).List(ctx, selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		left = append(left, "Job/"+j.Name)
+	}
+	accounts, err := clientset.CoreV1().ServiceAccounts(csiNamespace).List(ctx, selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accounts.Items {
+		left = append(left, "ServiceAccount/"+a.Name)
 	}
 	if _, err := clientset.StorageV1().CSIDrivers().Get(ctx, csiDriver, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		left = append(left, "CSIDriver/"+csiDriver)

@@ -153,8 +153,8 @@ func (u *unpacker) bytes() []byte {
 	return s
 }
 
-// name is a repeated name, shared through names; own, a string of this
-// pod alone.
+// name is a repeated name, shared (names.go); own, a string of this pod
+// alone.
 func (u *unpacker) name() string { return sharedBytes(u.bytes()) }
 func (u *unpacker) own() string  { return string(u.bytes()) }
 
