@@ -24,6 +24,31 @@ type ChurnLoad struct {
 	WatchOpenQPS    float64
 }
 
+func (l *ChurnLoad) add(o ChurnLoad) {
+	l.APIServerGetQPS += o.APIServerGetQPS
+	l.EtcdGetQPS += o.EtcdGetQPS
+	l.WatchOpenQPS += o.WatchOpenQPS
+}
+
+// entryChurnOf is EntryChurn for one of node n's entries: its arrivals,
+// beside the steady readers it has. Pods that stay keep a watched entry's
+// watch open, so arrivals open none; a missing object is fetched at every
+// mount, as under Get.
+func entryChurnOf(n Node, r readers) ChurnLoad {
+	b := n.Behaviour
+	if r.object.Missing && b != Watch && b != Driver {
+		b = Get
+	}
+	if (b == Watch || b == Driver) && r.remounts > 0 {
+		return ChurnLoad{}
+	}
+	steadyRefresh := 0.0
+	if b == FirstReference && r.remounts > 0 {
+		steadyRefresh = memoRefreshRate(n.SyncFrequency, n.TTL, r.remounts)
+	}
+	return EntryChurn(b, Churn{Arrivals: r.arrivals, Lifetime: n.PodLifetime}, steadyRefresh)
+}
+
 // EntryChurn is the churn's load on one entry (one object on one node)
 // under b. steadyRefresh is the entry's refresh rate without churn
 // (RefreshRate for first-reference; ignored by the others).

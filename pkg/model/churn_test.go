@@ -44,3 +44,40 @@ func TestEntryChurn(t *testing.T) {
 		t.Errorf("watch, pods always overlapping: %+v", got)
 	}
 }
+
+// Predict adds each entry's churn to its steady load: an entry that pods
+// which stay also read keeps its watch open through the arrivals, one only
+// arrivals read opens a watch per arrival that finds it closed, and the
+// GETs' totals hold the churn's.
+func TestPredictWithArrivals(t *testing.T) {
+	shared := Object{Kind: ConfigMap, Namespace: "ns", Name: "shared"}
+	jobs := Object{Kind: ConfigMap, Namespace: "ns", Name: "jobs"}
+	node := func(b Behaviour) Node {
+		return Node{Name: "n", SyncFrequency: 10 * time.Second, TTL: 30 * time.Second, Behaviour: b,
+			Pods:        []Pod{{Name: "p", Volumes: 1, Reads: []Object{shared}}},
+			Arrivals:    []Arrival{{Object: shared, Rate: 0.2}, {Object: jobs, Rate: 0.1}},
+			PodLifetime: 5 * time.Second}
+	}
+	watch := Predict([]Node{node(Watch)})
+	if want := 0.1 * math.Exp(-0.5); math.Abs(watch.Total.Churn.WatchOpenQPS-want) > 1e-9 {
+		t.Errorf("watch: %.4f opens/s, want %.4f (the jobs entry's alone)", watch.Total.Churn.WatchOpenQPS, want)
+	}
+	if watch.Total.Watches != 1 || watch.Total.APIServerGetQPS != 0 {
+		t.Errorf("watch: %+v, want the shared entry's one watch and no GET", watch.Total)
+	}
+	every := Predict([]Node{node(EverySync)})
+	steady := Predict([]Node{{Name: "n", SyncFrequency: 10 * time.Second, TTL: 30 * time.Second, Behaviour: EverySync,
+		Pods: []Pod{{Name: "p", Volumes: 1, Reads: []Object{shared}}}}})
+	if got, want := every.Total.APIServerGetQPS, steady.Total.APIServerGetQPS+0.3; math.Abs(got-want) > 1e-9 {
+		t.Errorf("every-sync: %.4f GET/s, want the steady %.4f and an arrival's 0.3", got, steady.Total.APIServerGetQPS)
+	}
+	if math.Abs(every.Total.Churn.EtcdGetQPS-0.3) > 1e-9 {
+		t.Errorf("every-sync: churn %+v, want 0.3 quorum GET/s", every.Total.Churn)
+	}
+	first := Predict([]Node{node(FirstReference)})
+	refresh := RefreshRate(10*time.Second, 30*time.Second, 1)
+	want := 0.3 + 0.2/math.Expm1(0.2/refresh) - refresh
+	if got := first.Total.Churn.APIServerGetQPS; math.Abs(got-want) > 1e-9 {
+		t.Errorf("first-reference: churn %.4f GET/s, want %.4f", got, want)
+	}
+}

@@ -67,6 +67,13 @@ type Pod struct {
 	Retries []Object
 }
 
+// Arrival is a stream of pods arriving on a node that read Object: Rate
+// pods a second, as a Poisson stream.
+type Arrival struct {
+	Object Object
+	Rate   float64
+}
+
 // MountRetryInterval is the kubelet's longest backoff between two
 // attempts to mount a failing volume, 2 m 2 s: the steady interval of a
 // mount that keeps failing.
@@ -86,6 +93,13 @@ type Node struct {
 	// (from where they stopped, without a LIST). Zero leaves re-opened
 	// watches out of the prediction.
 	WatchLifetime time.Duration
+	// Arrivals, where pods come and go, are the objects that arriving pods
+	// read and how many such pods arrive a second (each read once per
+	// pod), and PodLifetime is their mean time on the node: what they
+	// cost comes on top of the steady load of Pods, which are the pods
+	// there now (docs/model.md, "Pods that come and go").
+	Arrivals    []Arrival
+	PodLifetime time.Duration
 	// Gathered, where not nil, are Pods' reads already gathered by object
 	// (GatherReads), which the load is then computed from: the what-ifs
 	// ask a cluster's same pods under other settings, and gathering is

@@ -11,12 +11,18 @@ import (
 // reads per second among them that reach etcd (the quorum GETs), the
 // watches kept open and how often they are opened again.
 type Load struct {
+	// APIServerGetQPS and EtcdGetQPS are all GETs, Churn's included.
 	APIServerGetQPS float64
 	EtcdGetQPS      float64
-	Watches         int
+	// Watches are those the steady pods keep open.
+	Watches int
 	// WatchRequestQPS is watches opened again per second, where the
 	// node's WatchLifetime is known.
 	WatchRequestQPS float64
+	// Churn is the part of the load that pods coming and going cause
+	// (Node.Arrivals): its GETs are in the totals above, its watch opens
+	// are its own.
+	Churn ChurnLoad
 }
 
 // Add adds o to l.
@@ -25,6 +31,7 @@ func (l *Load) Add(o Load) {
 	l.EtcdGetQPS += o.EtcdGetQPS
 	l.Watches += o.Watches
 	l.WatchRequestQPS += o.WatchRequestQPS
+	l.Churn.add(o.Churn)
 }
 
 // ByKind is a load split by the kind of object read.
@@ -130,6 +137,8 @@ func Totals(nodes []Node) (Load, ByKind) {
 type readers struct {
 	object           Object
 	remounts, mounts int
+	// arrivals is the rate of arriving pods' reads (Node.Arrivals).
+	arrivals float64
 }
 
 // objectScratch is the memory eachObjectLoad gathers one node's readers
@@ -181,7 +190,7 @@ func (s *objectScratch) gather(n Node) {
 	}
 	clear(s.index)
 	s.readers = s.readers[:0]
-	note := func(o Object, retry bool) {
+	note := func(o Object) *readers {
 		i, ok := s.index[key(o)]
 		if !ok {
 			i = len(s.readers)
@@ -191,25 +200,28 @@ func (s *objectScratch) gather(n Node) {
 		r := &s.readers[i]
 		r.object.Immutable = r.object.Immutable || o.Immutable
 		r.object.Missing = r.object.Missing || o.Missing
-		if retry {
-			r.mounts++
-		} else {
-			r.remounts++
-		}
+		return r
 	}
 	for _, pod := range n.Pods {
 		for _, o := range pod.Reads {
-			note(o, false)
+			note(o).remounts++
 		}
 		for _, o := range pod.Retries {
-			note(o, true)
+			note(o).mounts++
 		}
+	}
+	for _, a := range n.Arrivals {
+		note(a.Object).arrivals += a.Rate
 	}
 }
 
 // Readers counts a node's pod reads of one object: those that remount it
-// on each sync, and those of failing mounts that retry it.
-type Readers struct{ Remounts, Retries int }
+// on each sync, those of failing mounts that retry it, and the rate of
+// arriving pods' reads (Node.Arrivals).
+type Readers struct {
+	Remounts, Retries int
+	Arrivals          float64
+}
 
 // LoadOf is the load of object o on node n when rs read it. A node's
 // load is the sum of its objects', each depending on that object's readers
@@ -219,19 +231,35 @@ func LoadOf(n Node, o Object, rs Readers) Load {
 	if rs == (Readers{}) {
 		return Load{}
 	}
-	return objectLoad(n, readers{object: o, remounts: rs.Remounts, mounts: rs.Retries})
+	return objectLoad(n, readers{object: o, remounts: rs.Remounts, mounts: rs.Retries, arrivals: rs.Arrivals})
 }
 
 // Each calls f with every object r gathered (with the flags its readers
 // knew) and its readers.
 func (r *Reads) Each(f func(o Object, rs Readers)) {
 	for _, g := range r.readers {
-		f(g.object, Readers{Remounts: g.remounts, Retries: g.mounts})
+		f(g.object, Readers{Remounts: g.remounts, Retries: g.mounts, Arrivals: g.arrivals})
 	}
 }
 
-// objectLoad is the load of one object on node n.
+// objectLoad is the load of one object on node n: its steady readers'
+// and its arrivals'.
 func objectLoad(n Node, r readers) Load {
+	var l Load
+	if r.remounts > 0 || r.mounts > 0 {
+		l = steadyLoad(n, r)
+	}
+	if r.arrivals > 0 {
+		churn := entryChurnOf(n, r)
+		l.APIServerGetQPS += churn.APIServerGetQPS
+		l.EtcdGetQPS += churn.EtcdGetQPS
+		l.Churn = churn
+	}
+	return l
+}
+
+// steadyLoad is the load of one object's steady readers on node n.
+func steadyLoad(n Node, r readers) Load {
 	mean, _ := SyncIntervalMoments(n.SyncFrequency)
 	k := float64(r.remounts)
 	// Failing mounts fetch the object at every attempt, in every
