@@ -94,6 +94,9 @@ func defineCompareFlags(fs *pflag.FlagSet, s *compare.Scenario, opts *compare.Op
 	fs.DurationVar(&s.TTL, "ttl", s.TTL, "TTL written to every simulated Node's node.alpha.kubernetes.io/ttl annotation, whole seconds. Not with --fleet daemonset: the cluster's TTL is read from its nodes.")
 	fs.DurationVar(&s.PhaseDuration, "phase-duration", s.PhaseDuration, "How long each mode is measured, after its warm-up. With --fleet daemonset the default is four mean sync intervals, at least 1m.")
 	fs.Float64Var(&s.UpdateRate, "update-rate", 0, "ConfigMap updates per second, round robin over the run's ConfigMaps, during each measured window; each phase then reports how long updates take to reach the disk of every pod that mounts them (p50, p99, max), beside the kubelet's behaviour. Only with a fleet on this machine (in-process, processes). 0: no updates.")
+	fs.Float64Var(&s.PodChurn, "pod-churn", 0, "Pods that come and go: this many pods a second arrive on each simulated node during each measured window (a Poisson stream, starting one --pod-lifetime before it), each deleted --pod-lifetime after its creation; each reads --configmaps-per-pod ConfigMaps drawn at random from --churn-configmaps of its node's own, which no pod that stays reads, and kube-root-ca.crt, which every pod reads. Each phase then reports the arrivals and the model's churn term for them (docs/model.md, \"Pods that come and go\"). Only on simulated nodes (in-process, processes, the kubelet-* modes). 0: the pods stay.")
+	fs.DurationVar(&s.PodLifetime, "pod-lifetime", 0, "With --pod-churn: each arriving pod's time from its creation to its deletion, at most --sync-frequency, so that it is gone before its first periodic sync. 0: half of --sync-frequency.")
+	fs.IntVar(&s.ChurnConfigMaps, "churn-configmaps", compare.DefaultChurnConfigMaps, "With --pod-churn: how many ConfigMaps of its own each node's arriving pods draw from.")
 	fs.DurationVar(&s.SampleInterval, "sample-interval", s.SampleInterval, "How often GET/s is sampled for the chart and the progress line.")
 	fs.StringVar(&flags.modes, "modes", "every-sync,first-reference,watch", "Comma-separated modes, measured in this order: every-sync (before #120255), first-reference (after), watch (remount-on-change), watch-at-sync (changes at each pod's next sync), get; and the real kubelet on the same pods, one process per node: kubelet-v1.28 (before #120255), kubelet-v1.37 (after), kubelet-v1.37-watch (built by 'make refkubelet'; local control plane only). With --fleet daemonset the default leaves out watch, which needs deploy/overlays/watch's RBAC.")
 	fs.StringVar(&flags.podPhases, "pod-phases", compare.PhasesMixed.String(), "Where the pods' syncs are when each window opens. mixed: compare updates every pod once or twice in the two sync periods before the window (an annotation), on a schedule that leaves each pod's syncs out of step with its node's other pods', as on a node whose pods started at different times: the steady state that the model and analyze predict. together: the window opens right after the agents start, when each node's pods sync together, as after a restart of every kubelet.")
@@ -140,6 +143,9 @@ func checkCompareFlags(fs *pflag.FlagSet, s *compare.Scenario, flags *compareFla
 		return kind, s.ValidateFlags()
 	}
 	fitToMachine(fs, s)
+	if s.PodLifetime == 0 {
+		s.PodLifetime = s.SyncFrequency / 2
+	}
 	return kind, s.ValidateOnThisMachine()
 }
 

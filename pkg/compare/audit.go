@@ -15,5 +15,11 @@ func (r *runner) attribute(res *results.PhaseResult, nodes []model.Node, start t
 	var err error
 	res.Audit, err = attribution.Attribute(r.auditLog, nodes, attribution.Window{PhaseStart: start, From: res.WindowStart, To: res.WindowEnd},
 		attribution.ByClass(prediction))
+	if err == nil && res.Churn != nil && res.MeasuredSeconds > 0 {
+		// The steady pods' watches are open before the window: those
+		// opened in it are the arrivals'.
+		opens := float64(res.Audit.WatchesInWindow) / res.MeasuredSeconds
+		res.Churn.WatchOpenQPS = &opens
+	}
 	return err
 }

@@ -115,6 +115,7 @@ func Run(ctx context.Context, opts Options) (*results.Report, error) {
 	if err := r.plan(ctx, opts, fleets); err != nil {
 		return nil, err
 	}
+	withArrivals(r.scenario, opts.Namespace, r.nodes)
 	report := &results.Report{Scenario: newScenarioReport(r.scenario), StartedAt: time.Now().UTC()}
 	report.Scenario.APIServer, report.Scenario.APIServerVersion, report.Scenario.Fleet = opts.APIServer, version, opts.Fleet
 	for _, f := range fleets {
@@ -229,13 +230,7 @@ func (r *runner) createObjects(ctx context.Context, opts Options) error {
 		what = r.nodesDescription
 	}
 	r.progress.Done("Creating %d pods and their ConfigMaps in namespace %s, on %d %s nodes...", s.Nodes*s.PodsPerNode, opts.Namespace, s.Nodes, what)
-	image := DefaultPodImage
-	for _, p := range r.plans {
-		if p.PodImage != "" {
-			image = p.PodImage
-		}
-	}
-	created := objects.Options{SimulatedNodes: r.simulatedNodes, TTL: s.TTL, PodImage: image, ServiceAccountVolume: s.ServiceAccountVolume}
+	created := objects.Options{SimulatedNodes: r.simulatedNodes, TTL: s.TTL, PodImage: r.podImage(), ServiceAccountVolume: s.ServiceAccountVolume}
 	err := objects.Create(ctx, r.admin, opts.Namespace, r.nodes, created, func(done, total int) {
 		r.progress.Status("setup    %d/%d objects", done, total)
 	})
@@ -244,6 +239,16 @@ func (r *runner) createObjects(ctx context.Context, opts Options) error {
 	}
 	r.progress.Done("Created the scenario's objects in %.1fs.", time.Since(start).Seconds())
 	return nil
+}
+
+// podImage is the image of the run's pods: a fleet's, or the default.
+func (r *runner) podImage() string {
+	for _, p := range r.plans {
+		if p.PodImage != "" {
+			return p.PodImage
+		}
+	}
+	return DefaultPodImage
 }
 
 // deleteObjects removes the run's objects, saying what to remove by hand
@@ -270,5 +275,6 @@ func newScenarioReport(s Scenario) results.ScenarioReport {
 		Nodes: s.Nodes, PodsPerNode: s.PodsPerNode, ConfigMapsPerPod: s.ConfigMapsPerPod, SharedConfigMaps: s.SharedConfigMaps,
 		SyncFrequencySeconds: s.SyncFrequency.Seconds(), TTLSeconds: s.TTL.Seconds(), PhaseSeconds: s.PhaseDuration.Seconds(),
 		Modes: s.Modes, ServiceAccountVolume: s.ServiceAccountVolume, UpdateRate: s.UpdateRate, PodPhases: s.PodPhases.String(),
+		PodChurn: s.PodChurn, PodLifetimeSeconds: s.PodLifetime.Seconds(), ChurnConfigMaps: s.ChurnConfigMaps,
 	}
 }

@@ -116,6 +116,9 @@ func CheckFleet(kind *FleetKind, kinds []FleetKind, fs *pflag.FlagSet, s Scenari
 	if s.UpdateRate > 0 && !kind.OnThisMachine {
 		errs = append(errs, fmt.Errorf("--update-rate measures updates arriving on this machine's disk: not with --fleet %s, whose agents write elsewhere", kind.Name))
 	}
+	if s.PodChurn > 0 && !kind.CreatesNodes {
+		errs = append(errs, fmt.Errorf("--pod-churn creates and deletes pods on the Nodes the run creates: not with --fleet %s, on the cluster's own nodes, whose kubelets would start every one", kind.Name))
+	}
 	if fs.Changed("ttl") && !kind.CreatesNodes {
 		errs = append(errs, fmt.Errorf("--ttl is written on the Nodes the run creates: --fleet %s runs on the cluster's own nodes, whose TTL the cluster's TTL controller owns (the run reads and reports it)", kind.Name))
 	}

@@ -82,8 +82,15 @@ func (r *runner) runPhase(ctx context.Context, mode modes.Mode) (results.PhaseRe
 		defer s.Stop()
 	}
 
-	// (2) and (3): every volume on disk, the pods' phases mixed.
-	if err := r.warmUp(ctx, phase, plan, mode, nodes, stagger, &res, warmupStart); err != nil {
+	// (2) and (3): every volume on disk, the pods' phases mixed, and the
+	// arriving pods, if any, coming and going as they will in the window.
+	churning, err := r.warmUp(ctx, phase, plan, mode, nodes, stagger, &res, warmupStart)
+	defer func() {
+		if err := churning.stop(); err != nil {
+			r.progress.Done("%-19s %v", mode, err)
+		}
+	}()
+	if err != nil {
 		return res, err
 	}
 
@@ -98,39 +105,50 @@ func (r *runner) runPhase(ctx context.Context, mode modes.Mode) (results.PhaseRe
 	} else {
 		err = r.measure(ctx, phase, &res)
 	}
+	if churning != nil && err == nil {
+		nodes, prediction = r.predictArrivals(churning, &res, nodes, mode, ttls)
+	}
 	if err == nil && r.auditLog != "" {
 		err = r.attribute(&res, nodes, warmupStart, prediction)
 	}
 	return res, err
 }
 
-// warmUp waits until every volume of nodes is on disk and, when the run
-// mixes the pods' phases, mixes them; it records the warm-up in res.
-func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode modes.Mode, nodes []model.Node, stagger time.Duration, res *results.PhaseResult, warmupStart time.Time) error {
+// warmUp waits until every volume of nodes is on disk, starts the
+// arriving pods (--pod-churn) and, when the run mixes the pods' phases,
+// mixes them; it records the warm-up in res. The churn it returns (nil
+// without one) is running, settled, until its stop.
+func (r *runner) warmUp(ctx context.Context, phase Phase, plan Plan, mode modes.Mode, nodes []model.Node, stagger time.Duration, res *results.PhaseResult, warmupStart time.Time) (*runningChurn, error) {
+	failed := func(err error) (*runningChurn, error) {
+		res.Interrupted = ctx.Err() != nil
+		res.WarmupSeconds = time.Since(warmupStart).Seconds()
+		return nil, err
+	}
 	// (2) Warm-up: wait until every volume is on disk.
 	want := 0
 	for _, n := range nodes {
 		want += n.Volumes()
 	}
 	if err := r.waitForVolumes(ctx, phase, plan, mode, want, stagger, warmupStart, time.Now()); err != nil {
-		res.Interrupted = ctx.Err() != nil
-		res.WarmupSeconds = time.Since(warmupStart).Seconds()
-		return err
+		return failed(err)
 	}
+	churning := r.startChurn(ctx, mode, nodes)
 	// (3) Mix the pods' phases: the agents just synced each node's pods
 	// together, and the model is of a node whose pods did not start
 	// together (docs/model.md, "Right after a start"). It takes 2·S.
 	if r.scenario.PodPhases == PhasesMixed {
 		mixingStart := time.Now()
 		if err := r.mixPodPhases(ctx, mode, mixingStart.Add(2*r.scenario.SyncFrequency)); err != nil {
-			res.Interrupted = ctx.Err() != nil
-			res.WarmupSeconds = time.Since(warmupStart).Seconds()
-			return err
+			_, err = failed(err)
+			return churning, err
 		}
 		res.MixingSeconds = time.Since(mixingStart).Seconds()
 	}
+	if err := churning.waitSettled(ctx); err != nil {
+		return churning, err
+	}
 	res.WarmupSeconds = time.Since(warmupStart).Seconds()
-	return nil
+	return churning, nil
 }
 
 // waitForVolumes waits until the agents have want volumes on disk. When

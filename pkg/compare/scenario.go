@@ -63,6 +63,15 @@ type Scenario struct {
 	// measures how long each update takes to reach every volume that
 	// mounts it.
 	UpdateRate float64
+	// PodChurn, when positive, creates that many pods a second on each
+	// node during each measured window (a Poisson stream), each deleted
+	// PodLifetime after its creation, reading ConfigMaps that no pod
+	// which stays reads (ChurnConfigMaps of them per node, each pod
+	// ConfigMapsPerPod of them at random) and, with
+	// ServiceAccountVolume, kube-root-ca.crt, which every pod reads.
+	PodChurn        float64
+	PodLifetime     time.Duration
+	ChurnConfigMaps int
 }
 
 // DefaultScenario is `make demo`: about four minutes on two cores once the
@@ -94,6 +103,9 @@ const (
 	// to the model as 100 nodes; 1,000 nodes asking 795 got 226, with the
 	// apiserver at a full core and reads timing out.
 	maxExpectedQPS = 250
+	// maxChurn bounds the pods a run creates (and deletes) a second over
+	// all nodes: each is a create, a delete and every agent's watch event.
+	maxChurn = 50
 )
 
 // ValidateFlags checks what the flags alone decide, before a fleet fills
@@ -130,6 +142,7 @@ func (s Scenario) ValidateFlags() error {
 	if s.UpdateRate < 0 {
 		add("--update-rate must be 0 (no updates) or positive, got %g", s.UpdateRate)
 	}
+	errs = append(errs, s.validateChurn()...)
 	if s.AgentQPS <= 0 {
 		add("the agents' QPS must be positive, got %v", s.AgentQPS)
 	}
@@ -176,6 +189,9 @@ func (s Scenario) ValidateOnThisMachine() error {
 	if pods := s.Nodes * s.PodsPerNode; pods > maxPods {
 		errs = append(errs, fmt.Errorf("%d pods (--nodes × --pods-per-node) is more than this machine can run agents for (%d): lower --nodes or --pods-per-node", pods, maxPods))
 	}
+	if churn := s.PodChurn * float64(s.Nodes); churn > maxChurn {
+		errs = append(errs, fmt.Errorf("--pod-churn %g on %d nodes creates and deletes %.0f pods a second, more than a local apiserver on this machine keeps up with (%d): lower --pod-churn or --nodes", s.PodChurn, s.Nodes, churn, maxChurn))
+	}
 	if total := s.everySyncGetsPerNode() * float64(s.Nodes); total > maxExpectedQPS {
 		errs = append(errs, fmt.Errorf("every-sync would send %.0f GET/s in total, more than a local apiserver and etcd on this machine serve without queueing (%d): lower --nodes or --pods-per-node, or raise --sync-frequency", total, maxExpectedQPS))
 	}
@@ -183,14 +199,14 @@ func (s Scenario) ValidateOnThisMachine() error {
 }
 
 // everySyncGetsPerNode is the heaviest mode's GET rate on one node: every
-// volume of every pod read at each sync.
+// volume of every pod read at each sync, and every arriving pod's.
 func (s Scenario) everySyncGetsPerNode() float64 {
 	mean, _ := model.SyncIntervalMoments(s.SyncFrequency)
 	reads := s.ConfigMapsPerPod
 	if s.ServiceAccountVolume {
 		reads++
 	}
-	return float64(s.PodsPerNode*reads) / mean
+	return float64(s.PodsPerNode*reads)/mean + s.PodChurn*float64(reads)
 }
 
 // MinPhaseDuration is the shortest measured window that holds two mean

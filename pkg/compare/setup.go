@@ -74,7 +74,7 @@ func runObjectsExist(model.Kind, string, string) (exists, immutable, known bool)
 // will see: the kube-api-access volume only where the cluster's admission
 // plugin added it, and whatever else admission changed.
 func observedLayout(ctx context.Context, client kubernetes.Interface, namespace string, planned []model.Node) ([]model.Node, error) {
-	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: objects.RunLabel + "=" + namespace})
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: objects.StayingSelector(namespace)})
 	if err != nil {
 		return nil, fmt.Errorf("reading back the run's pods: %w", err)
 	}
@@ -85,7 +85,7 @@ func observedLayout(ctx context.Context, client kubernetes.Interface, namespace 
 	}
 	out := make([]model.Node, len(planned))
 	for i, n := range planned {
-		out[i] = model.Node{Name: n.Name, Pods: byNode[n.Name]}
+		out[i] = model.Node{Name: n.Name, Pods: byNode[n.Name], Arrivals: n.Arrivals, PodLifetime: n.PodLifetime}
 		if len(out[i].Pods) != len(n.Pods) {
 			return nil, fmt.Errorf("node %s has %d of the run's pods, want %d", n.Name, len(out[i].Pods), len(n.Pods))
 		}
@@ -103,7 +103,7 @@ func withServedPods(own []model.Node, alsoServed map[string][]model.Pod) []model
 	out := make([]model.Node, 0, len(alsoServed))
 	seen := map[string]bool{}
 	for _, n := range own {
-		out = append(out, model.Node{Name: n.Name, Pods: slices.Concat(n.Pods, alsoServed[n.Name])})
+		out = append(out, model.Node{Name: n.Name, Pods: slices.Concat(n.Pods, alsoServed[n.Name]), Arrivals: n.Arrivals, PodLifetime: n.PodLifetime})
 		seen[n.Name] = true
 	}
 	for name, pods := range alsoServed {

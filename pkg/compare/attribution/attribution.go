@@ -5,6 +5,7 @@
 package attribution
 
 import (
+	"strings"
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
@@ -81,11 +82,17 @@ type ObjectClass string
 const (
 	ClassRootCA     ObjectClass = "kube-root-ca.crt"
 	ClassConfigMaps ObjectClass = "run's ConfigMaps"
+	// ClassArriving are the ConfigMaps that only arriving pods read
+	// (--pod-churn).
+	ClassArriving ObjectClass = "arriving pods' ConfigMaps"
 )
 
 func classOf(name string) ObjectClass {
-	if name == objects.RootCAConfigMap {
+	switch {
+	case name == objects.RootCAConfigMap:
 		return ClassRootCA
+	case strings.HasPrefix(name, objects.ArrivingConfigMapPrefix):
+		return ClassArriving
 	}
 	return ClassConfigMaps
 }
@@ -141,7 +148,7 @@ func classRates(auditLog string, nodes []model.Node, w Window, expected map[Obje
 	}
 	intervals := measureIntervals(ours, w.From, w.To)
 	var out []ClassResult
-	for _, c := range []ObjectClass{ClassConfigMaps, ClassRootCA} {
+	for _, c := range []ObjectClass{ClassConfigMaps, ClassRootCA, ClassArriving} {
 		r := ClassResult{Class: c, ExpectedQPS: expected[c]}
 		for _, g := range ours {
 			if classOf(g.Name) != c || g.Received.Before(w.From) {

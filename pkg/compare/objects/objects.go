@@ -34,6 +34,12 @@ const (
 	simTaintKey = "nodeagent.io/simulated-node"
 	// RootCAConfigMap is what every pod's service-account volume reads.
 	RootCAConfigMap = "kube-root-ca.crt"
+	// ArrivingLabel marks the pods that come and go during a window
+	// (--pod-churn), apart from the run's pods that stay.
+	ArrivingLabel = "nodeagent.io/compare-arriving"
+	// ArrivingConfigMapPrefix begins the names of the ConfigMaps that
+	// only arriving pods read.
+	ArrivingConfigMapPrefix = "arriving-cm-"
 )
 
 // Options say what a run creates beside its nodes' pods.
@@ -82,13 +88,19 @@ func Create(ctx context.Context, client kubernetes.Interface, namespace string, 
 		if opts.SimulatedNodes {
 			jobs = append(jobs, func() error { return createNode(ctx, client, node.Name, opts.TTL, labels, len(node.Pods)) })
 		}
+		create := func(cm model.Object) {
+			if !configMaps[cm.Name] && cm.Name != RootCAConfigMap {
+				configMaps[cm.Name] = true
+				jobs = append(jobs, func() error { return createConfigMap(ctx, client, namespace, cm.Name, labels) })
+			}
+		}
 		for _, pod := range node.Pods {
 			for _, cm := range pod.Reads {
-				if !configMaps[cm.Name] {
-					configMaps[cm.Name] = true
-					jobs = append(jobs, func() error { return createConfigMap(ctx, client, namespace, cm.Name, labels) })
-				}
+				create(cm)
 			}
+		}
+		for _, a := range node.Arrivals {
+			create(a.Object)
 		}
 	}
 	// ConfigMaps and Nodes first, so no agent ever sees a pod whose
@@ -208,6 +220,23 @@ func createPod(ctx context.Context, client kubernetes.Interface, namespace, node
 		return nil
 	}
 	return err
+}
+
+// CreateArrivingPod creates a pod that comes and goes during a window,
+// as the run's pods are made and marked, and also with ArrivingLabel.
+func CreateArrivingPod(ctx context.Context, client kubernetes.Interface, namespace, node string, p model.Pod, opts Options) error {
+	labels := map[string]string{ownerLabel: ownerValue, RunLabel: namespace, ArrivingLabel: "true"}
+	return createPod(ctx, client, namespace, node, p, opts.PodImage, labels, opts.ServiceAccountVolume)
+}
+
+// ArrivingSelector selects a run's arriving pods.
+func ArrivingSelector(namespace string) string {
+	return RunLabel + "=" + namespace + "," + ArrivingLabel + "=true"
+}
+
+// StayingSelector selects a run's pods that stay.
+func StayingSelector(namespace string) string {
+	return RunLabel + "=" + namespace + ",!" + ArrivingLabel
 }
 
 // runParallel runs jobs on workers goroutines, stopping at the first

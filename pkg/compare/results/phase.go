@@ -67,8 +67,11 @@ type PhaseResult struct {
 	Audit *AuditResult `json:"audit,omitempty"`
 	// Latency is how long the phase's ConfigMap updates took to reach
 	// disk, when the run updates them (--update-rate).
-	Latency     *updateprobe.Result `json:"latency,omitempty"`
-	Interrupted bool                `json:"interrupted,omitempty"`
+	Latency *updateprobe.Result `json:"latency,omitempty"`
+	// Churn is what the pods that came and went did in the window, when
+	// the run makes them (--pod-churn).
+	Churn       *ChurnResult `json:"churn,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"`
 
 	// WindowStart and WindowEnd bound the measured window, for reading
 	// the same window from elsewhere (a Prometheus that scraped the run).
@@ -92,3 +95,23 @@ const (
 	// the run's own work.
 	ResourcesShared ResourceScope = "shared"
 )
+
+// ChurnResult is a phase's arriving pods in its window, and the model's
+// churn term for the arrivals that happened (the expected GETs above
+// include it).
+type ChurnResult struct {
+	// Arrivals are the pods created in the window, ArrivalQPS the same
+	// over all nodes a second; Failed the creations and deletions the
+	// apiserver refused over the phase.
+	Arrivals   int     `json:"arrivals"`
+	ArrivalQPS float64 `json:"arrival_qps"`
+	Failed     int     `json:"failed,omitempty"`
+	// The model's churn term: GETs at the apiserver and at etcd, and
+	// watches opened, a second, over all nodes.
+	ExpectedAPIServerQPS float64 `json:"expected_apiserver_get_qps"`
+	ExpectedEtcdQPS      float64 `json:"expected_etcd_get_qps"`
+	ExpectedWatchOpenQPS float64 `json:"expected_watch_open_qps"`
+	// WatchOpenQPS is the nodes' ConfigMap watches opened a second in the
+	// window, from the audit log (absent without one).
+	WatchOpenQPS *float64 `json:"watch_open_qps,omitempty"`
+}

@@ -61,6 +61,12 @@ type ScenarioReport struct {
 	// UpdateRate is the ConfigMap updates per second during each measured
 	// window (0: none), whose latency the phases report.
 	UpdateRate float64 `json:"update_rate,omitempty"`
+	// PodChurn is the pods a second that arrive on each node during each
+	// window, each there PodLifetimeSeconds, reading ConfigMapsPerPod of
+	// ChurnConfigMaps of its node's own and kube-root-ca.crt.
+	PodChurn           float64 `json:"pod_churn,omitempty"`
+	PodLifetimeSeconds float64 `json:"pod_lifetime_seconds,omitempty"`
+	ChurnConfigMaps    int     `json:"churn_configmaps,omitempty"`
 	// PodPhases is "mixed" when each phase mixed its pods' sync phases
 	// before measuring, "together" when it measured right after the
 	// agents started.
@@ -152,6 +158,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.hasLatency() {
 		r.writeLatencyTable(w)
 	}
+	if r.hasChurn() {
+		r.writeChurnTable(w)
+	}
 }
 
 // Markdown renders report.md: the scenario, the table, and how to read it.
@@ -209,6 +218,9 @@ func (r *Report) Markdown() string {
 		"watch sends no GETs.\n\n![GET/s over time](chart.svg)\n")
 	if r.hasLatency() {
 		b.WriteString(r.latencyMarkdown())
+	}
+	if r.hasChurn() {
+		b.WriteString(r.churnMarkdown())
 	}
 	for _, note := range s.Notes {
 		fmt.Fprintf(&b, "\nNote: %s\n", note)
