@@ -12,9 +12,34 @@ type Churn struct {
 	// Arrivals is how many pods that read the object arrive on the node
 	// per second (each leaves again: the node's count stays level).
 	Arrivals float64
-	// Lifetime is a pod's mean time on the node.
+	// Lifetime is a pod's mean time on the node, from its creation to
+	// its deletion.
 	Lifetime time.Duration
+	// SteadyTicks is the share of 1 s ticks in which a pod that stays and
+	// reads the object comes due (SyncTickRate), for every-sync.
+	SteadyTicks float64
 }
+
+// What the kubelet does around an arriving and a leaving pod, which the
+// churn's terms depend on.
+const (
+	// ArrivalMountDelay is the mean time from a pod's arrival (when its
+	// references are registered) to its volumes' mount: a pass of the
+	// desired state populator and one of the reconciler, 100 ms apart
+	// each. A second arrival in that time finds the object not yet
+	// fetched, and shares the first one's fetch.
+	ArrivalMountDelay = 100 * time.Millisecond
+	// TeardownDelay is the mean time from a pod's deletion to the release
+	// of its references: the kubelet tears a pod's volumes down once its
+	// PLEG relist (every second, half a second away on average) shows its
+	// containers stopped, and drops the references after the reconciler's
+	// unmount.
+	TeardownDelay = 600 * time.Millisecond
+	// PLEGResyncDelay is when the kubelet syncs a new pod again, after its
+	// first sync: at the relist that sees its containers started, which
+	// the next 1 s tick hands over.
+	PLEGResyncDelay = time.Second
+)
 
 // ChurnLoad is the load of a Churn: GETs at the apiserver and at etcd (the
 // quorum ones), and watches opened.
@@ -22,6 +47,62 @@ type ChurnLoad struct {
 	APIServerGetQPS float64
 	EtcdGetQPS      float64
 	WatchOpenQPS    float64
+}
+
+// EntryChurn is the churn's load on one entry (one object on one node)
+// under b. steadyRefresh is the entry's refresh rate without churn
+// (RefreshRate for first-reference; ignored by the others).
+//
+// Every arrival registers its references, which under every behaviour
+// that caches drops the cached object, and its first mount fetches it
+// with a quorum GET, ArrivalMountDelay (D) later; an arrival in between
+// shares that fetch, so the fetches are those of a counter with dead time
+// D: λ/(1 + λD).
+//
+//   - get: every read is a quorum GET: the first mount's and the resync's
+//     PLEGResyncDelay later, for a pod still there then: λ(1 + p), with p
+//     the share of pods that live that long.
+//   - every-sync: the first mount's fetches, and the resync's: it drops
+//     the object again and its tick fetches it, unless a pod that stays
+//     (SteadyTicks) or another arrival's resync is due on that tick:
+//     (1 − e^(−λp))·(1 − SteadyTicks).
+//   - first-reference: the first mount's fetches, λ' = λ/(1 + λD), all at
+//     etcd; each restarts the TTL, so the steady refreshes (at
+//     resourceVersion 0) are only those that come before the next fetch.
+//     With fetches a Poisson stream of rate λ' and the steady refresh
+//     cycle C = 1/steadyRefresh, they come at λ'/(e^(λ'C) − 1), which is
+//     steadyRefresh as λ' goes to 0; the result is that rate less the
+//     steady one, so that steady and churn add up. The resync finds the
+//     object fresh.
+//   - watch and csi-driver: the first pod on the node that reads the object
+//     opens its watch and the last to leave closes it, TeardownDelay after
+//     its deletion. The number of such pods is that of an M/G/∞ queue,
+//     Poisson with mean ρ = λ·(Lifetime + TeardownDelay), so an arrival
+//     finds none with probability e^(−ρ): λ·e^(−ρ) opens per second.
+func EntryChurn(b Behaviour, c Churn, steadyRefresh float64) ChurnLoad {
+	lambda := c.Arrivals
+	if lambda <= 0 {
+		return ChurnLoad{}
+	}
+	fetches := lambda / (1 + lambda*ArrivalMountDelay.Seconds())
+	resynced := math.Min(1, c.Lifetime.Seconds()/PLEGResyncDelay.Seconds())
+	switch b {
+	case Get:
+		return ChurnLoad{APIServerGetQPS: lambda * (1 + resynced), EtcdGetQPS: lambda * (1 + resynced)}
+	case EverySync:
+		ticks := -math.Expm1(-lambda*resynced) * (1 - c.SteadyTicks)
+		return ChurnLoad{APIServerGetQPS: fetches + ticks, EtcdGetQPS: fetches + ticks}
+	case FirstReference:
+		between := 0.0
+		if steadyRefresh > 0 {
+			between = fetches / math.Expm1(fetches/steadyRefresh)
+		}
+		return ChurnLoad{APIServerGetQPS: fetches + between - steadyRefresh, EtcdGetQPS: fetches}
+	case Watch, Driver:
+		rho := lambda * (c.Lifetime + TeardownDelay).Seconds()
+		return ChurnLoad{WatchOpenQPS: lambda * math.Exp(-rho)}
+	}
+	return ChurnLoad{}
 }
 
 func (l *ChurnLoad) add(o ChurnLoad) {
@@ -42,48 +123,14 @@ func entryChurnOf(n Node, r readers) ChurnLoad {
 	if (b == Watch || b == Driver) && r.remounts > 0 {
 		return ChurnLoad{}
 	}
+	c := Churn{Arrivals: r.arrivals, Lifetime: n.PodLifetime}
 	steadyRefresh := 0.0
-	if b == FirstReference && r.remounts > 0 {
+	switch {
+	case r.remounts == 0:
+	case b == FirstReference:
 		steadyRefresh = memoRefreshRate(n.SyncFrequency, n.TTL, r.remounts)
+	case b == EverySync:
+		c.SteadyTicks = memoSyncTickRate(n.SyncFrequency, r.remounts)
 	}
-	return EntryChurn(b, Churn{Arrivals: r.arrivals, Lifetime: n.PodLifetime}, steadyRefresh)
-}
-
-// EntryChurn is the churn's load on one entry (one object on one node)
-// under b. steadyRefresh is the entry's refresh rate without churn
-// (RefreshRate for first-reference; ignored by the others).
-//
-//   - get and every-sync: each arrival's first mount reads the object
-//     once more, with a quorum GET: Arrivals.
-//   - first-reference: each arrival's first reference drops the cached
-//     object, and its mount fetches it again with a quorum GET; that fetch
-//     restarts the TTL, so the steady refreshes (at resourceVersion 0) are
-//     only those that come before the next arrival. With arrivals a Poisson
-//     stream of rate λ and the steady refresh cycle C = 1/steadyRefresh,
-//     the refreshes between arrivals come at λ/(e^(λC) − 1), which is
-//     steadyRefresh as λ goes to 0; the result is that rate less the
-//     steady one, so that steady and churn add up.
-//   - watch and csi-driver: the first pod on the node that reads the object
-//     opens its watch and the last to leave closes it. The number of such
-//     pods is that of an M/G/∞ queue, Poisson with mean ρ = λ·Lifetime, so an
-//     arrival finds none with probability e^(−ρ): λ·e^(−ρ) opens per second.
-func EntryChurn(b Behaviour, c Churn, steadyRefresh float64) ChurnLoad {
-	lambda := c.Arrivals
-	if lambda <= 0 {
-		return ChurnLoad{}
-	}
-	switch b {
-	case Get, EverySync:
-		return ChurnLoad{APIServerGetQPS: lambda, EtcdGetQPS: lambda}
-	case FirstReference:
-		between := 0.0
-		if steadyRefresh > 0 {
-			between = lambda / math.Expm1(lambda/steadyRefresh)
-		}
-		return ChurnLoad{APIServerGetQPS: lambda + between - steadyRefresh, EtcdGetQPS: lambda}
-	case Watch, Driver:
-		rho := lambda * c.Lifetime.Seconds()
-		return ChurnLoad{WatchOpenQPS: lambda * math.Exp(-rho)}
-	}
-	return ChurnLoad{}
+	return EntryChurn(b, c, steadyRefresh)
 }

@@ -6,11 +6,13 @@ import (
 	"time"
 )
 
-// The churn's terms at their limits: no arrivals cost nothing; under
-// first-reference every arrival is a quorum GET and rare arrivals leave the
-// steady refreshes as they are, while frequent ones replace them; a watch
-// is opened by every arrival when pods never overlap and by almost none
-// when they always do.
+// The churn's terms at their limits: no arrivals cost nothing; an
+// arrival's first mount is a quorum GET, shared with an arrival before its
+// fetch; get and every-sync add the resync's, every-sync only on a tick no
+// other reader is due on; under first-reference rare arrivals leave the
+// steady refreshes as they are while frequent ones replace them; a watch is
+// opened by every arrival when pods never overlap and by almost none when
+// they always do.
 func TestEntryChurn(t *testing.T) {
 	near := func(what string, got, want float64) {
 		t.Helper()
@@ -18,28 +20,35 @@ func TestEntryChurn(t *testing.T) {
 			t.Errorf("%s: %.6f, want %.6f", what, got, want)
 		}
 	}
+	d := ArrivalMountDelay.Seconds()
+	fetches := func(lambda float64) float64 { return lambda / (1 + lambda*d) }
 	if got := EntryChurn(FirstReference, Churn{}, 0.1); got != (ChurnLoad{}) {
 		t.Errorf("no arrivals: %+v", got)
 	}
-	for _, b := range []Behaviour{Get, EverySync} {
-		got := EntryChurn(b, Churn{Arrivals: 0.5}, 0)
-		near(string(b)+" apiserver", got.APIServerGetQPS, 0.5)
-		near(string(b)+" etcd", got.EtcdGetQPS, 0.5)
-	}
+	long := 10 * time.Second // past the resync
+	near("get: the mount's and the resync's", EntryChurn(Get, Churn{Arrivals: 0.5, Lifetime: long}, 0).EtcdGetQPS, 1)
+	near("get: gone before the resync", EntryChurn(Get, Churn{Arrivals: 0.5, Lifetime: time.Millisecond}, 0).EtcdGetQPS, 0.5005)
+	alone := EntryChurn(EverySync, Churn{Arrivals: 0.5, Lifetime: long}, 0)
+	near("every-sync, no other reader: the fetches and the resyncs' ticks", alone.EtcdGetQPS, fetches(0.5)-math.Expm1(-0.5))
+	busy := EntryChurn(EverySync, Churn{Arrivals: 0.5, Lifetime: long, SteadyTicks: 1}, 0)
+	near("every-sync, a reader due on every tick: the fetches alone", busy.APIServerGetQPS, fetches(0.5))
+
 	steady := 1 / 33.0 // a refresh every 33 s
 	rare := EntryChurn(FirstReference, Churn{Arrivals: 1e-6}, steady)
 	near("first-reference, rare arrivals: the steady refreshes stay", rare.APIServerGetQPS, 1e-6)
 	near("first-reference, rare arrivals: etcd", rare.EtcdGetQPS, 1e-6)
 	often := EntryChurn(FirstReference, Churn{Arrivals: 1}, steady)
-	near("first-reference, an arrival a second: its GETs replace the refreshes", often.APIServerGetQPS, 1-steady)
-	near("first-reference, an arrival a second: etcd", often.EtcdGetQPS, 1)
-	// Between: arrivals every 33 s on average leave the refreshes that come
+	near("first-reference, an arrival a second: its fetches replace the refreshes", often.APIServerGetQPS, fetches(1)-steady)
+	near("first-reference, an arrival a second: etcd", often.EtcdGetQPS, fetches(1))
+	// Between: fetches every 33 s on average leave the refreshes that come
 	// before the next one, λ/(e − 1).
 	mid := EntryChurn(FirstReference, Churn{Arrivals: steady}, steady)
-	near("first-reference, an arrival per cycle", mid.APIServerGetQPS, steady+steady/(math.E-1)-steady)
+	f := fetches(steady)
+	near("first-reference, an arrival per cycle", mid.APIServerGetQPS, f+f/math.Expm1(f/steady)-steady)
 
-	near("watch, pods that never overlap", EntryChurn(Watch, Churn{Arrivals: 0.01, Lifetime: time.Millisecond}, 0).WatchOpenQPS, 0.01)
-	near("watch, ρ = 1", EntryChurn(Driver, Churn{Arrivals: 0.01, Lifetime: 100 * time.Second}, 0).WatchOpenQPS, 0.01/math.E)
+	teardown := TeardownDelay.Seconds()
+	near("watch, pods that never overlap", EntryChurn(Watch, Churn{Arrivals: 0.01, Lifetime: time.Millisecond}, 0).WatchOpenQPS, 0.01*math.Exp(-0.01*(0.001+teardown)))
+	near("watch, ρ = 1", EntryChurn(Driver, Churn{Arrivals: 0.01, Lifetime: 100*time.Second - TeardownDelay}, 0).WatchOpenQPS, 0.01/math.E)
 	if got := EntryChurn(Watch, Churn{Arrivals: 1, Lifetime: time.Hour}, 0); got.WatchOpenQPS > 1e-9 || got.APIServerGetQPS != 0 {
 		t.Errorf("watch, pods always overlapping: %+v", got)
 	}
@@ -58,8 +67,11 @@ func TestPredictWithArrivals(t *testing.T) {
 			Arrivals:    []Arrival{{Object: shared, Rate: 0.2}, {Object: jobs, Rate: 0.1}},
 			PodLifetime: 5 * time.Second}
 	}
+	lambda := func(b Behaviour, rate float64, steadyTicks, steadyRefresh float64) ChurnLoad {
+		return EntryChurn(b, Churn{Arrivals: rate, Lifetime: 5 * time.Second, SteadyTicks: steadyTicks}, steadyRefresh)
+	}
 	watch := Predict([]Node{node(Watch)})
-	if want := 0.1 * math.Exp(-0.5); math.Abs(watch.Total.Churn.WatchOpenQPS-want) > 1e-9 {
+	if want := lambda(Watch, 0.1, 0, 0).WatchOpenQPS; math.Abs(watch.Total.Churn.WatchOpenQPS-want) > 1e-9 || want == 0 {
 		t.Errorf("watch: %.4f opens/s, want %.4f (the jobs entry's alone)", watch.Total.Churn.WatchOpenQPS, want)
 	}
 	if watch.Total.Watches != 1 || watch.Total.APIServerGetQPS != 0 {
@@ -68,15 +80,16 @@ func TestPredictWithArrivals(t *testing.T) {
 	every := Predict([]Node{node(EverySync)})
 	steady := Predict([]Node{{Name: "n", SyncFrequency: 10 * time.Second, TTL: 30 * time.Second, Behaviour: EverySync,
 		Pods: []Pod{{Name: "p", Volumes: 1, Reads: []Object{shared}}}}})
-	if got, want := every.Total.APIServerGetQPS, steady.Total.APIServerGetQPS+0.3; math.Abs(got-want) > 1e-9 {
-		t.Errorf("every-sync: %.4f GET/s, want the steady %.4f and an arrival's 0.3", got, steady.Total.APIServerGetQPS)
+	churn := lambda(EverySync, 0.2, SyncTickRate(10*time.Second, 1), 0).EtcdGetQPS + lambda(EverySync, 0.1, 0, 0).EtcdGetQPS
+	if got, want := every.Total.APIServerGetQPS, steady.Total.APIServerGetQPS+churn; math.Abs(got-want) > 1e-9 {
+		t.Errorf("every-sync: %.4f GET/s, want the steady %.4f and the churn's %.4f", got, steady.Total.APIServerGetQPS, churn)
 	}
-	if math.Abs(every.Total.Churn.EtcdGetQPS-0.3) > 1e-9 {
-		t.Errorf("every-sync: churn %+v, want 0.3 quorum GET/s", every.Total.Churn)
+	if math.Abs(every.Total.Churn.EtcdGetQPS-churn) > 1e-9 {
+		t.Errorf("every-sync: churn %+v, want %.4f quorum GET/s", every.Total.Churn, churn)
 	}
 	first := Predict([]Node{node(FirstReference)})
 	refresh := RefreshRate(10*time.Second, 30*time.Second, 1)
-	want := 0.3 + 0.2/math.Expm1(0.2/refresh) - refresh
+	want := lambda(FirstReference, 0.2, 0, refresh).APIServerGetQPS + lambda(FirstReference, 0.1, 0, 0).APIServerGetQPS
 	if got := first.Total.Churn.APIServerGetQPS; math.Abs(got-want) > 1e-9 {
 		t.Errorf("first-reference: churn %.4f GET/s, want %.4f", got, want)
 	}
