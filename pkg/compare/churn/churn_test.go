@@ -39,7 +39,9 @@ func TestChurnCreatesDeletesAndCounts(t *testing.T) {
 		mu.Unlock()
 		return false, nil, nil
 	})
-	cm := func(name string) model.Object { return model.Object{Kind: model.ConfigMap, Namespace: "ns", Name: name} }
+	cm := func(name string) model.Object {
+		return model.Object{Kind: model.ConfigMap, Namespace: "ns", Name: name}
+	}
 	pools := map[string][]model.Object{"a": {cm("a0"), cm("a1"), cm("a2")}, "b": {cm("b0"), cm("b1"), cm("b2")}}
 	rootCA := cm(objects.RootCAConfigMap)
 	c := New(Config{Client: client, Namespace: "ns", Pools: pools, PerPod: 2, Shared: &rootCA,
