@@ -57,12 +57,12 @@ func withArrivals(s Scenario, namespace string, nodes []model.Node) {
 	for i := range nodes {
 		var arrivals []model.Arrival
 		for _, cm := range churnConfigMaps(namespace, i, s.ChurnConfigMaps) {
-			arrivals = append(arrivals, model.Arrival{Object: cm, Rate: share})
+			arrivals = append(arrivals, model.Arrival{Object: cm, Rate: share, Lifetime: s.PodLifetime})
 		}
 		if s.ServiceAccountVolume {
-			arrivals = append(arrivals, model.Arrival{Object: configMap(namespace, objects.RootCAConfigMap), Rate: s.PodChurn})
+			arrivals = append(arrivals, model.Arrival{Object: configMap(namespace, objects.RootCAConfigMap), Rate: s.PodChurn, Lifetime: s.PodLifetime})
 		}
-		nodes[i].Arrivals, nodes[i].PodLifetime = arrivals, s.PodLifetime
+		nodes[i].Arrivals = arrivals
 	}
 }
 

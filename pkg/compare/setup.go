@@ -85,7 +85,7 @@ func observedLayout(ctx context.Context, client kubernetes.Interface, namespace 
 	}
 	out := make([]model.Node, len(planned))
 	for i, n := range planned {
-		out[i] = model.Node{Name: n.Name, Pods: byNode[n.Name], Arrivals: n.Arrivals, PodLifetime: n.PodLifetime}
+		out[i] = model.Node{Name: n.Name, Pods: byNode[n.Name], Arrivals: n.Arrivals}
 		if len(out[i].Pods) != len(n.Pods) {
 			return nil, fmt.Errorf("node %s has %d of the run's pods, want %d", n.Name, len(out[i].Pods), len(n.Pods))
 		}
@@ -103,7 +103,7 @@ func withServedPods(own []model.Node, alsoServed map[string][]model.Pod) []model
 	out := make([]model.Node, 0, len(alsoServed))
 	seen := map[string]bool{}
 	for _, n := range own {
-		out = append(out, model.Node{Name: n.Name, Pods: slices.Concat(n.Pods, alsoServed[n.Name]), Arrivals: n.Arrivals, PodLifetime: n.PodLifetime})
+		out = append(out, model.Node{Name: n.Name, Pods: slices.Concat(n.Pods, alsoServed[n.Name]), Arrivals: n.Arrivals})
 		seen[n.Name] = true
 	}
 	for name, pods := range alsoServed {

@@ -123,7 +123,9 @@ func entryChurnOf(n Node, r readers) ChurnLoad {
 	if (b == Watch || b == Driver) && r.remounts > 0 {
 		return ChurnLoad{}
 	}
-	c := Churn{Arrivals: r.arrivals, Lifetime: n.PodLifetime}
+	// The streams' mean lifetime, weighted by their rates: the number of
+	// their pods there is Poisson with mean Σ rate·lifetime.
+	c := Churn{Arrivals: r.arrivals, Lifetime: time.Duration(r.occupancy / r.arrivals * float64(time.Second))}
 	steadyRefresh := 0.0
 	switch {
 	case r.remounts == 0:

@@ -68,10 +68,12 @@ type Pod struct {
 }
 
 // Arrival is a stream of pods arriving on a node that read Object: Rate
-// pods a second, as a Poisson stream.
+// pods a second, as a Poisson stream, each there Lifetime on average,
+// from its creation to its deletion.
 type Arrival struct {
-	Object Object
-	Rate   float64
+	Object   Object
+	Rate     float64
+	Lifetime time.Duration
 }
 
 // MountRetryInterval is the kubelet's longest backoff between two
@@ -94,12 +96,11 @@ type Node struct {
 	// watches out of the prediction.
 	WatchLifetime time.Duration
 	// Arrivals, where pods come and go, are the objects that arriving pods
-	// read and how many such pods arrive a second (each read once per
-	// pod), and PodLifetime is their mean time on the node: what they
-	// cost comes on top of the steady load of Pods, which are the pods
-	// there now (docs/model.md, "Pods that come and go").
-	Arrivals    []Arrival
-	PodLifetime time.Duration
+	// read, how many such pods arrive a second (each read once per pod)
+	// and how long they stay: what they cost comes on top of the steady
+	// load of Pods, the pods that stay (docs/model.md, "Pods that come
+	// and go").
+	Arrivals []Arrival
 	// Gathered, where not nil, are Pods' reads already gathered by object
 	// (GatherReads), which the load is then computed from: the what-ifs
 	// ask a cluster's same pods under other settings, and gathering is

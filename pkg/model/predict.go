@@ -137,8 +137,10 @@ func Totals(nodes []Node) (Load, ByKind) {
 type readers struct {
 	object           Object
 	remounts, mounts int
-	// arrivals is the rate of arriving pods' reads (Node.Arrivals).
-	arrivals float64
+	// arrivals is the rate of arriving pods' reads (Node.Arrivals), and
+	// occupancy the sum of each stream's rate times its lifetime (the
+	// mean number of arriving pods there that read the object).
+	arrivals, occupancy float64
 }
 
 // objectScratch is the memory eachObjectLoad gathers one node's readers
@@ -211,7 +213,9 @@ func (s *objectScratch) gather(n Node) {
 		}
 	}
 	for _, a := range n.Arrivals {
-		note(a.Object).arrivals += a.Rate
+		r := note(a.Object)
+		r.arrivals += a.Rate
+		r.occupancy += a.Rate * a.Lifetime.Seconds()
 	}
 }
 
@@ -220,7 +224,9 @@ func (s *objectScratch) gather(n Node) {
 // arriving pods' reads (Node.Arrivals).
 type Readers struct {
 	Remounts, Retries int
-	Arrivals          float64
+	// Arrivals and Occupancy are as in Node.Arrivals: pods a second, and
+	// the sum of their rates times their lifetimes.
+	Arrivals, Occupancy float64
 }
 
 // LoadOf is the load of object o on node n when rs read it. A node's
@@ -231,14 +237,14 @@ func LoadOf(n Node, o Object, rs Readers) Load {
 	if rs == (Readers{}) {
 		return Load{}
 	}
-	return objectLoad(n, readers{object: o, remounts: rs.Remounts, mounts: rs.Retries, arrivals: rs.Arrivals})
+	return objectLoad(n, readers{object: o, remounts: rs.Remounts, mounts: rs.Retries, arrivals: rs.Arrivals, occupancy: rs.Occupancy})
 }
 
 // Each calls f with every object r gathered (with the flags its readers
 // knew) and its readers.
 func (r *Reads) Each(f func(o Object, rs Readers)) {
 	for _, g := range r.readers {
-		f(g.object, Readers{Remounts: g.remounts, Retries: g.mounts, Arrivals: g.arrivals})
+		f(g.object, Readers{Remounts: g.remounts, Retries: g.mounts, Arrivals: g.arrivals, Occupancy: g.occupancy})
 	}
 }
 

@@ -207,7 +207,7 @@ func (c *Churner) Arrivals(from, to time.Time) (byNode map[string][]model.Arriva
 	byNode = map[string][]model.Arrival{}
 	for node, objs := range counts {
 		for o, n := range objs {
-			byNode[node] = append(byNode[node], model.Arrival{Object: o, Rate: float64(n) / seconds})
+			byNode[node] = append(byNode[node], model.Arrival{Object: o, Rate: float64(n) / seconds, Lifetime: c.cfg.Lifetime})
 		}
 	}
 	return byNode, pods
