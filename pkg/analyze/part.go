@@ -57,10 +57,12 @@ type objectKey struct {
 type objectRead struct {
 	object            model.Object
 	remounts, retries int32
+	// arrivals and occupancy are its arriving pods' (model.Readers).
+	arrivals, occupancy float32
 }
 
 func (r objectRead) readers() model.Readers {
-	return model.Readers{Remounts: int(r.remounts), Retries: int(r.retries)}
+	return model.Readers{Remounts: int(r.remounts), Retries: int(r.retries), Arrivals: float64(r.arrivals), Occupancy: float64(r.occupancy)}
 }
 
 // loadOn is r's load on node n.
@@ -76,7 +78,7 @@ type whatIfPart struct {
 // newNodePart computes the part of node n, whose pods are pods (sorted
 // by namespace and name), in cluster c, for a report of top rows.
 func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top int) *nodePart {
-	local := Cluster{Inventory: c.Inventory.OfNode(n, pods), Settings: c.Settings}
+	local := Cluster{Inventory: c.Inventory.OfNode(n, pods), Settings: c.Settings, arrivals: c.arrivals, passing: c.passing}
 	s := c.Settings[n.Name]
 	p := &nodePart{info: n, settings: s, pods: len(pods)}
 	modelPods := local.podsByNode()[n.Name]
@@ -86,7 +88,8 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top
 	p.node.Pods, p.node.Gathered = nil, nil
 	full.Gathered.Each(func(o model.Object, rs model.Readers) {
 		l := model.LoadOf(full, o, rs)
-		p.objects = append(p.objects, objectRead{object: o, remounts: int32(rs.Remounts), retries: int32(rs.Retries)})
+		p.objects = append(p.objects, objectRead{object: o, remounts: int32(rs.Remounts), retries: int32(rs.Retries),
+			arrivals: float32(rs.Arrivals), occupancy: float32(rs.Occupancy)})
 		p.load.add(o.Kind, l)
 	})
 	slices.SortFunc(p.objects, func(a, b objectRead) int { return compareObjects(a.object, b.object) })

@@ -3,6 +3,7 @@ package analyze
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -14,6 +15,25 @@ import (
 type Cluster struct {
 	Inventory *inventory.Inventory
 	Settings  map[string]Settings
+	// arriving are the workloads whose pods arrive on the nodes
+	// (WithArrivals), and arrivals each node's arrivals they make.
+	arriving []workloadArrivals
+	arrivals map[string][]model.Arrival
+	// passing are the running pods of workloads whose pods finish: the
+	// model counts them among the arrivals, not among the pods that stay.
+	passing map[podKey]bool
+}
+
+// podKey names a pod.
+type podKey struct{ namespace, name string }
+
+// WithArrivals is c with its pods' arrivals in the window before now,
+// estimated from their creation times (estimateArrivals): the model then
+// counts what pods that come and go cost beside the steady load.
+func (c Cluster) WithArrivals(now time.Time, window time.Duration) Cluster {
+	c.arriving, c.passing = estimateArrivals(c.Inventory, now, window)
+	c.arrivals = arrivalsByNode(c.arriving)
+	return c
 }
 
 // modelNodes describes the cluster's nodes to the load model, each with
@@ -27,7 +47,7 @@ func (c Cluster) modelNodes(settingsOf func(name string) Settings, pods map[stri
 		nodes = append(nodes, model.Node{
 			Name: n.Name, Pods: pods[n.Name],
 			SyncFrequency: s.SyncFrequency, TTL: s.TTL, Behaviour: s.Behaviour(),
-			WatchLifetime: s.WatchLifetime(), Gathered: gathered[n.Name],
+			WatchLifetime: s.WatchLifetime(), Gathered: gathered[n.Name], Arrivals: c.arrivals[n.Name],
 		})
 	}
 	return nodes
@@ -37,7 +57,9 @@ func (c Cluster) modelNodes(settingsOf func(name string) Settings, pods map[stri
 func (c Cluster) podsByNode() map[string][]model.Pod {
 	pods := map[string][]model.Pod{}
 	for _, p := range c.Inventory.Pods {
-		pods[p.Node] = append(pods[p.Node], podrefs.ModelPod(p.Namespace, p.Name, p.Refs, c.Inventory.Exists))
+		if !c.passing[podKey{p.Namespace, p.Name}] {
+			pods[p.Node] = append(pods[p.Node], podrefs.ModelPod(p.Namespace, p.Name, p.Refs, c.Inventory.Exists))
+		}
 	}
 	return pods
 }
@@ -89,6 +111,7 @@ func (a *Analysis) Result(c Cluster) Result {
 	}
 	r.Driver = sumDrivers(drivers)
 	r.WhatIfs = a.whatIfs(top)
+	r.Churn = a.churn(c, top)
 	r.Findings = a.findings()
 	r.Summary.Findings = countFindings(r.Findings)
 	if !c.Inventory.SecretsListed {

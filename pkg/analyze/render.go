@@ -29,6 +29,9 @@ func (r Result) sections(top int) []section {
 	out = append(out, section{fmt.Sprintf("Busiest nodes (%d of %d)", len(nodes), len(r.Nodes)), nodeTable(nodes)})
 	out = append(out, section{fmt.Sprintf("Busiest namespaces (top %d)", len(r.Namespaces)), namespaceTable(r.Namespaces)})
 	out = append(out, section{fmt.Sprintf("Busiest objects (top %d)", len(r.Objects)), objectTable(r.Objects)})
+	if r.Churn != nil {
+		out = append(out, section{fmt.Sprintf("Pods that come and go, in the last %s (top %d workloads)", formatWindow(r.Churn.WindowSeconds), len(r.Churn.Workloads)), r.Churn.table()})
+	}
 	out = append(out, r.moveSections()...)
 	if r.Driver != nil {
 		out = append(out, section{"nodeagent's CSI driver (" + podrefs.DriverName + "), apart from the kubelets", r.Driver.table()})
@@ -80,6 +83,17 @@ func (r Result) whatIfTable() report.Table {
 			fmt.Sprintf("%.2f", p.APIServerGets), saving(base.APIServerGets, p.APIServerGets),
 			fmt.Sprintf("%.2f", p.EtcdReads), saving(base.EtcdReads, p.EtcdReads),
 			fmt.Sprint(p.Watches), saving(float64(base.Watches), float64(p.Watches)), delay})
+	}
+	if r.Churn != nil {
+		// Each row's share of pods that come and go.
+		t.Header = append(t.Header, "of which churn GET/s", "churn watch opens/s")
+		rows := append([]Rates{now}, make([]Rates, 0, len(r.WhatIfs))...)
+		for _, w := range r.WhatIfs {
+			rows = append(rows, w.Predicted.Sum())
+		}
+		for i, p := range rows {
+			t.Rows[i] = append(t.Rows[i], fmt.Sprintf("%.2f", p.Churn.APIServerGets), fmt.Sprintf("%.2f", p.Churn.WatchOpens))
+		}
 	}
 	return t
 }

@@ -21,11 +21,33 @@ type Rates struct {
 	// WatchRequests is watches opened again per second, after the
 	// apiserver ends them at their timeout.
 	WatchRequests float64 `json:"watchRequestsPerSecond"`
+	// Churn is what pods that come and go cost of the above (their GETs
+	// are in APIServerGets and QuorumGets), and the watches they open.
+	Churn ChurnRates `json:"churn,omitzero"`
+}
+
+// ChurnRates is the part of a load that pods coming and going cause.
+type ChurnRates struct {
+	APIServerGets float64 `json:"apiserverGetsPerSecond"`
+	QuorumGets    float64 `json:"quorumGetsPerSecond"`
+	WatchOpens    float64 `json:"watchOpensPerSecond"`
+}
+
+func churnRatesOf(c model.ChurnLoad) ChurnRates {
+	return ChurnRates{APIServerGets: c.APIServerGetQPS, QuorumGets: c.EtcdGetQPS, WatchOpens: c.WatchOpenQPS}
+}
+
+func (a ChurnRates) plus(b ChurnRates) ChurnRates {
+	return ChurnRates{APIServerGets: a.APIServerGets + b.APIServerGets, QuorumGets: a.QuorumGets + b.QuorumGets, WatchOpens: a.WatchOpens + b.WatchOpens}
+}
+
+func (a ChurnRates) minus(b ChurnRates) ChurnRates {
+	return ChurnRates{APIServerGets: a.APIServerGets - b.APIServerGets, QuorumGets: a.QuorumGets - b.QuorumGets, WatchOpens: a.WatchOpens - b.WatchOpens}
 }
 
 func ratesOf(l model.Load) Rates {
 	return Rates{APIServerGets: l.APIServerGetQPS, QuorumGets: l.EtcdGetQPS, EtcdReads: l.EtcdGetQPS,
-		Watches: l.Watches, WatchRequests: l.WatchRequestQPS}
+		Watches: l.Watches, WatchRequests: l.WatchRequestQPS, Churn: churnRatesOf(l.Churn)}
 }
 
 // Kinds is a load split into ConfigMaps and Secrets.
@@ -39,12 +61,14 @@ func (k Kinds) Sum() Rates { return k.ConfigMaps.plus(k.Secrets) }
 
 func (a Rates) plus(b Rates) Rates {
 	return Rates{APIServerGets: a.APIServerGets + b.APIServerGets, QuorumGets: a.QuorumGets + b.QuorumGets,
-		EtcdReads: a.EtcdReads + b.EtcdReads, Watches: a.Watches + b.Watches, WatchRequests: a.WatchRequests + b.WatchRequests}
+		EtcdReads: a.EtcdReads + b.EtcdReads, Watches: a.Watches + b.Watches, WatchRequests: a.WatchRequests + b.WatchRequests,
+		Churn: a.Churn.plus(b.Churn)}
 }
 
 func (a Rates) minus(b Rates) Rates {
 	return Rates{APIServerGets: a.APIServerGets - b.APIServerGets, QuorumGets: a.QuorumGets - b.QuorumGets,
-		EtcdReads: a.EtcdReads - b.EtcdReads, Watches: a.Watches - b.Watches, WatchRequests: a.WatchRequests - b.WatchRequests}
+		EtcdReads: a.EtcdReads - b.EtcdReads, Watches: a.Watches - b.Watches, WatchRequests: a.WatchRequests - b.WatchRequests,
+		Churn: a.Churn.minus(b.Churn)}
 }
 
 func (k Kinds) plus(o Kinds) Kinds {
@@ -67,6 +91,9 @@ type Result struct {
 	// content than the API's, or soon to: all of them, whatever --top.
 	Findings []Finding       `json:"findings"`
 	Summary  FindingsSummary `json:"summary"`
+	// Churn is what pods that come and go cost, where some pods arrived
+	// in the last ArrivalWindow (their GETs are in Total too).
+	Churn *ChurnResult `json:"churn,omitempty"`
 	// Driver is what nodeagent's CSI driver serves and costs, where some
 	// pod uses it; its load is not in Total.
 	Driver *DriverResult `json:"csiDriver,omitempty"`

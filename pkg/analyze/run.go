@@ -88,7 +88,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, e
 		return Result{}, err
 	}
 	listed := time.Since(start)
-	r := Predict(Cluster{Inventory: inv, Settings: settings}, o.Top)
+	r := Predict(Cluster{Inventory: inv, Settings: settings}.WithArrivals(time.Now(), ArrivalWindow), o.Top)
 	r.Warnings = append(warnings, r.Warnings...)
 	o.printf("read the cluster in %s, predicted in %s\n", listed.Round(time.Millisecond), (time.Since(start) - listed).Round(time.Millisecond))
 	if o.Measure > 0 {

@@ -39,6 +39,10 @@ import (
 type Inventory struct {
 	Nodes []NodeInfo
 	Pods  []PodInfo
+	// Finished are the pods that ran on the nodes and finished, while the
+	// API still lists them (a Job's, until it is cleaned up): with Pods'
+	// creation times, what the estimate of pods that come and go reads.
+	Finished []FinishedPod
 	// objects are the listed ConfigMaps and Secrets.
 	objects map[objectKey]*ObjectInfo
 	// SecretsListed is false where the caller may not list Secrets:
@@ -96,6 +100,9 @@ type PodInfo struct {
 	Converted   bool
 	// Workload is what created the pod, as kind/name (WorkloadOf).
 	Workload string
+	// Created is the pod's creation time: when it arrived, for the
+	// estimate of pods that come and go.
+	Created time.Time
 	// WaitingForVolumes: the pod has not started because the kubelet has
 	// not set up its volumes (WaitingForVolumes).
 	WaitingForVolumes bool
@@ -152,6 +159,7 @@ func PodInfoOf(p *corev1.Pod) PodInfo {
 	info.Unconverted = unconverted(p)
 	_, info.Converted = p.Annotations[podrefs.ConvertedAnnotation]
 	info.Workload = WorkloadOf(p)
+	info.Created = p.CreationTimestamp.Time
 	info.WaitingForVolumes = WaitingForVolumes(p)
 	return info
 }
@@ -256,6 +264,9 @@ func List(ctx context.Context, client kubernetes.Interface, nodeSelector string,
 		inv.Pods = append(inv.Pods, PodInfoOf(p))
 	}, running)
 	if err != nil {
+		return nil, err
+	}
+	if err := inv.listFinished(ctx, client, selected, nodeSelector != "", pageSize, progress); err != nil {
 		return nil, err
 	}
 	if err := inv.listOptedIn(ctx, client); err != nil {

@@ -1,0 +1,148 @@
+package analyze
+
+import (
+	"cmp"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
+)
+
+// ArrivalWindow is how far back analyze counts pods' arrivals: long
+// enough for a CronJob of every few minutes, short enough that last
+// week's rollout is not churn.
+const ArrivalWindow = time.Hour
+
+// sighting is one pod the inventory saw, running or finished: where and
+// when it arrived, whether and when it ended, and what its volumes read.
+type sighting struct {
+	node           string
+	created, ended time.Time
+	finished       bool
+	refs           podrefs.Refs
+	name           string
+}
+
+// workloadArrivals is one workload's pods arriving on the cluster's
+// nodes, as estimated from its pods' creation times.
+type workloadArrivals struct {
+	namespace, workload string
+	// rate is its pods a second, over all nodes; byNode splits it.
+	rate     float64
+	byNode   map[string]float64
+	lifetime time.Duration
+	// reads are what one of its pods' volumes read (its newest).
+	reads []model.Object
+}
+
+// cronJobRun matches the name of a Job a CronJob made: the CronJob's name
+// and the scheduled time in minutes since the epoch.
+var cronJobRun = regexp.MustCompile(`^Job/(.+)-[0-9]{8,}$`)
+
+// arrivalWorkload is w as arrivals group it: a CronJob's runs are one
+// workload, whose Jobs each make a pod or a few.
+func arrivalWorkload(w string) string {
+	if m := cronJobRun.FindStringSubmatch(w); m != nil {
+		return "CronJob/" + m[1]
+	}
+	return w
+}
+
+// estimateArrivals estimates, from the creation times of the pods inv
+// lists (running and finished), each workload's pods that arrived in the
+// window before now:
+//
+//   - a workload whose pods finish (a Job's, a CronJob's) arrives at the
+//     rate of its pods seen in the window, from its first one's creation
+//     to its last one's ((n − 1) over that span; one pod, one a window),
+//     each there as long as its finished pods stayed on average;
+//   - one whose pods stay (a Deployment's) arrives only as often as it
+//     made pods in the window (a rollout, a scale-up), its pods staying.
+//
+// The API lists a finished pod until its Job is cleaned up (a CronJob
+// keeps its last three), so the span is what the API still shows; a Job
+// cleaned up at once leaves only its running pods to see.
+//
+// The running pods of a workload whose pods finish are passing: the
+// arrivals count them, and the pods that stay do not.
+func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Duration) (out []workloadArrivals, passing map[podKey]bool) {
+	type key struct{ namespace, workload string }
+	groups := map[key][]sighting{}
+	for _, p := range inv.Pods {
+		if now.Sub(p.Created) <= window {
+			k := key{p.Namespace, arrivalWorkload(p.Workload)}
+			groups[k] = append(groups[k], sighting{node: p.Node, created: p.Created, refs: p.Refs, name: p.Name})
+		}
+	}
+	for _, p := range inv.Finished {
+		if now.Sub(p.Created) <= window {
+			k := key{p.Namespace, arrivalWorkload(p.Workload)}
+			groups[k] = append(groups[k], sighting{node: p.Node, created: p.Created, ended: p.Ended, finished: true, refs: p.Refs, name: p.Name})
+		}
+	}
+	passing = map[podKey]bool{}
+	for k, seen := range groups {
+		w := workloadArrivals{namespace: k.namespace, workload: k.workload, byNode: map[string]float64{}}
+		w.rate, w.lifetime = rateAndLifetime(seen, window)
+		for _, s := range seen {
+			w.byNode[s.node] += w.rate / float64(len(seen))
+		}
+		newest := slices.MaxFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) })
+		w.reads = podrefs.ModelPod(k.namespace, newest.name, newest.refs, inv.Exists).Reads
+		if len(w.reads) == 0 {
+			continue
+		}
+		out = append(out, w)
+		if w.lifetime < window { // its pods finish
+			for _, s := range seen {
+				if !s.finished {
+					passing[podKey{k.namespace, s.name}] = true
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b workloadArrivals) int {
+		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.workload, b.workload))
+	})
+	return out, passing
+}
+
+// rateAndLifetime is one workload's arrival rate and its pods' mean time
+// on their nodes, from its sightings in the window.
+func rateAndLifetime(seen []sighting, window time.Duration) (rate float64, lifetime time.Duration) {
+	var lived time.Duration
+	finished := 0
+	for _, s := range seen {
+		if s.finished && !s.ended.IsZero() && s.ended.After(s.created) {
+			lived += s.ended.Sub(s.created)
+			finished++
+		}
+	}
+	if finished == 0 {
+		// Pods that stay: as many arrivals as the window saw made.
+		return float64(len(seen)) / window.Seconds(), window
+	}
+	first := slices.MinFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) }).created
+	last := slices.MaxFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) }).created
+	rate = 1 / window.Seconds()
+	if span := last.Sub(first); len(seen) > 1 && span > 0 {
+		rate = float64(len(seen)-1) / span.Seconds()
+	}
+	return rate, lived / time.Duration(finished)
+}
+
+// arrivalsByNode is each node's arrivals, for model.Node.Arrivals.
+func arrivalsByNode(workloads []workloadArrivals) map[string][]model.Arrival {
+	out := map[string][]model.Arrival{}
+	for _, w := range workloads {
+		for node, rate := range w.byNode {
+			for _, o := range w.reads {
+				out[node] = append(out[node], model.Arrival{Object: o, Rate: rate, Lifetime: w.lifetime})
+			}
+		}
+	}
+	return out
+}

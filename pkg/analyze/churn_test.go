@@ -1,0 +1,58 @@
+package analyze
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
+)
+
+// A CronJob every minute whose runs (three finished, one running) each
+// lived 20 s and read a ConfigMap no pod that stays reads, beside a
+// Deployment whose pod has stayed for days: the CronJob arrives once a
+// minute, its churn is a quorum GET per arrival after #120255 and a watch
+// per arrival under Watch, the driver's cost of it is its watch opens, and
+// the Deployment is no churn.
+func TestChurnOfACronJob(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	jobPod := podrefs.Refs{Volumes: []podrefs.Volume{cm("backup-config")}}
+	for _, strategy := range []model.Strategy{model.StrategyCache, model.StrategyWatch} {
+		c := oneNode("1.37.2", strategy, time.Minute, time.Minute, podrefs.Refs{Volumes: []podrefs.Volume{cm("web-config")}})
+		c.Inventory.Pods[0].Workload, c.Inventory.Pods[0].Created = "Deployment/web", now.Add(-72*time.Hour)
+		for i := range 3 {
+			created := now.Add(-time.Duration(3-i) * time.Minute)
+			c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: "backup-run", Node: "node",
+				Workload: "Job/backup-29410000", Refs: jobPod, Created: created, Ended: created.Add(20 * time.Second)})
+		}
+		c.Inventory.Pods = append(c.Inventory.Pods, inventory.PodInfo{Namespace: "ns", Name: "backup-now", Node: "node",
+			Workload: "Job/backup-29410003", Refs: jobPod, Created: now})
+		c.Inventory.AddObject(model.ConfigMap, "ns", "backup-config", false)
+		r := Predict(c.WithArrivals(now, ArrivalWindow), 10)
+		if r.Churn == nil || len(r.Churn.Workloads) != 1 {
+			t.Fatalf("%s: churn %+v, want the CronJob's alone", strategy, r.Churn)
+		}
+		w := r.Churn.Workloads[0]
+		if w.Workload != "CronJob/backup" || math.Abs(w.ArrivalsPerSecond-1.0/60) > 1e-9 || w.LifetimeSeconds != 20 {
+			t.Errorf("%s: %+v, want CronJob/backup arriving once a minute, 20 s each", strategy, w)
+		}
+		lambda := 1.0 / 60
+		opens := lambda * math.Exp(-lambda*(20+model.TeardownDelay.Seconds()))
+		near(t, string(strategy)+": with the driver, watch opens", w.WithDriver.WatchOpens, opens)
+		// The run there now is one of the arrivals, not a pod that stays.
+		switch strategy {
+		case model.StrategyCache:
+			near(t, "Cache: quorum GETs", w.Predicted.QuorumGets, lambda/(1+lambda*model.ArrivalMountDelay.Seconds()))
+		case model.StrategyWatch:
+			near(t, "Watch: watch opens", w.Predicted.WatchOpens, opens)
+		}
+		if r.Nodes[0].Pods != 1 {
+			t.Errorf("%s: %d pods that stay, want the Deployment's alone", strategy, r.Nodes[0].Pods)
+		}
+		if r.Churn.Predicted != w.Predicted {
+			t.Errorf("%s: churn in all %+v, want the CronJob's %+v", strategy, r.Churn.Predicted, w.Predicted)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package inventory
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
+)
+
+// FinishedPod is a pod that ran on a node and finished: when it arrived
+// and when its last container ended, and what it referenced.
+type FinishedPod struct {
+	Namespace, Name, Node string
+	Workload              string
+	Refs                  podrefs.Refs
+	Created, Ended        time.Time
+}
+
+// FinishedPodOf is what the inventory keeps of a finished pod p.
+func FinishedPodOf(p *corev1.Pod) FinishedPod {
+	return FinishedPod{
+		Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Workload: WorkloadOf(p),
+		Refs: podrefs.Of(p), Created: p.CreationTimestamp.Time, Ended: endedAt(p),
+	}
+}
+
+// endedAt is when p's last container ended, or zero where no container
+// status says (a pod that failed before its containers started).
+func endedAt(p *corev1.Pod) time.Time {
+	var last time.Time
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, s := range statuses {
+			if t := s.State.Terminated; t != nil && t.FinishedAt.After(last) {
+				last = t.FinishedAt.Time
+			}
+		}
+	}
+	return last
+}
+
+// listFinished lists the pods that finished on the selected nodes (all
+// nodes unless bySelector), phase by phase, as the server filters them.
+func (inv *Inventory) listFinished(ctx context.Context, client kubernetes.Interface, selected map[string]bool, bySelector bool, pageSize int64, progress Progress) error {
+	for _, phase := range []corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed} {
+		opts := metav1.ListOptions{FieldSelector: "spec.nodeName!=,status.phase=" + string(phase)}
+		err := each(ctx, "finished pods", pageSize, progress, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Pods("").List(ctx, o)
+		}, func(obj runtime.Object) {
+			p := obj.(*corev1.Pod)
+			// The field selector's work is done again, where a server ignores it.
+			if p.Spec.NodeName == "" || p.Status.Phase != phase || (bySelector && !selected[p.Spec.NodeName]) {
+				return
+			}
+			inv.Finished = append(inv.Finished, FinishedPodOf(p))
+		}, opts)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
