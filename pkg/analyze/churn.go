@@ -82,8 +82,12 @@ func (c *ChurnResult) table() report.Table {
 	t.Rows = append(t.Rows, []string{"all", "", fmt.Sprintf("%.2f", 60*c.ArrivalsPerSecond), "", "",
 		fmt.Sprintf("%.3f", c.Predicted.APIServerGets), fmt.Sprintf("%.3f", c.Predicted.QuorumGets), fmt.Sprintf("%.3f", c.Predicted.WatchOpens), ""})
 	for _, w := range c.Workloads {
+		stays := formatWindow(w.LifetimeSeconds)
+		if w.LifetimeSeconds >= c.WindowSeconds {
+			stays = "stays"
+		}
 		t.Rows = append(t.Rows, []string{w.Namespace, w.Workload, fmt.Sprintf("%.2f", 60*w.ArrivalsPerSecond), fmt.Sprint(w.Nodes),
-			formatWindow(w.LifetimeSeconds), fmt.Sprintf("%.3f", w.Predicted.APIServerGets), fmt.Sprintf("%.3f", w.Predicted.QuorumGets),
+			stays, fmt.Sprintf("%.3f", w.Predicted.APIServerGets), fmt.Sprintf("%.3f", w.Predicted.QuorumGets),
 			fmt.Sprintf("%.3f", w.Predicted.WatchOpens), fmt.Sprintf("%.3f", w.WithDriver.WatchOpens)})
 	}
 	return t
