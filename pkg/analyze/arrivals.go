@@ -52,22 +52,18 @@ func arrivalWorkload(w string) string {
 }
 
 // estimateArrivals estimates, from the creation times of the pods inv
-// lists (running and finished), each workload's pods that arrived in the
-// window before now:
-//
-//   - a workload whose pods finish (a Job's, a CronJob's) arrives at the
-//     rate of its pods seen in the window, from its first one's creation
-//     to its last one's ((n − 1) over that span; one pod, one a window),
-//     each there as long as its finished pods stayed on average;
-//   - one whose pods stay (a Deployment's) arrives only as often as it
-//     made pods in the window (a rollout, a scale-up), its pods staying.
+// lists, the arrivals of each workload whose pods finish (a Job's, a
+// CronJob's: some of its pods in the window are listed finished): the rate
+// of its pods seen in the window, from its first one's creation to its
+// last one's ((n − 1) over that span; one pod, one a window), each there
+// as long as its finished pods stayed on average. Its running pods are
+// passing: the arrivals count them, and the pods that stay do not.
 //
 // The API lists a finished pod until its Job is cleaned up (a CronJob
 // keeps its last three), so the span is what the API still shows; a Job
-// cleaned up at once leaves only its running pods to see.
-//
-// The running pods of a workload whose pods finish are passing: the
-// arrivals count them, and the pods that stay do not.
+// cleaned up at once shows nothing finished, and is not counted. Nor are
+// the pods a rollout replaced, which the API no longer lists: a new pod of
+// a Deployment looks the same whether the Deployment is new or rolled.
 func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Duration) (out []workloadArrivals, passing map[podKey]bool) {
 	type key struct{ namespace, workload string }
 	groups := map[key][]sighting{}
@@ -86,7 +82,11 @@ func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Durat
 	passing = map[podKey]bool{}
 	for k, seen := range groups {
 		w := workloadArrivals{namespace: k.namespace, workload: k.workload, byNode: map[string]float64{}}
-		w.rate, w.lifetime = rateAndLifetime(seen, window)
+		var finishes bool
+		w.rate, w.lifetime, finishes = rateAndLifetime(seen, window)
+		if !finishes {
+			continue
+		}
 		for _, s := range seen {
 			w.byNode[s.node] += w.rate / float64(len(seen))
 		}
@@ -96,11 +96,9 @@ func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Durat
 			continue
 		}
 		out = append(out, w)
-		if w.lifetime < window { // its pods finish
-			for _, s := range seen {
-				if !s.finished {
-					passing[podKey{k.namespace, s.name}] = true
-				}
+		for _, s := range seen {
+			if !s.finished {
+				passing[podKey{k.namespace, s.name}] = true
 			}
 		}
 	}
@@ -111,8 +109,9 @@ func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Durat
 }
 
 // rateAndLifetime is one workload's arrival rate and its pods' mean time
-// on their nodes, from its sightings in the window.
-func rateAndLifetime(seen []sighting, window time.Duration) (rate float64, lifetime time.Duration) {
+// on their nodes, from its sightings in the window; finishes is false
+// where none of them finished, and the rest is then meaningless.
+func rateAndLifetime(seen []sighting, window time.Duration) (rate float64, lifetime time.Duration, finishes bool) {
 	var lived time.Duration
 	finished := 0
 	for _, s := range seen {
@@ -122,8 +121,7 @@ func rateAndLifetime(seen []sighting, window time.Duration) (rate float64, lifet
 		}
 	}
 	if finished == 0 {
-		// Pods that stay: as many arrivals as the window saw made.
-		return float64(len(seen)) / window.Seconds(), window
+		return 0, 0, false
 	}
 	first := slices.MinFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) }).created
 	last := slices.MaxFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) }).created
@@ -131,7 +129,7 @@ func rateAndLifetime(seen []sighting, window time.Duration) (rate float64, lifet
 	if span := last.Sub(first); len(seen) > 1 && span > 0 {
 		rate = float64(len(seen)-1) / span.Seconds()
 	}
-	return rate, lived / time.Duration(finished)
+	return rate, lived / time.Duration(finished), true
 }
 
 // arrivalsByNode is each node's arrivals, for model.Node.Arrivals.

@@ -12,16 +12,16 @@ import (
 
 // A CronJob every minute whose runs (three finished, one running) each
 // lived 20 s and read a ConfigMap no pod that stays reads, beside a
-// Deployment whose pod has stayed for days: the CronJob arrives once a
-// minute, its churn is a quorum GET per arrival after #120255 and a watch
-// per arrival under Watch, the driver's cost of it is its watch opens, and
-// the Deployment is no churn.
+// Deployment whose pod was made five minutes ago: the CronJob arrives once
+// a minute, its churn is a quorum GET per arrival after #120255 and a
+// watch per arrival under Watch, the driver's cost of it is its watch
+// opens, and the Deployment, new or rolled, is no churn.
 func TestChurnOfACronJob(t *testing.T) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	jobPod := podrefs.Refs{Volumes: []podrefs.Volume{cm("backup-config")}}
 	for _, strategy := range []model.Strategy{model.StrategyCache, model.StrategyWatch} {
 		c := oneNode("1.37.2", strategy, time.Minute, time.Minute, podrefs.Refs{Volumes: []podrefs.Volume{cm("web-config")}})
-		c.Inventory.Pods[0].Workload, c.Inventory.Pods[0].Created = "Deployment/web", now.Add(-72*time.Hour)
+		c.Inventory.Pods[0].Workload, c.Inventory.Pods[0].Created = "Deployment/web", now.Add(-5*time.Minute)
 		for i := range 3 {
 			created := now.Add(-time.Duration(3-i) * time.Minute)
 			c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: "backup-run", Node: "node",
