@@ -24,6 +24,8 @@ import (
 //     Markdown table (results.Report.ResourceTable);
 //   - summary: a compare run's GET/s at the apiserver and etcd per mode
 //     against the model's, as a Markdown table (results.Report.SummaryTable);
+//   - churn: a compare run's pods that came and went per mode, beside the
+//     model's churn term, as a Markdown table (results.Report.ChurnTable);
 //   - value FORMAT PATH: one figure of the report (Record.Value), written
 //     with a Go format verb such as %.2f, or a cell of a table run's
 //     table, rows/ROW/COLUMN, written with %s;
@@ -48,7 +50,7 @@ func render(r *Record, what string, args []string) (string, error) {
 		return runLine(r), nil
 	case "table":
 		return table(r)
-	case "latency", "resources", "summary":
+	case "latency", "resources", "summary", "churn":
 		run, err := compareReport(r, what)
 		if err != nil {
 			return "", err
@@ -58,6 +60,8 @@ func render(r *Record, what string, args []string) (string, error) {
 			return "\n" + run.LatencyTable().Markdown(), nil
 		case "summary":
 			return "\n" + run.SummaryTable().Markdown(), nil
+		case "churn":
+			return "\n" + run.ChurnTable().Markdown(), nil
 		}
 		return "\n" + run.ResourceTable().Markdown(), nil
 	case "value":
@@ -96,7 +100,7 @@ func render(r *Record, what string, args []string) (string, error) {
 		}
 		return stagesLine(r, args[0], args[1:])
 	}
-	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, summary, value, ratio, took, duration, stages, rows, bench or report", what)
+	return "", fmt.Errorf("unknown renderer %q: want run, table, latency, resources, summary, churn, value, ratio, took, duration, stages, rows, bench or report", what)
 }
 
 // runLine names the run: what to run, on what code, where and when.
