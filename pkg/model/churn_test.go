@@ -63,7 +63,7 @@ func TestPredictWithArrivals(t *testing.T) {
 	jobs := Object{Kind: ConfigMap, Namespace: "ns", Name: "jobs"}
 	node := func(b Behaviour) Node {
 		return Node{Name: "n", SyncFrequency: 10 * time.Second, TTL: 30 * time.Second, Behaviour: b,
-			Pods:        []Pod{{Name: "p", Volumes: 1, Reads: []Object{shared}}},
+			Pods:     []Pod{{Name: "p", Volumes: 1, Reads: []Object{shared}}},
 			Arrivals: []Arrival{{Object: shared, Rate: 0.2, Lifetime: 5 * time.Second}, {Object: jobs, Rate: 0.1, Lifetime: 5 * time.Second}}}
 	}
 	lambda := func(b Behaviour, rate float64, steadyTicks, steadyRefresh float64) ChurnLoad {
