@@ -39,7 +39,7 @@ func TestChurnOfACronJob(t *testing.T) {
 			t.Errorf("%s: %+v, want CronJob/backup arriving once a minute, 20 s each", strategy, w)
 		}
 		lambda := 1.0 / 60
-		opens := lambda * math.Exp(-lambda*(20+model.TeardownDelay.Seconds()))
+		opens := lambda * math.Exp(-lambda*20)
 		near(t, string(strategy)+": with the driver, watch opens", w.WithDriver.WatchOpens, opens)
 		// The run there now is one of the arrivals, not a pod that stays.
 		switch strategy {

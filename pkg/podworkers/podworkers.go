@@ -184,24 +184,14 @@ func (p *PodWorkers) deliver(pod *corev1.Pod, teardown bool) {
 		p.mu.Unlock()
 		return
 	}
-	deferred := false
 	if teardown && w.state == syncing {
 		w.state = terminating
 		if w.cancelSync != nil {
 			w.cancelSync() // the teardown comes next; the sync's wait is moot
 		}
-		// The kubelet tears a pod down once its PLEG relist, which runs
-		// just after the sync tick, shows the containers stopped: the
-		// next tick hands the teardown over, and the pod's references
-		// stay until then (a watch of an object only it read stays open).
-		deferred = true
 	}
 	w.pending, w.lastPod = pod, pod
 	p.mu.Unlock()
-	if deferred {
-		p.queue.Enqueue(pod.UID, 0)
-		return
-	}
 	select {
 	case w.wake <- struct{}{}:
 	default: // already woken; it will find the newest pending update

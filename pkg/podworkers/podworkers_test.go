@@ -238,7 +238,7 @@ func TestTeardown(t *testing.T) {
 		r.source = append(r.source, deleting)
 		r.mu.Unlock()
 		w.UpdatePod(deleting)
-		tickUntil(t, clk, "the teardown", func() bool { return w.Workers() == 0 })
+		testutil.WaitFor(t, "the teardown", func() bool { return w.Workers() == 0 })
 		w.UpdatePod(pod("deleted", 3))
 		time.Sleep(10 * time.Millisecond)
 		if n := r.syncCount("deleted"); n != 1 {
@@ -249,7 +249,7 @@ func TestTeardown(t *testing.T) {
 		p := pod("done", 1)
 		p.Status.Phase = corev1.PodSucceeded
 		w.UpdatePod(p)
-		tickUntil(t, clk, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["done"] == 1 })
+		testutil.WaitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["done"] == 1 })
 		if n := r.syncCount("done"); n != 0 {
 			t.Errorf("a finished pod was synced %d times", n)
 		}
@@ -258,7 +258,7 @@ func TestTeardown(t *testing.T) {
 		w.UpdatePod(pod("vanished", 1))
 		<-r.syncCalled
 		clk.Step(2 * time.Second)
-		tickUntil(t, clk, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["vanished"] == 1 })
+		testutil.WaitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["vanished"] == 1 })
 		testutil.WaitFor(t, "the worker to exit", func() bool { return w.Workers() == 0 })
 	})
 	r.mu.Lock()
@@ -314,7 +314,7 @@ func TestErrorBackoffIsAtMostS(t *testing.T) {
 }
 
 // A pod that starts terminating while its sync waits (for a volume that
-// cannot mount) has that sync cancelled, and is torn down at the next tick.
+// cannot mount) has that sync cancelled, and is torn down at once.
 func TestTerminationCancelsTheSyncInFlight(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
 	r := newRecorder()
@@ -336,28 +336,8 @@ func TestTerminationCancelsTheSyncInFlight(t *testing.T) {
 	deleting := pod("a", 2)
 	deleting.DeletionTimestamp = &metav1.Time{Time: clk.Now()}
 	w.UpdatePod(deleting)
-	time.Sleep(20 * time.Millisecond)
-	r.mu.Lock()
-	early := r.teardowns["a"]
-	r.mu.Unlock()
-	if early != 0 {
-		t.Error("torn down before the next tick: the pod's references would go before the kubelet's do")
-	}
-	tickUntil(t, clk, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["a"] == 1 })
+	testutil.WaitFor(t, "the teardown", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.teardowns["a"] == 1 })
 	if !errors.Is(syncErr, context.Canceled) {
 		t.Errorf("the sync in flight ended with %v, want context.Canceled", syncErr)
 	}
-}
-
-// tickUntil steps clk a second at a time until cond holds: a teardown
-// waits for the next tick, as the kubelet's waits for its PLEG relist.
-func tickUntil(t *testing.T, clk *testingclock.FakeClock, what string, cond func() bool) {
-	t.Helper()
-	testutil.WaitFor(t, what, func() bool {
-		if cond() {
-			return true
-		}
-		clk.Step(time.Second)
-		return false
-	})
 }
