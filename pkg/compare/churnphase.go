@@ -12,6 +12,10 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
+// churnSeed makes every phase's arrivals the same stream, so that the
+// modes compared side by side face the same pods at the same moments.
+const churnSeed = 1
+
 // runningChurn is a phase's arriving pods while they come and go; nil
 // when the run makes none, and then every method does nothing.
 type runningChurn struct {
@@ -41,7 +45,7 @@ func (r *runner) startChurn(ctx context.Context, mode modes.Mode, nodes []model.
 	}
 	cfg := churn.Config{
 		Client: r.admin, Namespace: r.namespace, Pools: pools, PerPod: s.ConfigMapsPerPod,
-		Rate: s.PodChurn, Lifetime: s.PodLifetime, Seed: uint64(len(mode)),
+		Rate: s.PodChurn, Lifetime: s.PodLifetime, Seed: churnSeed,
 		Pod: objects.Options{PodImage: r.podImage(), ServiceAccountVolume: s.ServiceAccountVolume},
 	}
 	if s.ServiceAccountVolume {
