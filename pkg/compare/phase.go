@@ -56,14 +56,7 @@ func (r *runner) runPhase(ctx context.Context, mode modes.Mode) (results.PhaseRe
 	if err != nil {
 		return res, err
 	}
-	ttlInEffect, lowest, highest := CommonTTL(ttls)
-	res.TTLSeconds = ttlInEffect.Seconds()
-	if lowest != highest {
-		res.TTLLowestSeconds, res.TTLHighestSeconds = lowest.Seconds(), highest.Seconds()
-	}
-	prediction := Prediction(nodes, r.scenario.SyncFrequency, mode, ttls)
-	expected := prediction.ByKind[model.ConfigMap]
-	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS, res.ExpectedWatches = expected.APIServerGetQPS, expected.EtcdGetQPS, expected.Watches
+	ttlInEffect, prediction := r.expect(&res, nodes, mode, ttls)
 
 	// (1) Start the agents, spread over one cycle of what drives the
 	// GETs: the mean sync interval, or with a TTL-driven cache one
@@ -112,6 +105,22 @@ func (r *runner) runPhase(ctx context.Context, mode modes.Mode) (results.PhaseRe
 		err = r.attribute(&res, nodes, warmupStart, prediction)
 	}
 	return res, err
+}
+
+// expect records in res the TTL the phase's nodes use and the model's
+// prediction for them before the window (a run with arrivals predicts
+// again from those that happened), and returns the TTL most nodes use and
+// the prediction.
+func (r *runner) expect(res *results.PhaseResult, nodes []model.Node, mode modes.Mode, ttls map[string]time.Duration) (time.Duration, model.Prediction) {
+	ttlInEffect, lowest, highest := CommonTTL(ttls)
+	res.TTLSeconds = ttlInEffect.Seconds()
+	if lowest != highest {
+		res.TTLLowestSeconds, res.TTLHighestSeconds = lowest.Seconds(), highest.Seconds()
+	}
+	prediction := Prediction(nodes, r.scenario.SyncFrequency, mode, ttls)
+	expected := prediction.ByKind[model.ConfigMap]
+	res.ExpectedAPIServerQPS, res.ExpectedEtcdQPS, res.ExpectedWatches = expected.APIServerGetQPS, expected.EtcdGetQPS, expected.Watches
+	return ttlInEffect, prediction
 }
 
 // warmUp waits until every volume of nodes is on disk, starts the
