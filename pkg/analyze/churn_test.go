@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,18 @@ func TestChurnOfACronJob(t *testing.T) {
 		}
 		if r.Churn.Predicted != w.Predicted {
 			t.Errorf("%s: churn in all %+v, want the CronJob's %+v", strategy, r.Churn.Predicted, w.Predicted)
+		}
+		var text strings.Builder
+		if err := r.WriteText(&text, 10); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Pods that come and go, in the last 1h0m0s", "CronJob/backup", "of which churn GET/s"} {
+			if !strings.Contains(text.String(), want) {
+				t.Errorf("%s: the report lacks %q:\n%s", strategy, want, text.String())
+			}
+		}
+		if strategy == model.StrategyCache {
+			t.Logf("the report:\n%s", text.String())
 		}
 	}
 }
