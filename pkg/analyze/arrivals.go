@@ -23,6 +23,7 @@ type sighting struct {
 	created, ended time.Time
 	finished       bool
 	refs           podrefs.Refs
+	unconverted    []inventory.UnconvertedVolume
 	name           string
 }
 
@@ -34,8 +35,12 @@ type workloadArrivals struct {
 	rate     float64
 	byNode   map[string]float64
 	lifetime time.Duration
-	// reads are what one of its pods' volumes read (its newest).
-	reads []model.Object
+	// reads are what one of its pods' volumes read (its newest), and
+	// driverReads what its driver volumes keep watches on; refs and
+	// unconverted are that pod's, for moving it (movedToDriver).
+	reads, driverReads []model.Object
+	refs                podrefs.Refs
+	unconverted         []inventory.UnconvertedVolume
 }
 
 // cronJobRun matches the name of a Job a CronJob made: the CronJob's name
@@ -70,13 +75,14 @@ func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Durat
 	for _, p := range inv.Pods {
 		if now.Sub(p.Created) <= window {
 			k := key{p.Namespace, arrivalWorkload(p.Workload)}
-			groups[k] = append(groups[k], sighting{node: p.Node, created: p.Created, refs: p.Refs, name: p.Name})
+			groups[k] = append(groups[k], sighting{node: p.Node, created: p.Created, refs: p.Refs, unconverted: p.Unconverted, name: p.Name})
 		}
 	}
 	for _, p := range inv.Finished {
 		if now.Sub(p.Created) <= window {
 			k := key{p.Namespace, arrivalWorkload(p.Workload)}
-			groups[k] = append(groups[k], sighting{node: p.Node, created: p.Created, ended: p.Ended, finished: true, refs: p.Refs, name: p.Name})
+			groups[k] = append(groups[k], sighting{node: p.Node, created: p.Created, ended: p.Ended, finished: true,
+				refs: p.Refs, unconverted: p.Unconverted, name: p.Name})
 		}
 	}
 	passing = map[podKey]bool{}
@@ -91,8 +97,9 @@ func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Durat
 			w.byNode[s.node] += w.rate / float64(len(seen))
 		}
 		newest := slices.MaxFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) })
-		w.reads = podrefs.ModelPod(k.namespace, newest.name, newest.refs, inv.Exists).Reads
-		if len(w.reads) == 0 {
+		w.refs, w.unconverted = newest.refs, newest.unconverted
+		w.readsOf(inv, newest.name)
+		if len(w.reads) == 0 && len(w.driverReads) == 0 {
 			continue
 		}
 		out = append(out, w)
@@ -106,6 +113,19 @@ func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Durat
 		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.workload, b.workload))
 	})
 	return out, passing
+}
+
+// readsOf sets w's reads from its refs: its kubelet volumes' and its
+// driver volumes' (those that can mount).
+func (w *workloadArrivals) readsOf(inv *inventory.Inventory, pod string) {
+	w.reads = podrefs.ModelPod(w.namespace, pod, w.refs, inv.Exists).Reads
+	w.driverReads = nil
+	c := Cluster{Inventory: inv}
+	for _, v := range w.refs.DriverVolumes {
+		if reads, ok := c.driverReads(w.namespace, v); ok {
+			w.driverReads = append(w.driverReads, reads...)
+		}
+	}
 }
 
 // rateAndLifetime is one workload's arrival rate and its pods' mean time
@@ -132,12 +152,17 @@ func rateAndLifetime(seen []sighting, window time.Duration) (rate float64, lifet
 	return rate, lived / time.Duration(finished), true
 }
 
-// arrivalsByNode is each node's arrivals, for model.Node.Arrivals.
-func arrivalsByNode(workloads []workloadArrivals) map[string][]model.Arrival {
+// arrivalsByNode is each node's arrivals, for model.Node.Arrivals: of
+// the kubelets' reads, or with driver of the driver's.
+func arrivalsByNode(workloads []workloadArrivals, driver bool) map[string][]model.Arrival {
 	out := map[string][]model.Arrival{}
 	for _, w := range workloads {
+		reads := w.reads
+		if driver {
+			reads = w.driverReads
+		}
 		for node, rate := range w.byNode {
-			for _, o := range w.reads {
+			for _, o := range reads {
 				out[node] = append(out[node], model.Arrival{Object: o, Rate: rate, Lifetime: w.lifetime})
 			}
 		}

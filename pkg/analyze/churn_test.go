@@ -69,3 +69,39 @@ func TestChurnOfACronJob(t *testing.T) {
 		}
 	}
 }
+
+// Moving a CronJob whose pods come and go to the driver moves its arrivals
+// too, including the runs that finished: the kubelet's GETs for them go,
+// and the driver opens a watch for each run that finds none on its node.
+func TestMoveToDriverMovesArrivals(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	jobPod := podrefs.Refs{Volumes: []podrefs.Volume{cm("backup-config")}}
+	moving := []inventory.UnconvertedVolume{{Volume: "backup-config", ConfigMap: "backup-config"}}
+	c := oneNode("1.37.2", model.StrategyCache, time.Minute, time.Minute)
+	for i := range 3 {
+		created := now.Add(-time.Duration(3-i) * time.Minute)
+		c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: "backup-run", Node: "node",
+			Workload: "Job/backup-29410000", Refs: jobPod, Created: created, Ended: created.Add(20 * time.Second), Unconverted: moving})
+	}
+	c.Inventory.AddObject(model.ConfigMap, "ns", "backup-config", false)
+	c.Inventory.DriverNodesListed = false // every node is taken to have the driver
+	r := Predict(c.WithArrivals(now, ArrivalWindow), 10)
+	var move *WhatIf
+	for i := range r.WhatIfs {
+		if r.WhatIfs[i].Name == "move-to-driver" {
+			move = &r.WhatIfs[i]
+		}
+	}
+	if move == nil {
+		t.Fatal("no move-to-driver what-if")
+	}
+	lambda := 1.0 / 60
+	got := move.Predicted.Sum().Churn
+	if got.APIServerGets != 0 {
+		t.Errorf("move-to-driver: %.4f churn GET/s, want none: the runs' volumes are the driver's", got.APIServerGets)
+	}
+	near(t, "move-to-driver: the driver's watch opens", got.WatchOpens, lambda*math.Exp(-lambda*20))
+	if now := r.Total.Predicted.Sum().Churn; now.APIServerGets == 0 || now.WatchOpens != 0 {
+		t.Errorf("now: churn %+v, want the kubelet's GETs and no watch", now)
+	}
+}

@@ -56,7 +56,7 @@ func (c Cluster) driverPart(node string) *driverPart {
 	registered := c.Inventory.ServesDriver(node)
 	for _, p := range c.Inventory.Pods {
 		refused := len(p.Refs.RefusedDriverVolumes)
-		if len(p.Refs.DriverVolumes) == 0 && refused == 0 {
+		if (len(p.Refs.DriverVolumes) == 0 && refused == 0) || c.passing[podKey{p.Namespace, p.Name}] {
 			continue
 		}
 		d.pods++
@@ -81,10 +81,12 @@ func (c Cluster) driverPart(node string) *driverPart {
 		}
 		pods = append(pods, mp)
 	}
-	if d.pods == 0 {
+	arrivals := c.driverArrivals[node]
+	if d.pods == 0 && len(arrivals) == 0 {
 		return nil
 	}
-	n := model.Node{Name: node, Pods: pods, Behaviour: model.Driver, WatchLifetime: driverWatchLifetime}
+	// Pods that come and go with driver volumes: the driver's watch opens.
+	n := model.Node{Name: node, Pods: pods, Behaviour: model.Driver, WatchLifetime: driverWatchLifetime, Arrivals: arrivals}
 	d.load = loadsOf(n)
 	d.delay = model.DelayGroupsOf(n, model.ShareCounts(n))
 	return &d
@@ -105,7 +107,7 @@ func sumDrivers(parts []*driverPart) *DriverResult {
 		addKindLoads(&sum, d.load)
 		delay = append(delay, d.delay...)
 	}
-	if r.Pods == 0 {
+	if r.Pods == 0 && sum == (kindLoads{}) {
 		return nil
 	}
 	r.Predicted = sum.kinds()

@@ -14,9 +14,12 @@ import (
 // move, the driver's part then, what moved, and each group's part.
 type movePart struct {
 	pods, volumes, subPaths int
-	load                    kindLoads
-	delay                   []model.DelayGroup
-	driver                  *driverPart
+	// arriving counts the cluster's workloads whose pods come and go
+	// that move (each part counts them all).
+	arriving int
+	load     kindLoads
+	delay    []model.DelayGroup
+	driver   *driverPart
 	// groups are the namespaces' and workloads' parts, by key, but of the
 	// lone ones (groupPart.lone) only the top ones; lone counts them all.
 	groups []groupPart
@@ -28,7 +31,7 @@ type movePart struct {
 // a report of top rows.
 func (c Cluster) movePart(now model.Node, top int) *movePart {
 	moved, m := c.movedToDriver()
-	mp := &movePart{pods: m.pods, volumes: m.volumes, subPaths: m.subPaths}
+	mp := &movePart{pods: m.pods, volumes: m.volumes, subPaths: m.subPaths, arriving: m.arriving}
 	n := moved.modelNodes(func(string) Settings { return c.Settings[now.Name] }, moved.podsByNode(), nil)[0]
 	n.Gathered = model.GatherReads(n)
 	mp.load = loadsOf(n)
@@ -81,6 +84,7 @@ func (a *Analysis) moveToDriver(top int) WhatIf {
 		}
 		mp := p.move
 		m.pods, m.volumes, m.subPaths, m.touched = m.pods+mp.pods, m.volumes+mp.volumes, m.subPaths+mp.subPaths, m.touched+1
+		m.arriving = max(m.arriving, mp.arriving)
 		addKindLoads(&sum, mp.load)
 		delay = append(delay, mp.delay...)
 		drivers = append(drivers, mp.driver)
@@ -89,14 +93,14 @@ func (a *Analysis) moveToDriver(top int) WhatIf {
 	if d := sumDrivers(driversNow); d != nil {
 		baseline = baseline.plus(d.Predicted)
 	}
-	if m.volumes == 0 {
+	if m.volumes == 0 && m.arriving == 0 {
 		return WhatIf{Name: "move-to-driver", Description: "no configMap volume that nodeagent's CSI driver can serve: nothing would move",
 			Predicted: baseline, Baseline: &baseline}
 	}
 	w := WhatIf{
 		Name: "move-to-driver",
-		Description: fmt.Sprintf("the %d configMap volumes of %d pods that nodeagent's CSI driver can serve moved to it (nodeagent convert, or the admission webhook)",
-			m.volumes, m.pods),
+		Description: fmt.Sprintf("the %d configMap volumes of %d pods that nodeagent's CSI driver can serve moved to it (nodeagent convert, or the admission webhook), and those of %d workloads' pods that come and go",
+			m.volumes, m.pods, m.arriving),
 		Nodes: m.touched, Predicted: sum.kinds(), Baseline: &baseline, ClearsFindings: m.subPaths,
 	}
 	if d, ok := model.DelayOf(delay); ok {
@@ -116,6 +120,8 @@ func (a *Analysis) moveToDriver(top int) WhatIf {
 // moveTally counts what movedToDriver moved.
 type moveTally struct {
 	pods, volumes, subPaths int
+	// arriving counts the workloads whose pods come and go that moved.
+	arriving int
 	// touched counts the nodes of the pods moved.
 	touched int
 }
@@ -145,7 +151,37 @@ func (c Cluster) movedToDriver() (Cluster, moveTally) {
 	m.touched = len(nodes)
 	moved := c
 	moved.Inventory = &inv
+	moved.arriving, m.arriving = movedArrivals(&inv, c.arriving)
+	moved.arrivals, moved.driverArrivals = arrivalsByNode(moved.arriving, false), arrivalsByNode(moved.arriving, true)
 	return moved, m
+}
+
+// arrivesUnconverted says whether pods that come and go arrive on node
+// with volumes that could move to the driver.
+func (c Cluster) arrivesUnconverted(node string) bool {
+	return slices.ContainsFunc(c.arriving, func(w workloadArrivals) bool { return len(w.unconverted) > 0 && w.byNode[node] > 0 })
+}
+
+// movedArrivals is arriving with each workload's pods' unconverted volumes
+// made the driver's, as its pods to come would be: the kubelets stop
+// reading them at each arrival, and the driver watches them instead.
+func movedArrivals(inv *inventory.Inventory, arriving []workloadArrivals) (out []workloadArrivals, moved int) {
+	out = slices.Clone(arriving)
+	for i, w := range out {
+		if len(w.unconverted) == 0 {
+			continue
+		}
+		moving := map[string]bool{}
+		for _, v := range w.unconverted {
+			moving[v.Volume] = true
+		}
+		w.refs, _ = moveRefs(w.refs, moving)
+		w.unconverted = nil
+		w.readsOf(inv, w.workload)
+		out[i] = w
+		moved++
+	}
+	return out, moved
 }
 
 // moveRefs returns refs with the volumes in moving made driver volumes

@@ -78,7 +78,8 @@ type whatIfPart struct {
 // newNodePart computes the part of node n, whose pods are pods (sorted
 // by namespace and name), in cluster c, for a report of top rows.
 func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top int) *nodePart {
-	local := Cluster{Inventory: c.Inventory.OfNode(n, pods), Settings: c.Settings, arrivals: c.arrivals, passing: c.passing}
+	local := Cluster{Inventory: c.Inventory.OfNode(n, pods), Settings: c.Settings, arriving: c.arriving, arrivals: c.arrivals,
+		driverArrivals: c.driverArrivals, passing: c.passing}
 	s := c.Settings[n.Name]
 	p := &nodePart{info: n, settings: s, pods: len(pods)}
 	modelPods := local.podsByNode()[n.Name]
@@ -112,7 +113,8 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top
 	p.findings = nodeFindings(found)
 	p.recreated = local.immutableRecreated()
 	p.driver = local.driverPart(n.Name)
-	p.unconverts = slices.ContainsFunc(pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 })
+	p.unconverts = slices.ContainsFunc(pods, func(p inventory.PodInfo) bool { return len(p.Unconverted) > 0 }) ||
+		c.arrivesUnconverted(n.Name)
 	if p.unconverts {
 		p.move = local.movePart(full, top)
 	}

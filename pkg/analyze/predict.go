@@ -19,6 +19,8 @@ type Cluster struct {
 	// (WithArrivals), and arrivals each node's arrivals they make.
 	arriving []workloadArrivals
 	arrivals map[string][]model.Arrival
+	// driverArrivals are each node's arrivals of the driver's reads.
+	driverArrivals map[string][]model.Arrival
 	// passing are the running pods of workloads whose pods finish: the
 	// model counts them among the arrivals, not among the pods that stay.
 	passing map[podKey]bool
@@ -32,7 +34,7 @@ type podKey struct{ namespace, name string }
 // counts what pods that come and go cost beside the steady load.
 func (c Cluster) WithArrivals(now time.Time, window time.Duration) Cluster {
 	c.arriving, c.passing = estimateArrivals(c.Inventory, now, window)
-	c.arrivals = arrivalsByNode(c.arriving)
+	c.arrivals, c.driverArrivals = arrivalsByNode(c.arriving, false), arrivalsByNode(c.arriving, true)
 	return c
 }
 

@@ -19,13 +19,17 @@ type FinishedPod struct {
 	Workload              string
 	Refs                  podrefs.Refs
 	Created, Ended        time.Time
+	// Unconverted are the volumes the admission webhook would make the
+	// driver's, as PodInfo's: where a workload's pods come and go, what
+	// moving it would move.
+	Unconverted []UnconvertedVolume
 }
 
 // FinishedPodOf is what the inventory keeps of a finished pod p.
 func FinishedPodOf(p *corev1.Pod) FinishedPod {
 	return FinishedPod{
 		Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Workload: WorkloadOf(p),
-		Refs: podrefs.Of(p), Created: p.CreationTimestamp.Time, Ended: endedAt(p),
+		Refs: podrefs.Of(p), Created: p.CreationTimestamp.Time, Ended: endedAt(p), Unconverted: unconverted(p),
 	}
 }
 
