@@ -39,8 +39,8 @@ type workloadArrivals struct {
 	// driverReads what its driver volumes keep watches on; refs and
 	// unconverted are that pod's, for moving it (movedToDriver).
 	reads, driverReads []model.Object
-	refs                podrefs.Refs
-	unconverted         []inventory.UnconvertedVolume
+	refs               podrefs.Refs
+	unconverted        []inventory.UnconvertedVolume
 }
 
 // cronJobRun matches the name of a Job a CronJob made: the CronJob's name
