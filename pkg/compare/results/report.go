@@ -168,25 +168,7 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	s := r.Scenario
 	fmt.Fprintf(&b, "# ConfigMap GET load: before and after kubernetes#120255\n\n")
-	fmt.Fprintf(&b, "%d nodes × %d pods × %d ConfigMap volume(s)", s.Nodes, s.PodsPerNode, s.ConfigMapsPerPod)
-	if s.SharedConfigMaps > 0 {
-		fmt.Fprintf(&b, " drawn from %d shared ConfigMaps", s.SharedConfigMaps)
-	}
-	if s.ServiceAccountVolumes > 0 {
-		fmt.Fprintf(&b, ", plus the service-account volume (%s, one per pod, shared per node and namespace)", objects.RootCAConfigMap)
-	} else {
-		fmt.Fprintf(&b, ", no service-account volume")
-	}
-	fmt.Fprintf(&b, "; sync frequency %gs, node TTL %gs, %gs measured per mode; apiserver %s %s.\n\n",
-		s.SyncFrequencySeconds, s.TTLSeconds, s.PhaseSeconds, s.APIServer, s.APIServerVersion)
-	if s.PodPhases == "together" { // compare.PhasesTogether
-		b.WriteString("Pod phases: together. Each window opens right after its agents start, when every node's pods sync together, as after a kubelet restart; the model is of pods whose phases have mixed, so shared objects measure below it.\n\n")
-	} else {
-		b.WriteString("Pod phases: mixed. In the two sync periods before each window every pod was updated once or twice, on a schedule that leaves its syncs out of step with its node's other pods', as on a node whose pods started at different times: the steady state the model describes (docs/model.md, \"Right after a start\").\n\n")
-	}
-	if s.FleetDescription != "" {
-		fmt.Fprintf(&b, "%s\n\n", s.FleetDescription)
-	}
+	writeScenarioMarkdown(&b, s)
 	if len(r.NotMeasured) > 0 {
 		fmt.Fprintf(&b, "Not measured: %s (the run had not reached them when this report was written, or ended before them).\n\n", joinModes(r.NotMeasured))
 	}
@@ -200,15 +182,7 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "- %s\n", line)
 		}
 	}
-	fmt.Fprintf(&b, "\nModes:\n\n")
-	for _, p := range r.Phases {
-		fmt.Fprintf(&b, "- `%s`: %s. TTL in effect %gs", p.Mode, p.Description, p.TTLSeconds)
-		if p.TTLLowestSeconds != p.TTLHighestSeconds {
-			fmt.Fprintf(&b, " on most nodes (%g to %gs; each node's model uses its own)", p.TTLLowestSeconds, p.TTLHighestSeconds)
-		}
-		fmt.Fprintf(&b, "; ")
-		b.WriteString(p.agentsLine())
-	}
+	r.writeModesMarkdown(&b)
 	fmt.Fprintf(&b, "\nGET/s is `apiserver_request_total{resource=\"configmaps\",verb=\"GET\"}` and etcd get/s is "+
 		"`etcd_requests_total{resource=\"configmaps\",operation=\"get\"}`, both read from the apiserver's own /metrics over the "+
 		"measured window, after warm-up (the first mount of every volume is not counted). The model is docs/model.md: get sends "+
@@ -226,6 +200,43 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "\nNote: %s\n", note)
 	}
 	return b.String()
+}
+
+// writeScenarioMarkdown is report.md's opening: the scenario, how the pods'
+// phases were placed, and the fleet.
+func writeScenarioMarkdown(b *strings.Builder, s ScenarioReport) {
+	fmt.Fprintf(b, "%d nodes × %d pods × %d ConfigMap volume(s)", s.Nodes, s.PodsPerNode, s.ConfigMapsPerPod)
+	if s.SharedConfigMaps > 0 {
+		fmt.Fprintf(b, " drawn from %d shared ConfigMaps", s.SharedConfigMaps)
+	}
+	if s.ServiceAccountVolumes > 0 {
+		fmt.Fprintf(b, ", plus the service-account volume (%s, one per pod, shared per node and namespace)", objects.RootCAConfigMap)
+	} else {
+		fmt.Fprintf(b, ", no service-account volume")
+	}
+	fmt.Fprintf(b, "; sync frequency %gs, node TTL %gs, %gs measured per mode; apiserver %s %s.\n\n",
+		s.SyncFrequencySeconds, s.TTLSeconds, s.PhaseSeconds, s.APIServer, s.APIServerVersion)
+	if s.PodPhases == "together" { // compare.PhasesTogether
+		b.WriteString("Pod phases: together. Each window opens right after its agents start, when every node's pods sync together, as after a kubelet restart; the model is of pods whose phases have mixed, so shared objects measure below it.\n\n")
+	} else {
+		b.WriteString("Pod phases: mixed. In the two sync periods before each window every pod was updated once or twice, on a schedule that leaves its syncs out of step with its node's other pods', as on a node whose pods started at different times: the steady state the model describes (docs/model.md, \"Right after a start\").\n\n")
+	}
+	if s.FleetDescription != "" {
+		fmt.Fprintf(b, "%s\n\n", s.FleetDescription)
+	}
+}
+
+// writeModesMarkdown lists each phase's mode, its TTL and its agents.
+func (r *Report) writeModesMarkdown(b *strings.Builder) {
+	fmt.Fprintf(b, "\nModes:\n\n")
+	for _, p := range r.Phases {
+		fmt.Fprintf(b, "- `%s`: %s. TTL in effect %gs", p.Mode, p.Description, p.TTLSeconds)
+		if p.TTLLowestSeconds != p.TTLHighestSeconds {
+			fmt.Fprintf(b, " on most nodes (%g to %gs; each node's model uses its own)", p.TTLLowestSeconds, p.TTLHighestSeconds)
+		}
+		fmt.Fprintf(b, "; ")
+		b.WriteString(p.agentsLine())
+	}
 }
 
 // WriteFiles writes report.json, report.md, chart.svg and chart.png into
