@@ -34,7 +34,12 @@ func writeKubeconfig(t *testing.T, server string) string {
 func TestRESTConfigFindsTheClusterAsKubectlDoes(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1") // as inside a pod
 	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
-	t.Setenv("HOME", t.TempDir())
+	// The home file's path is fixed when client-go loads, before any
+	// Setenv of HOME: point it at nothing for this test, since the
+	// machine's own ~/.kube/config (a kind cluster's, say) would be found.
+	home := clientcmd.RecommendedHomeFile
+	clientcmd.RecommendedHomeFile = filepath.Join(t.TempDir(), "config")
+	t.Cleanup(func() { clientcmd.RecommendedHomeFile = home })
 	flagged, env := writeKubeconfig(t, "https://flagged:6443"), writeKubeconfig(t, "https://from-env:6443")
 	t.Setenv("KUBECONFIG", env)
 	for _, tc := range []struct {
