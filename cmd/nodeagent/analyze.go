@@ -116,6 +116,7 @@ func newAnalyzeFlags(fs *pflag.FlagSet) *analyzeFlags {
 	fs.IntVar(&o.ConfigzWorkers, "configz-workers", o.ConfigzWorkers, "How many /configz reads run at once.")
 	fs.Int64Var(&o.PageSize, "page-size", o.PageSize, "Objects per list request: lists go in pages so as not to load the apiserver being studied.")
 	fs.IntVar(&o.Top, "top", o.Top, "How many nodes, namespaces and objects the tables show (and namespaces and workloads in move-to-driver's, and its metrics), and how many objects the immutable what-if marks.")
+	fs.DurationVar(&o.ArrivalWindow, "churn-window", o.ArrivalWindow, "How far back pods that come and go (Jobs', CronJobs' runs) are counted: their arrivals in this window, over it, are the churn's rate (a CronJob's from its runs' spacing).")
 	fs.DurationVar(&o.Measure, "measure", 0, "After predicting, read the apiserver's own ConfigMap and Secret counters over this window (e.g. 5m) and show them beside the prediction. Needs get on /metrics. 0: do not measure.")
 	fs.StringVar(&o.AuditLog, "audit-log", "", "An apiserver audit log (JSON lines, configmaps and secrets get/list/watch at Metadata level) to attribute per node (user system:node:NAME) beside each node's prediction: over the --measure window where one is given (the log of this cluster's apiserver, read as it is written), otherwise over the whole log.")
 	fs.VarP(cliflag.NewChoice(&f.output, outputFormats), "output", "o", "Output on stdout: table, json or markdown.")

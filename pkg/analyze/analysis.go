@@ -62,8 +62,8 @@ func NewAnalysis(top int) *Analysis {
 type PodsOn func(node string) []inventory.PodInfo
 
 // Update makes the parts those of c: it computes the part of each node
-// that dirty names, of each node whose Node or settings changed and of
-// each new node, and drops those of nodes c no longer holds. It returns
+// that dirty names, of each node whose Node, settings or arrivals changed
+// and of each new node, and drops those of nodes c no longer holds. It returns
 // how many parts it computed.
 func (a *Analysis) Update(c Cluster, podsOn PodsOn, dirty func(node string) bool) int {
 	held := make(map[string]bool, len(c.Inventory.Nodes))
@@ -71,7 +71,7 @@ func (a *Analysis) Update(c Cluster, podsOn PodsOn, dirty func(node string) bool
 	for _, n := range c.Inventory.Nodes {
 		held[n.Name] = true
 		p := a.parts[n.Name]
-		if p == nil || dirty(n.Name) || p.info != n || !sameSettings(p.settings, c.Settings[n.Name]) {
+		if p == nil || dirty(n.Name) || p.info != n || !sameSettings(p.settings, c.Settings[n.Name]) || !p.churn.equal(c.churnOn(n.Name)) {
 			todo = append(todo, n)
 		}
 	}

@@ -2,8 +2,10 @@ package analyze
 
 import (
 	"cmp"
+	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
@@ -11,20 +13,49 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs/inventory"
 )
 
-// ArrivalWindow is how far back analyze counts pods' arrivals: long
-// enough for a CronJob of every few minutes, short enough that last
-// week's rollout is not churn.
-const ArrivalWindow = time.Hour
+// DefaultArrivalWindow is how far back analyze counts pods' arrivals
+// unless told (--churn-window): long enough for a CronJob of every few
+// minutes, short enough that yesterday's batch run is not today's churn.
+const DefaultArrivalWindow = time.Hour
 
-// sighting is one pod the inventory saw, running or finished: where and
-// when it arrived, whether and when it ended, and what its volumes read.
-type sighting struct {
-	node           string
-	created, ended time.Time
-	finished       bool
-	refs           podrefs.Refs
-	unconverted    []inventory.UnconvertedVolume
-	name           string
+// Sighting is one pod seen on a node, running or finished: where and
+// when it arrived, whether and when it left, and what its volumes read.
+// A one-shot run sees the pods the API lists (SightingsOf); `analyze
+// --serve` also remembers the pods it saw go.
+type Sighting struct {
+	Namespace, Name, Node string
+	// Workload is what made the pod, as inventory.WorkloadOf says.
+	Workload       string
+	Created, Ended time.Time
+	// Finished says the pod ran to its end (Succeeded or Failed); Ended,
+	// where not zero, is when it left its node, finished or deleted.
+	Finished    bool
+	Refs        podrefs.Refs
+	Unconverted []inventory.UnconvertedVolume
+}
+
+// SightingOfPod is a pod the inventory lists as running on its node.
+func SightingOfPod(p inventory.PodInfo) Sighting {
+	return Sighting{Namespace: p.Namespace, Name: p.Name, Node: p.Node, Workload: p.Workload, Created: p.Created,
+		Refs: p.Refs, Unconverted: p.Unconverted}
+}
+
+// SightingOfFinished is a pod the inventory lists as finished.
+func SightingOfFinished(p inventory.FinishedPod) Sighting {
+	return Sighting{Namespace: p.Namespace, Name: p.Name, Node: p.Node, Workload: p.Workload, Created: p.Created,
+		Ended: p.Ended, Finished: true, Refs: p.Refs, Unconverted: p.Unconverted}
+}
+
+// SightingsOf are the pods inv lists, running and finished.
+func SightingsOf(inv *inventory.Inventory) []Sighting {
+	out := make([]Sighting, 0, len(inv.Pods)+len(inv.Finished))
+	for _, p := range inv.Pods {
+		out = append(out, SightingOfPod(p))
+	}
+	for _, p := range inv.Finished {
+		out = append(out, SightingOfFinished(p))
+	}
+	return out
 }
 
 // workloadArrivals is one workload's pods arriving on the cluster's
@@ -56,62 +87,57 @@ func arrivalWorkload(w string) string {
 	return w
 }
 
-// estimateArrivals estimates, from the creation times of the pods inv
-// lists, the arrivals of each workload whose pods finish (a Job's, a
-// CronJob's: some of its pods in the window are listed finished): the rate
-// of its pods seen in the window, from its first one's creation to its
-// last one's ((n − 1) over that span; one pod, one a window), each there
-// as long as its finished pods stayed on average. Its running pods are
-// passing: the arrivals count them, and the pods that stay do not.
+// estimateArrivals estimates, from the sightings in the window before
+// now, the arrivals of each workload whose pods finish (a Job's, a
+// CronJob's: some of its pods in the window finished), each of its pods
+// there as long as those that left stayed on average (arrivalRate says
+// how often they come). Its running pods are passing: the arrivals count
+// them, and the pods that stay do not; passing lists them by node.
 //
-// The API lists a finished pod until its Job is cleaned up (a CronJob
-// keeps its last three), so the span is what the API still shows; a Job
-// cleaned up at once shows nothing finished, and is not counted. Nor are
-// the pods a rollout replaced, which the API no longer lists: a new pod of
-// a Deployment looks the same whether the Deployment is new or rolled.
-func estimateArrivals(inv *inventory.Inventory, now time.Time, window time.Duration) (out []workloadArrivals, passing map[podKey]bool) {
+// A one-shot run sees what the API lists: a Job cleaned up at once shows
+// nothing finished, and is not counted. Nor are the pods a rollout
+// replaced, which never finish: a new pod of a Deployment looks the same
+// whether the Deployment is new or rolled.
+func estimateArrivals(inv *inventory.Inventory, sightings []Sighting, now time.Time, window time.Duration) (out []workloadArrivals, passing map[string][]podKey) {
 	type key struct{ namespace, workload string }
-	groups := map[key][]sighting{}
-	for _, p := range inv.Pods {
-		if now.Sub(p.Created) <= window {
-			k := key{p.Namespace, arrivalWorkload(p.Workload)}
-			groups[k] = append(groups[k], sighting{node: p.Node, created: p.Created, refs: p.Refs, unconverted: p.Unconverted, name: p.Name})
+	groups := map[key][]Sighting{}
+	for _, s := range sightings {
+		if now.Sub(s.Created) <= window {
+			k := key{s.Namespace, arrivalWorkload(s.Workload)}
+			groups[k] = append(groups[k], s)
 		}
 	}
-	for _, p := range inv.Finished {
-		if now.Sub(p.Created) <= window {
-			k := key{p.Namespace, arrivalWorkload(p.Workload)}
-			groups[k] = append(groups[k], sighting{node: p.Node, created: p.Created, ended: p.Ended, finished: true,
-				refs: p.Refs, unconverted: p.Unconverted, name: p.Name})
-		}
-	}
-	passing = map[podKey]bool{}
+	passing = map[string][]podKey{}
 	for k, seen := range groups {
-		w := workloadArrivals{namespace: k.namespace, workload: k.workload, byNode: map[string]float64{}}
-		var finishes bool
-		w.rate, w.lifetime, finishes = rateAndLifetime(seen, window)
-		if !finishes {
+		if !slices.ContainsFunc(seen, func(s Sighting) bool { return s.Finished }) {
 			continue
 		}
+		w := workloadArrivals{namespace: k.namespace, workload: k.workload, byNode: map[string]float64{},
+			rate: arrivalRate(k.workload, seen, window), lifetime: meanLifetime(seen)}
 		for _, s := range seen {
-			w.byNode[s.node] += w.rate / float64(len(seen))
+			w.byNode[s.Node] += w.rate / float64(len(seen))
 		}
-		newest := slices.MaxFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) })
-		w.refs, w.unconverted = newest.refs, newest.unconverted
-		w.readsOf(inv, newest.name)
+		newest := slices.MaxFunc(seen, func(a, b Sighting) int { return a.Created.Compare(b.Created) })
+		w.refs, w.unconverted = newest.Refs, newest.Unconverted
+		w.readsOf(inv, newest.Name)
 		if len(w.reads) == 0 && len(w.driverReads) == 0 {
 			continue
 		}
 		out = append(out, w)
 		for _, s := range seen {
-			if !s.finished {
-				passing[podKey{k.namespace, s.name}] = true
+			if !s.Finished && s.Ended.IsZero() {
+				passing[s.Node] = append(passing[s.Node], podKey{k.namespace, s.Name})
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b workloadArrivals) int {
 		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.workload, b.workload))
 	})
+	for _, pods := range passing {
+		slices.SortFunc(pods, func(a, b podKey) int {
+			return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
+		})
+	}
 	return out, passing
 }
 
@@ -128,28 +154,45 @@ func (w *workloadArrivals) readsOf(inv *inventory.Inventory, pod string) {
 	}
 }
 
-// rateAndLifetime is one workload's arrival rate and its pods' mean time
-// on their nodes, from its sightings in the window; finishes is false
-// where none of them finished, and the rest is then meaningless.
-func rateAndLifetime(seen []sighting, window time.Duration) (rate float64, lifetime time.Duration, finishes bool) {
-	var lived time.Duration
-	finished := 0
-	for _, s := range seen {
-		if s.finished && !s.ended.IsZero() && s.ended.After(s.created) {
-			lived += s.ended.Sub(s.created)
-			finished++
+// arrivalRate is how many of a workload's pods arrive a second, from its
+// sightings in the window. A CronJob's runs come on its schedule, and the
+// API keeps only its last few Jobs: their spacing is the rate, (runs − 1)
+// over the span from the first run's pods to the last one's, times its
+// pods a run. Any other workload's pods (a Job's stay listed until the
+// Job goes, a burst of them made at once) are their count over the
+// window: a Job of twenty pods an hour is twenty arrivals an hour, however
+// close together they came.
+func arrivalRate(workload string, seen []Sighting, window time.Duration) float64 {
+	if strings.HasPrefix(workload, "CronJob/") {
+		runs := map[string]time.Time{}
+		for _, s := range seen {
+			if t, ok := runs[s.Workload]; !ok || s.Created.Before(t) {
+				runs[s.Workload] = s.Created
+			}
+		}
+		starts := slices.SortedFunc(maps.Values(runs), time.Time.Compare)
+		if span := starts[len(starts)-1].Sub(starts[0]); len(starts) > 1 && span > 0 {
+			return float64(len(starts)-1) / span.Seconds() * float64(len(seen)) / float64(len(starts))
 		}
 	}
-	if finished == 0 {
-		return 0, 0, false
+	return float64(len(seen)) / window.Seconds()
+}
+
+// meanLifetime is how long the pods of seen that left stayed on their
+// nodes, on average; zero where none did.
+func meanLifetime(seen []Sighting) time.Duration {
+	var lived time.Duration
+	left := 0
+	for _, s := range seen {
+		if s.Ended.After(s.Created) {
+			lived += s.Ended.Sub(s.Created)
+			left++
+		}
 	}
-	first := slices.MinFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) }).created
-	last := slices.MaxFunc(seen, func(a, b sighting) int { return a.created.Compare(b.created) }).created
-	rate = 1 / window.Seconds()
-	if span := last.Sub(first); len(seen) > 1 && span > 0 {
-		rate = float64(len(seen)-1) / span.Seconds()
+	if left == 0 {
+		return 0
 	}
-	return rate, lived / time.Duration(finished), true
+	return lived / time.Duration(left)
 }
 
 // arrivalsByNode is each node's arrivals, for model.Node.Arrivals: of

@@ -10,8 +10,8 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
-// ChurnResult is what the pods that came and went in the last
-// ArrivalWindow cost, beside the steady load (Total has both).
+// ChurnResult is what the pods that came and went in the window
+// (Options.ArrivalWindow) cost, beside the steady load (Total has both).
 type ChurnResult struct {
 	WindowSeconds float64 `json:"windowSeconds"`
 	// ArrivalsPerSecond are pods arriving on the nodes, all workloads'.
@@ -44,7 +44,7 @@ func (a *Analysis) churn(c Cluster, top int) *ChurnResult {
 		return nil
 	}
 	total := a.total()
-	r := &ChurnResult{WindowSeconds: ArrivalWindow.Seconds(), Predicted: churnRatesOf(total.configMaps.Churn).plus(churnRatesOf(total.secrets.Churn))}
+	r := &ChurnResult{WindowSeconds: c.window.Seconds(), Predicted: churnRatesOf(total.configMaps.Churn).plus(churnRatesOf(total.secrets.Churn))}
 	for _, w := range c.arriving {
 		r.ArrivalsPerSecond += w.rate
 		wc := WorkloadChurn{Namespace: w.namespace, Workload: w.workload, ArrivalsPerSecond: w.rate, Nodes: len(w.byNode), LifetimeSeconds: w.lifetime.Seconds()}

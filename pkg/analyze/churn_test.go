@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -25,13 +26,13 @@ func TestChurnOfACronJob(t *testing.T) {
 		c.Inventory.Pods[0].Workload, c.Inventory.Pods[0].Created = "Deployment/web", now.Add(-5*time.Minute)
 		for i := range 3 {
 			created := now.Add(-time.Duration(3-i) * time.Minute)
-			c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: "backup-run", Node: "node",
-				Workload: "Job/backup-29410000", Refs: jobPod, Created: created, Ended: created.Add(20 * time.Second)})
+			c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: fmt.Sprintf("backup-2941000%d-x", i), Node: "node",
+				Workload: fmt.Sprintf("Job/backup-2941000%d", i), Refs: jobPod, Created: created, Ended: created.Add(20 * time.Second)})
 		}
 		c.Inventory.Pods = append(c.Inventory.Pods, inventory.PodInfo{Namespace: "ns", Name: "backup-now", Node: "node",
 			Workload: "Job/backup-29410003", Refs: jobPod, Created: now})
 		c.Inventory.AddObject(model.ConfigMap, "ns", "backup-config", false)
-		r := Predict(c.WithArrivals(now, ArrivalWindow), 10)
+		r := Predict(c.WithArrivals(SightingsOf(c.Inventory), now, DefaultArrivalWindow), 10)
 		if r.Churn == nil || len(r.Churn.Workloads) != 1 {
 			t.Fatalf("%s: churn %+v, want the CronJob's alone", strategy, r.Churn)
 		}
@@ -80,12 +81,12 @@ func TestMoveToDriverMovesArrivals(t *testing.T) {
 	c := oneNode("1.37.2", model.StrategyCache, time.Minute, time.Minute)
 	for i := range 3 {
 		created := now.Add(-time.Duration(3-i) * time.Minute)
-		c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: "backup-run", Node: "node",
-			Workload: "Job/backup-29410000", Refs: jobPod, Created: created, Ended: created.Add(20 * time.Second), Unconverted: moving})
+		c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: fmt.Sprintf("backup-2941000%d-x", i), Node: "node",
+			Workload: fmt.Sprintf("Job/backup-2941000%d", i), Refs: jobPod, Created: created, Ended: created.Add(20 * time.Second), Unconverted: moving})
 	}
 	c.Inventory.AddObject(model.ConfigMap, "ns", "backup-config", false)
 	c.Inventory.DriverNodesListed = false // every node is taken to have the driver
-	r := Predict(c.WithArrivals(now, ArrivalWindow), 10)
+	r := Predict(c.WithArrivals(SightingsOf(c.Inventory), now, DefaultArrivalWindow), 10)
 	var move *WhatIf
 	for i := range r.WhatIfs {
 		if r.WhatIfs[i].Name == "move-to-driver" {
@@ -103,5 +104,39 @@ func TestMoveToDriverMovesArrivals(t *testing.T) {
 	near(t, "move-to-driver: the driver's watch opens", got.WatchOpens, lambda*math.Exp(-lambda*20))
 	if now := r.Total.Predicted.Sum().Churn; now.APIServerGets == 0 || now.WatchOpens != 0 {
 		t.Errorf("now: churn %+v, want the kubelet's GETs and no watch", now)
+	}
+}
+
+// A Job of six pods made within two seconds, and a CronJob whose runs
+// each make two: the Job's pods are six arrivals over the window, however
+// close together they came (not five in two seconds); the CronJob's, two
+// a run at its runs' spacing.
+func TestArrivalRatesOfBurstsAndRuns(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	const window = 10 * time.Minute
+	refs := podrefs.Refs{Volumes: []podrefs.Volume{cm("batch-config")}}
+	c := oneNode("1.37.2", model.StrategyCache, time.Minute, time.Minute)
+	c.Inventory.AddObject(model.ConfigMap, "ns", "batch-config", false)
+	finished := func(name, workload string, created time.Time) inventory.FinishedPod {
+		return inventory.FinishedPod{Namespace: "ns", Name: name, Node: "node", Workload: workload, Refs: refs,
+			Created: created, Ended: created.Add(10 * time.Second)}
+	}
+	for i := range 6 {
+		c.Inventory.Finished = append(c.Inventory.Finished,
+			finished(fmt.Sprintf("burst-%d", i), "Job/burst", now.Add(-5*time.Minute+time.Duration(i)*400*time.Millisecond)))
+	}
+	for run := range 3 {
+		for i := range 2 {
+			c.Inventory.Finished = append(c.Inventory.Finished, finished(fmt.Sprintf("report-%d-%d", run, i),
+				fmt.Sprintf("Job/report-2941000%d", run), now.Add(-time.Duration(3-run)*2*time.Minute+time.Duration(i)*time.Second)))
+		}
+	}
+	r := Predict(c.WithArrivals(SightingsOf(c.Inventory), now, window), 10)
+	want := map[string]float64{"Job/burst": 6 / window.Seconds(), "CronJob/report": 2 / 120.0}
+	if r.Churn == nil || len(r.Churn.Workloads) != 2 || r.Churn.WindowSeconds != window.Seconds() {
+		t.Fatalf("churn %+v, want the Job's and the CronJob's over %s", r.Churn, window)
+	}
+	for _, w := range r.Churn.Workloads {
+		near(t, w.Workload+": arrivals/s", w.ArrivalsPerSecond, want[w.Workload])
 	}
 }

@@ -43,6 +43,8 @@ type nodePart struct {
 	driver     *driverPart
 	move       *movePart
 	unconverts bool
+	// churn is what of the cluster's arrivals the part was computed with.
+	churn nodeChurn
 }
 
 // objectKey names one object, as the inventory keys it.
@@ -78,10 +80,10 @@ type whatIfPart struct {
 // newNodePart computes the part of node n, whose pods are pods (sorted
 // by namespace and name), in cluster c, for a report of top rows.
 func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top int) *nodePart {
-	local := Cluster{Inventory: c.Inventory.OfNode(n, pods), Settings: c.Settings, arriving: c.arriving, arrivals: c.arrivals,
-		driverArrivals: c.driverArrivals, passing: c.passing}
+	local := c
+	local.Inventory = c.Inventory.OfNode(n, pods)
 	s := c.Settings[n.Name]
-	p := &nodePart{info: n, settings: s, pods: len(pods)}
+	p := &nodePart{info: n, settings: s, pods: len(pods), churn: c.churnOn(n.Name)}
 	modelPods := local.podsByNode()[n.Name]
 	full := local.modelNodes(func(string) Settings { return s }, map[string][]model.Pod{n.Name: modelPods}, nil)[0]
 	full.Gathered = model.GatherReads(full)

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,26 +17,58 @@ type Cluster struct {
 	Inventory *inventory.Inventory
 	Settings  map[string]Settings
 	// arriving are the workloads whose pods arrive on the nodes
-	// (WithArrivals), and arrivals each node's arrivals they make.
+	// (WithArrivals) over window, and arrivals each node's arrivals they
+	// make.
 	arriving []workloadArrivals
+	window   time.Duration
 	arrivals map[string][]model.Arrival
 	// driverArrivals are each node's arrivals of the driver's reads.
 	driverArrivals map[string][]model.Arrival
 	// passing are the running pods of workloads whose pods finish: the
 	// model counts them among the arrivals, not among the pods that stay.
-	passing map[podKey]bool
+	// passingOn lists them by node.
+	passing   map[podKey]bool
+	passingOn map[string][]podKey
 }
 
 // podKey names a pod.
 type podKey struct{ namespace, name string }
 
-// WithArrivals is c with its pods' arrivals in the window before now,
-// estimated from their creation times (estimateArrivals): the model then
-// counts what pods that come and go cost beside the steady load.
-func (c Cluster) WithArrivals(now time.Time, window time.Duration) Cluster {
-	c.arriving, c.passing = estimateArrivals(c.Inventory, now, window)
+// WithArrivals is c with the arrivals of its pods that come and go,
+// estimated from sightings (SightingsOf, or what `analyze --serve` saw)
+// in the window before now (estimateArrivals): the model then counts what
+// they cost beside the steady load.
+func (c Cluster) WithArrivals(sightings []Sighting, now time.Time, window time.Duration) Cluster {
+	c.window = window
+	c.arriving, c.passingOn = estimateArrivals(c.Inventory, sightings, now, window)
+	c.passing = map[podKey]bool{}
+	for _, pods := range c.passingOn {
+		for _, p := range pods {
+			c.passing[p] = true
+		}
+	}
 	c.arrivals, c.driverArrivals = arrivalsByNode(c.arriving, false), arrivalsByNode(c.arriving, true)
 	return c
+}
+
+// nodeChurn is what of the cluster's arrivals one node's part reads:
+// where it changes (an arrival's rate, a pod now passing), the part is
+// computed again.
+type nodeChurn struct {
+	arrivals, driverArrivals []model.Arrival
+	passing                  []podKey
+	unconverted              bool
+}
+
+// churnOn is node's nodeChurn in c.
+func (c Cluster) churnOn(node string) nodeChurn {
+	return nodeChurn{arrivals: c.arrivals[node], driverArrivals: c.driverArrivals[node], passing: c.passingOn[node],
+		unconverted: c.arrivesUnconverted(node)}
+}
+
+func (a nodeChurn) equal(b nodeChurn) bool {
+	return slices.Equal(a.arrivals, b.arrivals) && slices.Equal(a.driverArrivals, b.driverArrivals) &&
+		slices.Equal(a.passing, b.passing) && a.unconverted == b.unconverted
 }
 
 // modelNodes describes the cluster's nodes to the load model, each with

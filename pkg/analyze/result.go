@@ -92,7 +92,7 @@ type Result struct {
 	Findings []Finding       `json:"findings"`
 	Summary  FindingsSummary `json:"summary"`
 	// Churn is what pods that come and go cost, where some pods arrived
-	// in the last ArrivalWindow (their GETs are in Total too).
+	// in the window (Options.ArrivalWindow; their GETs are in Total too).
 	Churn *ChurnResult `json:"churn,omitempty"`
 	// Driver is what nodeagent's CSI driver serves and costs, where some
 	// pod uses it; its load is not in Total.

@@ -32,6 +32,9 @@ type Options struct {
 	// over the measured window where Measure is set, over the whole log
 	// otherwise.
 	AuditLog string
+	// ArrivalWindow is how far back pods' arrivals are counted for the
+	// churn's estimate (WithArrivals).
+	ArrivalWindow time.Duration
 	// NodeSelector, a label selector, limits the analysis to the nodes it
 	// selects and their pods.
 	NodeSelector string
@@ -48,6 +51,7 @@ func DefaultOptions() Options {
 		ConfigzWorkers: 16,
 		PageSize:       500,
 		Top:            10,
+		ArrivalWindow:  DefaultArrivalWindow,
 	}
 }
 
@@ -69,6 +73,9 @@ func (o Options) Validate() error {
 	if o.ConfigzWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--configz-workers must be at least 1, got %d", o.ConfigzWorkers))
 	}
+	if o.ArrivalWindow <= 0 {
+		errs = append(errs, fmt.Errorf("--churn-window must be positive, got %s", o.ArrivalWindow))
+	}
 	if o.Measure < 0 {
 		errs = append(errs, fmt.Errorf("--measure must not be negative, got %s", o.Measure))
 	}
@@ -88,7 +95,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, e
 		return Result{}, err
 	}
 	listed := time.Since(start)
-	r := Predict(Cluster{Inventory: inv, Settings: settings}.WithArrivals(time.Now(), ArrivalWindow), o.Top)
+	r := Predict(Cluster{Inventory: inv, Settings: settings}.WithArrivals(SightingsOf(inv), time.Now(), o.ArrivalWindow), o.Top)
 	r.Warnings = append(warnings, r.Warnings...)
 	o.printf("read the cluster in %s, predicted in %s\n", listed.Round(time.Millisecond), (time.Since(start) - listed).Round(time.Millisecond))
 	if o.Measure > 0 {

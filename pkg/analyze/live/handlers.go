@@ -15,13 +15,22 @@ import (
 // cluster) neither recomputes nor reads a kubelet's settings again.
 func (w *watcher) addEventHandlers() {
 	w.handle(w.pods, cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.events.podsChanged(nodeOf(obj)...) },
+		AddFunc: func(obj any) {
+			w.sighted(obj)
+			w.events.podsChanged(nodeOf(obj)...)
+		},
 		UpdateFunc: func(old, obj any) {
 			if podEntryChanged(old, obj) {
+				w.sighted(obj)
 				w.events.podsChanged(append(nodeOf(old), nodeOf(obj)...)...)
 			}
 		},
-		DeleteFunc: func(obj any) { w.events.podsChanged(nodeOf(obj)...) },
+		DeleteFunc: func(obj any) {
+			if e, ok := untombstoned(obj).(*podEntry); ok {
+				w.sightings.gone(e)
+			}
+			w.events.podsChanged(nodeOf(obj)...)
+		},
 	})
 	w.handle(w.nodes, cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.nodeEvent(obj) },
@@ -66,6 +75,13 @@ func untombstoned(obj any) any {
 	return obj
 }
 
+// sighted tells the sightings what a pod's entry says.
+func (w *watcher) sighted(obj any) {
+	if e, ok := obj.(*podEntry); ok {
+		w.sightings.seen(e)
+	}
+}
+
 // nodeOf is the node of a served pod's entry, none for another.
 func nodeOf(obj any) []string {
 	if e, ok := untombstoned(obj).(*podEntry); ok && e.Served {
@@ -85,7 +101,7 @@ func (w *watcher) nodeEvent(obj any) {
 func podEntryChanged(old, obj any) bool {
 	before, okOld := old.(*podEntry)
 	after, okNew := obj.(*podEntry)
-	return !okOld || !okNew || before.Served != after.Served || before.node != after.node || !bytes.Equal(before.packed, after.packed) // at worst a computation for nothing
+	return !okOld || !okNew || before.Served != after.Served || before.Finished != after.Finished || before.node != after.node || !bytes.Equal(before.packed, after.packed) // at worst a computation for nothing
 }
 
 // handle adds handler to inf's; a refusal is a set-up error (check).

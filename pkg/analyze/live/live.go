@@ -64,6 +64,11 @@ type Report struct {
 	SetupFailed bool `json:"setupFailed,omitempty"`
 }
 
+// arrivalsRecheck is how often the churn is estimated again while pods
+// come and go and nothing else changes: its arrivals age out of the
+// window meanwhile.
+const arrivalsRecheck = time.Minute
+
 // releaseAfter is how long the analyzer waits, after a computation with
 // no change since, before it returns the computation's garbage to the
 // system.
@@ -127,6 +132,9 @@ func New(client kubernetes.Interface, opts Options) *Analyzer {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.Analyze.ArrivalWindow <= 0 {
+		opts.Analyze.ArrivalWindow = analyze.DefaultArrivalWindow
+	}
 	a := &Analyzer{client: client, opts: opts, clock: opts.Clock, dirty: make(chan struct{}, 1), nodesChanged: sets.New[string](),
 		changes: newPending(), failures: newListWatchFailures(), firstReport: make(chan struct{})}
 	a.changes.everything = true
@@ -152,7 +160,7 @@ func (a *Analyzer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.watcher, err = newWatcher(a.client, a.opts.Analyze.NodeSelector, may, a, a.failures, a.clock.Now)
+	a.watcher, err = newWatcher(a.client, a.opts.Analyze.NodeSelector, a.opts.Analyze.ArrivalWindow, may, a, a.failures, a.clock.Now)
 	if err != nil {
 		return err
 	}
@@ -232,9 +240,14 @@ func (a *Analyzer) waitForChanges(ctx context.Context) bool {
 	// peak. Not at once: under a stream of changes, the full collection
 	// that returns it would take the CPU the next computation needs.
 	release := a.clock.After(releaseAfter)
-	var recheck <-chan time.Time
+	var recheck, arrivalsAge <-chan time.Time
 	if a.watcher.secrets == nil {
 		recheck = a.clock.After(a.opts.SecretsRecheck)
+	}
+	if r := a.report.Load(); r != nil && r.Churn != nil {
+		// The churn's rates change as its arrivals leave the window,
+		// with no event to say so.
+		arrivalsAge = a.clock.After(arrivalsRecheck)
 	}
 	for waiting := true; waiting; {
 		select {
@@ -252,6 +265,8 @@ func (a *Analyzer) waitForChanges(ctx context.Context) bool {
 			return true
 		case <-release:
 			debug.FreeOSMemory()
+		case <-arrivalsAge:
+			return true
 		case <-a.dirty:
 			waiting = false
 		}
@@ -316,7 +331,7 @@ func (a *Analyzer) compute(ctx context.Context) {
 	dirty := a.held.apply(a.watcher, changes, a.opts.Analyze.Top)
 	inv := a.held.inv
 	settings, warnings := a.nodeSettings(ctx, inv, nodesChanged)
-	c := analyze.Cluster{Inventory: inv, Settings: settings}
+	c := analyze.Cluster{Inventory: inv, Settings: settings}.WithArrivals(a.watcher.sightings.current(), start, a.opts.Analyze.ArrivalWindow)
 	recomputed := a.held.analysis.Update(c, a.watcher.podsOn, func(node string) bool { return dirty == nil || dirty.Has(node) })
 	r := a.held.analysis.Result(c)
 	orphans := a.watcher.orphans(inv.Nodes)

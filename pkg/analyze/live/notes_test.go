@@ -19,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	nodeagenttest "github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 )
 
 // What the analyzer cannot see is in the report and in a labelled metric:
@@ -69,7 +70,7 @@ nodeagent_analyze_notes{reason="setupFailed"} 0
 // it, never a report silently missing what the informer would have told.
 func TestInformerSetUpFailuresAreReturned(t *testing.T) {
 	client := fake.NewClientset(node("n1"))
-	w, err := newWatcher(client, "", listable{}, nopEvents{}, newListWatchFailures(), time.Now)
+	w, err := newWatcher(client, "", analyze.DefaultArrivalWindow, listable{}, nopEvents{}, newListWatchFailures(), time.Now)
 	if err != nil {
 		t.Fatalf("a new watcher: %v", err)
 	}

@@ -120,6 +120,7 @@ func packPod(info inventory.PodInfo) []byte {
 			p.string(f)
 		}
 	}
+	p.time(info.Created)
 	// Exactly its size: it is kept as long as the pod.
 	return append([]byte(nil), p.b...)
 }
@@ -231,6 +232,7 @@ func unpackPod(namespace, name, node string, b []byte) inventory.PodInfo {
 	info.Refs.OwnedVolumes = sliceOf(u.uint(), func() podrefs.OwnedVolume {
 		return podrefs.OwnedVolume{Name: u.name(), Fields: sliceOf(u.uint(), u.own)}
 	})
+	info.Created = u.time()
 	if len(u.b) != 0 {
 		panic(fmt.Sprintf("packed pod entry of %s/%s: %d bytes left over", namespace, name, len(u.b)))
 	}

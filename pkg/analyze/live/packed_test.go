@@ -35,7 +35,7 @@ func packedTestPod() *corev1.Pod {
 		return s
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-5d8f-x2", Labels: map[string]string{"pod-template-hash": "5d8f"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-5d8f-x2", CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 28, 9, 1, 2, 0, time.UTC)), Labels: map[string]string{"pod-template-hash": "5d8f"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8f", Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{
 			NodeName:         "node-1",

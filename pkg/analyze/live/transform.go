@@ -1,6 +1,7 @@
 package live
 
 import (
+	"time"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,10 +74,14 @@ type podEntry struct {
 	// pod is here (names.go).
 	namespaceHandle unique.Handle[string]
 	// Served says whether its node serves the pod (podrefs.Served); node
-	// and packed, its node and its packed inventory entry where it does.
-	Served bool
-	node   unique.Handle[string]
-	packed []byte
+	// and packed, its node and its packed inventory entry where it does,
+	// or where the pod finished on its node (Finished, at ended): the
+	// churn's estimate reads those too (sightings).
+	Served   bool
+	Finished bool
+	node     unique.Handle[string]
+	packed   []byte
+	ended    time.Time
 }
 
 // nodeName is the pod's node, "" where it is not served.
@@ -108,8 +113,12 @@ func toPodEntry(obj any) (any, error) {
 	e := &podEntry{entryKey: keyOf(p.ObjectMeta), Served: podrefs.Served(p)}
 	e.namespaceHandle = unique.Make(e.namespace)
 	e.namespace = e.namespaceHandle.Value()
-	if e.Served {
+	e.Finished = p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
+	if e.Served || e.Finished {
 		e.node, e.packed = unique.Make(p.Spec.NodeName), packPod(inventory.PodInfoOf(p))
+	}
+	if e.Finished {
+		e.ended = inventory.EndedAt(p)
 	}
 	return e, nil
 }

@@ -21,6 +21,9 @@
 //     costs one computation and a change shows within MaxDelay plus the
 //     computation; a computation recomputes the parts of the analysis
 //     of the nodes the changes touched (analyze.Analysis) and sums them.
+//   - The pods seen in the arrival window are remembered, those that went
+//     too (sightings.go), for the churn's estimate: the computation after
+//     a change estimates it again, and one a minute while pods come and go.
 //   - The kubelets' settings (/configz) are read for a node when it is new
 //     or its Node changed, and for every node each SettingsInterval; never
 //     per computation.
@@ -57,6 +60,8 @@ type watcher struct {
 	namespaces, csiNodes cache.SharedIndexInformer
 	// events are told what each event changed.
 	events events
+	// sightings are the pods seen in the arrival window, for the churn.
+	sightings *sightings
 	// allNodes says the nodes informer holds every node, so that a pod
 	// bound to none of them is on a node that does not exist.
 	allNodes bool
@@ -91,8 +96,9 @@ type listable struct{ secrets, namespaces, csiNodes bool }
 // newWatcher builds the informers; may says whether to watch Secrets and
 // namespaces at all; failures counts their failed lists and watches. An
 // error is a set-up call an informer refused: the watcher is not to be run.
-func newWatcher(client kubernetes.Interface, nodeSelector string, may listable, events events, failures *listWatchFailures, now func() time.Time) (*watcher, error) {
-	w := &watcher{client: client, events: events, allNodes: nodeSelector == "", failures: failures, now: now}
+func newWatcher(client kubernetes.Interface, nodeSelector string, arrivalWindow time.Duration, may listable, events events, failures *listWatchFailures, now func() time.Time) (*watcher, error) {
+	w := &watcher{client: client, events: events, allNodes: nodeSelector == "", failures: failures, now: now,
+		sightings: newSightings(arrivalWindow, now)}
 	w.makeInformers(client, nodeSelector)
 	if may.namespaces {
 		w.namespaces = optedInNamespaces(client)

@@ -29,13 +29,13 @@ type FinishedPod struct {
 func FinishedPodOf(p *corev1.Pod) FinishedPod {
 	return FinishedPod{
 		Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Workload: WorkloadOf(p),
-		Refs: podrefs.Of(p), Created: p.CreationTimestamp.Time, Ended: endedAt(p), Unconverted: unconverted(p),
+		Refs: podrefs.Of(p), Created: p.CreationTimestamp.Time, Ended: EndedAt(p), Unconverted: unconverted(p),
 	}
 }
 
-// endedAt is when p's last container ended, or zero where no container
+// EndedAt is when p's last container ended, or zero where no container
 // status says (a pod that failed before its containers started).
-func endedAt(p *corev1.Pod) time.Time {
+func EndedAt(p *corev1.Pod) time.Time {
 	var last time.Time
 	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, s := range statuses {
