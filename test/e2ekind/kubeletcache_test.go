@@ -197,7 +197,9 @@ func cachePods(t *testing.T, ns string, nodes []string, n int) {
 // 10 s, and the apiserver's audit log says which ConfigMap GETs came from
 // the kubelets (system:node:<name>) and which from the agents (their
 // ServiceAccount). They are within 10 % of each other, and `nodeagent
-// analyze` predicts each kubelet's GETs within 10 % (checkAnalyzeCache).
+// analyze` predicts each kubelet's GETs within 10 % (checkAnalyzeCache), and
+// the GETs of pods that come and go next (a CronJob every minute, a Job's
+// burst) within 10 % (churn.check).
 func TestBesideKubeletCache(t *testing.T) {
 	nodes := clusterNodes(t)
 	controlPlane := clusterName + "-control-plane"
@@ -221,6 +223,9 @@ func TestBesideKubeletCache(t *testing.T) {
 	t.Logf("measuring both sides for %s", window)
 	time.Sleep(window)
 	to := time.Now()
+	// Pods that come and go next, on the same Cache settings: their
+	// CronJob's first run is a minute's mark away at most.
+	churn := startChurn(t)
 
 	raw, err := nodeExec(controlPlane, "cat", auditLogOnNode)
 	if err != nil {
@@ -261,6 +266,7 @@ func TestBesideKubeletCache(t *testing.T) {
 	}
 	writeBesideReport(t, kubelets, agents, seconds)
 	checkAnalyzeCache(t, cacheSyncPeriod, auditlog.Window{From: from, To: to})
+	churn.check(t, cacheSyncPeriod)
 }
 
 // writeBesideReport keeps the figures for docs/compare.md: each side's
