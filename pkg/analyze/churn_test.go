@@ -41,7 +41,7 @@ func TestChurnOfACronJob(t *testing.T) {
 			t.Errorf("%s: %+v, want CronJob/backup arriving once a minute, 20 s each", strategy, w)
 		}
 		lambda := 1.0 / 60
-		opens := lambda * math.Exp(-lambda*20)
+		opens := lambda * math.Exp(-lambda*(20+model.ReleaseDelay.Seconds()))
 		near(t, string(strategy)+": with the driver, watch opens", w.WithDriver.WatchOpens, opens)
 		// The run there now is one of the arrivals, not a pod that stays.
 		switch strategy {
@@ -101,7 +101,7 @@ func TestMoveToDriverMovesArrivals(t *testing.T) {
 	if got.APIServerGets != 0 {
 		t.Errorf("move-to-driver: %.4f churn GET/s, want none: the runs' volumes are the driver's", got.APIServerGets)
 	}
-	near(t, "move-to-driver: the driver's watch opens", got.WatchOpens, lambda*math.Exp(-lambda*20))
+	near(t, "move-to-driver: the driver's watch opens", got.WatchOpens, lambda*math.Exp(-lambda*(20+model.ReleaseDelay.Seconds())))
 	if now := r.Total.Predicted.Sum().Churn; now.APIServerGets == 0 || now.WatchOpens != 0 {
 		t.Errorf("now: churn %+v, want the kubelet's GETs and no watch", now)
 	}

@@ -33,6 +33,13 @@ const (
 	// first sync: at the relist that sees its containers started, which
 	// the next 1 s tick hands over.
 	PLEGResyncDelay = time.Second
+	// ReleaseDelay is how long a deleted pod still holds its references:
+	// the kubelet releases them once its volumes are unmounted (a pass of
+	// the reconciler, 100 ms apart) and their directories are seen gone
+	// (a poll every 100 ms). Registered a few milliseconds after its
+	// arrival, a pod holds an object's watch for its time in the API and
+	// this.
+	ReleaseDelay = 200 * time.Millisecond
 )
 
 // ChurnLoad is the load of a Churn: GETs at the apiserver and at etcd (the
@@ -69,14 +76,10 @@ type ChurnLoad struct {
 //     steady one, so that steady and churn add up. The resync finds the
 //     object fresh.
 //   - watch and csi-driver: the first pod on the node that reads the object
-//     opens its watch and the last to leave closes it. The number of such
-//     pods is that of an M/G/∞ queue, Poisson with mean ρ = λ·Lifetime, so
-//     an arrival finds none with probability e^(−ρ): λ·e^(−ρ) opens per
-//     second. The kubelet registers a pod's references in its first sync
-//     and releases them after its PLEG relist shows it stopped; measured
-//     beside the reference kubelet (record pod-churn) the two lags cancel
-//     within the run's noise, and a pod holds its watch for its time in
-//     the API.
+//     opens its watch and the last to leave closes it, ReleaseDelay (R)
+//     after its deletion. The number of such pods is that of an M/G/∞
+//     queue, Poisson with mean ρ = λ·(Lifetime + R), so an arrival finds
+//     none with probability e^(−ρ): λ·e^(−ρ) opens per second.
 func EntryChurn(b Behaviour, c Churn, steadyRefresh float64) ChurnLoad {
 	lambda := c.Arrivals
 	if lambda <= 0 {
@@ -97,7 +100,7 @@ func EntryChurn(b Behaviour, c Churn, steadyRefresh float64) ChurnLoad {
 		}
 		return ChurnLoad{APIServerGetQPS: fetches + between - steadyRefresh, EtcdGetQPS: fetches}
 	case Watch, Driver:
-		rho := lambda * c.Lifetime.Seconds()
+		rho := lambda * (c.Lifetime + ReleaseDelay).Seconds()
 		return ChurnLoad{WatchOpenQPS: lambda * math.Exp(-rho)}
 	}
 	return ChurnLoad{}

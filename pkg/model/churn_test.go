@@ -46,8 +46,9 @@ func TestEntryChurn(t *testing.T) {
 	f := fetches(steady)
 	near("first-reference, an arrival per cycle", mid.APIServerGetQPS, f+f/math.Expm1(f/steady)-steady)
 
-	near("watch, pods that never overlap", EntryChurn(Watch, Churn{Arrivals: 0.01, Lifetime: time.Millisecond}, 0).WatchOpenQPS, 0.01)
-	near("watch, ρ = 1", EntryChurn(Driver, Churn{Arrivals: 0.01, Lifetime: 100 * time.Second}, 0).WatchOpenQPS, 0.01/math.E)
+	near("watch, pods that never overlap", EntryChurn(Watch, Churn{Arrivals: 0.01, Lifetime: time.Millisecond}, 0).WatchOpenQPS,
+		0.01*math.Exp(-0.01*(0.001+ReleaseDelay.Seconds())))
+	near("watch, ρ = 1", EntryChurn(Driver, Churn{Arrivals: 0.01, Lifetime: 100*time.Second - ReleaseDelay}, 0).WatchOpenQPS, 0.01/math.E)
 	if got := EntryChurn(Watch, Churn{Arrivals: 1, Lifetime: time.Hour}, 0); got.WatchOpenQPS > 1e-9 || got.APIServerGetQPS != 0 {
 		t.Errorf("watch, pods always overlapping: %+v", got)
 	}

@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodeagent-io/nodeagent/pkg/auditlog"
@@ -91,7 +92,9 @@ func (c churn) check(t *testing.T, syncFrequency time.Duration) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(from.Add(churnWindow)))
-	if err := clientset.BatchV1().CronJobs(c.ns).Delete(ctx, "every-minute", metav1.DeleteOptions{}); err != nil {
+	// Suspended, not deleted: its Jobs and their pods would go with it.
+	if _, err := clientset.BatchV1().CronJobs(c.ns).Patch(ctx, "every-minute", types.MergePatchType,
+		[]byte(`{"spec":{"suspend":true}}`), metav1.PatchOptions{}); err != nil {
 		t.Error(err)
 	}
 	c.waitFinished(t, from)
