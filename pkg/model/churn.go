@@ -18,6 +18,9 @@ type Churn struct {
 	// SteadyTicks is the share of 1 s ticks in which a pod that stays and
 	// reads the object comes due (SyncTickRate), for every-sync.
 	SteadyTicks float64
+	// TTL is the node's cache TTL, for first-reference: a resync that
+	// comes after it refreshes the object.
+	TTL time.Duration
 }
 
 // What the kubelet does around an arriving and a leaving pod, which the
@@ -74,7 +77,10 @@ type ChurnLoad struct {
 //     cycle C = 1/steadyRefresh, they come at λ'/(e^(λ'C) − 1), which is
 //     steadyRefresh as λ' goes to 0; the result is that rate less the
 //     steady one, so that steady and churn add up. The resync finds the
-//     object fresh.
+//     object fresh where T is longer than PLEGResyncDelay; where it is
+//     shorter (T = 0 on clusters under 100 nodes), it refreshes it at
+//     resourceVersion 0 unless a fetch came in the T before it:
+//     λp·e^(−λ'T) more.
 //   - watch and csi-driver: the first pod on the node that reads the object
 //     opens its watch and the last to leave closes it, ReleaseDelay (R)
 //     after its deletion. The number of such pods is that of an M/G/∞
@@ -98,7 +104,11 @@ func EntryChurn(b Behaviour, c Churn, steadyRefresh float64) ChurnLoad {
 		if steadyRefresh > 0 {
 			between = fetches / math.Expm1(fetches/steadyRefresh)
 		}
-		return ChurnLoad{APIServerGetQPS: fetches + between - steadyRefresh, EtcdGetQPS: fetches}
+		resyncs := 0.0
+		if c.TTL < PLEGResyncDelay {
+			resyncs = lambda * resynced * math.Exp(-fetches*c.TTL.Seconds())
+		}
+		return ChurnLoad{APIServerGetQPS: fetches + between - steadyRefresh + resyncs, EtcdGetQPS: fetches}
 	case Watch, Driver:
 		rho := lambda * (c.Lifetime + ReleaseDelay).Seconds()
 		return ChurnLoad{WatchOpenQPS: lambda * math.Exp(-rho)}
@@ -126,7 +136,7 @@ func entryChurnOf(n Node, r readers) ChurnLoad {
 	}
 	// The streams' mean lifetime, weighted by their rates: the number of
 	// their pods there is Poisson with mean Σ rate·lifetime.
-	c := Churn{Arrivals: r.arrivals, Lifetime: time.Duration(r.occupancy / r.arrivals * float64(time.Second))}
+	c := Churn{Arrivals: r.arrivals, Lifetime: time.Duration(r.occupancy / r.arrivals * float64(time.Second)), TTL: n.TTL}
 	steadyRefresh := 0.0
 	switch {
 	case r.remounts == 0:

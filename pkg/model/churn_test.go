@@ -45,6 +45,15 @@ func TestEntryChurn(t *testing.T) {
 	mid := EntryChurn(FirstReference, Churn{Arrivals: steady}, steady)
 	f := fetches(steady)
 	near("first-reference, an arrival per cycle", mid.APIServerGetQPS, f+f/math.Expm1(f/steady)-steady)
+	// The resync a second after the first sync refreshes where T is
+	// shorter (T = 0: every read refreshes), at resourceVersion 0.
+	zero := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long}, 0)
+	near("first-reference, T = 0: the fetches and the resyncs' refreshes", zero.APIServerGetQPS, fetches(0.5)+0.5)
+	near("first-reference, T = 0: etcd has the fetches alone", zero.EtcdGetQPS, fetches(0.5))
+	half := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long, TTL: 500 * time.Millisecond}, 0)
+	near("first-reference, T = 0.5 s: a resync shares a fetch in the T before it", half.APIServerGetQPS, fetches(0.5)+0.5*math.Exp(-fetches(0.5)*0.5))
+	fresh := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long, TTL: 10 * time.Second}, 0)
+	near("first-reference, T = 10 s: the resync finds it fresh", fresh.APIServerGetQPS, fetches(0.5))
 
 	near("watch, pods that never overlap", EntryChurn(Watch, Churn{Arrivals: 0.01, Lifetime: time.Millisecond}, 0).WatchOpenQPS,
 		0.01*math.Exp(-0.01*(0.001+ReleaseDelay.Seconds())))
@@ -67,7 +76,7 @@ func TestPredictWithArrivals(t *testing.T) {
 			Arrivals: []Arrival{{Object: shared, Rate: 0.2, Lifetime: 5 * time.Second}, {Object: jobs, Rate: 0.1, Lifetime: 5 * time.Second}}}
 	}
 	lambda := func(b Behaviour, rate float64, steadyTicks, steadyRefresh float64) ChurnLoad {
-		return EntryChurn(b, Churn{Arrivals: rate, Lifetime: 5 * time.Second, SteadyTicks: steadyTicks}, steadyRefresh)
+		return EntryChurn(b, Churn{Arrivals: rate, Lifetime: 5 * time.Second, SteadyTicks: steadyTicks, TTL: 30 * time.Second}, steadyRefresh)
 	}
 	watch := Predict([]Node{node(Watch)})
 	if want := lambda(Watch, 0.1, 0, 0).WatchOpenQPS; math.Abs(watch.Total.Churn.WatchOpenQPS-want) > 1e-9 || want == 0 {
