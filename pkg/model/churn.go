@@ -36,13 +36,14 @@ const (
 	// first sync: at the relist that sees its containers started, which
 	// the next 1 s tick hands over.
 	PLEGResyncDelay = time.Second
-	// ReleaseDelay is how long a deleted pod still holds its references:
-	// the kubelet releases them once its volumes are unmounted (a pass of
-	// the reconciler, 100 ms apart) and their directories are seen gone
-	// (a poll every 100 ms). Registered a few milliseconds after its
-	// arrival, a pod holds an object's watch for its time in the API and
-	// this.
-	ReleaseDelay = 200 * time.Millisecond
+	// ReleaseDelay is how long, on average, a deleted pod still holds its
+	// references: the kubelet releases them once its volumes are
+	// unmounted, at the reconciler's next pass (100 ms apart: 50 ms on
+	// average), and a poll every 100 ms has seen their directories gone
+	// (50 ms on average after the unmount). Registered milliseconds after
+	// its arrival, a pod holds an object's watch for its time in the API
+	// and this.
+	ReleaseDelay = 100 * time.Millisecond
 )
 
 // ChurnLoad is the load of a Churn: GETs at the apiserver and at etcd (the
