@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/internal/cliflag"
 	"github.com/nodeagent-io/nodeagent/internal/daemon"
 	"github.com/nodeagent-io/nodeagent/internal/version"
 	"github.com/nodeagent-io/nodeagent/pkg/agent"
@@ -35,6 +36,7 @@ type csiConfig struct {
 	register                         bool
 	stateDir, httpAddress            string
 	checkAccess                      bool
+	readAs                           csidriver.ReadAs
 	qps, eventQPS                    float32
 	burst, eventBurst                int
 }
@@ -48,6 +50,11 @@ func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.register, "register", true, "Register with the kubelet through its plugin registration socket (no node-driver-registrar needed).")
 	fs.StringVar(&c.stateDir, "state-dir", "/var/lib/nodeagent/csi", "Where the driver records each published volume, so that it serves them again after a restart. A hostPath.")
 	fs.StringVar(&c.httpAddress, "http-address", "127.0.0.1:10356", "Serve /metrics, /healthz, /readyz and /debug/volumes here; empty serves nothing.")
+	c.readAs = csidriver.ReadAsDriver
+	fs.Var(cliflag.NewChoice(&c.readAs, []csidriver.ReadAs{csidriver.ReadAsDriver, csidriver.ReadAsPod}), "read-as",
+		"Whose permission ConfigMaps are read with. driver: the driver's own service account (get, list and watch on ConfigMaps), as the kubelet serves a pod any ConfigMap of its namespace. "+
+			"pod: each volume's pod's service account, with the token the kubelet passes in every publish call (the CSIDriver object's tokenRequests, and requiresRepublish for the renewed tokens): "+
+			"the driver's own account reads nothing, and a pod gets only what its account may get (PermissionDenied otherwise).")
 	fs.BoolVar(&c.checkAccess, "check-access", false, "Beyond the kubelet: publish a volume only if the pod's service account may get its ConfigMap (a SubjectAccessReview per publish; needs create on subjectaccessreviews).")
 	fs.Float32Var(&c.qps, "kube-api-qps", 50, "Requests per second to the apiserver.")
 	fs.IntVar(&c.burst, "kube-api-burst", 100, "Burst of requests to the apiserver.")
@@ -140,7 +147,9 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	metrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := csidriver.Options{
 		DriverName: cfg.driverName, NodeName: cfg.nodeName, Endpoint: cfg.endpointPath(), StateDir: cfg.stateDir,
+		ReadAs:     cfg.readAs,
 		ConfigMaps: func(namespace string) configmapcache.ConfigMapClient { return client.ConfigMaps(namespace) },
+		ClientAs:   clientAs(rc),
 		Events:     events.NewRecorder(coreclient.Scheme, corev1.EventSource{Component: "nodeagent-csi", Host: cfg.nodeName}),
 		Recorder:   metrics,
 	}
@@ -170,6 +179,20 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	}
 	g.Go(func() error { return driver.Run(ctx) })
 	return g.Wait()
+}
+
+// clientAs makes clients that authenticate with a pod's token alone: the
+// apiserver's address and CA of rc, none of the driver's own credentials.
+func clientAs(rc *rest.Config) csidriver.ClientAs {
+	return func(token, namespace string) (configmapcache.ConfigMapClient, error) {
+		c := rest.AnonymousClientConfig(rc)
+		c.BearerToken = token
+		client, err := coreclient.NewForConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		return client.ConfigMaps(namespace), nil
+	}
 }
 
 // csiHandler serves the driver's HTTP endpoints (agent.Endpoints): ready

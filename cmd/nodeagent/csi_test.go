@@ -16,7 +16,7 @@ import (
 // volumes are served again (and, when registering, the kubelet accepted
 // it), its volumes as read-only JSON.
 func TestCSIHandler(t *testing.T) {
-	driver, err := csidriver.New(csidriver.Options{NodeName: "n", Endpoint: "/unused.sock", StateDir: t.TempDir(),
+	driver, err := csidriver.New(csidriver.Options{NodeName: "n", Endpoint: "/unused.sock", StateDir: t.TempDir(), ReadAs: csidriver.ReadAsDriver,
 		ConfigMaps: func(string) configmapcache.ConfigMapClient { return nil }})
 	if err != nil {
 		t.Fatal(err)

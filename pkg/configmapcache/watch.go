@@ -41,7 +41,10 @@ const (
 // watchStore is the watch strategy's store: one reflector per referenced
 // ConfigMap, so reads never reach the apiserver.
 type watchStore struct {
-	configMaps func(namespace string) ConfigMapClient
+	// configMaps is the client of one ConfigMap's reflector, asked again
+	// at each list and watch, so that it may authenticate differently
+	// each time (the CSI driver's pods' tokens).
+	configMaps func(namespace, name string) ConfigMapClient
 	onChange   func(namespace, name string)
 	clock      clock.Clock
 	// maxIdleTime is how long an unread watch lives; 0 keeps it.
@@ -71,7 +74,7 @@ type watchItem struct {
 // ConfigMap is immutable, or unread for five sync periods.
 func newWatchStore(configMaps func(namespace string) ConfigMapClient, onChange func(namespace, name string), clk clock.Clock, syncFrequency time.Duration) *watchStore {
 	s := &watchStore{
-		configMaps: configMaps, onChange: onChange, clock: clk,
+		configMaps: func(namespace, _ string) ConfigMapClient { return configMaps(namespace) }, onChange: onChange, clock: clk,
 		maxIdleTime: max(5*syncFrequency, minIdleTime),
 		done:        make(chan struct{}),
 		items:       map[objectKey]*watchItem{},
@@ -153,21 +156,20 @@ func (s *watchStore) AddReference(namespace, name string) {
 	item := &watchItem{refCount: 1, store: newNotifyingStore(key, s.onChange), lastAccess: s.clock.Now()}
 	s.items[key] = item
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	client := s.configMaps(namespace)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = selector
-			return client.List(ctx, opts)
+			return s.configMaps(namespace, name).List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.FieldSelector = selector
-			return client.Watch(ctx, opts)
+			return s.configMaps(namespace, name).Watch(ctx, opts)
 		},
 	}
 	// The wrapper lets the reflector fall back to LIST+WATCH with clients
 	// that cannot stream a watch-list (the fake clients of the tests).
 	item.start = func(ctx context.Context) {
-		reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.ConfigMap{}, item.store, cache.ReflectorOptions{
+		reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.configMaps(namespace, name)), &corev1.ConfigMap{}, item.store, cache.ReflectorOptions{
 			Name:            "configmap " + namespace + "/" + name,
 			MinWatchTimeout: minWatchTimeout,
 		})
@@ -190,6 +192,24 @@ func (s *watchStore) DeleteReference(namespace, name string) {
 	if item.refCount <= 0 {
 		item.halt()
 		delete(s.items, key)
+	}
+}
+
+// reopen starts namespace/name's reflector again, if it runs: it lists
+// and watches anew, its store keeping the object meanwhile.
+func (s *watchStore) reopen(namespace, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item, ok := s.items[objectKey{namespace, name}]
+	if !ok {
+		return
+	}
+	item.mu.Lock()
+	defer item.mu.Unlock()
+	if item.stop != nil {
+		item.stop()
+		item.stop = nil
+		item.ensureRunning()
 	}
 }
 

@@ -33,8 +33,9 @@ type Watches struct {
 }
 
 // NewWatches returns an empty set of watches. configMaps returns the client
-// of a namespace; clk may be nil (the real clock).
-func NewWatches(configMaps func(namespace string) ConfigMapClient, onChange func(namespace, name string), clk clock.Clock) (*Watches, error) {
+// of one ConfigMap's watch, asked again each time it lists or watches; clk
+// may be nil (the real clock).
+func NewWatches(configMaps func(namespace, name string) ConfigMapClient, onChange func(namespace, name string), clk clock.Clock) (*Watches, error) {
 	if configMaps == nil {
 		return nil, fmt.Errorf("configmapcache: a client is required")
 	}
@@ -61,6 +62,11 @@ func (w *Watches) Remove(namespace, name string) { w.store.DeleteReference(names
 func (w *Watches) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
 	return w.store.Get(ctx, namespace, name)
 }
+
+// Reopen lists and watches namespace/name anew, if its watch is open: with
+// the client configMaps gives now (another pod's token). Its volumes keep
+// the object meanwhile.
+func (w *Watches) Reopen(namespace, name string) { w.store.reopen(namespace, name) }
 
 // Watching returns how many watches are open.
 func (w *Watches) Watching() int { return w.store.running() }

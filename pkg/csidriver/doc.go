@@ -25,7 +25,15 @@
 //     it does not know succeeds.
 //   - Load on the apiserver: one watch per ConfigMap in use on the node,
 //     opened by the first volume that names it and closed with the last
-//     (configmapcache.Watches); no GET, ever, and nothing per pod sync.
+//     (configmapcache.Watches); nothing per pod sync. Reading as the
+//     driver, no GET ever; reading as the pods (ReadAsPod, reads.go), one
+//     GET per new volume, its pod's own read with its token.
+//   - Identity (ReadAs): the driver's own service account, or each
+//     volume's pod's, whose token the kubelet passes in every publish call
+//     (tokens.go): a pod that may not get its ConfigMap is refused with
+//     PermissionDenied, and each watch authenticates with a token of a pod
+//     whose read succeeded, renewed before it expires or its pod goes
+//     (credentials.go). Tokens are never recorded, logged or shown.
 //   - Updates: the volumes live in a volume core of the driver's own
 //     (core.Core: no pods, no populator, no directory scan),
 //     whose only source is the publish calls; every change a

@@ -46,7 +46,12 @@ type Options struct {
 	RegistrationDir string
 	// StateDir keeps a record of each published volume.
 	StateDir string
-	// ConfigMaps returns the API client of a namespace.
+	// ReadAs says whose permission ConfigMaps are read with: ReadAsPod
+	// needs ClientAs, ReadAsDriver ConfigMaps.
+	ReadAs ReadAs
+	// ClientAs returns a client that authenticates with a pod's token.
+	ClientAs ClientAs
+	// ConfigMaps returns the driver's own API client of a namespace.
 	ConfigMaps func(namespace string) configmapcache.ConfigMapClient
 	// Access, optional, checks that a pod's service account may get the
 	// ConfigMap its volume names (AccessReviewer).
@@ -66,7 +71,9 @@ type Driver struct {
 	identity *identityServer
 	node     *nodeServer
 	register *registrationServer
-	ready    atomic.Bool
+	// reads are the pods' reads (ReadAsPod), nil under ReadAsDriver.
+	reads *podReads
+	ready atomic.Bool
 }
 
 // New builds a driver; nothing runs until Run.
@@ -74,18 +81,24 @@ func New(opts Options) (*Driver, error) {
 	if opts.DriverName == "" {
 		opts.DriverName = DefaultDriverName
 	}
-	if opts.NodeName == "" || opts.Endpoint == "" || opts.StateDir == "" || opts.ConfigMaps == nil {
-		return nil, errors.New("csidriver: NodeName, Endpoint, StateDir and ConfigMaps are required")
+	if opts.NodeName == "" || opts.Endpoint == "" || opts.StateDir == "" {
+		return nil, errors.New("csidriver: NodeName, Endpoint and StateDir are required")
 	}
 	d := &Driver{opts: opts}
-	var err error
+	configMaps, err := d.configMapClients()
+	if err != nil {
+		return nil, err
+	}
 	// The core writes every change a watch delivers as it comes; it exists
 	// before any watch starts (the first publish call).
-	d.watches, err = configmapcache.NewWatches(opts.ConfigMaps, func(namespace, name string) {
+	d.watches, err = configmapcache.NewWatches(configMaps, func(namespace, name string) {
 		d.core.RemountConfigMap(namespace, name)
 	}, opts.Clock)
 	if err != nil {
 		return nil, err
+	}
+	if d.reads != nil {
+		d.reads.reopen = d.watches.Reopen
 	}
 	d.core, err = core.New(core.Options{
 		ConfigMaps: d.watches, Events: opts.Events, Recorder: opts.Recorder, Clock: opts.Clock,
@@ -99,8 +112,32 @@ func New(opts Options) (*Driver, error) {
 	}
 	d.identity = &identityServer{name: opts.DriverName, ready: d.ready.Load}
 	d.node = newNodeServer(opts.NodeName, d.core, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
+	d.node.reads = d.reads
 	d.register = &registrationServer{driverName: opts.DriverName, endpoint: opts.Endpoint}
 	return d, nil
+}
+
+// configMapClients is the client of each ConfigMap's watch, as ReadAs
+// says: a pod's token's (setting d.reads), or the driver's own.
+func (d *Driver) configMapClients() (func(namespace, name string) configmapcache.ConfigMapClient, error) {
+	switch d.opts.ReadAs {
+	case ReadAsPod:
+		if d.opts.ClientAs == nil {
+			return nil, errors.New("csidriver: reading as the pods needs ClientAs")
+		}
+		var clk clock.WithTicker = clock.RealClock{}
+		if d.opts.Clock != nil {
+			clk = d.opts.Clock
+		}
+		d.reads = &podReads{clientAs: d.opts.ClientAs, creds: newCredentials(), clock: clk}
+		return d.reads.client, nil
+	case ReadAsDriver:
+		if d.opts.ConfigMaps == nil {
+			return nil, errors.New("csidriver: reading as the driver needs ConfigMaps")
+		}
+		return func(namespace, _ string) configmapcache.ConfigMapClient { return d.opts.ConfigMaps(namespace) }, nil
+	}
+	return nil, fmt.Errorf("csidriver: ReadAs %q: want %q or %q", d.opts.ReadAs, ReadAsPod, ReadAsDriver)
 }
 
 // Ready says whether the volumes published before a restart are served
@@ -130,6 +167,9 @@ func (d *Driver) Run(ctx context.Context) error {
 	coreCtx, stopCore := context.WithCancel(ctx)
 	defer stopCore()
 	components.Go(func() { d.core.Run(coreCtx) })
+	if d.reads != nil {
+		components.Go(func() { d.reads.Run(coreCtx) })
+	}
 	restored := d.restore(ctx)
 	d.ready.Store(true)
 

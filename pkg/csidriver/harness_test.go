@@ -30,7 +30,9 @@ type harness struct {
 	client *fake.Clientset
 	wrap   func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient
 	// access, if set before start, is the driver's access check.
-	access   accessChecker
+	access accessChecker
+	// clientAs, if set before start, makes the driver read as the pods.
+	clientAs ClientAs
 	events   *kuberecord.FakeRecorder
 	stateDir string
 	podsDir  string
@@ -51,6 +53,18 @@ func newHarness(t *testing.T, objects ...runtime.Object) *harness {
 // wrapped by wrap (nil: as it is).
 func newHarnessWith(t *testing.T, wrap func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient, objects ...runtime.Object) *harness {
 	t.Helper()
+	return newHarnessFor(t, wrap, nil, objects...)
+}
+
+// newHarnessAs is newHarness with a driver that reads as the pods, each
+// token allowed what authorize says.
+func newHarnessAs(t *testing.T, authorize *authorizer, objects ...runtime.Object) *harness {
+	t.Helper()
+	return newHarnessFor(t, nil, authorize, objects...)
+}
+
+func newHarnessFor(t *testing.T, wrap func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient, authorize *authorizer, objects ...runtime.Object) *harness {
+	t.Helper()
 	// A short root: a unix socket's path has at most 107 bytes.
 	root, err := os.MkdirTemp("", "csi")
 	if err != nil {
@@ -59,6 +73,9 @@ func newHarnessWith(t *testing.T, wrap func(configmapcache.ConfigMapClient) conf
 	t.Cleanup(func() { os.RemoveAll(root) })
 	h := &harness{t: t, client: fake.NewClientset(objects...), wrap: wrap, stateDir: filepath.Join(root, "state"),
 		podsDir: filepath.Join(root, "pods"), socket: filepath.Join(root, "csi.sock")}
+	if authorize != nil {
+		h.clientAs = authorize.clientAs(h)
+	}
 	h.start()
 	t.Cleanup(h.halt)
 	return h
@@ -68,8 +85,8 @@ func newHarnessWith(t *testing.T, wrap func(configmapcache.ConfigMapClient) conf
 func (h *harness) start() {
 	h.t.Helper()
 	h.events = kuberecord.NewFakeRecorder(100)
-	d, err := New(Options{
-		NodeName: "node-1", Endpoint: h.socket, StateDir: h.stateDir,
+	opts := Options{
+		NodeName: "node-1", Endpoint: h.socket, StateDir: h.stateDir, ReadAs: ReadAsDriver,
 		ConfigMaps: func(ns string) configmapcache.ConfigMapClient {
 			var c configmapcache.ConfigMapClient = listThenWatch{h.client.CoreV1().ConfigMaps(ns)}
 			if h.wrap != nil {
@@ -78,7 +95,11 @@ func (h *harness) start() {
 			return c
 		},
 		Events: h.events, Access: h.access,
-	})
+	}
+	if h.clientAs != nil {
+		opts.ReadAs, opts.ClientAs = ReadAsPod, h.clientAs
+	}
+	d, err := New(opts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -124,6 +145,9 @@ type volume struct {
 	id, target string
 	attrs      map[string]string
 	fsGroup    string
+	// secrets are the call's: the pod's token, where the CSIDriver asks
+	// for it in secrets.
+	secrets map[string]string
 }
 
 // newVolume lays out the kubelet's directories for volume name of pod uid
@@ -141,7 +165,7 @@ func (h *harness) newVolume(uid, name string, attrs map[string]string) volume {
 
 func (h *harness) publish(v volume) error {
 	_, err := h.node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
-		VolumeId: v.id, TargetPath: v.target, VolumeContext: v.attrs, Readonly: true,
+		VolumeId: v.id, TargetPath: v.target, VolumeContext: v.attrs, Readonly: true, Secrets: v.secrets,
 		VolumeCapability: &csi.VolumeCapability{
 			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{VolumeMountGroup: v.fsGroup}},
 			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY},

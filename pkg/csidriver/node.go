@@ -2,6 +2,7 @@ package csidriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -56,6 +57,9 @@ type nodeServer struct {
 	configMaps configMaps
 	access     accessChecker
 	state      stateDir
+	// reads, where set (ReadAsPod), read each volume's ConfigMap as its
+	// pod, with the token of its publish call.
+	reads *podReads
 
 	// mu guards published and locks; locks serializes the calls of one
 	// volume (the CSI spec lets a CO send them concurrently).
@@ -131,8 +135,12 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := s.readAsPod(ctx, req, rec, spec, known); err != nil {
+		return nil, err
+	}
 	if !known && s.access != nil {
 		if err := s.access.MayGet(ctx, spec.Pod, spec.Source.Name); err != nil {
+			s.releaseToken(spec, rec.VolumeID)
 			return nil, status.Error(codes.PermissionDenied, err.Error())
 		}
 	}
@@ -144,12 +152,12 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 			// Published and served: the files stay, and so does the volume.
 			return nil, status.Errorf(codes.Unavailable, "volume %s is published but not on disk: %v", rec.VolumeID, err)
 		}
-		s.withdraw(spec, desired.Key)
+		s.withdraw(spec, desired.Key, rec.VolumeID)
 		return nil, publishError(ctx, err)
 	}
 	if !known {
 		if err := s.state.save(rec); err != nil {
-			s.withdraw(spec, desired.Key)
+			s.withdraw(spec, desired.Key, rec.VolumeID)
 			return nil, status.Errorf(codes.Internal, "recording volume %s: %v", rec.VolumeID, err)
 		}
 		s.mu.Lock()
@@ -159,6 +167,46 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 			"configMap", spec.Source.Name, "updates", desired.Layout, "targetPath", rec.TargetPath)
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// readAsPod, where the driver reads as the pods, checks that the call
+// carries the pod's token and, for a new volume, that the pod may read
+// its ConfigMap, and holds the token for the ConfigMap's watch: before the
+// volume is served, so that the watch opens with it.
+func (s *nodeServer) readAsPod(ctx context.Context, req *csi.NodePublishVolumeRequest, rec record, spec volumeSpec, known bool) error {
+	if s.reads == nil {
+		return nil
+	}
+	token, ok, err := tokenOf(req.GetSecrets(), req.GetVolumeContext())
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if !ok {
+		if known {
+			return nil // published before its CSIDriver asked for tokens: served as it is
+		}
+		return status.Errorf(codes.FailedPrecondition, "the call carries no service account token of pod %s/%s: the CSIDriver object must ask for one "+
+			"(spec.tokenRequests with no audience, as this release's chart and manifests install it), or the driver must run with --read-as=driver",
+			spec.Pod.Namespace, spec.Pod.Name)
+	}
+	if !known {
+		if err := s.reads.check(ctx, spec.Pod, spec.Source.Name, token); err != nil {
+			if denied := (*accessDenied)(nil); errors.As(err, &denied) {
+				return status.Error(codes.PermissionDenied, err.Error())
+			}
+			return status.Error(codes.Unavailable, err.Error())
+		}
+	}
+	s.reads.hold(objectKey{spec.Pod.Namespace, spec.Source.Name}, rec.VolumeID, token)
+	return nil
+}
+
+// releaseToken forgets a volume's token, where the driver reads as the
+// pods.
+func (s *nodeServer) releaseToken(spec volumeSpec, volumeID string) {
+	if s.reads != nil {
+		s.reads.release(objectKey{spec.Pod.Namespace, spec.Source.Name}, volumeID)
+	}
 }
 
 // serve makes desired the volume core's, and its ConfigMap watched. A
@@ -176,11 +224,13 @@ func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume, restore
 	}
 }
 
-// withdraw undoes serve at once, for a volume that never made it to disk.
-// Unpublish instead waits for the files to go before it drops the watch.
-func (s *nodeServer) withdraw(spec volumeSpec, key cache.VolumeKey) {
+// withdraw undoes serve at once, for a volume that never made it to disk,
+// and forgets its pod's token. Unpublish instead waits for the files to go
+// before it drops the watch.
+func (s *nodeServer) withdraw(spec volumeSpec, key cache.VolumeKey, volumeID string) {
 	s.volumes.RemoveVolume(key)
 	s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
+	s.releaseToken(spec, volumeID)
 }
 
 // recordOf checks a publish call's fields, as the CSI spec requires them.
@@ -201,8 +251,10 @@ func recordOf(req *csi.NodePublishVolumeRequest) (record, error) {
 	if !filepath.IsAbs(req.GetTargetPath()) {
 		return record{}, status.Errorf(codes.InvalidArgument, "target_path %q is not absolute", req.GetTargetPath())
 	}
+	// The pod's token is never recorded, nor compared: each republish
+	// brings a newer one.
 	return record{
-		VolumeID: req.GetVolumeId(), TargetPath: filepath.Clean(req.GetTargetPath()), VolumeContext: req.GetVolumeContext(),
+		VolumeID: req.GetVolumeId(), TargetPath: filepath.Clean(req.GetTargetPath()), VolumeContext: withoutTokens(req.GetVolumeContext()),
 		MountGroup: req.GetVolumeCapability().GetMount().GetVolumeMountGroup(), ReadOnly: req.GetReadonly(),
 	}, nil
 }
@@ -302,6 +354,7 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 		return nil, status.Errorf(codes.Internal, "removing volume %s: %v", rec.VolumeID, err)
 	}
 	s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
+	s.releaseToken(spec, rec.VolumeID)
 	if err := s.state.remove(rec.VolumeID); err != nil {
 		return nil, status.Errorf(codes.Internal, "removing the record of volume %s: %v", rec.VolumeID, err)
 	}

@@ -286,6 +286,29 @@ func TestChartCSIValues(t *testing.T) {
 	}
 }
 
+// TestChartCSIReadAsPod: read as the pods, the CSIDriver asks the kubelet
+// for each pod's token (for the apiserver's audience, renewed at each
+// republish), the driver runs with --read-as=pod, and its ClusterRole
+// grants nothing on ConfigMaps; read as the driver, none of it.
+func TestChartCSIReadAsPod(t *testing.T) {
+	for _, readAs := range []string{"pod", "driver"} {
+		byKey := map[string]object{}
+		for _, o := range helmTemplate(t, "--set", "mode=csi", "--set", "csi.readAs="+readAs) {
+			byKey[key(o)] = o
+		}
+		spec := lookup(byKey["CSIDriver/configmaps.nodeagent.io"], "spec")
+		tokens, republish := fmt.Sprint(lookup(spec, "tokenRequests")), lookup(spec, "requiresRepublish")
+		container := lookup(byKey["DaemonSet/nodeagent"], "spec", "template", "spec", "containers").([]interface{})[0].(map[string]interface{})
+		args := fmt.Sprint(container["args"])
+		rules := fmt.Sprint(lookup(byKey["ClusterRole/nodeagent"], "rules"))
+		asPod := tokens == "[map[audience:]]" && republish == true && strings.Contains(args, "--read-as=pod") && !strings.Contains(rules, "configmaps")
+		asDriver := tokens == "<nil>" && republish == nil && !strings.Contains(args, "--read-as") && strings.Contains(rules, "configmaps")
+		if readAs == "pod" && !asPod || readAs == "driver" && !asDriver {
+			t.Errorf("csi.readAs=%s: tokenRequests %s, requiresRepublish %v, args %s, ClusterRole rules %s", readAs, tokens, republish, args, rules)
+		}
+	}
+}
+
 // TestChartWebhookCertManager: with a cert-manager issuer the webhook
 // serves cert-manager's certificate, which cert-manager injects into the
 // configuration, and gets no permission on Secrets or configurations.

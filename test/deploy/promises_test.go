@@ -20,7 +20,7 @@ func TestRolesKeepREADMEsPromises(t *testing.T) {
 	kustomize := tool(t, "KUSTOMIZE_BIN", "kustomize")
 	var objects []object
 	for _, set := range [][]string{{"mode=before"}, {"mode=after"}, {"mode=watch"}, {"mode=csi", "csi.checkAccess=true"},
-		{"mode=csi", "webhook.enabled=true"}, {"mode=after", "analyze.enabled=true", "analyze.listSecrets=true", "analyze.events=true"}} {
+		{"mode=csi", "csi.readAs=pod"}, {"mode=csi", "webhook.enabled=true"}, {"mode=after", "analyze.enabled=true", "analyze.listSecrets=true", "analyze.events=true"}} {
 		var args []string
 		for _, kv := range set {
 			args = append(args, "--set", kv)

@@ -253,8 +253,6 @@ func createConfigMap(t *testing.T, ns, name string, data map[string]string) *cor
 	return cm
 }
 
-// deletePodNow deletes a pod with no grace period: there is no kubelet
-// here to finish a graceful deletion.
 // updateConfigMap sets one key of a ConfigMap's data.
 func updateConfigMap(t *testing.T, ns, name, key, value string) {
 	t.Helper()
@@ -268,6 +266,8 @@ func updateConfigMap(t *testing.T, ns, name, key, value string) {
 	}
 }
 
+// deletePodNow deletes a pod with no grace period: there is no kubelet
+// here to finish a graceful deletion.
 func deletePodNow(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	err := clientset.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,24 +94,33 @@ func TestCSIDriverIdleCost(t *testing.T) {
 // the target's parent made first, the pod named in the volume context.
 func publishAsKubelet(t *testing.T, node csi.NodeClient, dir, ns string, i int) {
 	t.Helper()
+	if err := publishVolume(node, dir, ns, i, "default", nil); err != nil {
+		t.Fatalf("publishing volume %d: %v", i, err)
+	}
+}
+
+// publishVolume publishes volume i (ConfigMap cm-<i>) of pod pod-<i>,
+// whose service account is serviceAccount, with extra in its volume
+// context (the pod's tokens).
+func publishVolume(node csi.NodeClient, dir, ns string, i int, serviceAccount string, extra map[string]string) error {
 	uid := fmt.Sprintf("uid-%d", i)
 	parent := filepath.Join(dir, "pods", uid, "volumes", "kubernetes.io~csi", "cfg")
 	if err := os.MkdirAll(parent, 0o750); err != nil {
-		t.Fatal(err)
+		return err
 	}
+	attrs := map[string]string{"configMap": fmt.Sprintf("cm-%d", i),
+		"csi.storage.k8s.io/pod.name": "pod-" + strconv.Itoa(i), "csi.storage.k8s.io/pod.namespace": ns,
+		"csi.storage.k8s.io/pod.uid": uid, "csi.storage.k8s.io/serviceAccount.name": serviceAccount, "csi.storage.k8s.io/ephemeral": "true"}
+	maps.Copy(attrs, extra)
 	_, err := node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
 		VolumeId: "csi-" + uid, TargetPath: filepath.Join(parent, "mount"), Readonly: true,
 		VolumeCapability: &csi.VolumeCapability{
 			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
 			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY},
 		},
-		VolumeContext: map[string]string{"configMap": fmt.Sprintf("cm-%d", i),
-			"csi.storage.k8s.io/pod.name": "pod-" + strconv.Itoa(i), "csi.storage.k8s.io/pod.namespace": ns,
-			"csi.storage.k8s.io/pod.uid": uid, "csi.storage.k8s.io/serviceAccount.name": "default", "csi.storage.k8s.io/ephemeral": "true"},
+		VolumeContext: attrs,
 	})
-	if err != nil {
-		t.Fatalf("publishing volume %d: %v", i, err)
-	}
+	return err
 }
 
 // startBare runs binary with args as a process of its own, logging to

@@ -44,6 +44,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - --kubelet-root-dir={{ .Values.kubeletRootDir }}
 - --http-address={{ .Values.httpAddress }}
 - --logging-format={{ .Values.loggingFormat }}
+{{- if eq .Values.csi.readAs "pod" }}
+- --read-as=pod
+{{- end }}
 {{- if .Values.csi.checkAccess }}
 - --check-access
 {{- end }}

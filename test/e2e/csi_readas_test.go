@@ -1,0 +1,112 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+)
+
+// The driver reads as the pods on a real apiserver: its own service
+// account may read no ConfigMap, a pod whose account may read its
+// ConfigMap gets its files and every update (the watch opened with the
+// pod's token), and one whose account may not is refused with the check
+// to run.
+func TestCSIReadsAsThePod(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, "csi-read-as")
+	for _, sa := range []string{"driver", "reader", "nobody"} {
+		if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grantConfigMapReads(t, ns, "reader")
+	createConfigMap(t, ns, "cm-0", map[string]string{"config.yaml": "v1"})
+	createConfigMap(t, ns, "cm-1", map[string]string{"config.yaml": "v1"})
+
+	dir, err := os.MkdirTemp("", "csi") // short: a socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	driverKubeconfig, driverConfig := tokenKubeconfig(t, cp, ns, "driver")
+	socket := filepath.Join(dir, "csi.sock")
+	startBare(t, "nodeagent-csi", agentOnlyBinary(t), []string{"csi", "--kubeconfig=" + driverKubeconfig, "--node-name=node-read-as",
+		"--endpoint=" + socket, "--state-dir=" + filepath.Join(dir, "state"), "--register=false", "--http-address=", "--read-as=pod", "-v=2"},
+		filepath.Join(dir, "csi.log"))
+	testutil.WaitFor(t, "the driver's socket", func() bool { _, err := os.Stat(socket); return err == nil })
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	node := csi.NewNodeClient(conn)
+
+	if err := publishVolume(node, dir, ns, 0, "reader", podTokens(t, ns, "reader")); err != nil {
+		t.Fatalf("the reader's volume: %v", err)
+	}
+	file := filepath.Join(dir, "pods", "uid-0", "volumes", "kubernetes.io~csi", "cfg", "mount", "config.yaml")
+	updateConfigMap(t, ns, "cm-0", "config.yaml", "v2")
+	testutil.WaitFor(t, "the update in the reader's volume", func() bool { data, _ := os.ReadFile(file); return string(data) == "v2" })
+
+	err = publishVolume(node, dir, ns, 1, "nobody", podTokens(t, ns, "nobody"))
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "kubectl auth can-i get configmaps/cm-1 -n "+ns+" --as=system:serviceaccount:"+ns+":nobody") {
+		t.Errorf("the volume of a pod whose account may not read cm-1: %v, want PermissionDenied with the check to run", err)
+	}
+	if _, err := kubernetes.NewForConfigOrDie(driverConfig).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the driver's own account reading cm-0: %v, want Forbidden", err)
+	}
+}
+
+// grantConfigMapReads lets service account sa of ns get, list and watch
+// the namespace's ConfigMaps.
+func grantConfigMapReads(t *testing.T, ns, sa string) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}}}
+	if _, err := clientset.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader-" + sa},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}
+	if _, err := clientset.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// podTokens is the volume context's tokens attribute as the kubelet fills
+// it for a CSIDriver whose tokenRequests name no audience: a token of
+// service account sa for the apiserver.
+func podTokens(t *testing.T, ns, sa string) map[string]string {
+	t.Helper()
+	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(map[string]authenticationv1.TokenRequestStatus{"": tr.Status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"csi.storage.k8s.io/serviceAccount.tokens": string(raw)}
+}
