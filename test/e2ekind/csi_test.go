@@ -269,6 +269,7 @@ func TestCSIDriver(t *testing.T) {
 	t.Run("an immutable ConfigMap recreated", csiImmutableRecreated)
 	t.Run("bad input", csiBadInput)
 	t.Run("the driver restarted", csiRestart)
+	t.Run("read as the pods", csiReadAsPod)
 }
 
 // csiBesideKubelet runs the same pods twice on both workers, once

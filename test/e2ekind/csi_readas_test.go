@@ -1,0 +1,91 @@
+//go:build e2e
+
+package e2ekind
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// csiReadAsPod upgrades the driver to read as the pods (csi.readAs=pod),
+// through the real kubelet: its CSIDriver now asks the kubelets for each
+// pod's token. A pod whose service account may read its ConfigMap gets it
+// and its updates; one whose account may not stays ContainerCreating with
+// the event that names the check to run; the driver's own account may
+// read no ConfigMap.
+func csiReadAsPod(t *testing.T) {
+	ctx := context.Background()
+	helm(t, "upgrade", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--reuse-values", "--set", "csi.readAs=pod")
+	eventually(t, 3*time.Minute, "the driver rolled out, reading as the pods", func() string {
+		ds, err := clientset.AppsV1().DaemonSets(csiNamespace).Get(ctx, csiRelease, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if s := ds.Status; s.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != 3 || s.NumberReady != 3 || s.NumberUnavailable != 0 {
+			return fmt.Sprintf("%d of 3 updated, %d ready", s.UpdatedNumberScheduled, s.NumberReady)
+		}
+		return ""
+	})
+	ns := testNamespace(t, "e2e-kind-csi-read-as")
+	t.Cleanup(func() { deletePods(t, ns) })
+	mustCreate(t, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"k": "v1"}})
+	readableBy(t, ns, "reader")
+	node := clusterNodes(t)[1]
+	for _, sa := range []string{"reader", "nobody"} {
+		if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := csiPod(sa, node, map[string]map[string]string{"cfg": {"configMap": "cfg"}})
+		pod.Spec.ServiceAccountName = sa
+		mustCreate(t, ns, pod)
+	}
+	inContainer(t, ns, "reader", "/mnt/cfg/k", "v1", time.Minute)
+	cm, err := clientset.CoreV1().ConfigMaps(ns).Get(ctx, "cfg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["k"] = "v2"
+	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inContainer(t, ns, "reader", "/mnt/cfg/k", "v2", 10*time.Second)
+	check := fmt.Sprintf("kubectl auth can-i get configmaps/cfg -n %s --as=system:serviceaccount:%s:nobody", ns, ns)
+	eventually(t, time.Minute, "the refused pod's event", func() string {
+		if events := podEvents(t, ns, "nobody"); !strings.Contains(events, check) {
+			return "events: " + events
+		}
+		return ""
+	})
+	review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: csiUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + csiNamespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "configmaps", Name: "cfg"}}}, metav1.CreateOptions{})
+	if err != nil || review.Status.Allowed {
+		t.Errorf("may the driver's own account get configmap cfg? %v (%v), want no", review.Status.Allowed, err)
+	}
+}
+
+// readableBy lets service account sa of ns get, list and watch the
+// namespace's ConfigMaps.
+func readableBy(t *testing.T, ns, sa string) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}}}
+	if _, err := clientset.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}
+	if _, err := clientset.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
