@@ -59,6 +59,14 @@ func (c *credentials) release(key objectKey, volumeID string) (reopen bool) {
 	return c.inUse[key].volumeID == volumeID
 }
 
+// tokenOf is the token volumeID holds for key, if any.
+func (c *credentials) tokenOf(key objectKey, volumeID string) (podToken, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.byObject[key][volumeID]
+	return t, ok
+}
+
 // take is the token to open key's watch with, the one that expires last,
 // and records it as the watch's; ok is false where no pod's read of key
 // has succeeded yet.

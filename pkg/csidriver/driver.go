@@ -92,7 +92,9 @@ func New(opts Options) (*Driver, error) {
 	// The core writes every change a watch delivers as it comes; it exists
 	// before any watch starts (the first publish call).
 	d.watches, err = configmapcache.NewWatches(configMaps, func(namespace, name string) {
-		d.core.RemountConfigMap(namespace, name)
+		// Every volume that reads it but those whose pod's access was
+		// revoked (read as the pods).
+		d.core.Reconciler().ConfigMapChanged(d.node.followed(d.core.Desired().VolumesReading(namespace, name)))
 	}, opts.Clock)
 	if err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func New(opts Options) (*Driver, error) {
 	}
 	d.identity = &identityServer{name: opts.DriverName, ready: d.ready.Load}
 	d.node = newNodeServer(opts.NodeName, d.core, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
-	d.node.reads = d.reads
+	d.node.reads, d.node.remount = d.reads, d.core.Reconciler().ConfigMapChanged
 	d.register = &registrationServer{driverName: opts.DriverName, endpoint: opts.Endpoint}
 	return d, nil
 }

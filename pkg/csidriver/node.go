@@ -58,8 +58,12 @@ type nodeServer struct {
 	access     accessChecker
 	state      stateDir
 	// reads, where set (ReadAsPod), read each volume's ConfigMap as its
-	// pod, with the token of its publish call.
-	reads *podReads
+	// pod, with the token of its publish call; revoked are the volumes
+	// whose pod's read was refused at a republish, which get no update
+	// (followed), and remount makes volumes read their ConfigMap again.
+	reads   *podReads
+	revoked map[cache.VolumeKey]bool
+	remount func(keys []cache.VolumeKey)
 
 	// mu guards published and locks; locks serializes the calls of one
 	// volume (the CSI spec lets a CO send them concurrently).
@@ -76,7 +80,7 @@ type volumeLock struct {
 
 func newNodeServer(nodeName string, v volumes, cms configMaps, access accessChecker, state stateDir) *nodeServer {
 	return &nodeServer{nodeName: nodeName, volumes: v, configMaps: cms, access: access, state: state,
-		published: map[string]record{}, locks: map[string]*volumeLock{}}
+		published: map[string]record{}, locks: map[string]*volumeLock{}, revoked: map[cache.VolumeKey]bool{}}
 }
 
 // lock takes volumeID's lock and returns its release, which forgets the
@@ -135,7 +139,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if err := s.readAsPod(ctx, req, rec, spec, known); err != nil {
+	if err := s.readAsPod(ctx, req, rec, spec, desired.Key, known); err != nil {
 		return nil, err
 	}
 	if !known && s.access != nil {
@@ -173,7 +177,7 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 // carries the pod's token and, for a new volume, that the pod may read
 // its ConfigMap, and holds the token for the ConfigMap's watch: before the
 // volume is served, so that the watch opens with it.
-func (s *nodeServer) readAsPod(ctx context.Context, req *csi.NodePublishVolumeRequest, rec record, spec volumeSpec, known bool) error {
+func (s *nodeServer) readAsPod(ctx context.Context, req *csi.NodePublishVolumeRequest, rec record, spec volumeSpec, key cache.VolumeKey, known bool) error {
 	if s.reads == nil {
 		return nil
 	}
@@ -189,16 +193,82 @@ func (s *nodeServer) readAsPod(ctx context.Context, req *csi.NodePublishVolumeRe
 			"(spec.tokenRequests with no audience, as this release's chart and manifests install it), or the driver must run with --read-as=driver",
 			spec.Pod.Namespace, spec.Pod.Name)
 	}
-	if !known {
-		if err := s.reads.check(ctx, spec.Pod, spec.Source.Name, token); err != nil {
-			if denied := (*accessDenied)(nil); errors.As(err, &denied) {
-				return status.Error(codes.PermissionDenied, err.Error())
-			}
-			return status.Error(codes.Unavailable, err.Error())
-		}
+	if known {
+		return s.recheck(ctx, rec, spec, key, token)
+	}
+	if err := s.reads.check(ctx, spec.Pod, spec.Source.Name, token); err != nil {
+		return readError(err)
 	}
 	s.reads.hold(objectKey{spec.Pod.Namespace, spec.Source.Name}, rec.VolumeID, token)
 	return nil
+}
+
+// recheck, at a republish, reads the ConfigMap again as the pod where its
+// token changed (the kubelet renews it well before it expires) or where
+// its read was refused before. A pod whose access was revoked gets no
+// further update: its volume keeps its last content, as the kubelet keeps
+// a volume it cannot refresh, and each republish fails with
+// PermissionDenied (the pod's FailedMount events) until its access
+// returns, when the volume reads the ConfigMap again at once.
+func (s *nodeServer) recheck(ctx context.Context, rec record, spec volumeSpec, key cache.VolumeKey, token podToken) error {
+	object := objectKey{spec.Pod.Namespace, spec.Source.Name}
+	held, holds := s.reads.creds.tokenOf(object, rec.VolumeID)
+	s.mu.Lock()
+	revoked := s.revoked[key]
+	s.mu.Unlock()
+	if holds && held.value == token.value && !revoked {
+		return nil
+	}
+	if err := s.reads.check(ctx, spec.Pod, spec.Source.Name, token); err != nil {
+		if denied := (*accessDenied)(nil); errors.As(err, &denied) {
+			s.setRevoked(key, true)
+			s.reads.release(object, rec.VolumeID)
+			return status.Errorf(codes.PermissionDenied, "%v; the volume keeps its last content and gets no update until the account may read it again", err)
+		}
+		return readError(err)
+	}
+	s.reads.hold(object, rec.VolumeID, token)
+	if revoked {
+		s.setRevoked(key, false)
+		s.remount([]cache.VolumeKey{key})
+	}
+	return nil
+}
+
+func (s *nodeServer) setRevoked(key cache.VolumeKey, revoked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if revoked {
+		s.revoked[key] = true
+	} else {
+		delete(s.revoked, key)
+	}
+}
+
+// followed are those of keys whose volumes get their ConfigMap's updates:
+// all but the revoked.
+func (s *nodeServer) followed(keys []cache.VolumeKey) []cache.VolumeKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.revoked) == 0 {
+		return keys
+	}
+	out := keys[:0:0]
+	for _, k := range keys {
+		if !s.revoked[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// readError is the code of a pod's own read's failure: PermissionDenied
+// where its account may not, Unavailable where the apiserver cannot say.
+func readError(err error) error {
+	if denied := (*accessDenied)(nil); errors.As(err, &denied) {
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	return status.Error(codes.Unavailable, err.Error())
 }
 
 // releaseToken forgets a volume's token, where the driver reads as the
@@ -355,6 +425,7 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 	}
 	s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
 	s.releaseToken(spec, rec.VolumeID)
+	s.setRevoked(desired.Key, false)
 	if err := s.state.remove(rec.VolumeID); err != nil {
 		return nil, status.Errorf(codes.Internal, "removing the record of volume %s: %v", rec.VolumeID, err)
 	}

@@ -216,3 +216,35 @@ func TestCredentialsRenewBeforeExpiry(t *testing.T) {
 		t.Error("release: the watch's own token's holder reopens, the last holder's does not")
 	}
 }
+
+// A pod whose access is revoked gets no further update once its
+// republish is refused: its volume keeps its last content while another
+// pod's, still allowed, follows the ConfigMap; when its access returns,
+// its next republish brings it the ConfigMap at once.
+func TestReadAsThePodRevoked(t *testing.T) {
+	t.Parallel()
+	authorize := newAuthorizer()
+	authorize.allow("a1", "app")
+	authorize.allow("b1", "app")
+	h := newHarnessAs(t, authorize, configMap("app", map[string]string{"k": "1"}))
+	expires := time.Now().Add(time.Hour)
+	a := withToken(h.newVolume("uid-a", "config", map[string]string{"configMap": "app"}), "a1", expires)
+	b := withToken(h.newVolume("uid-b", "config", map[string]string{"configMap": "app"}), "b1", expires)
+	h.mustPublish(a)
+	h.mustPublish(b)
+
+	// a's account loses its access: its renewed token is refused.
+	wantCode(t, h.publish(withToken(a, "a2", expires.Add(time.Hour))), codes.PermissionDenied, "gets no update")
+	h.setConfigMap("app", map[string]string{"k": "2"})
+	h.eventually("the allowed pod's update", func() bool { return h.read(b, "k") == "2" })
+	// The update's remounts run together: a revoked volume that followed
+	// would have it by now, or within these few passes.
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got := h.read(a, "k"); got != "1" {
+			t.Fatalf("the revoked pod's volume holds %q, want its last content 1", got)
+		}
+	}
+	authorize.allow("a2", "app")
+	h.mustPublish(withToken(a, "a2", expires.Add(time.Hour)))
+	h.eventually("the volume whose access returned has the ConfigMap", func() bool { return h.read(a, "k") == "2" })
+}
