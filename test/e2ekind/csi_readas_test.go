@@ -17,12 +17,33 @@ import (
 
 // csiReadAsPod upgrades the driver to read as the pods (csi.readAs=pod),
 // through the real kubelet: its CSIDriver now asks the kubelets for each
-// pod's token. A pod whose service account may read its ConfigMap gets it
-// and its updates; one whose account may not stays ContainerCreating with
-// the event that names the check to run; the driver's own account may
-// read no ConfigMap.
+// pod's token. A volume published before the upgrade keeps its content
+// and gets updates again from its first publish with a token; a pod whose
+// service account may read its ConfigMap gets it and its updates; one whose
+// account may not stays ContainerCreating with the event that names the
+// check to run; the driver's own account may read no ConfigMap.
 func csiReadAsPod(t *testing.T) {
 	ctx := context.Background()
+	ns := testNamespace(t, "e2e-kind-csi-read-as")
+	t.Cleanup(func() { deletePods(t, ns) })
+	mustCreate(t, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"k": "v1"}})
+	readableBy(t, ns, "reader")
+	node := clusterNodes(t)[1]
+	podOf := func(name, sa string) {
+		t.Helper()
+		if _, err := clientset.CoreV1().ServiceAccounts(ns).Get(ctx, sa, metav1.GetOptions{}); err != nil {
+			if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pod := csiPod(name, node, map[string]map[string]string{"cfg": {"configMap": "cfg"}})
+		pod.Spec.ServiceAccountName = sa
+		mustCreate(t, ns, pod)
+	}
+	// Published by the driver reading as itself, before the upgrade.
+	podOf("before", "reader")
+	inContainer(t, ns, "before", "/mnt/cfg/k", "v1", time.Minute)
+
 	helm(t, "upgrade", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--reuse-values", "--set", "csi.readAs=pod")
 	eventually(t, 3*time.Minute, "the driver rolled out, reading as the pods", func() string {
 		ds, err := clientset.AppsV1().DaemonSets(csiNamespace).Get(ctx, csiRelease, metav1.GetOptions{})
@@ -34,19 +55,8 @@ func csiReadAsPod(t *testing.T) {
 		}
 		return ""
 	})
-	ns := testNamespace(t, "e2e-kind-csi-read-as")
-	t.Cleanup(func() { deletePods(t, ns) })
-	mustCreate(t, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"k": "v1"}})
-	readableBy(t, ns, "reader")
-	node := clusterNodes(t)[1]
-	for _, sa := range []string{"reader", "nobody"} {
-		if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pod := csiPod(sa, node, map[string]map[string]string{"cfg": {"configMap": "cfg"}})
-		pod.Spec.ServiceAccountName = sa
-		mustCreate(t, ns, pod)
-	}
+	podOf("reader", "reader")
+	podOf("nobody", "nobody")
 	inContainer(t, ns, "reader", "/mnt/cfg/k", "v1", time.Minute)
 	cm, err := clientset.CoreV1().ConfigMaps(ns).Get(ctx, "cfg", metav1.GetOptions{})
 	if err != nil {
@@ -57,6 +67,10 @@ func csiReadAsPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	inContainer(t, ns, "reader", "/mnt/cfg/k", "v2", 10*time.Second)
+	// The volume published before the upgrade, with no token, kept its
+	// content; the kubelet's next publish of it (at its pod's next sync,
+	// now that the CSIDriver asks for one) brings a token, and the update.
+	inContainer(t, ns, "before", "/mnt/cfg/k", "v2", 2*time.Minute+10*time.Second)
 	check := fmt.Sprintf("kubectl auth can-i get configmaps/cfg -n %s --as=system:serviceaccount:%s:nobody", ns, ns)
 	eventually(t, time.Minute, "the refused pod's event", func() string {
 		if events := podEvents(t, ns, "nobody"); !strings.Contains(events, check) {
