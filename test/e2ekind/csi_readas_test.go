@@ -28,8 +28,8 @@ func csiReadAsPod(t *testing.T) {
 	t.Cleanup(func() { deletePods(t, ns) })
 	mustCreate(t, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"k": "v1"}})
 	readableBy(t, ns, "reader")
-	node := clusterNodes(t)[1]
-	podOf := func(name, sa string) {
+	workers := clusterNodes(t)[1:]
+	podOf := func(name, sa, node string) {
 		t.Helper()
 		if _, err := clientset.CoreV1().ServiceAccounts(ns).Get(ctx, sa, metav1.GetOptions{}); err != nil {
 			if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
@@ -40,8 +40,9 @@ func csiReadAsPod(t *testing.T) {
 		pod.Spec.ServiceAccountName = sa
 		mustCreate(t, ns, pod)
 	}
-	// Published by the driver reading as itself, before the upgrade.
-	podOf("before", "reader")
+	// Published by the driver reading as itself, before the upgrade, on a
+	// node of its own: no other volume there brings a token for cfg.
+	podOf("before", "reader", workers[1])
 	inContainer(t, ns, "before", "/mnt/cfg/k", "v1", time.Minute)
 
 	helm(t, "upgrade", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--reuse-values", "--set", "csi.readAs=pod")
@@ -55,8 +56,8 @@ func csiReadAsPod(t *testing.T) {
 		}
 		return ""
 	})
-	podOf("reader", "reader")
-	podOf("nobody", "nobody")
+	podOf("reader", "reader", workers[0])
+	podOf("nobody", "nobody", workers[0])
 	inContainer(t, ns, "reader", "/mnt/cfg/k", "v1", time.Minute)
 	cm, err := clientset.CoreV1().ConfigMaps(ns).Get(ctx, "cfg", metav1.GetOptions{})
 	if err != nil {
