@@ -83,6 +83,11 @@ func TestAnalyzeAgainstRealKubelets(t *testing.T) {
 		kubelets = append(kubelets, startRefKubelet(t, n.build, n.name, string(n.strategy), n.sync,
 			fmt.Sprintf("--port=%d", freePort(t)), "--client-ca-file="+cp.ClientCAFile()))
 	}
+	var names []string
+	for _, n := range fleet {
+		names = append(names, n.name)
+	}
+	waitNodesAdmit(t, names...)
 	// A node's pods start a second apart, each on a sync tick of its own,
 	// as on a node that has run a while: not all at the kubelet's start.
 	var pods []string

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +12,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/internal/controlplane"
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
@@ -81,6 +85,26 @@ func startRefKubelet(t *testing.T, version, node, strategy string, syncFrequency
 		}
 	})
 	return k
+}
+
+// waitNodesAdmit waits until each node's kubelet has posted the pods it
+// admits (status.allocatable), as a scheduler would before binding a pod
+// there: a kubelet that has not yet reads no capacity and rejects the pods
+// bound to it (phase Failed), as a loaded machine showed.
+func waitNodesAdmit(t *testing.T, nodes ...string) {
+	t.Helper()
+	testutil.Eventually(t, pollInterval, 2*time.Minute, func() error {
+		for _, name := range nodes {
+			node, err := clientset.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if pods := node.Status.Allocatable[corev1.ResourcePods]; pods.IsZero() {
+				return fmt.Errorf("node %s admits no pods yet", name)
+			}
+		}
+		return nil
+	})
 }
 
 // volumeDirs maps the volumes of pod under a kubelet-layout root dir to
