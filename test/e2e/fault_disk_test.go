@@ -108,12 +108,15 @@ func TestDiskFaults(t *testing.T) {
 			bystander := createPod(t, ns, "bystander", node, volume{name: "cfg", configMap: "data"})
 			side := createPod(t, ns, "side", node, volume{name: "cfg", configMap: "small"})
 			dirs := map[*corev1.Pod]string{}
+			files := map[*corev1.Pod][]string{victim: keyNames(keys), bystander: keyNames(keys), side: keyNames(2)}
 			for _, p := range []*corev1.Pod{victim, bystander, side} {
 				dirs[p] = a.volumePath(p, "cfg", "")
 				waitForGeneration(t, dirs[p], 1, 30*time.Second)
+				// The first write makes ..data before the files' links: the
+				// fault must not come between the two.
+				waitForFiles(t, dirs[p], files[p])
 			}
-			reader := startReader(map[string][]string{
-				dirs[victim]: keyNames(keys), dirs[bystander]: keyNames(keys), dirs[side]: keyNames(2)})
+			reader := startReader(map[string][]string{dirs[victim]: files[victim], dirs[bystander]: files[bystander], dirs[side]: files[side]})
 
 			lift := fault.inject(t, root, dirs[victim])
 			updateData(t, ns, "data", generationData(2, keys, size))
@@ -181,6 +184,20 @@ func keyNames(n int) []string {
 		names[i] = fmt.Sprintf("key-%02d", i)
 	}
 	return names
+}
+
+// waitForFiles waits until each of names is in dir, as a container sees
+// it (through its link to ..data).
+func waitForFiles(t *testing.T, dir string, names []string) {
+	t.Helper()
+	testutil.Eventually(t, pollInterval, 30*time.Second, func() error {
+		for _, name := range names {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // waitForGeneration waits until the volume in dir holds generation gen,
