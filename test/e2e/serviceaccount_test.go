@@ -183,9 +183,12 @@ func TestServiceAccountVolumeLoad(t *testing.T) {
 			}
 			return nil
 		})
-		// Two pods synced every 1 to 2.5 s: at least six syncs in 8 s.
+		// Two pods synced every 1 to 2.5 s: at least six syncs in 8 s. A
+		// remount that the loaded machine (make test runs the unit tests
+		// beside) delays past measure's lag pairs a sync with the window's
+		// other side: at most one per pod.
 		c := measure(t, a, 8*time.Second)
-		if c.syncs < 6 || math.Abs(c.agentQuorum-c.syncs) > countSlack || math.Abs(c.apiGets-c.agentGets) > countSlack ||
+		if c.syncs < 6 || math.Abs(c.agentQuorum-c.syncs) > float64(len(pods)) || math.Abs(c.apiGets-c.agentGets) > countSlack ||
 			c.etcdGets < c.agentQuorum-countSlack || c.etcdGets > c.agentQuorum+2*countSlack || c.agentRV0 != 0 {
 			t.Errorf("every-sync: %v pod syncs, %v quorum GETs by the agent, %v apiserver GETs, %v etcd reads, %v at resourceVersion 0; want one quorum GET per sync",
 				c.syncs, c.agentQuorum, c.apiGets, c.etcdGets, c.agentRV0)
