@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/internal/volumetree"
@@ -120,6 +121,17 @@ func TestPropertyVolumesAgainstKubelet(t *testing.T) {
 		return nil
 	})
 	time.Sleep(5 * time.Second) // time for a kubelet that would mount what nodeagent refused
+	// A volume either side failed for a moment (a loaded machine: a read
+	// not yet served) is mounted at a retry, the kubelet's after its
+	// backoff: wait for the kubelet where the agent has since mounted.
+	_ = wait.PollUntilContextTimeout(context.Background(), pollInterval, time.Minute, true, func(context.Context) (bool, error) {
+		for _, p := range pairs {
+			if mounted(a.rootDir, p.agent) && !mounted(kubelet.rootDir, p.kubelet) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 
 	same, bothRefused := 0, 0
 	for _, p := range pairs {

@@ -158,6 +158,10 @@ func measure(t *testing.T, a *agentProcess, window time.Duration) counts {
 // minute) beside the agent's.
 const countSlack = 1
 
+// othersSlack bounds the other tests' ConfigMap reads that the apiserver's
+// and etcd's counters hold beside an agent's over a window of seconds.
+const othersSlack = 3
+
 // The service-account volume's ConfigMap costs what the kubelet's costs:
 // before #120255 one quorum GET of kube-root-ca.crt per pod sync, after it
 // one resourceVersion=0 refresh per node and namespace per TTL period.
@@ -188,8 +192,11 @@ func TestServiceAccountVolumeLoad(t *testing.T) {
 		// beside) delays past measure's lag pairs a sync with the window's
 		// other side: at most one per pod.
 		c := measure(t, a, 8*time.Second)
-		if c.syncs < 6 || math.Abs(c.agentQuorum-c.syncs) > float64(len(pods)) || math.Abs(c.apiGets-c.agentGets) > countSlack ||
-			c.etcdGets < c.agentQuorum-countSlack || c.etcdGets > c.agentQuorum+2*countSlack || c.agentRV0 != 0 {
+		// The apiserver and etcd also count the reads of the tests beside
+		// this one on the shared control plane: they only add.
+		if c.syncs < 6 || math.Abs(c.agentQuorum-c.syncs) > float64(len(pods)) ||
+			c.apiGets < c.agentGets-countSlack || c.apiGets > c.agentGets+othersSlack ||
+			c.etcdGets < c.agentQuorum-countSlack || c.etcdGets > c.agentQuorum+othersSlack || c.agentRV0 != 0 {
 			t.Errorf("every-sync: %v pod syncs, %v quorum GETs by the agent, %v apiserver GETs, %v etcd reads, %v at resourceVersion 0; want one quorum GET per sync",
 				c.syncs, c.agentQuorum, c.apiGets, c.etcdGets, c.agentRV0)
 		}
