@@ -224,6 +224,20 @@ func (a *Analyzer) driverNodeChanged(name string) {
 }
 func (a *Analyzer) failed() { a.note(func(*pending) {}) }
 
+// rechecks are when to ask again whether Secrets may be listed (nil while
+// they are watched) and when to estimate the churn again (nil where no pod
+// came and went): its rates change as its arrivals leave the window, with
+// no event to say so.
+func (a *Analyzer) rechecks() (secrets, arrivals <-chan time.Time) {
+	if a.watcher.secrets == nil {
+		secrets = a.clock.After(a.opts.SecretsRecheck)
+	}
+	if r := a.report.Load(); r != nil && r.Churn != nil {
+		arrivals = a.clock.After(arrivalsRecheck)
+	}
+	return secrets, arrivals
+}
+
 // waitForChanges waits for a change, then until changes have paused for
 // Quiet or MaxDelay has passed since the first; or until the settings are
 // due again. It says false when ctx ends.
@@ -240,15 +254,7 @@ func (a *Analyzer) waitForChanges(ctx context.Context) bool {
 	// peak. Not at once: under a stream of changes, the full collection
 	// that returns it would take the CPU the next computation needs.
 	release := a.clock.After(releaseAfter)
-	var recheck, arrivalsAge <-chan time.Time
-	if a.watcher.secrets == nil {
-		recheck = a.clock.After(a.opts.SecretsRecheck)
-	}
-	if r := a.report.Load(); r != nil && r.Churn != nil {
-		// The churn's rates change as its arrivals leave the window,
-		// with no event to say so.
-		arrivalsAge = a.clock.After(arrivalsRecheck)
-	}
+	recheck, arrivalsAge := a.rechecks()
 	for waiting := true; waiting; {
 		select {
 		case <-ctx.Done():

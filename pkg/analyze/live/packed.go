@@ -62,6 +62,18 @@ func (p *packer) refs(refs []podrefs.Ref) {
 	}
 }
 
+// ownedVolumes packs the volumes that ask for their files' owner.
+func (p *packer) ownedVolumes(volumes []podrefs.OwnedVolume) {
+	p.uint(len(volumes))
+	for _, v := range volumes {
+		p.string(v.Name)
+		p.uint(len(v.Fields))
+		for _, f := range v.Fields {
+			p.string(f)
+		}
+	}
+}
+
 // packPod packs info.
 func packPod(info inventory.PodInfo) []byte {
 	p := &packer{b: make([]byte, 0, 256)}
@@ -112,14 +124,7 @@ func packPod(info inventory.PodInfo) []byte {
 		p.string(v.Problem)
 	}
 	p.bool(info.WaitingForVolumes)
-	p.uint(len(refs.OwnedVolumes))
-	for _, v := range refs.OwnedVolumes {
-		p.string(v.Name)
-		p.uint(len(v.Fields))
-		for _, f := range v.Fields {
-			p.string(f)
-		}
-	}
+	p.ownedVolumes(refs.OwnedVolumes)
 	p.time(info.Created)
 	// Exactly its size: it is kept as long as the pod.
 	return append([]byte(nil), p.b...)
