@@ -17,12 +17,13 @@ import (
 	"google.golang.org/grpc/status"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
+
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // The driver reads as the pods on a real apiserver: its own service
@@ -38,7 +39,7 @@ func TestCSIReadsAsThePod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	grantConfigMapReads(t, ns, "reader")
+	e2eutil.GrantConfigMapReads(t, clientset, ns, "reader")
 	createConfigMap(t, ns, "cm-0", map[string]string{"config.yaml": "v1"})
 	createConfigMap(t, ns, "cm-1", map[string]string{"config.yaml": "v1"})
 
@@ -73,24 +74,6 @@ func TestCSIReadsAsThePod(t *testing.T) {
 	}
 	if _, err := kubernetes.NewForConfigOrDie(driverConfig).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the driver's own account reading cm-0: %v, want Forbidden", err)
-	}
-}
-
-// grantConfigMapReads lets service account sa of ns get, list and watch
-// the namespace's ConfigMaps.
-func grantConfigMapReads(t *testing.T, ns, sa string) {
-	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}}}
-	if _, err := clientset.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader-" + sa},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}
-	if _, err := clientset.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // csiReadAsPod upgrades the driver to read as the pods (csi.readAs=pod),
@@ -27,7 +28,7 @@ func csiReadAsPod(t *testing.T) {
 	ns := testNamespace(t, "e2e-kind-csi-read-as")
 	t.Cleanup(func() { deletePods(t, ns) })
 	mustCreate(t, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"k": "v1"}})
-	readableBy(t, ns, "reader")
+	e2eutil.GrantConfigMapReads(t, clientset, ns, "reader")
 	workers := clusterNodes(t)[1:]
 	podOf := func(name, sa, node string) {
 		t.Helper()
@@ -84,23 +85,5 @@ func csiReadAsPod(t *testing.T) {
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "configmaps", Name: "cfg"}}}, metav1.CreateOptions{})
 	if err != nil || review.Status.Allowed {
 		t.Errorf("may the driver's own account get configmap cfg? %v (%v), want no", review.Status.Allowed, err)
-	}
-}
-
-// readableBy lets service account sa of ns get, list and watch the
-// namespace's ConfigMaps.
-func readableBy(t *testing.T, ns, sa string) {
-	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}}}
-	if _, err := clientset.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}
-	if _, err := clientset.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
