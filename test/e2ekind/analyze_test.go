@@ -55,6 +55,17 @@ func auditTally(t *testing.T, window auditlog.Window) auditlog.Tally {
 // every namespace where it is empty.
 func auditTallyIn(t *testing.T, window auditlog.Window, namespace string) auditlog.Tally {
 	t.Helper()
+	tally, err := auditlog.TallyNamespace(copyAuditLog(t), window, namespace, "configmaps", "secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tally
+}
+
+// copyAuditLog copies the control plane's audit log to a file of the
+// test's and returns its path.
+func copyAuditLog(t *testing.T) string {
+	t.Helper()
 	raw, err := nodeExec(clusterName+"-control-plane", "cat", auditLogOnNode)
 	if err != nil {
 		t.Fatal(err)
@@ -63,11 +74,7 @@ func auditTallyIn(t *testing.T, window auditlog.Window, namespace string) auditl
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tally, err := auditlog.TallyNamespace(path, window, namespace, "configmaps", "secrets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tally
+	return path
 }
 
 // checkSettings holds every node's settings to what its kubelet runs with,
