@@ -52,6 +52,12 @@
 // error is never fresh. A fetched object whose resourceVersion is older than
 // the cached one is ignored: the cache never goes backwards.
 //
+// The CSI driver's sources (watches.go): Watches and SecretWatches keep one
+// watch per ConfigMap or Secret that its volumes name, opened with the first
+// volume and closed with the last, kept open for immutable objects, never
+// stopped for idleness, with a client asked anew at each list and watch (a
+// pod's token); reads never send a GET.
+//
 // Locking: one mutex guards the map of entries and one guards each entry,
 // so a slow GET of one ConfigMap never blocks reads of another, and
 // concurrent reads of one stale entry send exactly one GET (the others wait

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -38,14 +39,39 @@ const (
 	recycleIdlePeriod = time.Minute
 )
 
+// listWatcher is the API of one object's reflector: client-go's typed
+// ConfigMapInterface or SecretInterface of a namespace (L its list type).
+type listWatcher[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// objectKind is what a watch store needs to know of the objects it
+// watches.
+type objectKind[T runtime.Object] struct {
+	resource schema.GroupResource
+	// example is an empty object, the reflector's expected type.
+	example T
+	// immutable says whether an object can no longer change.
+	immutable func(T) bool
+}
+
+var (
+	configMapKind = objectKind[*corev1.ConfigMap]{resource: corev1.Resource("configmaps"), example: &corev1.ConfigMap{},
+		immutable: func(cm *corev1.ConfigMap) bool { return cm.Immutable != nil && *cm.Immutable }}
+	secretKind = objectKind[*corev1.Secret]{resource: corev1.Resource("secrets"), example: &corev1.Secret{},
+		immutable: func(s *corev1.Secret) bool { return s.Immutable != nil && *s.Immutable }}
+)
+
 // watchStore is the watch strategy's store: one reflector per referenced
-// ConfigMap, so reads never reach the apiserver.
-type watchStore struct {
-	// configMaps is the client of one ConfigMap's reflector, asked again
-	// at each list and watch, so that it may authenticate differently
-	// each time (the CSI driver's pods' tokens).
-	configMaps func(namespace, name string) ConfigMapClient
-	onChange   func(namespace, name string)
+// object (T, listed as L), so reads never reach the apiserver.
+type watchStore[T runtime.Object, L runtime.Object] struct {
+	kind objectKind[T]
+	// clients is the client of one object's reflector, asked again at
+	// each list and watch, so that it may authenticate differently each
+	// time (the CSI driver's pods' tokens).
+	clients  func(namespace, name string) listWatcher[L]
+	onChange func(namespace, name string)
 	clock      clock.Clock
 	// maxIdleTime is how long an unread watch lives; 0 keeps it.
 	maxIdleTime time.Duration
@@ -70,11 +96,16 @@ type watchItem struct {
 	lastAccess time.Time
 }
 
+// configMapWatchStore is the pods' Watch strategy's store, and the CSI
+// driver's ConfigMap watches.
+type configMapWatchStore = watchStore[*corev1.ConfigMap, *corev1.ConfigMapList]
+
 // newWatchStore returns the pods' watch strategy: watches stop when their
 // ConfigMap is immutable, or unread for five sync periods.
-func newWatchStore(configMaps func(namespace string) ConfigMapClient, onChange func(namespace, name string), clk clock.Clock, syncFrequency time.Duration) *watchStore {
-	s := &watchStore{
-		configMaps: func(namespace, _ string) ConfigMapClient { return configMaps(namespace) }, onChange: onChange, clock: clk,
+func newWatchStore(configMaps func(namespace string) ConfigMapClient, onChange func(namespace, name string), clk clock.Clock, syncFrequency time.Duration) *configMapWatchStore {
+	s := &configMapWatchStore{
+		kind:    configMapKind,
+		clients: func(namespace, _ string) listWatcher[*corev1.ConfigMapList] { return configMaps(namespace) }, onChange: onChange, clock: clk,
 		maxIdleTime: max(5*syncFrequency, minIdleTime),
 		done:        make(chan struct{}),
 		items:       map[objectKey]*watchItem{},
@@ -83,7 +114,7 @@ func newWatchStore(configMaps func(namespace string) ConfigMapClient, onChange f
 	return s
 }
 
-func (s *watchStore) recycleIdleLoop() {
+func (s *watchStore[T, L]) recycleIdleLoop() {
 	for {
 		select {
 		case <-s.done:
@@ -96,7 +127,7 @@ func (s *watchStore) recycleIdleLoop() {
 
 // recycleIdle stops the reflectors that have synced and not been read for
 // maxIdleTime.
-func (s *watchStore) recycleIdle() {
+func (s *watchStore[T, L]) recycleIdle() {
 	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,7 +142,7 @@ func (s *watchStore) recycleIdle() {
 }
 
 // running reports how many reflectors run, for tests and debugging.
-func (s *watchStore) running() int {
+func (s *watchStore[T, L]) running() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -145,7 +176,7 @@ func (item *watchItem) halt() {
 	}
 }
 
-func (s *watchStore) AddReference(namespace, name string) {
+func (s *watchStore[T, L]) AddReference(namespace, name string) {
 	key := objectKey{namespace, name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,18 +190,18 @@ func (s *watchStore) AddReference(namespace, name string) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = selector
-			return s.configMaps(namespace, name).List(ctx, opts)
+			return s.clients(namespace, name).List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.FieldSelector = selector
-			return s.configMaps(namespace, name).Watch(ctx, opts)
+			return s.clients(namespace, name).Watch(ctx, opts)
 		},
 	}
 	// The wrapper lets the reflector fall back to LIST+WATCH with clients
 	// that cannot stream a watch-list (the fake clients of the tests).
 	item.start = func(ctx context.Context) {
-		reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.configMaps(namespace, name)), &corev1.ConfigMap{}, item.store, cache.ReflectorOptions{
-			Name:            "configmap " + namespace + "/" + name,
+		reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.clients(namespace, name)), s.kind.example, item.store, cache.ReflectorOptions{
+			Name:            s.kind.resource.Resource + " " + namespace + "/" + name,
 			MinWatchTimeout: minWatchTimeout,
 		})
 		reflector.RunWithContext(ctx)
@@ -180,7 +211,7 @@ func (s *watchStore) AddReference(namespace, name string) {
 	item.mu.Unlock()
 }
 
-func (s *watchStore) DeleteReference(namespace, name string) {
+func (s *watchStore[T, L]) DeleteReference(namespace, name string) {
 	key := objectKey{namespace, name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -197,7 +228,7 @@ func (s *watchStore) DeleteReference(namespace, name string) {
 
 // reopen starts namespace/name's reflector again, if it runs: it lists
 // and watches anew, its store keeping the object meanwhile.
-func (s *watchStore) reopen(namespace, name string) {
+func (s *watchStore[T, L]) reopen(namespace, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	item, ok := s.items[objectKey{namespace, name}]
@@ -214,7 +245,7 @@ func (s *watchStore) reopen(namespace, name string) {
 }
 
 // Stop stops every reflector and the idle recycling.
-func (s *watchStore) Stop() {
+func (s *watchStore[T, L]) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
@@ -228,13 +259,14 @@ func (s *watchStore) Stop() {
 	}
 }
 
-func (s *watchStore) Get(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+func (s *watchStore[T, L]) Get(ctx context.Context, namespace, name string) (T, error) {
+	var none T
 	key := objectKey{namespace, name}
 	s.mu.Lock()
 	item, ok := s.items[key]
 	s.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("configmap %s/%s is not referenced by any registered pod", namespace, name)
+		return none, fmt.Errorf("%s %s/%s is not referenced by any volume or pod", s.kind.resource.Resource, namespace, name)
 	}
 	// The read counts as access whether or not it succeeds, and restarts
 	// a reflector stopped for idleness; its store keeps the last state
@@ -247,27 +279,27 @@ func (s *watchStore) Get(ctx context.Context, namespace, name string) (*corev1.C
 		func(context.Context) (bool, error) { return item.store.synced.Load(), nil })
 	switch {
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("configmap %s/%s: waiting for its watch to list it: %w", namespace, name, ctx.Err())
+		return none, fmt.Errorf("%s %s/%s: waiting for its watch to list it: %w", s.kind.resource.Resource, namespace, name, ctx.Err())
 	case err != nil:
-		return nil, fmt.Errorf("configmap %s/%s: watch not synced within %s", namespace, name, syncWait)
+		return none, fmt.Errorf("%s %s/%s: watch not synced within %s", s.kind.resource.Resource, namespace, name, syncWait)
 	}
 	obj, exists, err := item.store.GetByKey(namespace + "/" + name)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	if !exists {
-		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
+		return none, apierrors.NewNotFound(s.kind.resource, name)
 	}
-	cm := obj.(*corev1.ConfigMap)
-	if cm.Immutable != nil && *cm.Immutable && !s.followImmutable {
-		// An immutable ConfigMap can only be deleted and recreated, which
+	object := obj.(T)
+	if s.kind.immutable(object) && !s.followImmutable {
+		// An immutable object can only be deleted and recreated, which
 		// pods notice by their UID-bound references, as in the kubelet.
 		item.mu.Lock()
 		item.immutable = true
 		item.mu.Unlock()
 		item.halt()
 	}
-	return cm, nil
+	return object, nil
 }
 
 // notifyingStore is a reflector's store that records its first sync and

@@ -79,7 +79,7 @@ func TestWatchStopsForImmutableConfigMaps(t *testing.T) {
 	if _, err := m.GetConfigMap(context.Background(), ns, "frozen"); err != nil {
 		t.Fatal(err)
 	}
-	if running := m.(*registry).store.(*watchStore).running(); running != 0 {
+	if running := m.(*registry).store.(*configMapWatchStore).running(); running != 0 {
 		t.Errorf("%d reflectors run; the one of an immutable ConfigMap should have stopped", running)
 	}
 	// The last state stays readable.
@@ -126,7 +126,7 @@ func TestWatchOfAnIdleConfigMapStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Stop()
-	store := m.(*registry).store.(*watchStore)
+	store := m.(*registry).store.(*configMapWatchStore)
 	pod := podUsing("a", "vol")
 	pod.Spec.Containers = []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{
 		ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}}}}}}
