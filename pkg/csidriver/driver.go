@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
@@ -94,7 +95,7 @@ func New(opts Options) (*Driver, error) {
 	d.watches, err = configmapcache.NewWatches(configMaps, func(namespace, name string) {
 		// Every volume that reads it but those whose pod's access was
 		// revoked (read as the pods).
-		d.core.Reconciler().ConfigMapChanged(d.node.followed(d.core.Desired().VolumesReading(namespace, name)))
+		d.core.Reconciler().ObjectChanged(d.node.followed(d.core.Desired().VolumesReading(model.ConfigMap, namespace, name)))
 	}, opts.Clock)
 	if err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func New(opts Options) (*Driver, error) {
 	}
 	d.identity = &identityServer{name: opts.DriverName, ready: d.ready.Load}
 	d.node = newNodeServer(opts.NodeName, d.core, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
-	d.node.reads, d.node.remount = d.reads, d.core.Reconciler().ConfigMapChanged
+	d.node.reads, d.node.remount = d.reads, d.core.Reconciler().ObjectChanged
 	d.register = &registrationServer{driverName: opts.DriverName, endpoint: opts.Endpoint}
 	return d, nil
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
 // Plugin is the kubelet's directory name for a kind of volume under
@@ -19,14 +21,17 @@ const (
 // Plugins lists the volume kinds nodeagent writes.
 var Plugins = []Plugin{PluginConfigMap, PluginProjected}
 
-// KeptVolume is one volume of a pod that nodeagent's agent keeps on disk:
-// a ConfigMap volume, or a projected volume (of which it writes the
-// configMap and downwardAPI sources). Exactly one of ConfigMap and
-// Projected is set.
+// KeptVolume is one volume of a pod that nodeagent keeps on disk: a
+// ConfigMap volume, a Secret volume (the CSI driver's Secrets mode only:
+// the agent leaves Secrets to the kubelet), or a projected volume (of which
+// it writes the configMap and downwardAPI sources, and the secret sources
+// where Secrets are served). Exactly one of ConfigMap, Secret and Projected
+// is set.
 type KeptVolume struct {
 	Name      string
 	Plugin    Plugin
 	ConfigMap *corev1.ConfigMapVolumeSource
+	Secret    *corev1.SecretVolumeSource
 	Projected *corev1.ProjectedVolumeSource
 }
 
@@ -55,41 +60,63 @@ func PodDir(rootDir, podUID string) string {
 }
 
 // ConfigMapNames returns the ConfigMaps the volume reads, sorted.
-func (v KeptVolume) ConfigMapNames() []string {
-	if v.ConfigMap != nil {
-		return []string{v.ConfigMap.Name}
-	}
+func (v KeptVolume) ConfigMapNames() []string { return v.Names(model.ConfigMap) }
+
+// SecretNames returns the Secrets the volume reads, sorted.
+func (v KeptVolume) SecretNames() []string { return v.Names(model.Secret) }
+
+// Names returns the objects of kind the volume reads, sorted.
+func (v KeptVolume) Names(kind model.Kind) []string {
 	var names []string
-	for _, s := range v.Projected.Sources {
-		if s.ConfigMap != nil {
-			names = append(names, s.ConfigMap.Name)
+	v.eachSource(func(k model.Kind, name string) bool {
+		if k == kind {
+			names = append(names, name)
 		}
-	}
+		return true
+	})
 	sort.Strings(names)
 	return names
 }
 
-// ReadsConfigMap reports whether the volume's content comes in part from
-// the named ConfigMap. It allocates nothing: every watch event asks it of
-// every volume in the ConfigMap's namespace.
-func (v KeptVolume) ReadsConfigMap(name string) bool {
-	if v.ConfigMap != nil {
-		return v.ConfigMap.Name == name
+// Reads reports whether the volume's content comes in part from the
+// object of kind named name. It allocates nothing: every watch event asks
+// it of every volume in the object's namespace.
+func (v KeptVolume) Reads(kind model.Kind, name string) bool {
+	found := false
+	v.eachSource(func(k model.Kind, n string) bool {
+		found = k == kind && n == name
+		return !found
+	})
+	return found
+}
+
+// eachSource calls f with each object the volume reads, until f returns
+// false.
+func (v KeptVolume) eachSource(f func(kind model.Kind, name string) bool) {
+	switch {
+	case v.ConfigMap != nil:
+		f(model.ConfigMap, v.ConfigMap.Name)
+		return
+	case v.Secret != nil:
+		f(model.Secret, v.Secret.SecretName)
+		return
+	case v.Projected == nil:
+		return
 	}
 	for _, s := range v.Projected.Sources {
-		if s.ConfigMap != nil && s.ConfigMap.Name == name {
-			return true
+		if s.ConfigMap != nil && !f(model.ConfigMap, s.ConfigMap.Name) || s.Secret != nil && !f(model.Secret, s.Secret.Name) {
+			return
 		}
 	}
-	return false
 }
 
 // NotServed describes the sources of a projected volume that nodeagent
-// leaves out of the written volume: service-account tokens, Secrets,
-// cluster trust bundles and pod certificates. Serving them would need a
-// token minter or read access to Secrets, which nodeagent's RBAC does not
-// have on purpose. They never fail the volume.
-func (v KeptVolume) NotServed() []string {
+// leaves out of the written volume: service-account tokens, cluster trust
+// bundles and pod certificates, and Secrets unless servesSecrets (the CSI
+// driver's Secrets mode). Serving the others would need a token minter,
+// which nodeagent is not; the agent reads no Secret, on purpose. They never
+// fail the volume.
+func (v KeptVolume) NotServed(servesSecrets bool) []string {
 	if v.Projected == nil {
 		return nil
 	}
@@ -98,7 +125,7 @@ func (v KeptVolume) NotServed() []string {
 		switch {
 		case s.ServiceAccountToken != nil:
 			out = append(out, "serviceAccountToken "+s.ServiceAccountToken.Path)
-		case s.Secret != nil:
+		case s.Secret != nil && !servesSecrets:
 			out = append(out, "secret "+s.Secret.Name)
 		case s.ClusterTrustBundle != nil:
 			out = append(out, "clusterTrustBundle "+s.ClusterTrustBundle.Path)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
@@ -40,7 +41,7 @@ func TestDesiredStateReplacesAPodsVolumes(t *testing.T) {
 		t.Errorf("first set touched %s, want [u/a u/b]", got)
 	}
 	s.SetPodVolumes("w", []DesiredVolume{configMapVolume(other, "c", "cm")}, nil)
-	if got := sorted(s.VolumesReading("ns", "cm")); got != "[u/a u/b w/c]" {
+	if got := sorted(s.VolumesReading(model.ConfigMap, "ns", "cm")); got != "[u/a u/b w/c]" {
 		t.Errorf("VolumesReading: %s, want all three", got)
 	}
 	// The pod's new version drops b: a, b (before) and a (now).
@@ -62,7 +63,7 @@ func TestDesiredStateReplacesAPodsVolumes(t *testing.T) {
 	if pods := s.PodUIDs(); pods.Len() != 1 || !pods.Has("w") {
 		t.Errorf("PodUIDs %v, want [w]", pods)
 	}
-	if got := s.VolumesReading("ns", "other-cm"); len(got) != 0 {
+	if got := s.VolumesReading(model.ConfigMap, "ns", "other-cm"); len(got) != 0 {
 		t.Errorf("VolumesReading of an unread ConfigMap: %v", got)
 	}
 }
@@ -75,7 +76,7 @@ func TestKeptVolumesReadNothing(t *testing.T) {
 	if v, _ := s.Get(VolumeKey{"u", "v"}); !v.Keep() {
 		t.Error("a volume with no pod is not kept")
 	}
-	if got := s.VolumesReading("", "cm"); len(got) != 0 {
+	if got := s.VolumesReading(model.ConfigMap, "", "cm"); len(got) != 0 {
 		t.Errorf("VolumesReading found kept volumes: %v", got)
 	}
 }

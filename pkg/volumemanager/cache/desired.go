@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
@@ -203,16 +204,16 @@ func (s *DesiredState) PodUIDs() sets.Set[types.UID] {
 	return out
 }
 
-// VolumesReading returns the volumes set up from the ConfigMap
+// VolumesReading returns the volumes set up from the object of kind
 // namespace/name (kept volumes, which are not set up, are left out). It
 // looks only at the namespace's volumes and allocates nothing for those
 // that do not read it: every watch event asks it.
-func (s *DesiredState) VolumesReading(namespace, name string) []VolumeKey {
+func (s *DesiredState) VolumesReading(kind model.Kind, namespace, name string) []VolumeKey {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []VolumeKey
 	for key := range s.byNamespace[namespace] {
-		if v := s.volumes[key]; !v.Keep() && v.Spec.ReadsConfigMap(name) {
+		if v := s.volumes[key]; !v.Keep() && v.Spec.Reads(kind, name) {
 			out = append(out, key)
 		}
 	}

@@ -17,11 +17,13 @@
 // and fills the states through Desired, Actual, Failure, HandOver and
 // Busy, and polls with WaitEvery.
 //
-// A mount reads the ConfigMaps through ConfigMapGetter with the
-// operation's context. A projected volume gets its configMap and
-// downwardAPI sources (the latter through the Request's FieldResolver);
-// its serviceAccountToken, secret, clusterTrustBundle and podCertificate
-// sources are left out, never fail it, and are listed in
+// A mount reads the ConfigMaps through ConfigMapGetter, and the Secrets
+// through SecretGetter where there is one (the driver's Secrets mode), with
+// the operation's context. A projected volume gets its configMap and
+// downwardAPI sources (the latter through the Request's FieldResolver), and
+// its secret sources where Secrets are served; its serviceAccountToken,
+// clusterTrustBundle and podCertificate sources (and secret sources where
+// no Secret is served) are left out, never fail it, and are listed in
 // VolumeStatus.NotServed. A failed mount or remount emits a FailedMount
 // event on the Request's subject; a failed first mount leaves no volume,
 // and a failed remount keeps the previous content on disk (the kubelet
@@ -50,6 +52,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
@@ -62,6 +65,13 @@ type ConfigMapGetter interface {
 	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 }
 
+// SecretGetter is the Secret source (the driver's
+// configmapcache.SecretWatches), read as ConfigMapGetter is. Nil serves no
+// Secret: the agent's projected volumes leave their secret sources out.
+type SecretGetter interface {
+	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+}
+
 // DiskLimiter bounds the volume operations that work on the disk at once
 // (golang.org/x/sync/semaphore.Weighted).
 type DiskLimiter interface {
@@ -72,6 +82,9 @@ type DiskLimiter interface {
 // Options configure NewCore.
 type Options struct {
 	ConfigMaps ConfigMapGetter
+	// Secrets, optional, serves Secret volumes and projected volumes'
+	// secret sources.
+	Secrets SecretGetter
 	// Events and Recorder are optional.
 	Events   reconciler.EventRecorder
 	Recorder reconciler.Recorder
@@ -144,7 +157,7 @@ func New(opts Options) (*Core, error) {
 	c := &Core{opts: opts, clock: opts.Clock, desired: cache.NewDesiredState(), actual: cache.NewActualState(), origin: opts.Clock.Now()}
 	c.reconciler = reconciler.New(reconciler.Options{
 		Desired: c.desired, Actual: c.actual,
-		Executor: &executor{configMaps: opts.ConfigMaps, diskLimiter: opts.DiskLimiter, clock: opts.Clock, atomicWrite: opts.AtomicWrite, fileOwners: opts.FileOwners},
+		Executor: &executor{objects: objectSources{configMaps: opts.ConfigMaps, secrets: opts.Secrets}, diskLimiter: opts.DiskLimiter, clock: opts.Clock, atomicWrite: opts.AtomicWrite, fileOwners: opts.FileOwners},
 		Events:   opts.Events, Recorder: opts.Recorder,
 		Clock: opts.Clock, Period: opts.LoopPeriod, Origin: c.origin.Add(opts.LoopPeriod / 2), Wake: opts.Wake,
 	})
@@ -188,7 +201,7 @@ func (c *Core) Origin() time.Time { return c.origin }
 
 // RemountConfigMap makes every volume that reads namespace/name read it
 // again, so a change seen by a watch reaches disk without waiting for the
-// pods' next sync (reconciler.ConfigMapChanged).
+// pods' next sync (reconciler.ObjectChanged).
 func (c *Core) RemountConfigMap(namespace, name string) {
-	c.reconciler.ConfigMapChanged(c.desired.VolumesReading(namespace, name))
+	c.reconciler.ObjectChanged(c.desired.VolumesReading(model.ConfigMap, namespace, name))
 }

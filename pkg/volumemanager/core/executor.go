@@ -29,7 +29,7 @@ const volumeDirMode os.FileMode = 0o777
 // executor does the disk work of the reconciler's operations: it is the
 // volume manager's reconciler.Executor.
 type executor struct {
-	configMaps  ConfigMapGetter
+	objects     objectSources
 	diskLimiter DiskLimiter
 	clock       clock.PassiveClock
 	// atomicWrite is Options.AtomicWrite.
@@ -82,7 +82,7 @@ func (e *executor) onDisk(ctx context.Context, work func() error) error {
 // nodeagent keeps it).
 func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.Operation) (res reconciler.Result, err error) {
 	// (1)
-	payload, rv, err := volumePayload(ctx, op.Spec, op.Request, e.configMaps, e.fileOwners)
+	payload, rv, err := volumePayload(ctx, op.Spec, op.Request, e.objects, e.fileOwners)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -13,12 +13,13 @@ type Cause int
 const (
 	// CauseUnknown is an error the executor did not classify.
 	CauseUnknown Cause = iota
-	// CauseObjectNotFound: a ConfigMap the volume requires does not exist.
+	// CauseObjectNotFound: a ConfigMap or Secret the volume requires does
+	// not exist.
 	CauseObjectNotFound
-	// CauseNotReadable: a ConfigMap cannot be read yet (the apiserver is
+	// CauseNotReadable: an object cannot be read yet (the apiserver is
 	// down, a watch has not listed it): a retry may succeed unchanged.
 	CauseNotReadable
-	// CauseKeyMissing: a ConfigMap lacks a key that the volume's items name.
+	// CauseKeyMissing: an object lacks a key that the volume's items name.
 	CauseKeyMissing
 	// CauseInvalidPayload: the files the volume asks for cannot be
 	// written as asked (a path outside the volume, or over the writer's).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
@@ -58,59 +60,93 @@ func Payload(source *corev1.ConfigMapVolumeSource, cm *corev1.ConfigMap, fileOwn
 }
 
 // configMapPayload is the payload of one ConfigMap, for a ConfigMap volume or
-// a projected volume's configMap source. Without items, every key of data
-// and binaryData becomes a file named after it, with the default mode. With
-// items, only the listed keys, each at its path with its own mode or the
-// default; of two items with one path the later wins; a listed key missing
-// from the ConfigMap is an error unless the source is optional, in which
-// case it is skipped. Each file's owner is as users says.
+// a projected volume's configMap source (keysPayload).
 func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32, optional bool, users owners) (map[string]atomicwriter.FileProjection, error) {
-	payload := map[string]atomicwriter.FileProjection{}
+	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for key, value := range cm.Data {
+		data[key] = []byte(value)
+	}
+	for key, value := range cm.BinaryData {
+		data[key] = value
+	}
+	return keysPayload(model.ConfigMap, cm.Name, items, data, mode, optional, users)
+}
+
+// secretPayload is the payload of one Secret, for a Secret volume or a
+// projected volume's secret source (keysPayload).
+func secretPayload(items []corev1.KeyToPath, secret *corev1.Secret, mode int32, optional bool, users owners) (map[string]atomicwriter.FileProjection, error) {
+	return keysPayload(model.Secret, secret.Name, items, secret.Data, mode, optional, users)
+}
+
+// keysPayload is the payload of one object's keys, as the kubelet writes a
+// ConfigMap's or a Secret's. Without items, every key becomes a file named
+// after it, with the default mode. With items, only the listed keys, each
+// at its path with its own mode or the default; of two items with one path
+// the later wins; a listed key missing from the object is an error unless
+// the source is optional, in which case it is skipped. Each file's owner is
+// as users says.
+func keysPayload(kind model.Kind, name string, items []corev1.KeyToPath, data map[string][]byte, mode int32, optional bool, users owners) (map[string]atomicwriter.FileProjection, error) {
+	payload := make(map[string]atomicwriter.FileProjection, max(len(items), len(data)))
 	if len(items) == 0 {
 		user := users.of(nil)
-		for key, value := range cm.Data {
-			payload[key] = atomicwriter.FileProjection{Data: []byte(value), Mode: mode, User: user}
-		}
-		for key, value := range cm.BinaryData {
+		for key, value := range data {
 			payload[key] = atomicwriter.FileProjection{Data: value, Mode: mode, User: user}
 		}
 		return payload, nil
 	}
 	for _, item := range items {
-		var data []byte
-		if value, ok := cm.Data[item.Key]; ok {
-			data = []byte(value)
-		} else if value, ok := cm.BinaryData[item.Key]; ok {
-			data = value
-		} else if optional {
+		value, ok := data[item.Key]
+		switch {
+		case !ok && optional:
 			continue
-		} else {
-			return nil, failure(CauseKeyMissing, fmt.Errorf("configmap %q has no key %q (listed in items for path %q)", cm.Name, item.Key, item.Path))
+		case !ok:
+			return nil, failure(CauseKeyMissing, fmt.Errorf("%s %q has no key %q (listed in items for path %q)", strings.ToLower(string(kind)), name, item.Key, item.Path))
 		}
 		itemMode := mode
 		if item.Mode != nil {
 			itemMode = *item.Mode
 		}
-		payload[item.Path] = atomicwriter.FileProjection{Data: data, Mode: itemMode, User: users.of(item.User)}
+		payload[item.Path] = atomicwriter.FileProjection{Data: value, Mode: itemMode, User: users.of(item.User)}
 	}
 	return payload, nil
 }
 
+// objectSources are where a volume's objects come from: Secrets nil where
+// none are served (the agent).
+type objectSources struct {
+	configMaps ConfigMapGetter
+	secrets    SecretGetter
+}
+
 // volumePayload computes the files of volume v as req asks for them, and
-// the resourceVersions of the ConfigMaps read. A missing optional ConfigMap
+// the resourceVersions of the objects read. A missing optional object
 // contributes no files. For a projected volume every source is tried and
 // all errors are returned together, as the kubelet does; sources nodeagent
 // does not serve (podrefs.KeptVolume.NotServed) are skipped. fileOwners
 // honours the volume's defaultUser and its items' user.
-func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request, configMaps ConfigMapGetter, fileOwners bool) (map[string]atomicwriter.FileProjection, string, error) {
-	if v.ConfigMap != nil {
-		cm, err := getConfigMap(ctx, configMaps, req.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
+func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request, from objectSources, fileOwners bool) (map[string]atomicwriter.FileProjection, string, error) {
+	switch {
+	case v.ConfigMap != nil:
+		cm, err := getConfigMap(ctx, from.configMaps, req.Namespace, v.ConfigMap.Name, isOptional(v.ConfigMap.Optional))
 		if err != nil {
 			return nil, "", err
 		}
 		payload, err := Payload(v.ConfigMap, cm, fileOwners)
 		return payload, cm.ResourceVersion, err
+	case v.Secret != nil:
+		secret, err := getSecret(ctx, from.secrets, req.Namespace, v.Secret.SecretName, isOptional(v.Secret.Optional))
+		if err != nil {
+			return nil, "", err
+		}
+		payload, err := secretPayload(v.Secret.Items, secret, modeOrDefault(v.Secret.DefaultMode), isOptional(v.Secret.Optional),
+			owners{on: fileOwners, defaultUser: v.Secret.DefaultUser})
+		return payload, secret.ResourceVersion, err
 	}
+	return projectedPayload(ctx, v, req, from, fileOwners)
+}
+
+// projectedPayload is volumePayload's for a projected volume.
+func projectedPayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request, from objectSources, fileOwners bool) (map[string]atomicwriter.FileProjection, string, error) {
 	mode := modeOrDefault(v.Projected.DefaultMode)
 	users := owners{on: fileOwners, defaultUser: v.Projected.DefaultUser}
 	payload := map[string]atomicwriter.FileProjection{}
@@ -123,11 +159,16 @@ func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request
 		case s.ConfigMap != nil:
 			optional := isOptional(s.ConfigMap.Optional)
 			var cm *corev1.ConfigMap
-			if cm, err = getConfigMap(ctx, configMaps, req.Namespace, s.ConfigMap.Name, optional); err == nil {
+			if cm, err = getConfigMap(ctx, from.configMaps, req.Namespace, s.ConfigMap.Name, optional); err == nil {
 				part, err = configMapPayload(s.ConfigMap.Items, cm, mode, optional, users)
-				if cm.ResourceVersion != "" {
-					versions = append(versions, s.ConfigMap.Name+"="+cm.ResourceVersion)
-				}
+				versions = appendVersion(versions, s.ConfigMap.Name, cm.ResourceVersion)
+			}
+		case s.Secret != nil && from.secrets != nil:
+			optional := isOptional(s.Secret.Optional)
+			var secret *corev1.Secret
+			if secret, err = getSecret(ctx, from.secrets, req.Namespace, s.Secret.Name, optional); err == nil {
+				part, err = secretPayload(s.Secret.Items, secret, mode, optional, users)
+				versions = appendVersion(versions, "secret/"+s.Secret.Name, secret.ResourceVersion)
 			}
 		case s.DownwardAPI != nil && req.Fields == nil:
 			err = fmt.Errorf("volume %s: its downwardAPI source has no object to read fields from", v.Name)
@@ -140,14 +181,21 @@ func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request
 			errs = append(errs, err)
 			continue
 		}
-		for p, f := range part {
-			payload[p] = f
-		}
+		maps.Copy(payload, part)
 	}
 	if len(errs) > 0 {
 		return nil, "", errors.Join(errs...)
 	}
 	return payload, strings.Join(versions, ","), nil
+}
+
+// appendVersion adds name=version to a projected volume's versions, if the
+// object has one (a missing optional object has none).
+func appendVersion(versions []string, name, version string) []string {
+	if version == "" {
+		return versions
+	}
+	return append(versions, name+"="+version)
 }
 
 // setDownwardAPIOwners gives each file of a downwardAPI source its owner.
@@ -171,11 +219,32 @@ func getConfigMap(ctx context.Context, get ConfigMapGetter, namespace, name stri
 	if apierrors.IsNotFound(err) && optional {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, nil
 	}
+	return nil, readFailure(model.ConfigMap, namespace, name, err)
+}
+
+// getSecret reads a Secret for a volume, as getConfigMap does a ConfigMap.
+func getSecret(ctx context.Context, get SecretGetter, namespace, name string, optional bool) (*corev1.Secret, error) {
+	secret, err := get.GetSecret(ctx, namespace, name)
+	if err == nil {
+		return secret, nil
+	}
+	if apierrors.IsNotFound(err) && optional {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, nil
+	}
+	return nil, readFailure(model.Secret, namespace, name, err)
+}
+
+// volumeWord is how the kubelet's messages name each kind of object in a
+// volume's events, which nodeagent's follow.
+var volumeWord = map[model.Kind]string{model.ConfigMap: "configMap", model.Secret: "secret"}
+
+// readFailure is the typed failure of a volume's read of an object.
+func readFailure(kind model.Kind, namespace, name string, err error) error {
 	cause := CauseNotReadable
 	if apierrors.IsNotFound(err) {
 		cause = CauseObjectNotFound
 	}
-	return nil, failure(cause, fmt.Errorf("couldn't get configMap %s/%s: %w", namespace, name, err))
+	return failure(cause, fmt.Errorf("couldn't get %s %s/%s: %w", volumeWord[kind], namespace, name, err))
 }
 
 // ContentHash is a short digest of a payload's paths and bytes, shown by

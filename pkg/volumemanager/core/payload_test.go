@@ -12,6 +12,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -118,7 +119,7 @@ func TestPayloadOwners(t *testing.T) {
 	}
 	for name, v := range volumes {
 		for _, on := range []bool{true, false} {
-			payload, _, err := volumePayload(context.Background(), v, &cache.Request{Namespace: "ns", Fields: fieldsOf{}}, getterOf{cm}, on)
+			payload, _, err := volumePayload(context.Background(), v, &cache.Request{Namespace: "ns", Fields: fieldsOf{}}, objectSources{configMaps: getterOf{cm}}, on)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,6 +139,80 @@ func TestPayloadOwners(t *testing.T) {
 			if strings.Join(got, " ") != expected {
 				t.Errorf("%s, gate on %v: owners %s, want %s", name, on, strings.Join(got, " "), expected)
 			}
+		}
+	}
+}
+
+// secretsOf serves its Secrets by name; a name it lacks is NotFound.
+type secretsOf map[string]*corev1.Secret
+
+func (s secretsOf) GetSecret(_ context.Context, _, name string) (*corev1.Secret, error) {
+	if secret, ok := s[name]; ok {
+		return secret, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name)
+}
+
+// Secret volumes and projected volumes' secret sources as the kubelet
+// writes them: every key, or the items with their modes; a missing
+// optional Secret or key gives nothing, a missing key of a required one
+// fails with CauseKeyMissing, a missing Secret with CauseObjectNotFound;
+// and without a Secret source (the agent) a projected volume leaves its
+// secret sources out.
+func TestSecretPayloads(t *testing.T) {
+	tls := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls", ResourceVersion: "7"},
+		Data: map[string][]byte{"tls.crt": []byte("CERT"), "tls.key": []byte("KEY")}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", ResourceVersion: "3"}, Data: map[string]string{"a": "A"}}
+	from := objectSources{configMaps: getterOf{cm}, secrets: secretsOf{"tls": tls}}
+	ref := func(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
+	mode := func(m int32) *int32 { return &m }
+	yes := func() *bool { b := true; return &b }
+	projected := &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: ref("cfg")}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: ref("tls"), Items: []corev1.KeyToPath{{Key: "tls.key", Path: "key.pem", Mode: mode(0o400)}}}},
+	}}
+	for _, c := range []struct {
+		name    string
+		volume  podrefs.KeptVolume
+		from    objectSources
+		want    string
+		cause   Cause // CauseUnknown: none expected
+		version string
+	}{
+		{name: "every key", volume: podrefs.KeptVolume{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}, from: from,
+			want: "tls.crt=CERT:644 tls.key=KEY:644", version: "7"},
+		{name: "items", volume: podrefs.KeptVolume{Secret: &corev1.SecretVolumeSource{SecretName: "tls", DefaultMode: mode(0o440),
+			Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "certs/tls.crt"}, {Key: "tls.key", Path: "tls.key", Mode: mode(0o400)}}}}, from: from,
+			want: "certs/tls.crt=CERT:440 tls.key=KEY:400", version: "7"},
+		{name: "missing key", volume: podrefs.KeptVolume{Secret: &corev1.SecretVolumeSource{SecretName: "tls",
+			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}, from: from, cause: CauseKeyMissing},
+		{name: "missing optional key", volume: podrefs.KeptVolume{Secret: &corev1.SecretVolumeSource{SecretName: "tls", Optional: yes(),
+			Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}, from: from, want: "", version: "7"},
+		{name: "missing Secret", volume: podrefs.KeptVolume{Secret: &corev1.SecretVolumeSource{SecretName: "gone"}}, from: from, cause: CauseObjectNotFound},
+		{name: "missing optional Secret", volume: podrefs.KeptVolume{Secret: &corev1.SecretVolumeSource{SecretName: "gone", Optional: yes()}}, from: from},
+		{name: "projected", volume: podrefs.KeptVolume{Projected: projected}, from: from,
+			want: "a=A:644 key.pem=KEY:400", version: "cfg=3,secret/tls=7"},
+		{name: "projected, no Secrets served", volume: podrefs.KeptVolume{Projected: projected}, from: objectSources{configMaps: getterOf{cm}},
+			want: "a=A:644", version: "cfg=3"},
+	} {
+		payload, version, err := volumePayload(context.Background(), c.volume, &cache.Request{Namespace: "ns"}, c.from, false)
+		if c.cause != CauseUnknown {
+			if got := CauseOf(err); got != c.cause {
+				t.Errorf("%s: cause %q (%v), want %q", c.name, got, err, c.cause)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var got []string
+		for p, f := range payload {
+			got = append(got, fmt.Sprintf("%s=%s:%o", p, f.Data, f.Mode))
+		}
+		sort.Strings(got)
+		if strings.Join(got, " ") != c.want || version != c.version {
+			t.Errorf("%s: files %q version %q, want %q version %q", c.name, strings.Join(got, " "), version, c.want, c.version)
 		}
 	}
 }

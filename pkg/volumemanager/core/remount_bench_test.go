@@ -74,7 +74,7 @@ func BenchmarkRemountUnchanged(b *testing.B) {
 				if stamped {
 					op.LastStamp = v.Stamp
 				}
-				setUp := &executor{configMaps: cms, clock: clk, atomicWrite: atomicwriter.Write}
+				setUp := &executor{objects: objectSources{configMaps: cms}, clock: clk, atomicWrite: atomicwriter.Write}
 				b.SetBytes(int64(size.keys * size.bytes))
 				for b.Loop() {
 					if res, err := setUp.SetUp(context.Background(), klog.Background(), op); err != nil || res.Wrote {

@@ -23,13 +23,14 @@ type VolumeStatus struct {
 	Volume          string         `json:"volume"`
 	Plugin          podrefs.Plugin `json:"plugin"`
 	ConfigMaps      []string       `json:"configMaps,omitempty"`
+	Secrets         []string       `json:"secrets,omitempty"`
 	Path            string         `json:"path"`
 	State           State          `json:"state"`
 	ResourceVersion string         `json:"resourceVersion,omitempty"`
 	ContentHash     string         `json:"contentHash,omitempty"`
 	LastError       string         `json:"lastError,omitempty"`
 	// RetryAt is when the reconciler tries a failing volume again, unless
-	// a ConfigMap it reads changes first.
+	// an object it reads changes first.
 	RetryAt *time.Time `json:"retryAt,omitempty"`
 	// NotServed lists the projected sources left out of the volume
 	// (service-account tokens, Secrets, ...): nodeagent does not serve
@@ -55,7 +56,7 @@ func (c *Core) Volumes() []VolumeStatus {
 		}
 		if v.Request != nil {
 			s.Pod = v.Request.SubjectName()
-			s.ConfigMaps, s.NotServed = v.Spec.ConfigMapNames(), v.Spec.NotServed()
+			c.describeSources(&s, v.Spec)
 		}
 		out = append(out, s)
 	}
@@ -66,7 +67,8 @@ func (c *Core) Volumes() []VolumeStatus {
 		s := VolumeStatus{PodUID: string(key.PodUID), Volume: key.Volume, State: StateMountFailing, LastError: errorText(f.Err), RetryAt: &f.RetryAt}
 		if want, ok := c.desired.Get(key); ok && !want.Keep() {
 			s.Pod = want.Request.SubjectName()
-			s.Plugin, s.ConfigMaps, s.NotServed, s.Path = want.Spec.Plugin, want.Spec.ConfigMapNames(), want.Spec.NotServed(), want.Dir
+			s.Plugin, s.Path = want.Spec.Plugin, want.Dir
+			c.describeSources(&s, want.Spec)
 		}
 		out = append(out, s)
 	}
@@ -85,4 +87,10 @@ func errorText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// describeSources fills in the objects a volume reads and the sources it
+// leaves out.
+func (c *Core) describeSources(s *VolumeStatus, v podrefs.KeptVolume) {
+	s.ConfigMaps, s.Secrets, s.NotServed = v.ConfigMapNames(), v.SecretNames(), v.NotServed(c.opts.Secrets != nil)
 }

@@ -11,12 +11,12 @@
 //     a success forgets it (operations.go); an operation that panics
 //     fails with a PanicError, logged with its stack and retried like any
 //     failure, and the process and the other volumes go on (start.go);
-//   - it looks only at the volumes handed to it (HandOver, ConfigMapChanged,
+//   - it looks only at the volumes handed to it (HandOver, ObjectChanged,
 //     an operation that ended) and at those still waiting for a retry, so a
 //     pass over a node where nothing changed costs a lock and a clock read.
 //
 // Run passes on a 100 ms grid (pacedloop), only at the points where work
-// is due, and once more, off the grid, as soon as ConfigMapChanged asks:
+// is due, and once more, off the grid, as soon as ObjectChanged asks:
 // at most once per half period (WakeHalfPeriod, the agent's), or at every
 // change (WakeAtOnce, the CSI driver's). It never learns which source wants a
 // volume: it reads only the desired state.
@@ -99,7 +99,7 @@ type desiredVolumes interface {
 	Get(key cache.VolumeKey) (cache.DesiredVolume, bool)
 }
 
-// Wake is when a change that ConfigMapChanged reports is written.
+// Wake is when a change that ObjectChanged reports is written.
 type Wake int
 
 const (
@@ -137,7 +137,7 @@ type Options struct {
 	// populator's).
 	Period time.Duration
 	Origin time.Time
-	// Wake is when a pass follows ConfigMapChanged.
+	// Wake is when a pass follows ObjectChanged.
 	Wake Wake
 }
 
@@ -156,7 +156,7 @@ type Reconciler struct {
 	// a last operation that failed (operations.go).
 	ops     map[cache.VolumeKey]*volumeOp
 	running sync.WaitGroup // the operations' goroutines
-	// changeSeen asks for a pass off the grid (ConfigMapChanged). Buffer
+	// changeSeen asks for a pass off the grid (ObjectChanged). Buffer
 	// of one: changes that come while a pass is due coalesce into it.
 	changeSeen chan struct{}
 }
@@ -183,13 +183,13 @@ func New(opts Options) *Reconciler {
 }
 
 // Run passes on the grid where work is due, and off it when
-// ConfigMapChanged asks, until ctx ends; then it waits for the operations
+// ObjectChanged asks, until ctx ends; then it waits for the operations
 // in flight.
 func (r *Reconciler) Run(ctx context.Context) {
 	var loops sync.WaitGroup
 	loops.Go(func() { r.loop.Run(ctx, r.Pass) })
 	loops.Go(func() {
-		// A pass as soon as ConfigMapChanged asks; with WakeHalfPeriod,
+		// A pass as soon as ObjectChanged asks; with WakeHalfPeriod,
 		// at least half a period before the next woken one. The changes
 		// in between coalesce in changeSeen.
 		for {
@@ -232,12 +232,12 @@ func (r *Reconciler) handOverLocked(key cache.VolumeKey) {
 	r.loop.Kick()
 }
 
-// ConfigMapChanged makes each of keys, volumes that read a ConfigMap that
+// ObjectChanged makes each of keys, volumes that read a ConfigMap or Secret that
 // changed, read it again: one on disk is flagged for a remount, one with
 // an operation in flight is read again once it ends, and a failing one is
 // retried at once instead of after its backoff. It asks for a pass off the
 // grid.
-func (r *Reconciler) ConfigMapChanged(keys []cache.VolumeKey) {
+func (r *Reconciler) ObjectChanged(keys []cache.VolumeKey) {
 	if len(keys) == 0 {
 		return
 	}
