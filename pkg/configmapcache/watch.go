@@ -72,7 +72,7 @@ type watchStore[T runtime.Object, L runtime.Object] struct {
 	// time (the CSI driver's pods' tokens).
 	clients  func(namespace, name string) listWatcher[L]
 	onChange func(namespace, name string)
-	clock      clock.Clock
+	clock    clock.Clock
 	// maxIdleTime is how long an unread watch lives; 0 keeps it.
 	maxIdleTime time.Duration
 	// followImmutable keeps watching a ConfigMap once it is immutable.
