@@ -35,7 +35,7 @@ type csiConfig struct {
 	kubeletRootDir, endpoint         string
 	register                         bool
 	stateDir, httpAddress            string
-	checkAccess                      bool
+	checkAccess, secrets             bool
 	readAs                           csidriver.ReadAs
 	qps, eventQPS                    float32
 	burst, eventBurst                int
@@ -55,6 +55,8 @@ func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
 		"Whose permission ConfigMaps are read with. driver: the driver's own service account (get, list and watch on ConfigMaps), as the kubelet serves a pod any ConfigMap of its namespace. "+
 			"pod: each volume's pod's service account, with the token the kubelet passes in every publish call (the CSIDriver object's tokenRequests, and requiresRepublish for the renewed tokens): "+
 			"the driver's own account reads nothing, and a pod gets only what its account may get (PermissionDenied otherwise).")
+	fs.BoolVar(&c.secrets, "secrets", false, "The Secrets mode: also serve volumes that read Secrets (attribute secret, and secret sources in sources), read as the pod (needs --read-as=pod), "+
+		"each on a tmpfs the driver mounts at its target path so that no Secret byte reaches the node's disk. Mounting needs a privileged container with Bidirectional mount propagation (the chart's csi.secrets.enabled).")
 	fs.BoolVar(&c.checkAccess, "check-access", false, "Beyond the kubelet: publish a volume only if the pod's service account may get its ConfigMap (a SubjectAccessReview per publish; needs create on subjectaccessreviews).")
 	fs.Float32Var(&c.qps, "kube-api-qps", 50, "Requests per second to the apiserver.")
 	fs.IntVar(&c.burst, "kube-api-burst", 100, "Burst of requests to the apiserver.")
@@ -72,6 +74,9 @@ func (c *csiConfig) validate() error {
 	}
 	if !filepath.IsAbs(c.endpointPath()) {
 		errs = append(errs, fmt.Errorf("--endpoint %q: want an absolute path", c.endpoint))
+	}
+	if c.secrets && c.readAs != csidriver.ReadAsPod {
+		errs = append(errs, errors.New("--secrets needs --read-as=pod: the driver reads a Secret only as the pod whose volume names it, never as itself"))
 	}
 	if c.qps <= 0 || c.burst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", c.qps, c.burst))
@@ -147,7 +152,7 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	metrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := csidriver.Options{
 		DriverName: cfg.driverName, NodeName: cfg.nodeName, Endpoint: cfg.endpointPath(), StateDir: cfg.stateDir,
-		ReadAs:     cfg.readAs,
+		ReadAs: cfg.readAs, Secrets: cfg.secrets,
 		ConfigMaps: func(namespace string) configmapcache.ConfigMapClient { return client.ConfigMaps(namespace) },
 		ClientAs:   clientAs(rc),
 		Events:     events.NewRecorder(coreclient.Scheme, corev1.EventSource{Component: "nodeagent-csi", Host: cfg.nodeName}),
@@ -184,14 +189,14 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 // clientAs makes clients that authenticate with a pod's token alone: the
 // apiserver's address and CA of rc, none of the driver's own credentials.
 func clientAs(rc *rest.Config) csidriver.ClientAs {
-	return func(token, namespace string) (configmapcache.ConfigMapClient, error) {
+	return func(token, namespace string) (csidriver.PodAPI, error) {
 		c := rest.AnonymousClientConfig(rc)
 		c.BearerToken = token
 		client, err := coreclient.NewForConfig(c)
 		if err != nil {
-			return nil, err
+			return csidriver.PodAPI{}, err
 		}
-		return client.ConfigMaps(namespace), nil
+		return csidriver.PodAPI{ConfigMaps: client.ConfigMaps(namespace), Secrets: client.Secrets(namespace)}, nil
 	}
 }
 

@@ -175,7 +175,7 @@ func driverAttributes(source *corev1.ConfigMapVolumeSource, inPlace bool) (map[s
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("the driver would refuse it: %s", problems[0])
 	}
-	if !sameFiles(source, &parsed.ConfigMap) {
+	if parsed.ConfigMap == nil || !sameFiles(source, parsed.ConfigMap) {
 		return nil, fmt.Errorf("the driver's attributes cannot say it exactly")
 	}
 	return attrs, nil

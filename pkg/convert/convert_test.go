@@ -29,7 +29,7 @@ func TestConvertedVolumesAskForTheSameFiles(t *testing.T) {
 		if len(problems) > 0 || parsed.InPlace {
 			t.Fatalf("%v: %v, inPlace %v", attrs, problems, parsed.InPlace)
 		}
-		if !sameFiles(&source, &parsed.ConfigMap) {
+		if parsed.ConfigMap == nil || !sameFiles(&source, parsed.ConfigMap) {
 			t.Errorf("%+v became %v, which the driver reads as %+v", source, attrs, parsed.ConfigMap)
 		}
 	}
@@ -45,7 +45,7 @@ func TestConvertedVolumesAskForTheSameFiles(t *testing.T) {
 	if err != nil || attrs[podrefs.AttrDefaultUser] != "1000" || !strings.Contains(attrs[podrefs.AttrItems], `"user":2000`) {
 		t.Fatalf("a volume that sets its files' owners: %v, %v", attrs, err)
 	}
-	if parsed, problems := podrefs.ParseDriverAttributes(attrs); len(problems) > 0 || !sameFiles(&owned, &parsed.ConfigMap) {
+	if parsed, problems := podrefs.ParseDriverAttributes(attrs); len(problems) > 0 || parsed.ConfigMap == nil || !sameFiles(&owned, parsed.ConfigMap) {
 		t.Errorf("the driver reads the owners back as %+v (%v)", parsed.ConfigMap, problems)
 	}
 }

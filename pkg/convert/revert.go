@@ -40,6 +40,10 @@ func PlanRevert(spec *corev1.PodSpec, want func(volume string) bool) []Reversal 
 				r.Reason = fmt.Sprintf("its attributes do not describe a configMap volume: %s", strings.Join(problems, "; "))
 				break
 			}
+			if parsed.ConfigMap == nil {
+				r.Reason = "it serves a Secret or projected sources, which revert leaves as they are: only configMap volumes move back"
+				break
+			}
 			r.ConfigMap, r.Reverted = parsed.ConfigMap.DeepCopy(), true
 			// What the attributes left to the defaults, the configMap
 			// volume leaves to the API's.

@@ -2,9 +2,9 @@ package csidriver
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -29,8 +29,25 @@ type podInfo struct {
 // volumeSpec is what one publish call asks for, checked.
 type volumeSpec struct {
 	Pod    podInfo
-	Source corev1.ConfigMapVolumeSource
+	Source podrefs.DriverSource
 	Layout cache.Layout
+}
+
+// objects are the objects the volume reads, each once.
+func (s volumeSpec) objects() []objectRef {
+	var refs []objectRef
+	for _, r := range s.Source.Reads() {
+		ref := objectRef{kind: r.Kind, namespace: s.Pod.Namespace, name: r.Name}
+		if !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// keptVolume is the volume core's spec of the volume named name.
+func (s volumeSpec) keptVolume(name string) podrefs.KeptVolume {
+	return podrefs.KeptVolume{Name: name, Plugin: PluginCSI, ConfigMap: s.Source.ConfigMap, Secret: s.Source.Secret, Projected: s.Source.Projected}
 }
 
 // parseAttributes checks a publish call's volume context: the user's
@@ -38,7 +55,7 @@ type volumeSpec struct {
 // reads too) and the kubelet's, and returns every problem found.
 func parseAttributes(attrs map[string]string) (volumeSpec, error) {
 	src, problems := podrefs.ParseDriverAttributes(attrs)
-	spec := volumeSpec{Source: src.ConfigMap, Layout: cache.LayoutAtomic}
+	spec := volumeSpec{Source: src, Layout: cache.LayoutAtomic}
 	if src.InPlace {
 		spec.Layout = cache.LayoutInPlace
 	}

@@ -34,16 +34,16 @@ func TestParseAttributes(t *testing.T) {
 	}{{
 		name:  "only the ConfigMap",
 		attrs: podAttrs(map[string]string{podrefs.AttrConfigMap: "app-config"}),
-		want: volumeSpec{Source: corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, DefaultMode: mode(0o644)}},
+		want: volumeSpec{Source: podrefs.DriverSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, DefaultMode: mode(0o644)}}},
 	}, {
 		name: "every attribute",
 		attrs: podAttrs(map[string]string{podrefs.AttrConfigMap: "app-config", podrefs.AttrOptional: "true", podrefs.AttrDefaultMode: "0440",
 			podrefs.AttrDefaultUser: "1000", podrefs.AttrItems: `[{"key":"a","path":"dir/a.conf","mode":256,"user":2000}]`,
 			podrefs.AttrUpdates: "inPlace", "csi.storage.k8s.io/a.future.key": "ignored"}),
-		want: volumeSpec{Layout: cache.LayoutInPlace, Source: corev1.ConfigMapVolumeSource{
+		want: volumeSpec{Layout: cache.LayoutInPlace, Source: podrefs.DriverSource{InPlace: true, ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}, Optional: &yes, DefaultMode: mode(0o440),
-			DefaultUser: ptr.To[int64](1000), Items: []corev1.KeyToPath{{Key: "a", Path: "dir/a.conf", Mode: mode(0o400), User: ptr.To[int64](2000)}}}},
+			DefaultUser: ptr.To[int64](1000), Items: []corev1.KeyToPath{{Key: "a", Path: "dir/a.conf", Mode: mode(0o400), User: ptr.To[int64](2000)}}}}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,21 +3,26 @@ package csidriver
 import (
 	"sync"
 	"time"
+
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
-// objectKey names one ConfigMap.
-type objectKey struct{ namespace, name string }
+// objectRef names one ConfigMap or Secret that volumes read.
+type objectRef struct {
+	kind            model.Kind
+	namespace, name string
+}
 
-// credentials are, per ConfigMap the driver watches, the tokens of the
+// credentials are, per object the driver watches, the tokens of the
 // volumes whose pods' own read of it succeeded (ReadAsPod). Its one watch
 // per node is opened with the holder's token that expires last, and opened
 // again with another's before that one expires or its pod goes: a bound
 // token stops working with its pod.
 type credentials struct {
 	mu       sync.Mutex
-	byObject map[objectKey]map[string]podToken
+	byObject map[objectRef]map[string]podToken
 	// inUse is the token each watch was last opened with, and by whom.
-	inUse map[objectKey]holder
+	inUse map[objectRef]holder
 }
 
 // holder is one volume's token.
@@ -27,13 +32,13 @@ type holder struct {
 }
 
 func newCredentials() *credentials {
-	return &credentials{byObject: map[objectKey]map[string]podToken{}, inUse: map[objectKey]holder{}}
+	return &credentials{byObject: map[objectRef]map[string]podToken{}, inUse: map[objectRef]holder{}}
 }
 
 // hold records volumeID's token for key, after its pod's read of it
 // succeeded. It says whether the watch should be opened again: it has no
 // working token (none yet, or one that expired), and now has one.
-func (c *credentials) hold(key objectKey, volumeID string, t podToken, now time.Time) (reopen bool) {
+func (c *credentials) hold(key objectRef, volumeID string, t podToken, now time.Time) (reopen bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byObject[key] == nil {
@@ -47,7 +52,7 @@ func (c *credentials) hold(key objectKey, volumeID string, t podToken, now time.
 // release forgets volumeID's token for key, its volume gone. It says
 // whether the watch should be opened again: it was opened with that token,
 // which dies with its pod, and another holder has one.
-func (c *credentials) release(key objectKey, volumeID string) (reopen bool) {
+func (c *credentials) release(key objectRef, volumeID string) (reopen bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byObject[key], volumeID)
@@ -60,7 +65,7 @@ func (c *credentials) release(key objectKey, volumeID string) (reopen bool) {
 }
 
 // tokenOf is the token volumeID holds for key, if any.
-func (c *credentials) tokenOf(key objectKey, volumeID string) (podToken, bool) {
+func (c *credentials) tokenOf(key objectRef, volumeID string) (podToken, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, ok := c.byObject[key][volumeID]
@@ -70,7 +75,7 @@ func (c *credentials) tokenOf(key objectKey, volumeID string) (podToken, bool) {
 // take is the token to open key's watch with, the one that expires last,
 // and records it as the watch's; ok is false where no pod's read of key
 // has succeeded yet.
-func (c *credentials) take(key objectKey) (podToken, bool) {
+func (c *credentials) take(key objectRef) (podToken, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	best, ok := c.bestLocked(key)
@@ -80,7 +85,7 @@ func (c *credentials) take(key objectKey) (podToken, bool) {
 	return best.token, ok
 }
 
-func (c *credentials) bestLocked(key objectKey) (holder, bool) {
+func (c *credentials) bestLocked(key objectRef) (holder, bool) {
 	var best holder
 	found := false
 	for id, t := range c.byObject[key] {
@@ -93,10 +98,10 @@ func (c *credentials) bestLocked(key objectKey) (holder, bool) {
 
 // expiring are the watches whose token expires within margin of now while
 // a holder has one that expires later: to be opened again with it.
-func (c *credentials) expiring(now time.Time, margin time.Duration) []objectKey {
+func (c *credentials) expiring(now time.Time, margin time.Duration) []objectRef {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []objectKey
+	var out []objectRef
 	for key, used := range c.inUse {
 		if !used.token.expired(now.Add(margin)) {
 			continue

@@ -21,6 +21,8 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/utils/clock"
 
+	mount "k8s.io/mount-utils"
+
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -54,6 +56,11 @@ type Options struct {
 	ClientAs ClientAs
 	// ConfigMaps returns the driver's own API client of a namespace.
 	ConfigMaps func(namespace string) configmapcache.ConfigMapClient
+	// Secrets is the Secrets mode: volumes that read Secrets are served,
+	// each on a tmpfs of its own (needs ReadAsPod, and the privilege to
+	// mount). Mounter mounts them; nil is the node's (k8s.io/mount-utils).
+	Secrets bool
+	Mounter mount.Interface
 	// Access, optional, checks that a pod's service account may get the
 	// ConfigMap its volume names (AccessReviewer).
 	Access accessChecker
@@ -67,7 +74,7 @@ type Options struct {
 // Driver is the CSI node plugin of one node.
 type Driver struct {
 	opts     Options
-	watches  *configmapcache.Watches
+	watches  watchSet
 	core     *core.Core
 	identity *identityServer
 	node     *nodeServer
@@ -86,38 +93,68 @@ func New(opts Options) (*Driver, error) {
 		return nil, errors.New("csidriver: NodeName, Endpoint and StateDir are required")
 	}
 	d := &Driver{opts: opts}
-	configMaps, err := d.configMapClients()
-	if err != nil {
+	if err := d.newWatches(); err != nil {
 		return nil, err
 	}
-	// The core writes every change a watch delivers as it comes; it exists
-	// before any watch starts (the first publish call).
-	d.watches, err = configmapcache.NewWatches(configMaps, func(namespace, name string) {
-		// Every volume that reads it but those whose pod's access was
-		// revoked (read as the pods).
-		d.core.Reconciler().ObjectChanged(d.node.followed(d.core.Desired().VolumesReading(model.ConfigMap, namespace, name)))
-	}, opts.Clock)
-	if err != nil {
-		return nil, err
-	}
-	if d.reads != nil {
-		d.reads.reopen = d.watches.Reopen
-	}
-	d.core, err = core.New(core.Options{
-		ConfigMaps: d.watches, Events: opts.Events, Recorder: opts.Recorder, Clock: opts.Clock,
+	coreOpts := core.Options{
+		ConfigMaps: d.watches.configMaps, Events: opts.Events, Recorder: opts.Recorder, Clock: opts.Clock,
 		Wake: reconciler.WakeAtOnce,
 		// A volume's defaultUser and its items' user are its attributes:
 		// the driver honours them, as a kubelet with their gate on.
 		FileOwners: true,
-	})
-	if err != nil {
+	}
+	if d.watches.secrets != nil {
+		coreOpts.Secrets = d.watches.secrets
+	}
+	var err error
+	if d.core, err = core.New(coreOpts); err != nil {
 		return nil, err
 	}
 	d.identity = &identityServer{name: opts.DriverName, ready: d.ready.Load}
 	d.node = newNodeServer(opts.NodeName, d.core, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
 	d.node.reads, d.node.remount = d.reads, d.core.Reconciler().ObjectChanged
+	if opts.Secrets {
+		mounter := opts.Mounter
+		if mounter == nil {
+			mounter = mount.New("")
+		}
+		d.node.tmpfs = &tmpfsMounts{mounter: mounter}
+	}
 	d.register = &registrationServer{driverName: opts.DriverName, endpoint: opts.Endpoint}
 	return d, nil
+}
+
+// newWatches makes the driver's watches: of ConfigMaps, and of Secrets in
+// the Secrets mode, each with the clients ReadAs says (a pod's token's,
+// setting d.reads, or the driver's own). Every change a watch delivers
+// remounts the volumes that read the object, but those whose pod's access
+// was revoked (read as the pods); the core that does it exists before any
+// watch starts (the first publish call).
+func (d *Driver) newWatches() error {
+	if d.opts.Secrets && d.opts.ReadAs != ReadAsPod {
+		return errors.New("csidriver: the Secrets mode reads Secrets as the pods only (ReadAsPod): the driver may read no Secret itself")
+	}
+	configMaps, err := d.configMapClients()
+	if err != nil {
+		return err
+	}
+	changed := func(kind model.Kind) func(namespace, name string) {
+		return func(namespace, name string) {
+			d.core.Reconciler().ObjectChanged(d.node.followed(d.core.Desired().VolumesReading(kind, namespace, name)))
+		}
+	}
+	if d.watches.configMaps, err = configmapcache.NewWatches(configMaps, changed(model.ConfigMap), d.opts.Clock); err != nil {
+		return err
+	}
+	if d.opts.Secrets {
+		if d.watches.secrets, err = configmapcache.NewSecretWatches(d.reads.secretClient, changed(model.Secret), d.opts.Clock); err != nil {
+			return err
+		}
+	}
+	if d.reads != nil {
+		d.reads.reopen = d.watches.reopen
+	}
+	return nil
 }
 
 // configMapClients is the client of each ConfigMap's watch, as ReadAs
@@ -133,7 +170,7 @@ func (d *Driver) configMapClients() (func(namespace, name string) configmapcache
 			clk = d.opts.Clock
 		}
 		d.reads = &podReads{clientAs: d.opts.ClientAs, creds: newCredentials(), clock: clk}
-		return d.reads.client, nil
+		return d.reads.configMapClient, nil
 	case ReadAsDriver:
 		if d.opts.ConfigMaps == nil {
 			return nil, errors.New("csidriver: reading as the driver needs ConfigMaps")
@@ -154,8 +191,8 @@ func (d *Driver) Registered() bool { return d.register.registered.Load() }
 // Volumes lists the volumes on disk, for /debug/volumes.
 func (d *Driver) Volumes() []core.VolumeStatus { return d.core.Volumes() }
 
-// Watching returns how many ConfigMap watches are open.
-func (d *Driver) Watching() int { return d.watches.Watching() }
+// Watching returns how many watches are open, of ConfigMaps and Secrets.
+func (d *Driver) Watching() int { return d.watches.watching() }
 
 // Run serves the CSI socket (and the registration socket) until ctx ends.
 // The volumes stay on disk when it returns, and their records with them.
@@ -166,7 +203,7 @@ func (d *Driver) Run(ctx context.Context) error {
 
 	var components sync.WaitGroup
 	defer components.Wait()
-	defer d.watches.Stop()
+	defer d.watches.stop()
 	coreCtx, stopCore := context.WithCancel(ctx)
 	defer stopCore()
 	components.Go(func() { d.core.Run(coreCtx) })
@@ -221,6 +258,17 @@ func (d *Driver) restore(ctx context.Context) int {
 		spec, desired, err := desiredVolume(rec)
 		if err != nil {
 			d.unreadableRecord(logger, d.node.state.unreadable(rec.VolumeID+recordSuffix, err))
+			continue
+		}
+		// A volume that holds Secrets is served again on its tmpfs (a new
+		// one after a node restart, filled at its next publish), or not
+		// at all where this driver serves no Secret.
+		if err := d.node.servesSecrets(spec); err != nil {
+			logger.Error(err, "Not serving a recorded volume", "volumeID", rec.VolumeID)
+			continue
+		}
+		if err := d.node.mountTmpfs(spec, rec); err != nil {
+			logger.Error(err, "Not serving a recorded volume", "volumeID", rec.VolumeID)
 			continue
 		}
 		d.node.serve(spec, desired, true)

@@ -33,6 +33,9 @@ type harness struct {
 	access accessChecker
 	// clientAs, if set before start, makes the driver read as the pods.
 	clientAs ClientAs
+	// secrets, if set before start, is the Secrets mode, on the node's
+	// own mounts.
+	secrets bool
 	events   *kuberecord.FakeRecorder
 	stateDir string
 	podsDir  string
@@ -65,6 +68,12 @@ func newHarnessAs(t *testing.T, authorize *authorizer, objects ...runtime.Object
 
 func newHarnessFor(t *testing.T, wrap func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient, authorize *authorizer, objects ...runtime.Object) *harness {
 	t.Helper()
+	return newHarnessMode(t, wrap, authorize, false, objects...)
+}
+
+// newHarnessMode is newHarnessFor, in the Secrets mode where secrets.
+func newHarnessMode(t *testing.T, wrap func(configmapcache.ConfigMapClient) configmapcache.ConfigMapClient, authorize *authorizer, secrets bool, objects ...runtime.Object) *harness {
+	t.Helper()
 	// A short root: a unix socket's path has at most 107 bytes.
 	root, err := os.MkdirTemp("", "csi")
 	if err != nil {
@@ -72,7 +81,7 @@ func newHarnessFor(t *testing.T, wrap func(configmapcache.ConfigMapClient) confi
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
 	h := &harness{t: t, client: fake.NewClientset(objects...), wrap: wrap, stateDir: filepath.Join(root, "state"),
-		podsDir: filepath.Join(root, "pods"), socket: filepath.Join(root, "csi.sock")}
+		podsDir: filepath.Join(root, "pods"), socket: filepath.Join(root, "csi.sock"), secrets: secrets}
 	if authorize != nil {
 		h.clientAs = authorize.clientAs(h)
 	}
@@ -94,7 +103,7 @@ func (h *harness) start() {
 			}
 			return c
 		},
-		Events: h.events, Access: h.access,
+		Events: h.events, Access: h.access, Secrets: h.secrets,
 	}
 	if h.clientAs != nil {
 		opts.ReadAs, opts.ClientAs = ReadAsPod, h.clientAs

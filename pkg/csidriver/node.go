@@ -2,7 +2,6 @@ package csidriver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -35,12 +34,11 @@ type volumes interface {
 	WaitForVolumeGone(ctx context.Context, key cache.VolumeKey) error
 }
 
-// configMaps is what it asks of the ConfigMap watches
-// (configmapcache.Watches).
-type configMaps interface {
-	Add(namespace, name string)
-	Remove(namespace, name string)
-	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+// objectWatches is what it asks of the watches, one per object its
+// volumes read (watchSet: configmapcache.Watches and SecretWatches).
+type objectWatches interface {
+	Add(ref objectRef)
+	Remove(ref objectRef)
 }
 
 // accessChecker says whether a pod's service account may read a ConfigMap
@@ -52,11 +50,14 @@ type accessChecker interface {
 // nodeServer is the CSI Node service.
 type nodeServer struct {
 	csi.UnimplementedNodeServer
-	nodeName   string
-	volumes    volumes
-	configMaps configMaps
-	access     accessChecker
-	state      stateDir
+	nodeName string
+	volumes  volumes
+	watches  objectWatches
+	access   accessChecker
+	state    stateDir
+	// tmpfs, in the Secrets mode, mounts a tmpfs at the target path of
+	// each volume that holds Secret bytes; nil refuses such volumes.
+	tmpfs *tmpfsMounts
 	// reads, where set (ReadAsPod), read each volume's ConfigMap as its
 	// pod, with the token of its publish call; revoked are the volumes
 	// whose pod's read was refused at a republish, which get no update
@@ -78,8 +79,8 @@ type volumeLock struct {
 	users int
 }
 
-func newNodeServer(nodeName string, v volumes, cms configMaps, access accessChecker, state stateDir) *nodeServer {
-	return &nodeServer{nodeName: nodeName, volumes: v, configMaps: cms, access: access, state: state,
+func newNodeServer(nodeName string, v volumes, watches objectWatches, access accessChecker, state stateDir) *nodeServer {
+	return &nodeServer{nodeName: nodeName, volumes: v, watches: watches, access: access, state: state,
 		published: map[string]record{}, locks: map[string]*volumeLock{}, revoked: map[cache.VolumeKey]bool{}}
 }
 
@@ -139,16 +140,21 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := s.servesSecrets(spec); err != nil {
+		return nil, err
+	}
 	if err := s.readAsPod(ctx, req, rec, spec, desired.Key, known); err != nil {
 		return nil, err
 	}
-	if !known && s.access != nil {
-		if err := s.access.MayGet(ctx, spec.Pod, spec.Source.Name); err != nil {
-			s.releaseToken(spec, rec.VolumeID)
-			return nil, status.Error(codes.PermissionDenied, err.Error())
-		}
-	}
 	if !known {
+		if err := s.mayGet(ctx, spec); err != nil {
+			s.releaseTokens(spec, rec.VolumeID)
+			return nil, err
+		}
+		if err := s.mountTmpfs(spec, rec); err != nil {
+			s.releaseTokens(spec, rec.VolumeID)
+			return nil, err
+		}
 		s.serve(spec, desired, false)
 	}
 	if err := s.volumes.WaitForVolume(ctx, desired.Key); err != nil {
@@ -156,127 +162,21 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 			// Published and served: the files stay, and so does the volume.
 			return nil, status.Errorf(codes.Unavailable, "volume %s is published but not on disk: %v", rec.VolumeID, err)
 		}
-		s.withdraw(spec, desired.Key, rec.VolumeID)
+		s.withdraw(ctx, spec, desired, rec.VolumeID)
 		return nil, publishError(ctx, err)
 	}
 	if !known {
 		if err := s.state.save(rec); err != nil {
-			s.withdraw(spec, desired.Key, rec.VolumeID)
+			s.withdraw(ctx, spec, desired, rec.VolumeID)
 			return nil, status.Errorf(codes.Internal, "recording volume %s: %v", rec.VolumeID, err)
 		}
 		s.mu.Lock()
 		s.published[rec.VolumeID] = rec
 		s.mu.Unlock()
 		klog.FromContext(ctx).V(2).Info("Published volume", "volumeID", rec.VolumeID, "pod", klog.KRef(spec.Pod.Namespace, spec.Pod.Name),
-			"configMap", spec.Source.Name, "updates", desired.Layout, "targetPath", rec.TargetPath)
+			"objects", len(spec.objects()), "updates", desired.Layout, "targetPath", rec.TargetPath)
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
-}
-
-// readAsPod, where the driver reads as the pods, checks that the call
-// carries the pod's token and, for a new volume, that the pod may read
-// its ConfigMap, and holds the token for the ConfigMap's watch: before the
-// volume is served, so that the watch opens with it.
-func (s *nodeServer) readAsPod(ctx context.Context, req *csi.NodePublishVolumeRequest, rec record, spec volumeSpec, key cache.VolumeKey, known bool) error {
-	if s.reads == nil {
-		return nil
-	}
-	token, ok, err := tokenOf(req.GetSecrets(), req.GetVolumeContext())
-	if err != nil {
-		return status.Error(codes.InvalidArgument, err.Error())
-	}
-	if !ok {
-		if known {
-			return nil // published before its CSIDriver asked for tokens: served as it is
-		}
-		return status.Errorf(codes.FailedPrecondition, "the call carries no service account token of pod %s/%s: the CSIDriver object must ask for one "+
-			"(spec.tokenRequests with no audience, as this release's chart and manifests install it), or the driver must run with --read-as=driver",
-			spec.Pod.Namespace, spec.Pod.Name)
-	}
-	if known {
-		return s.recheck(ctx, rec, spec, key, token)
-	}
-	if err := s.reads.check(ctx, spec.Pod, spec.Source.Name, token); err != nil {
-		return readError(err)
-	}
-	s.reads.hold(objectKey{spec.Pod.Namespace, spec.Source.Name}, rec.VolumeID, token)
-	return nil
-}
-
-// recheck, at a republish, reads the ConfigMap again as the pod where its
-// token changed (the kubelet renews it well before it expires) or where
-// its read was refused before. A pod whose access was revoked gets no
-// further update: its volume keeps its last content, as the kubelet keeps
-// a volume it cannot refresh, and each republish fails with
-// PermissionDenied (the pod's FailedMount events) until its access
-// returns, when the volume reads the ConfigMap again at once.
-func (s *nodeServer) recheck(ctx context.Context, rec record, spec volumeSpec, key cache.VolumeKey, token podToken) error {
-	object := objectKey{spec.Pod.Namespace, spec.Source.Name}
-	held, holds := s.reads.creds.tokenOf(object, rec.VolumeID)
-	s.mu.Lock()
-	revoked := s.revoked[key]
-	s.mu.Unlock()
-	if holds && held.value == token.value && !revoked {
-		return nil
-	}
-	if err := s.reads.check(ctx, spec.Pod, spec.Source.Name, token); err != nil {
-		if denied := (*accessDenied)(nil); errors.As(err, &denied) {
-			s.setRevoked(key, true)
-			s.reads.release(object, rec.VolumeID)
-			return status.Errorf(codes.PermissionDenied, "%v; the volume keeps its last content and gets no update until the account may read it again", err)
-		}
-		return readError(err)
-	}
-	s.reads.hold(object, rec.VolumeID, token)
-	if revoked {
-		s.setRevoked(key, false)
-		s.remount([]cache.VolumeKey{key})
-	}
-	return nil
-}
-
-func (s *nodeServer) setRevoked(key cache.VolumeKey, revoked bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if revoked {
-		s.revoked[key] = true
-	} else {
-		delete(s.revoked, key)
-	}
-}
-
-// followed are those of keys whose volumes get their ConfigMap's updates:
-// all but the revoked.
-func (s *nodeServer) followed(keys []cache.VolumeKey) []cache.VolumeKey {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.revoked) == 0 {
-		return keys
-	}
-	out := keys[:0:0]
-	for _, k := range keys {
-		if !s.revoked[k] {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// readError is the code of a pod's own read's failure: PermissionDenied
-// where its account may not, Unavailable where the apiserver cannot say.
-func readError(err error) error {
-	if denied := (*accessDenied)(nil); errors.As(err, &denied) {
-		return status.Error(codes.PermissionDenied, err.Error())
-	}
-	return status.Error(codes.Unavailable, err.Error())
-}
-
-// releaseToken forgets a volume's token, where the driver reads as the
-// pods.
-func (s *nodeServer) releaseToken(spec volumeSpec, volumeID string) {
-	if s.reads != nil {
-		s.reads.release(objectKey{spec.Pod.Namespace, spec.Source.Name}, volumeID)
-	}
 }
 
 // serve makes desired the volume core's, and its ConfigMap watched. A
@@ -284,9 +184,11 @@ func (s *nodeServer) releaseToken(spec volumeSpec, volumeID string) {
 // the core's at once, so that an unpublish before its first
 // remount removes them.
 func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume, restored bool) {
-	// The watch first: the reconciler may mount the volume as soon as it
-	// is added, and reads it from the watch.
-	s.configMaps.Add(spec.Pod.Namespace, spec.Source.Name)
+	// The watches first: the reconciler may mount the volume as soon as
+	// it is added, and reads it from the watches.
+	for _, ref := range spec.objects() {
+		s.watches.Add(ref)
+	}
 	if restored {
 		s.volumes.RestoreVolume(desired)
 	} else {
@@ -294,13 +196,33 @@ func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume, restore
 	}
 }
 
-// withdraw undoes serve at once, for a volume that never made it to disk,
-// and forgets its pod's token. Unpublish instead waits for the files to go
-// before it drops the watch.
-func (s *nodeServer) withdraw(spec volumeSpec, key cache.VolumeKey, volumeID string) {
-	s.volumes.RemoveVolume(key)
-	s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
-	s.releaseToken(spec, volumeID)
+// withdraw undoes serve, for a volume that never made it to disk, and
+// forgets its pod's token. Its tmpfs, if it has one, is unmounted once the
+// core is done with the volume, so that nothing is written beneath it.
+// Unpublish instead waits for the files to go before it drops the watches.
+func (s *nodeServer) withdraw(ctx context.Context, spec volumeSpec, desired cache.DesiredVolume, volumeID string) {
+	s.volumes.RemoveVolume(desired.Key)
+	s.unwatch(spec)
+	s.releaseTokens(spec, volumeID)
+	if s.tmpfs == nil || !spec.Source.HoldsSecrets() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawWait)
+	defer cancel()
+	if err := s.volumes.WaitForVolumeGone(ctx, desired.Key); err != nil {
+		klog.FromContext(ctx).Error(err, "Removing a volume that failed to publish; its tmpfs stays until its unpublish", "volumeID", volumeID)
+		return
+	}
+	if err := s.unmountTmpfs(spec, desired.Dir); err != nil {
+		klog.FromContext(ctx).Error(err, "Unmounting the tmpfs of a volume that failed to publish", "volumeID", volumeID)
+	}
+}
+
+// unwatch drops the volume's references to its objects' watches.
+func (s *nodeServer) unwatch(spec volumeSpec) {
+	for _, ref := range spec.objects() {
+		s.watches.Remove(ref)
+	}
 }
 
 // recordOf checks a publish call's fields, as the CSI spec requires them.
@@ -352,11 +274,10 @@ func desiredVolume(rec record) (volumeSpec, cache.DesiredVolume, error) {
 		req.FSGroup = &gid
 	}
 	name := volumeName(rec)
-	source := spec.Source
 	return spec, cache.DesiredVolume{
 		Key:     cache.VolumeKey{PodUID: spec.Pod.UID, Volume: name},
 		Request: req,
-		Spec:    podrefs.KeptVolume{Name: name, Plugin: PluginCSI, ConfigMap: &source},
+		Spec:    spec.keptVolume(name),
 		Dir:     rec.TargetPath,
 		Layout:  spec.Layout,
 	}, nil
@@ -423,9 +344,12 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 	if err := s.volumes.WaitForVolumeGone(ctx, desired.Key); err != nil {
 		return nil, status.Errorf(codes.Internal, "removing volume %s: %v", rec.VolumeID, err)
 	}
-	s.configMaps.Remove(spec.Pod.Namespace, spec.Source.Name)
-	s.releaseToken(spec, rec.VolumeID)
+	s.unwatch(spec)
+	s.releaseTokens(spec, rec.VolumeID)
 	s.setRevoked(desired.Key, false)
+	if err := s.unmountTmpfs(spec, desired.Dir); err != nil {
+		return nil, status.Errorf(codes.Internal, "unmounting the tmpfs of volume %s: %v", rec.VolumeID, err)
+	}
 	if err := s.state.remove(rec.VolumeID); err != nil {
 		return nil, status.Errorf(codes.Internal, "removing the record of volume %s: %v", rec.VolumeID, err)
 	}

@@ -12,14 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 )
 
 // authorizer is a fake apiserver's authorization: which ConfigMaps each
@@ -63,16 +62,29 @@ func (a *authorizer) check(token, name string) error {
 }
 
 func (a *authorizer) clientAs(h *harness) ClientAs {
-	return func(token, namespace string) (configmapcache.ConfigMapClient, error) {
-		return authorizedClient{inner: listThenWatch{h.client.CoreV1().ConfigMaps(namespace)}, token: token, a: a}, nil
+	return func(token, namespace string) (PodAPI, error) {
+		return PodAPI{
+			ConfigMaps: authorizedClient[*corev1.ConfigMap, *corev1.ConfigMapList]{inner: h.client.CoreV1().ConfigMaps(namespace), token: token, a: a},
+			// The authorizer names Secrets secret/<name>.
+			Secrets: authorizedClient[*corev1.Secret, *corev1.SecretList]{inner: h.client.CoreV1().Secrets(namespace), token: token, a: a, prefix: "secret/"},
+		}, nil
 	}
 }
 
-// authorizedClient is the fake clientset's client, as one token.
-type authorizedClient struct {
-	inner listThenWatch
-	token string
-	a     *authorizer
+// typedClient is client-go's typed client of one kind of object.
+type typedClient[T, L any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// authorizedClient is the fake clientset's client, as one token; prefix
+// is how the authorizer names its kind's objects.
+type authorizedClient[T, L any] struct {
+	inner  typedClient[T, L]
+	token  string
+	a      *authorizer
+	prefix string
 }
 
 // named is the name a list or watch selects.
@@ -81,28 +93,30 @@ func named(opts metav1.ListOptions) string {
 	return name
 }
 
-func (c authorizedClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
-	if err := c.a.check(c.token, name); err != nil {
-		return nil, err
+func (c authorizedClient[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
+	if err := c.a.check(c.token, c.prefix+name); err != nil {
+		var none T
+		return none, err
 	}
 	return c.inner.Get(ctx, name, opts)
 }
 
-func (c authorizedClient) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
-	if err := c.a.check(c.token, named(opts)); err != nil {
-		return nil, err
+func (c authorizedClient[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	if err := c.a.check(c.token, c.prefix+named(opts)); err != nil {
+		var none L
+		return none, err
 	}
 	return c.inner.List(ctx, opts)
 }
 
-func (c authorizedClient) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	if err := c.a.check(c.token, named(opts)); err != nil {
+func (c authorizedClient[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if err := c.a.check(c.token, c.prefix+named(opts)); err != nil {
 		return nil, err
 	}
 	return c.inner.Watch(ctx, opts)
 }
 
-func (authorizedClient) IsWatchListSemanticsUnSupported() bool { return true }
+func (authorizedClient[T, L]) IsWatchListSemanticsUnSupported() bool { return true }
 
 // withToken is v published with token, expiring at expires, as the
 // kubelet passes it: in the volume context.
@@ -193,7 +207,7 @@ func TestReadAsThePodWatchFollowsTheTokens(t *testing.T) {
 func TestCredentialsRenewBeforeExpiry(t *testing.T) {
 	c := newCredentials()
 	now := time.Now()
-	key := objectKey{"shop", "app"}
+	key := objectRef{model.ConfigMap, "shop", "app"}
 	if !c.hold(key, "v1", podToken{value: "a", expires: now.Add(3 * time.Minute)}, now) {
 		t.Error("the first token: the watch should open")
 	}

@@ -36,6 +36,8 @@ const (
 // names; never rename one.
 const (
 	AttrConfigMap   = "configMap"
+	AttrSecret      = "secret"
+	AttrSources     = "sources"
 	AttrOptional    = "optional"
 	AttrDefaultMode = "defaultMode"
 	AttrDefaultUser = "defaultUser"
@@ -53,61 +55,142 @@ const (
 // call (the pod's name, namespace, uid, service account).
 const KubeletAttrPrefix = "csi.storage.k8s.io/"
 
-var driverAttributes = []string{AttrConfigMap, AttrOptional, AttrDefaultMode, AttrDefaultUser, AttrItems, AttrUpdates}
+var driverAttributes = []string{AttrConfigMap, AttrSecret, AttrSources, AttrOptional, AttrDefaultMode, AttrDefaultUser, AttrItems, AttrUpdates}
 
-// DriverSource is what a driver volume's attributes ask for: the
-// ConfigMapVolumeSource of the same meaning, and whether its files are
-// rewritten in place (updates: inPlace).
+// DriverSource is what a driver volume's attributes ask for: the volume
+// source of the same meaning (exactly one of ConfigMap, Secret and
+// Projected, as the attribute configMap, secret or sources names it), and
+// whether its files are rewritten in place (updates: inPlace).
 type DriverSource struct {
-	ConfigMap corev1.ConfigMapVolumeSource
+	ConfigMap *corev1.ConfigMapVolumeSource
+	Secret    *corev1.SecretVolumeSource
+	Projected *corev1.ProjectedVolumeSource
 	InPlace   bool
+}
+
+// Reads are the objects the volume reads, in its sources' order.
+func (s DriverSource) Reads() []Ref {
+	switch {
+	case s.ConfigMap != nil:
+		return []Ref{{Kind: model.ConfigMap, Name: s.ConfigMap.Name, Optional: isTrue(s.ConfigMap.Optional), Keys: itemKeys(s.ConfigMap.Items)}}
+	case s.Secret != nil:
+		return []Ref{{Kind: model.Secret, Name: s.Secret.SecretName, Optional: isTrue(s.Secret.Optional), Keys: itemKeys(s.Secret.Items)}}
+	case s.Projected == nil:
+		return nil
+	}
+	var refs []Ref
+	for _, p := range s.Projected.Sources {
+		switch {
+		case p.ConfigMap != nil:
+			refs = append(refs, Ref{Kind: model.ConfigMap, Name: p.ConfigMap.Name, Optional: isTrue(p.ConfigMap.Optional), Keys: itemKeys(p.ConfigMap.Items)})
+		case p.Secret != nil:
+			refs = append(refs, Ref{Kind: model.Secret, Name: p.Secret.Name, Optional: isTrue(p.Secret.Optional), Keys: itemKeys(p.Secret.Items)})
+		}
+	}
+	return refs
+}
+
+// HoldsSecrets says whether the volume's files hold a Secret's bytes.
+func (s DriverSource) HoldsSecrets() bool {
+	return slices.ContainsFunc(s.Reads(), func(r Ref) bool { return r.Kind == model.Secret })
 }
 
 // ParseDriverAttributes checks a driver volume's attributes and returns
 // what they ask for, or every problem found, in words a pod's author can
 // act on. The kubelet's own attributes are left to the caller.
 func ParseDriverAttributes(attrs map[string]string) (DriverSource, []string) {
-	var src DriverSource
 	problems := unknownAttributes(attrs)
-	name := attrs[AttrConfigMap]
-	problems = append(problems, configMapNameProblems(name)...)
-	src.ConfigMap.Name = name
+	c, more := parseCommon(attrs)
+	problems = append(problems, more...)
+	var src DriverSource
+	src.InPlace = c.inPlace
+	named := namedSources(attrs)
+	switch {
+	case len(named) == 0:
+		problems = append(problems, fmt.Sprintf("attribute %q is required: the name of a ConfigMap in the pod's namespace (or %q, a Secret's, or %q, a JSON list of projected sources)",
+			AttrConfigMap, AttrSecret, AttrSources))
+	case len(named) > 1:
+		problems = append(problems, fmt.Sprintf("attributes %s are all set: a volume reads one ConfigMap (%s), one Secret (%s) or the projected sources (%s)",
+			strings.Join(named, " and "), AttrConfigMap, AttrSecret, AttrSources))
+	case named[0] == AttrConfigMap:
+		name := attrs[AttrConfigMap]
+		problems = append(problems, objectNameProblems(AttrConfigMap, "ConfigMap", name)...)
+		src.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name},
+			Optional: c.optional, DefaultMode: &c.mode, DefaultUser: c.user, Items: c.items}
+	case named[0] == AttrSecret:
+		name := attrs[AttrSecret]
+		problems = append(problems, objectNameProblems(AttrSecret, "Secret", name)...)
+		src.Secret = &corev1.SecretVolumeSource{SecretName: name, Optional: c.optional, DefaultMode: &c.mode, DefaultUser: c.user, Items: c.items}
+	default:
+		if c.optional != nil || c.items != nil {
+			problems = append(problems, fmt.Sprintf("attributes %s and %s are each source's own in %s, as in a projected volume", AttrOptional, AttrItems, AttrSources))
+		}
+		sources, more := parseSources(attrs[AttrSources])
+		problems = append(problems, more...)
+		src.Projected = &corev1.ProjectedVolumeSource{Sources: sources, DefaultMode: &c.mode, DefaultUser: c.user}
+	}
+	return src, problems
+}
+
+// namedSources are which of configMap, secret and sources attrs sets.
+func namedSources(attrs map[string]string) []string {
+	var named []string
+	for _, a := range []string{AttrConfigMap, AttrSecret, AttrSources} {
+		if _, ok := attrs[a]; ok {
+			named = append(named, a)
+		}
+	}
+	return named
+}
+
+// commonAttributes are the attributes every kind of driver volume reads.
+type commonAttributes struct {
+	optional *bool
+	mode     int32
+	user     *int64
+	items    []corev1.KeyToPath
+	inPlace  bool
+}
+
+// parseCommon reads the attributes every kind of volume shares, with the
+// API's default mode where none is set.
+func parseCommon(attrs map[string]string) (commonAttributes, []string) {
+	c := commonAttributes{mode: corev1.ConfigMapVolumeSourceDefaultMode}
+	var problems []string
 	if v, ok := attrs[AttrOptional]; ok {
 		optional, err := strconv.ParseBool(v)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf(`attribute %s=%q: want "true" or "false"`, AttrOptional, v))
 		}
-		src.ConfigMap.Optional = &optional
+		c.optional = &optional
 	}
-	mode := corev1.ConfigMapVolumeSourceDefaultMode
 	if v, ok := attrs[AttrDefaultMode]; ok {
 		m, err := parseMode(v)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("attribute %s=%q: %v", AttrDefaultMode, v, err))
 		}
-		mode = m
+		c.mode = m
 	}
-	src.ConfigMap.DefaultMode = &mode
 	if v, ok := attrs[AttrDefaultUser]; ok {
 		user, err := parseUser(v)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("attribute %s=%q: %v", AttrDefaultUser, v, err))
 		}
-		src.ConfigMap.DefaultUser = &user
+		c.user = &user
 	}
 	if v, ok := attrs[AttrItems]; ok {
 		items, errs := parseItems(v)
 		problems = append(problems, errs...)
-		src.ConfigMap.Items = items
+		c.items = items
 	}
 	switch v := attrs[AttrUpdates]; v {
 	case "", UpdatesAtomic:
 	case UpdatesInPlace:
-		src.InPlace = true
+		c.inPlace = true
 	default:
 		problems = append(problems, fmt.Sprintf("attribute %s=%q: want %s (the default) or %s", AttrUpdates, v, UpdatesAtomic, UpdatesInPlace))
 	}
-	return src, problems
+	return c, problems
 }
 
 // unknownAttributes says which of attrs the driver does not know (the
@@ -117,7 +200,7 @@ func unknownAttributes(attrs map[string]string) []string {
 	for _, key := range slices.Sorted(maps.Keys(attrs)) {
 		switch {
 		case key == "namespace":
-			problems = append(problems, `attribute "namespace" is not supported: a volume reads a ConfigMap of its own pod's namespace only, as a configMap volume does`)
+			problems = append(problems, `attribute "namespace" is not supported: a volume reads objects of its own pod's namespace only, as a configMap or secret volume does`)
 		case strings.HasPrefix(key, KubeletAttrPrefix):
 		case !slices.Contains(driverAttributes, key):
 			problems = append(problems, fmt.Sprintf("unknown attribute %q (known: %s)", key, strings.Join(driverAttributes, ", ")))
@@ -126,17 +209,18 @@ func unknownAttributes(attrs map[string]string) []string {
 	return problems
 }
 
-// configMapNameProblems says what is wrong with the configMap attribute.
-func configMapNameProblems(name string) []string {
+// objectNameProblems says what is wrong with the name that attribute attr
+// gives an object of kind.
+func objectNameProblems(attr, kind, name string) []string {
 	switch {
 	case name == "":
-		return []string{fmt.Sprintf("attribute %q is required: the name of a ConfigMap in the pod's namespace", AttrConfigMap)}
+		return []string{fmt.Sprintf("attribute %s is empty: want the name of a %s in the pod's namespace", attr, kind)}
 	case strings.Contains(name, "/"):
-		return []string{fmt.Sprintf("attribute %s=%q: a ConfigMap name has no slash; a volume reads a ConfigMap of its pod's namespace only", AttrConfigMap, name)}
+		return []string{fmt.Sprintf("attribute %s=%q: a %s name has no slash; a volume reads a %s of its pod's namespace only", attr, name, kind, kind)}
 	}
 	var problems []string
 	for _, msg := range validation.IsDNS1123Subdomain(name) {
-		problems = append(problems, fmt.Sprintf("attribute %s=%q: %s", AttrConfigMap, name, msg))
+		problems = append(problems, fmt.Sprintf("attribute %s=%q: %s", attr, name, msg))
 	}
 	return problems
 }
@@ -151,8 +235,7 @@ func driverVolume(v *corev1.Volume) (DriverVolume, bool) {
 	if len(problems) > 0 {
 		return DriverVolume{}, false
 	}
-	read := Ref{Kind: model.ConfigMap, Name: src.ConfigMap.Name, Optional: isTrue(src.ConfigMap.Optional), Keys: itemKeys(src.ConfigMap.Items)}
-	return DriverVolume{Name: v.Name, Reads: []Ref{read}, InPlace: src.InPlace}, true
+	return DriverVolume{Name: v.Name, Reads: src.Reads(), InPlace: src.InPlace}, true
 }
 
 // refusedDriverVolume is v, if it is one of the driver's volumes and the
@@ -187,9 +270,9 @@ func parseUser(s string) (int64, error) {
 	return uid, nil
 }
 
-// parseItems reads the JSON of a ConfigMapVolumeSource's items (modes in
-// decimal, as JSON writes them: 256 is 0400) and checks each as the API
-// server checks them.
+// parseItems reads the JSON of a volume source's items (modes in decimal,
+// as JSON writes them: 256 is 0400) and checks each as the API server
+// checks them.
 func parseItems(s string) ([]corev1.KeyToPath, []string) {
 	var items []corev1.KeyToPath
 	dec := json.NewDecoder(strings.NewReader(s))
@@ -197,32 +280,37 @@ func parseItems(s string) ([]corev1.KeyToPath, []string) {
 	if err := dec.Decode(&items); err != nil {
 		return nil, []string{fmt.Sprintf(`attribute %s is not a JSON list of {"key", "path", "mode", "user"}: %v`, AttrItems, err)}
 	}
-	var problems []string
-	paths := make([]string, 0, len(items))
-	for i, item := range items {
-		where := fmt.Sprintf("attribute %s[%d]", AttrItems, i)
-		if item.Key == "" {
-			problems = append(problems, where+`: "key" is required`)
-		}
-		for _, msg := range validation.IsConfigMapKey(item.Key) {
-			problems = append(problems, fmt.Sprintf("%s: key %q: %s", where, item.Key, msg))
-		}
-		if err := atomicwriter.ValidatePath(item.Path); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", where, err))
-		} else {
-			paths = append(paths, item.Path)
-		}
-		if item.Mode != nil && (*item.Mode < 0 || *item.Mode > 0o777) {
-			problems = append(problems, fmt.Sprintf("%s: mode %d is not a file mode from 0 to 511 (0777)", where, *item.Mode))
-		}
-		if item.User != nil && len(validation.IsValidUserID(*item.User)) > 0 {
-			problems = append(problems, fmt.Sprintf("%s: user %d is not a user ID from 0 to 2147483647", where, *item.User))
-		}
-	}
+	paths, problems := itemProblems("attribute "+AttrItems, items)
 	if len(problems) == 0 {
 		if _, err := atomicwriter.ValidatePayloadPaths(paths); err != nil {
 			problems = append(problems, fmt.Sprintf("attribute %s: %v", AttrItems, err))
 		}
 	}
 	return items, problems
+}
+
+// itemProblems checks items as the API server checks a volume's, each
+// named where[i] in the problems, and returns their valid paths.
+func itemProblems(where string, items []corev1.KeyToPath) (paths, problems []string) {
+	for i, item := range items {
+		at := fmt.Sprintf("%s[%d]", where, i)
+		if item.Key == "" {
+			problems = append(problems, at+`: "key" is required`)
+		}
+		for _, msg := range validation.IsConfigMapKey(item.Key) {
+			problems = append(problems, fmt.Sprintf("%s: key %q: %s", at, item.Key, msg))
+		}
+		if err := atomicwriter.ValidatePath(item.Path); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", at, err))
+		} else {
+			paths = append(paths, item.Path)
+		}
+		if item.Mode != nil && (*item.Mode < 0 || *item.Mode > 0o777) {
+			problems = append(problems, fmt.Sprintf("%s: mode %d is not a file mode from 0 to 511 (0777)", at, *item.Mode))
+		}
+		if item.User != nil && len(validation.IsValidUserID(*item.User)) > 0 {
+			problems = append(problems, fmt.Sprintf("%s: user %d is not a user ID from 0 to 2147483647", at, *item.User))
+		}
+	}
+	return paths, problems
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"k8s.io/klog/v2"
+	"k8s.io/mount-utils"
 	"k8s.io/utils/clock"
 
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/atomicwriter"
@@ -40,7 +41,32 @@ type executor struct {
 
 // TearDown removes the volume's directory.
 func (e *executor) TearDown(ctx context.Context, op reconciler.Operation) error {
-	return e.onDisk(ctx, func() error { return os.RemoveAll(op.Dir) })
+	return e.onDisk(ctx, func() error { return removeVolumeDir(op.Dir) })
+}
+
+// removeVolumeDir removes dir and what it holds. A dir that is a mount
+// point (the CSI driver's tmpfs of a volume that holds Secrets) is
+// emptied and left: its mount is its source's to undo, after this.
+func removeVolumeDir(dir string) error {
+	notMounted, err := mount.New("").IsLikelyNotMountPoint(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case notMounted:
+		return os.RemoveAll(dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, entry := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, entry.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // onDisk runs work, which touches the disk, holding a slot of the

@@ -133,6 +133,8 @@ func volumePayload(ctx context.Context, v podrefs.KeptVolume, req *cache.Request
 		}
 		payload, err := Payload(v.ConfigMap, cm, fileOwners)
 		return payload, cm.ResourceVersion, err
+	case v.Secret != nil && from.secrets == nil:
+		return nil, "", failure(CauseInvalidPayload, fmt.Errorf("volume %s reads Secret %s, and nothing here serves Secrets", v.Name, v.Secret.SecretName))
 	case v.Secret != nil:
 		secret, err := getSecret(ctx, from.secrets, req.Namespace, v.Secret.SecretName, isOptional(v.Secret.Optional))
 		if err != nil {
