@@ -120,6 +120,7 @@ deploy-check: kustomize helm promtool ## helm lint, the chart against the overla
 	for mode in before after watch csi; do $(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=$$mode --set image.tag=lint || exit 1; done
 	$(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=csi --set webhook.enabled=true --set image.tag=lint
 	$(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=csi --set csi.readAs=pod --set image.tag=lint
+	$(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=csi --set csi.readAs=pod --set csi.secrets.enabled=true --set image.tag=lint
 	$(BIN)/promtool check rules deploy/prometheus/nodeagent-rules.yaml
 	$(BIN)/promtool test rules deploy/prometheus/tests/rules_test.yaml
 	$(AS_BUILT) HELM_BIN=$(abspath $(BIN))/helm KUSTOMIZE_BIN=$(abspath $(BIN))/kustomize $(GO) test -tags e2e -count=1 ./test/deploy/

@@ -25,7 +25,7 @@ relative() {
   echo "${rest:-.}"
 }
 
-parts=(overlays/before overlays/after overlays/watch overlays/csi overlays/csi-webhook analyze-serve)
+parts=(overlays/before overlays/after overlays/watch overlays/csi overlays/csi-webhook overlays/csi-secrets analyze-serve)
 for part in "${parts[@]}"; do
   dir="$output/deploy/${part#overlays/}"
   mkdir -p "$dir"
@@ -59,7 +59,7 @@ labelled for the agents' hostPath volumes (the chart refuses one that --create-n
   helm install nodeagent oci://$registry/charts/nodeagent --version $chart_version$plain_http -n nodeagent --set mode=after
   helm install nodeagent $relative_output/chart/nodeagent-$chart_version.tgz -n nodeagent --set mode=after
 
-or with kubectl, from the kustomizations written in $relative_output/deploy (before, after, watch, csi, csi-webhook, analyze-serve):
+or with kubectl, from the kustomizations written in $relative_output/deploy (before, after, watch, csi, csi-webhook, csi-secrets, analyze-serve):
 
   kubectl apply -k $relative_output/deploy/after
 MSG

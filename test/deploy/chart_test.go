@@ -171,6 +171,7 @@ func TestChartEqualsOverlays(t *testing.T) {
 		{"watch", []string{"mode=watch"}, []string{"deploy/overlays/watch"}},
 		{"csi", []string{"mode=csi"}, []string{"deploy/overlays/csi"}},
 		{"csi with the webhook", []string{"mode=csi", "webhook.enabled=true"}, []string{"deploy/overlays/csi-webhook"}},
+		{"csi in the Secrets mode", []string{"mode=csi", "csi.readAs=pod", "csi.secrets.enabled=true"}, []string{"deploy/overlays/csi-secrets"}},
 		{"after with analyze", []string{"mode=after", "analyze.enabled=true"}, []string{"deploy/overlays/after", "deploy/analyze-serve"}},
 	}
 	for _, tc := range cases {
@@ -420,6 +421,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"podMonitor.enable=true", "image.tag=v1"}, "enable"},
 		{[]string{"mode=csi", "syncFrequency=30s", "image.tag=v1"}, "no pod syncs"},
 		{[]string{"csi.checkAcess=true", "image.tag=v1"}, "checkAcess"},
+		{[]string{"mode=csi", "csi.secrets.enabled=true", "image.tag=v1"}, "needs csi.readAs=pod"},
 		{[]string{"kubeletRootDir=var/lib/kubelet", "image.tag=v1"}, "kubeletRootDir"},
 		{[]string{"analyze.enable=true", "image.tag=v1"}, "enable"},
 		{[]string{"agents.enabled=false", "image.tag=v1"}, "nothing to install"},

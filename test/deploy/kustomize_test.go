@@ -39,7 +39,7 @@ func pinImage(t *testing.T, dir string) string {
 // deployableParts are the parts of deploy/ a user applies, each through a
 // kustomization that sets the image.
 var deployableParts = []string{"deploy/overlays/before", "deploy/overlays/after", "deploy/overlays/watch",
-	"deploy/overlays/csi", "deploy/overlays/csi-webhook", "deploy/analyze-serve"}
+	"deploy/overlays/csi", "deploy/overlays/csi-webhook", "deploy/overlays/csi-secrets", "deploy/analyze-serve"}
 
 // TestKustomizeNamesNoImageUntilSet renders each deployable part of
 // deploy/ as it is (every container names unsetImage: no `:latest`, no
@@ -79,7 +79,7 @@ func TestKustomizeNamesNoImageUntilSet(t *testing.T) {
 				t.Errorf("make push's kustomization of %s runs %s, want %s", part, image, want)
 			}
 		}
-		if !strings.Contains(string(printed), "deploy (before, after, watch, csi, csi-webhook, analyze-serve)") || !strings.Contains(string(printed), name) {
+		if !strings.Contains(string(printed), "deploy (before, after, watch, csi, csi-webhook, csi-secrets, analyze-serve)") || !strings.Contains(string(printed), name) {
 			t.Errorf("make push's commands do not name the kustomization of %s:\n%s", part, printed)
 		}
 	}

@@ -20,7 +20,7 @@ func TestRolesKeepREADMEsPromises(t *testing.T) {
 	kustomize := tool(t, "KUSTOMIZE_BIN", "kustomize")
 	var objects []object
 	for _, set := range [][]string{{"mode=before"}, {"mode=after"}, {"mode=watch"}, {"mode=csi", "csi.checkAccess=true"},
-		{"mode=csi", "csi.readAs=pod"}, {"mode=csi", "webhook.enabled=true"}, {"mode=after", "analyze.enabled=true", "analyze.listSecrets=true", "analyze.events=true"}} {
+		{"mode=csi", "csi.readAs=pod"}, {"mode=csi", "csi.readAs=pod", "csi.secrets.enabled=true"}, {"mode=csi", "webhook.enabled=true"}, {"mode=after", "analyze.enabled=true", "analyze.listSecrets=true", "analyze.events=true"}} {
 		var args []string
 		for _, kv := range set {
 			args = append(args, "--set", kv)
@@ -28,7 +28,7 @@ func TestRolesKeepREADMEsPromises(t *testing.T) {
 		objects = append(objects, helmTemplate(t, args...)...)
 	}
 	for _, dir := range []string{"deploy/overlays/before", "deploy/overlays/after", "deploy/overlays/watch", "deploy/overlays/csi",
-		"deploy/overlays/csi-webhook", "deploy/analyze", "deploy/analyze-serve"} {
+		"deploy/overlays/csi-webhook", "deploy/overlays/csi-secrets", "deploy/analyze", "deploy/analyze-serve"} {
 		objects = append(objects, render(t, kustomize, "build", pinImage(t, dir))...)
 	}
 	roles := 0

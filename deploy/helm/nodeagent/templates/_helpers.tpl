@@ -47,6 +47,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if eq .Values.csi.readAs "pod" }}
 - --read-as=pod
 {{- end }}
+{{- if .Values.csi.secrets.enabled }}
+{{- if ne .Values.csi.readAs "pod" }}
+{{- fail "csi.secrets.enabled needs csi.readAs=pod: the driver reads a Secret only as the pod whose volume names it, never as itself" }}
+{{- end }}
+- --secrets
+{{- end }}
 {{- if .Values.csi.checkAccess }}
 - --check-access
 {{- end }}
