@@ -115,9 +115,9 @@ func PodSpec(spec *corev1.PodSpec, want func(volume string) bool) []VolumeResult
 func notConfigMap(v corev1.Volume) string {
 	switch {
 	case v.Projected != nil:
-		return "a projected volume: the driver serves one ConfigMap per volume"
+		return "a projected volume: convert moves configMap volumes only (the driver's Secrets mode serves projected sources written by hand)"
 	case v.Secret != nil:
-		return "a secret volume: the driver serves ConfigMaps only"
+		return "a secret volume: convert moves configMap volumes only (the driver's Secrets mode serves Secrets written by hand)"
 	case v.CSI != nil:
 		return "a csi volume already"
 	}

@@ -1,7 +1,9 @@
 // Package csidriver is nodeagent's CSI node plugin: it serves pods'
 // inline ephemeral csi volumes of driver configmaps.nodeagent.io with the
-// files of a ConfigMap of the pod's namespace, and keeps them up to date
-// within a reconciler pass of each change (docs/csi.md).
+// files of a ConfigMap of the pod's namespace (in the Secrets mode, of a
+// Secret, or of a projected volume's ConfigMap and Secret sources), and
+// keeps them up to date within a reconciler pass of each change
+// (docs/csi.md).
 //
 // Contract:
 //
@@ -11,10 +13,16 @@
 //     kubelet's plugin registration service on a second socket in the
 //     kubelet's plugins_registry directory (registration.go), so no
 //     registrar sidecar is needed.
-//   - Attributes (attributes.go): configMap (required), optional,
-//     defaultMode, items, updates (atomic | inPlace); anything else but the
-//     kubelet's csi.storage.k8s.io/ keys is refused, and so is a
-//     namespace: a volume reads its own pod's namespace only.
+//   - Attributes (attributes.go, podrefs.ParseDriverAttributes): one of
+//     configMap, secret and sources; optional, defaultMode, defaultUser,
+//     items, updates (atomic | inPlace); anything else but the kubelet's
+//     csi.storage.k8s.io/ keys is refused, and so is a namespace: a volume
+//     reads its own pod's namespace only.
+//   - Secrets (Options.Secrets, tmpfs.go): served only in the Secrets
+//     mode, read as the pod (FailedPrecondition otherwise), each volume
+//     that reads one on a tmpfs mounted at its target path before its
+//     files are written and unmounted after they are removed, so that no
+//     Secret byte reaches the node's disk; the records never hold one.
 //   - Publish is idempotent: the same call again succeeds at once; the same
 //     volume id with other attributes is AlreadyExists. It returns when the
 //     files are on disk, or with NotFound (no such ConfigMap), Unavailable
@@ -23,7 +31,7 @@
 //     PermissionDenied (the opt-in access check), and then leaves nothing
 //     behind. Unpublish removes the files and the target path; a volume
 //     it does not know succeeds.
-//   - Load on the apiserver: one watch per ConfigMap in use on the node,
+//   - Load on the apiserver: one watch per object in use on the node,
 //     opened by the first volume that names it and closed with the last
 //     (configmapcache.Watches); nothing per pod sync. Reading as the
 //     driver, no GET ever; reading as the pods (ReadAsPod, reads.go), one

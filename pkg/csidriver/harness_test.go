@@ -35,7 +35,7 @@ type harness struct {
 	clientAs ClientAs
 	// secrets, if set before start, is the Secrets mode, on the node's
 	// own mounts.
-	secrets bool
+	secrets  bool
 	events   *kuberecord.FakeRecorder
 	stateDir string
 	podsDir  string

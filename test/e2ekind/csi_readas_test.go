@@ -47,16 +47,7 @@ func csiReadAsPod(t *testing.T) {
 	inContainer(t, ns, "before", "/mnt/cfg/k", "v1", time.Minute)
 
 	helm(t, "upgrade", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--reuse-values", "--set", "csi.readAs=pod")
-	eventually(t, 3*time.Minute, "the driver rolled out, reading as the pods", func() string {
-		ds, err := clientset.AppsV1().DaemonSets(csiNamespace).Get(ctx, csiRelease, metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if s := ds.Status; s.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != 3 || s.NumberReady != 3 || s.NumberUnavailable != 0 {
-			return fmt.Sprintf("%d of 3 updated, %d ready", s.UpdatedNumberScheduled, s.NumberReady)
-		}
-		return ""
-	})
+	waitCSIRollout(t, "the driver rolled out, reading as the pods")
 	podOf("reader", "reader", workers[0])
 	podOf("nobody", "nobody", workers[0])
 	inContainer(t, ns, "reader", "/mnt/cfg/k", "v1", time.Minute)
@@ -86,4 +77,20 @@ func csiReadAsPod(t *testing.T) {
 	if err != nil || review.Status.Allowed {
 		t.Errorf("may the driver's own account get configmap cfg? %v (%v), want no", review.Status.Allowed, err)
 	}
+}
+
+// waitCSIRollout waits until the driver's DaemonSet runs its latest
+// generation on every node.
+func waitCSIRollout(t *testing.T, what string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, what, func() string {
+		ds, err := clientset.AppsV1().DaemonSets(csiNamespace).Get(context.Background(), csiRelease, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if s := ds.Status; s.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != 3 || s.NumberReady != 3 || s.NumberUnavailable != 0 {
+			return fmt.Sprintf("%d of 3 updated, %d ready", s.UpdatedNumberScheduled, s.NumberReady)
+		}
+		return ""
+	})
 }

@@ -270,6 +270,7 @@ func TestCSIDriver(t *testing.T) {
 	t.Run("bad input", csiBadInput)
 	t.Run("the driver restarted", csiRestart)
 	t.Run("read as the pods", csiReadAsPod)
+	t.Run("Secrets", csiSecrets)
 }
 
 // csiBesideKubelet runs the same pods twice on both workers, once
