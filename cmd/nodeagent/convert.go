@@ -29,6 +29,7 @@ func runConvert(args []string, stdout io.Writer) error {
 	workloads := fs.StringSlice("workload", nil, "Convert only the pod templates of these objects, as NAME or KIND/NAME (repeatable); default: every object with a pod template.")
 	inPlace := fs.BoolP("in-place", "i", false, "Rewrite each file in place instead of writing every document to standard output (not with -).")
 	recursive := fs.BoolP("recursive", "R", false, "Read the directories named, and theirs, recursively.")
+	secrets := fs.Bool("secrets", false, "Move secret volumes, and projected volumes of configMap and secret sources, too: for a driver in its Secrets mode (docs/csi.md, \"Secrets\"); a service account's token volume and other sources stay with the kubelet.")
 	revert := fs.Bool("revert", false, "Move the volumes of the driver back to configMap volumes, served by the kubelet (before uninstalling the driver: docs/deploy.md, \"Uninstalling\"); --volume and --workload choose as they do for a conversion.")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,7 +44,7 @@ func runConvert(args []string, stdout io.Writer) error {
 	if *inPlace && slices.Contains(files, "-") {
 		return errors.New("--in-place cannot rewrite standard input")
 	}
-	opts := manifest.Options{Volumes: *volumes, Workloads: *workloads, Revert: *revert}
+	opts := manifest.Options{Volumes: *volumes, Workloads: *workloads, Revert: *revert, Secrets: *secrets}
 	var results []manifest.ObjectResult
 	for i, file := range files {
 		var out bytes.Buffer

@@ -22,6 +22,7 @@ func runWebhook(args []string, stdout io.Writer) error {
 	fs := newFlagSet("webhook", "Serve the opt-in mutating admission webhook for pods: in namespaces labelled "+webhook.ServeLabel+"="+webhook.ServeEnabled+", a new pod's configMap volumes become the CSI driver's (docs/csi.md, \"Without editing workloads\"). The webhook configuration's failurePolicy Ignore keeps pods starting, unconverted, while it is down.", stdout)
 	f := webhookFlags{}
 	fs.StringVar(&f.address, "address", ":8443", "Serve HTTPS here: /convert (AdmissionReview v1) and /healthz.")
+	fs.BoolVar(&f.secrets, "secrets", false, "Convert secret volumes, and projected volumes of configMap and secret sources, too: for a driver in its Secrets mode (docs/csi.md, \"Secrets\"). A service account's token volume stays with the kubelet.")
 	fs.StringVar(&f.certFile, "tls-cert-file", "", "The serving certificate (PEM), for the webhook Service's DNS name, read again within 10 s of a change (cert-manager, a mounted Secret). Empty: the webhook keeps its own (--self-signed-secret).")
 	fs.StringVar(&f.keyFile, "tls-private-key-file", "", "The serving certificate's private key (PEM).")
 	fs.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The webhook's own namespace, whose pods it never converts, and where its Secret is. Default: $POD_NAMESPACE.")
@@ -46,7 +47,7 @@ func runWebhook(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return serveWebhook(ctx, listener, certs, &webhook.Handler{Namespace: f.namespace})
+	return serveWebhook(ctx, listener, certs, &webhook.Handler{Namespace: f.namespace, Secrets: f.secrets})
 }
 
 // webhookFlags are what `nodeagent webhook` is told.
@@ -54,6 +55,7 @@ type webhookFlags struct {
 	address, certFile, keyFile, namespace string
 	secret, service, configuration        string
 	dnsNames                              []string
+	secrets                               bool
 	kubeconfig                            string
 	caLifetime, certLifetime              time.Duration
 }

@@ -52,21 +52,31 @@ func factsOf(spec *corev1.PodSpec) podFacts {
 
 // plan decides what becomes of one volume, and returns the driver's
 // attributes for a volume to convert.
-func (f podFacts) plan(volume *corev1.Volume, want func(volume string) bool) (VolumeResult, map[string]string) {
+func (f podFacts) plan(volume *corev1.Volume, opts Options) (VolumeResult, map[string]string) {
 	r := VolumeResult{Volume: volume.Name, ConfigMap: volume.ConfigMap != nil, SubPathUsers: f.subPathUsers[volume.Name]}
+	moves := volume.ConfigMap != nil || opts.Secrets && (volume.Secret != nil || volume.Projected != nil)
 	switch {
-	case volume.ConfigMap == nil:
+	case !moves:
 		r.Reason = notConfigMap(*volume)
 	case f.windows:
 		r.Reason = "a Windows pod: the driver runs on Linux nodes"
-	case !want(volume.Name):
+	case !opts.Want(volume.Name):
 		r.Reason = "not chosen by the options"
 	}
 	if r.Reason != "" {
 		return r, nil
 	}
 	r.InPlace = len(r.SubPathUsers) > 0
-	attrs, err := driverAttributes(volume.ConfigMap, r.InPlace)
+	var attrs map[string]string
+	var err error
+	switch {
+	case volume.ConfigMap != nil:
+		attrs, err = driverAttributes(volume.ConfigMap, r.InPlace)
+	case volume.Secret != nil:
+		attrs, err = secretAttributes(volume.Secret, r.InPlace)
+	default:
+		attrs, err = sourcesAttributes(volume.Projected, r.InPlace)
+	}
 	if err != nil {
 		r.Reason = err.Error()
 		return r, nil
@@ -75,26 +85,58 @@ func (f podFacts) plan(volume *corev1.Volume, want func(volume string) bool) (Vo
 	return r, attrs
 }
 
+// Options choose what PlanWith converts.
+type Options struct {
+	// Want chooses the volumes by name; nil chooses every one.
+	Want func(volume string) bool
+	// Secrets converts secret volumes, and projected volumes of configMap
+	// and secret sources, too: for the driver's Secrets mode.
+	Secrets bool
+}
+
 // Decision is what becomes of one volume: the result, and the driver's
 // attributes of a volume to convert.
 type Decision struct {
 	VolumeResult
 	Attributes map[string]string
+	// From is the volume's source field that the driver's csi replaces
+	// (configMap, secret or projected).
+	From string
 }
 
 // Plan decides, without changing spec, what becomes of each of its
-// volumes that want chooses (nil: all).
+// configMap volumes that want chooses (nil: all).
 func Plan(spec *corev1.PodSpec, want func(volume string) bool) []Decision {
-	if want == nil {
-		want = func(string) bool { return true }
+	return PlanWith(spec, Options{Want: want})
+}
+
+// PlanWith decides, without changing spec, what becomes of each of its
+// volumes, as opts say.
+func PlanWith(spec *corev1.PodSpec, opts Options) []Decision {
+	if opts.Want == nil {
+		opts.Want = func(string) bool { return true }
 	}
 	facts := factsOf(spec)
 	out := make([]Decision, 0, len(spec.Volumes))
 	for i := range spec.Volumes {
-		r, attrs := facts.plan(&spec.Volumes[i], want)
-		out = append(out, Decision{VolumeResult: r, Attributes: attrs})
+		r, attrs := facts.plan(&spec.Volumes[i], opts)
+		out = append(out, Decision{VolumeResult: r, Attributes: attrs, From: sourceField(spec.Volumes[i])})
 	}
 	return out
+}
+
+// sourceField is the name of the field of v's source: configMap, secret,
+// projected, or "" for any other.
+func sourceField(v corev1.Volume) string {
+	switch {
+	case v.ConfigMap != nil:
+		return "configMap"
+	case v.Secret != nil:
+		return "secret"
+	case v.Projected != nil:
+		return "projected"
+	}
+	return ""
 }
 
 // PodSpec converts the configMap volumes of spec that want chooses (nil:
@@ -115,9 +157,9 @@ func PodSpec(spec *corev1.PodSpec, want func(volume string) bool) []VolumeResult
 func notConfigMap(v corev1.Volume) string {
 	switch {
 	case v.Projected != nil:
-		return "a projected volume: convert moves configMap volumes only (the driver's Secrets mode serves projected sources written by hand)"
+		return "a projected volume: moved only with --secrets, for the driver's Secrets mode"
 	case v.Secret != nil:
-		return "a secret volume: convert moves configMap volumes only (the driver's Secrets mode serves Secrets written by hand)"
+		return "a secret volume: moved only with --secrets, for the driver's Secrets mode"
 	case v.CSI != nil:
 		return "a csi volume already"
 	}
@@ -152,33 +194,53 @@ func (r VolumeResult) Describe() string {
 // driver cannot serve it as the configMap volume would be served.
 func driverAttributes(source *corev1.ConfigMapVolumeSource, inPlace bool) (map[string]string, error) {
 	attrs := map[string]string{podrefs.AttrConfigMap: source.Name}
-	if source.Optional != nil {
-		attrs[podrefs.AttrOptional] = strconv.FormatBool(*source.Optional)
+	if err := setCommon(attrs, source.Optional, source.DefaultMode, source.DefaultUser, source.Items, inPlace); err != nil {
+		return nil, err
 	}
-	if source.DefaultMode != nil {
-		attrs[podrefs.AttrDefaultMode] = fmt.Sprintf("%04o", *source.DefaultMode)
+	parsed, err := parseBack(attrs)
+	if err != nil {
+		return nil, err
 	}
-	if source.DefaultUser != nil {
-		attrs[podrefs.AttrDefaultUser] = strconv.FormatInt(*source.DefaultUser, 10)
+	if parsed.ConfigMap == nil || !sameFiles(source, parsed.ConfigMap) {
+		return nil, errNotExact
 	}
-	if len(source.Items) > 0 {
-		items, err := json.Marshal(source.Items)
+	return attrs, nil
+}
+
+// errNotExact: the driver's attributes would ask for other files.
+var errNotExact = fmt.Errorf("the driver's attributes cannot say it exactly")
+
+// setCommon writes the attributes every kind of volume shares, those set.
+func setCommon(attrs map[string]string, optional *bool, defaultMode *int32, defaultUser *int64, items []corev1.KeyToPath, inPlace bool) error {
+	if optional != nil {
+		attrs[podrefs.AttrOptional] = strconv.FormatBool(*optional)
+	}
+	if defaultMode != nil {
+		attrs[podrefs.AttrDefaultMode] = fmt.Sprintf("%04o", *defaultMode)
+	}
+	if defaultUser != nil {
+		attrs[podrefs.AttrDefaultUser] = strconv.FormatInt(*defaultUser, 10)
+	}
+	if len(items) > 0 {
+		encoded, err := json.Marshal(items)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		attrs[podrefs.AttrItems] = string(items)
+		attrs[podrefs.AttrItems] = string(encoded)
 	}
 	if inPlace {
 		attrs[podrefs.AttrUpdates] = podrefs.UpdatesInPlace
 	}
+	return nil
+}
+
+// parseBack reads attrs as the driver will, refusing what it would refuse.
+func parseBack(attrs map[string]string) (podrefs.DriverSource, error) {
 	parsed, problems := podrefs.ParseDriverAttributes(attrs)
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("the driver would refuse it: %s", problems[0])
+		return parsed, fmt.Errorf("the driver would refuse it: %s", problems[0])
 	}
-	if parsed.ConfigMap == nil || !sameFiles(source, parsed.ConfigMap) {
-		return nil, fmt.Errorf("the driver's attributes cannot say it exactly")
-	}
-	return attrs, nil
+	return parsed, nil
 }
 
 // sameFiles says whether the driver's source asks for the files the volume's

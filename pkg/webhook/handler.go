@@ -62,6 +62,9 @@ const maxReviewBytes = 8 << 20
 type Handler struct {
 	// Namespace is the webhook's own, never touched.
 	Namespace string
+	// Secrets converts secret volumes, and projected volumes of configMap
+	// and secret sources, too: for a driver in its Secrets mode.
+	Secrets bool
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +109,7 @@ func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 	if pod.Annotations[ServeLabel] == ServeDisabled {
 		return allow
 	}
-	decisions, err := plan(&pod, req.Object.Raw)
+	decisions, err := plan(&pod, req.Object.Raw, convert.Options{Secrets: h.Secrets})
 	if err != nil {
 		allow.Warnings = []string{fmt.Sprintf("%s: the pod's volumes could not be read (%v); admitted unconverted", ServeLabel, err)}
 		return allow
@@ -129,7 +132,7 @@ func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 // plan decides what becomes of each of the pod's volumes, and leaves as it
 // is every volume whose JSON in raw, the pod as the apiserver sent it,
 // carries a field k8s.io/api does not know (convert.KeepUnknown).
-func plan(pod *corev1.Pod, raw []byte) ([]convert.Decision, error) {
+func plan(pod *corev1.Pod, raw []byte, opts convert.Options) ([]convert.Decision, error) {
 	var asSent struct {
 		Spec struct {
 			Volumes []json.RawMessage `json:"volumes"`
@@ -141,7 +144,7 @@ func plan(pod *corev1.Pod, raw []byte) ([]convert.Decision, error) {
 	if len(asSent.Spec.Volumes) != len(pod.Spec.Volumes) {
 		return nil, fmt.Errorf("%d volumes sent, %d decoded", len(asSent.Spec.Volumes), len(pod.Spec.Volumes))
 	}
-	decisions := convert.Plan(&pod.Spec, nil)
+	decisions := convert.PlanWith(&pod.Spec, opts)
 	for i := range decisions {
 		if err := convert.KeepUnknown(&decisions[i], asSent.Spec.Volumes[i]); err != nil {
 			return nil, fmt.Errorf("volume %s: %w", decisions[i].Volume, err)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 )
 
@@ -194,4 +195,24 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 		t.Fatal(err)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// In the Secrets mode the secret volume is the driver's too, read back as
+// the same Secret.
+func TestSecretsModeConvertsSecretVolumes(t *testing.T) {
+	h := &Handler{Namespace: "nodeagent", Secrets: true}
+	sent := testPod(nil)
+	sent.Spec.Containers[0].VolumeMounts = append(sent.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "certs", MountPath: "/etc/tls"})
+	_, pod := review(t, h, "shop", admissionv1.Create, sent)
+	refs := podrefs.Of(pod)
+	var names []string
+	for _, v := range refs.DriverVolumes {
+		names = append(names, v.Name)
+		if v.Name == "certs" && (len(v.Reads) != 1 || v.Reads[0].Kind != model.Secret || v.Reads[0].Name != "tls") {
+			t.Errorf("certs reads %+v, want Secret tls", v.Reads)
+		}
+	}
+	if strings.Join(names, ",") != "conf,certs" || pod.Annotations[ConvertedAnnotation] != "certs,conf" {
+		t.Errorf("driver volumes %v, converted %q; want conf and certs", names, pod.Annotations[ConvertedAnnotation])
+	}
 }

@@ -5,15 +5,20 @@ package e2ekind
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+	"k8s.io/utils/ptr"
 )
 
 // presents says what is wrong with the certificate the pod tls-server of
@@ -100,4 +105,48 @@ func secretOnlyOnTmpfs(t *testing.T, node string, secret []byte) {
 		}
 	}
 	t.Logf("the Secret's bytes on %s: %d files, each on a tmpfs mount", node, len(found))
+}
+
+// secretFilesLikeKubelet runs a pod with a secret volume and a projected
+// volume (a ConfigMap and the Secret tls) that the kubelet serves, and the
+// driver's volumes of the same sources, fsGroup 2000, and holds every file
+// of the driver's to the kubelet's: names, modes, group and bytes.
+func secretFilesLikeKubelet(t *testing.T, ns, node string) {
+	t.Helper()
+	mustCreate(t, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"a": "A", "b": "B"}})
+	secret := &corev1.SecretVolumeSource{SecretName: "tls", DefaultMode: ptr.To[int32](0o440),
+		Items: []corev1.KeyToPath{{Key: corev1.TLSCertKey, Path: "certs/server.crt"}, {Key: corev1.TLSPrivateKeyKey, Path: "server.key", Mode: ptr.To[int32](0o400)}}}
+	sources := []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Items: []corev1.KeyToPath{{Key: "a", Path: "conf/a"}}}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}}},
+	}
+	sourcesJSON, err := json.Marshal(sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	itemsJSON, err := json.Marshal(secret.Items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver := func(name string, attrs map[string]string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, ReadOnly: ptr.To(true), VolumeAttributes: attrs}}}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "files"}, Spec: corev1.PodSpec{
+		NodeName: node, ServiceAccountName: "server", TerminationGracePeriodSeconds: ptr.To[int64](1),
+		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000)},
+		Volumes: []corev1.Volume{
+			{Name: "k-secret", VolumeSource: corev1.VolumeSource{Secret: secret}},
+			{Name: "k-projected", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources, DefaultMode: ptr.To[int32](0o640)}}},
+			driver("d-secret", map[string]string{"secret": "tls", "defaultMode": "0440", "items": string(itemsJSON)}),
+			driver("d-projected", map[string]string{"sources": string(sourcesJSON), "defaultMode": "0640"}),
+		},
+		Containers: []corev1.Container{{Name: "app", Image: podImage}},
+	}}
+	for _, v := range pod.Spec.Volumes {
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/mnt/" + v.Name})
+	}
+	mustCreate(t, ns, pod)
+	running := waitRunning(t, ns, "files")
+	checkSameFiles(t, node, volumeDir(kubeletRoot, running.UID, "secret", "k-secret"), filepath.Join(volumeDir(kubeletRoot, running.UID, "csi", "d-secret"), "mount"))
+	checkSameFiles(t, node, volumeDir(kubeletRoot, running.UID, "projected", "k-projected"), filepath.Join(volumeDir(kubeletRoot, running.UID, "csi", "d-projected"), "mount"))
 }

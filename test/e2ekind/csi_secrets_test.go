@@ -97,8 +97,9 @@ func tlsServerPod(node string) *corev1.Pod {
 	}}
 }
 
-// csiSecrets upgrades the driver to its Secrets mode (csi.secrets.enabled)
-// and serves a TLS server's kubernetes.io/tls Secret, mounted by subPath as
+// csiSecrets upgrades the driver to its Secrets mode (csi.secrets.enabled):
+// a Secret volume's and a projected volume's files are the kubelet's for the
+// same sources; and it serves a TLS server's kubernetes.io/tls Secret, mounted by subPath as
 // tls.crt and tls.key: rotated rotations times to certificates of a new CA,
 // each rotation is in the container's files within a second, and once the
 // server reloads them it presents the last certificate to a client that
@@ -115,12 +116,14 @@ func csiSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2eutil.GrantReads(t, clientset, ns, "server", "secrets", "tls")
+	e2eutil.GrantReads(t, clientset, ns, "server", "configmaps", "cfg")
 	pair := newCertPair(t, 0)
 	if _, err := clientset.CoreV1().Secrets(ns).Create(ctx, pair.secret(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	node := clusterNodes(t)[1]
 	mustCreate(t, ns, tlsServerPod(node))
+	secretFilesLikeKubelet(t, ns, node)
 	inContainer(t, ns, "tls-server", "/etc/tls/tls.crt", string(pair.cert), 2*time.Minute)
 	view := viewContainer(t, waitRunning(t, ns, "tls-server"))
 	var delays []time.Duration

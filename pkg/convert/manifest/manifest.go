@@ -39,6 +39,9 @@ type Options struct {
 	// Revert moves the chosen volumes of the driver back to configMap
 	// volumes (convert.PlanRevert) instead.
 	Revert bool
+	// Secrets moves secret volumes, and projected volumes of configMap and
+	// secret sources, too (convert.Options.Secrets).
+	Secrets bool
 }
 
 // ObjectResult is what Convert did to one object's pod template.
@@ -110,12 +113,12 @@ func convertObject(node *yaml.RNode, opts Options, results []ObjectResult) ([]Ob
 	}
 	name := objectName(node)
 	chosen := opts.chooses(kind, node.GetName())
-	want := func(volume string) bool { return chosen && opts.choosesVolume(volume) }
+	choice := convert.Options{Want: func(volume string) bool { return chosen && opts.choosesVolume(volume) }, Secrets: opts.Secrets}
 	edit := convertPodSpecNode
 	if opts.Revert {
 		edit = revertPodSpecNode
 	}
-	volumes, err := edit(specNode, want)
+	volumes, err := edit(specNode, choice)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -207,15 +210,15 @@ var podSpecPaths = map[string][]string{
 	"CronJob":               {"spec", "jobTemplate", "spec", "template", "spec"},
 }
 
-// convertPodSpecNode converts the configMap volumes of the pod spec at
-// node, editing the YAML tree in place, and returns what it did.
-func convertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]convert.VolumeResult, error) {
+// convertPodSpecNode converts the volumes of the pod spec at node that opts
+// choose, editing the YAML tree in place, and returns what it did.
+func convertPodSpecNode(node *yaml.RNode, opts convert.Options) ([]convert.VolumeResult, error) {
 	spec, elements, err := podSpecVolumes(node)
 	if err != nil || elements == nil {
 		return nil, err
 	}
 	results := make([]convert.VolumeResult, 0, len(elements))
-	for i, d := range convert.Plan(spec, want) {
+	for i, d := range convert.PlanWith(spec, opts) {
 		if err := keepUnknown(&d, elements[i]); err != nil {
 			return nil, err
 		}
@@ -224,7 +227,7 @@ func convertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]conv
 			if err != nil {
 				return nil, err
 			}
-			replaceField(elements[i], "configMap", "csi", source)
+			replaceField(elements[i], d.From, "csi", source)
 		}
 		results = append(results, d.VolumeResult)
 	}
@@ -245,9 +248,10 @@ func keepUnknown(d *convert.Decision, node *yaml.RNode) error {
 }
 
 // revertPodSpecNode moves the driver's volumes of the pod spec at node that
-// want chooses back to configMap volumes, editing the YAML tree in place,
+// choice wants back to configMap volumes, editing the YAML tree in place,
 // and returns what it did.
-func revertPodSpecNode(node *yaml.RNode, want func(volume string) bool) ([]convert.VolumeResult, error) {
+func revertPodSpecNode(node *yaml.RNode, choice convert.Options) ([]convert.VolumeResult, error) {
+	want := choice.Want
 	spec, elements, err := podSpecVolumes(node)
 	if err != nil || elements == nil {
 		return nil, err
