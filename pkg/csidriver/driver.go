@@ -21,8 +21,6 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/utils/clock"
 
-	mount "k8s.io/mount-utils"
-
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
@@ -58,9 +56,9 @@ type Options struct {
 	ConfigMaps func(namespace string) configmapcache.ConfigMapClient
 	// Secrets is the Secrets mode: volumes that read Secrets are served,
 	// each on a tmpfs of its own (needs ReadAsPod, and the privilege to
-	// mount). Mounter mounts them; nil is the node's (k8s.io/mount-utils).
+	// mount). Mounter mounts them; nil is the node's (NodeMounter).
 	Secrets bool
-	Mounter mount.Interface
+	Mounter Mounter
 	// Access, optional, checks that a pod's service account may get the
 	// ConfigMap its volume names (AccessReviewer).
 	Access accessChecker
@@ -114,9 +112,9 @@ func New(opts Options) (*Driver, error) {
 	d.node = newNodeServer(opts.NodeName, d.core, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
 	d.node.reads, d.node.remount = d.reads, d.core.Reconciler().ObjectChanged
 	if opts.Secrets {
-		mounter := opts.Mounter
-		if mounter == nil {
-			mounter = mount.New("")
+		var mounter Mounter = NodeMounter{}
+		if opts.Mounter != nil {
+			mounter = opts.Mounter
 		}
 		d.node.tmpfs = &tmpfsMounts{mounter: mounter}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	mount "k8s.io/mount-utils"
@@ -32,7 +33,43 @@ const withdrawWait = 10 * time.Second
 // alone. Its pages are charged to the driver's memory cgroup, which
 // writes them.
 type tmpfsMounts struct {
-	mounter mount.Interface
+	mounter Mounter
+}
+
+// Mounter mounts and unmounts tmpfs mounts, and tells a mount point: the
+// node's (NodeMounter), or a test's.
+type Mounter interface {
+	MountTmpfs(target string, sizeBytes int64) error
+	Unmount(target string) error
+	IsLikelyNotMountPoint(dir string) (bool, error)
+}
+
+// NodeMounter mounts with the mount(2) and umount(2) system calls, not the
+// mount command, which the driver's distroless image does not have, and
+// tells a mount point as k8s.io/mount-utils does (a device unlike its
+// parent's).
+type NodeMounter struct{}
+
+// MountTmpfs mounts a tmpfs of sizeBytes at target, nosuid and nodev.
+func (NodeMounter) MountTmpfs(target string, sizeBytes int64) error {
+	if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d", sizeBytes)); err != nil {
+		return &os.PathError{Op: "mount tmpfs", Path: target, Err: err}
+	}
+	return nil
+}
+
+// Unmount unmounts target.
+func (NodeMounter) Unmount(target string) error {
+	if err := unix.Unmount(target, 0); err != nil {
+		return &os.PathError{Op: "umount", Path: target, Err: err}
+	}
+	return nil
+}
+
+// IsLikelyNotMountPoint says whether dir is not a mount point; a bind
+// mount of a directory of the same file system is not told.
+func (NodeMounter) IsLikelyNotMountPoint(dir string) (bool, error) {
+	return mount.New("").IsLikelyNotMountPoint(dir)
 }
 
 // tmpfsSize is the size of the tmpfs of a volume that reads objects
@@ -52,7 +89,7 @@ func (t *tmpfsMounts) ensure(target string, objects int) error {
 	if !notMounted {
 		return nil
 	}
-	return t.mounter.Mount("tmpfs", target, "tmpfs", []string{fmt.Sprintf("size=%d", tmpfsSize(objects))})
+	return t.mounter.MountTmpfs(target, tmpfsSize(objects))
 }
 
 // remove unmounts the tmpfs at target, if one is mounted, and removes the
