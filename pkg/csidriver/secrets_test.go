@@ -127,3 +127,31 @@ func TestSecretVolumesRefused(t *testing.T) {
 		t.Errorf("the refused volume's target: %v, want nothing left", err)
 	}
 }
+
+// A driver restarted keeps a Secret volume's tmpfs and files; its watch
+// waits for a token until the kubelet's next publish of the volume, which
+// brings the update made meanwhile; the unpublish leaves nothing.
+func TestSecretVolumeAcrossARestart(t *testing.T) {
+	t.Parallel()
+	authorize := newAuthorizer()
+	authorize.allow("t1", "secret/tls")
+	h := newSecretsHarness(t, authorize, tlsSecret(secretCert))
+	v := withToken(h.newVolume("uid-1", "tls", map[string]string{"secret": "tls"}), "t1", time.Now().Add(time.Hour))
+	h.mustPublish(v)
+	h.halt()
+	if _, err := h.client.CoreV1().Secrets(testNamespace).Update(context.Background(), tlsSecret("rotated"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if got := h.read(v, "tls.crt"); got != secretCert || !isTmpfs(t, v.target) {
+		t.Fatalf("after the restart: tls.crt %q, on a tmpfs %v; want the content it had, on its tmpfs", got, isTmpfs(t, v.target))
+	}
+	h.mustPublish(v)
+	h.eventually("the update made while the driver was down", func() bool { return h.read(v, "tls.crt") == "rotated" })
+	if err := h.unpublish(v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(v.target); !os.IsNotExist(err) {
+		t.Errorf("%s after the unpublish: %v, want it gone", v.target, err)
+	}
+}

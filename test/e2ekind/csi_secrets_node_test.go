@@ -96,7 +96,8 @@ func secretOnlyOnTmpfs(t *testing.T, node string, secret []byte) {
 	for _, path := range found {
 		onTmpfs := false
 		for _, m := range mounts {
-			if strings.HasPrefix(path, m+"/") {
+			// A subPath's bind mount of a file is a mount point itself.
+			if path == m || strings.HasPrefix(path, m+"/") {
 				onTmpfs = true
 			}
 		}
