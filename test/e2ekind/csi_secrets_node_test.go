@@ -4,6 +4,7 @@ package e2ekind
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/portforward"
@@ -150,4 +152,31 @@ func secretFilesLikeKubelet(t *testing.T, ns, node string) {
 	running := waitRunning(t, ns, "files")
 	checkSameFiles(t, node, volumeDir(kubeletRoot, running.UID, "secret", "k-secret"), filepath.Join(volumeDir(kubeletRoot, running.UID, "csi", "d-secret"), "mount"))
 	checkSameFiles(t, node, volumeDir(kubeletRoot, running.UID, "projected", "k-projected"), filepath.Join(volumeDir(kubeletRoot, running.UID, "csi", "d-projected"), "mount"))
+}
+
+// secretRefusals: a pod whose service account may not get the Secret its
+// volume names stays ContainerCreating with the event that names the
+// check to run, and the driver's own account may get no Secret.
+func secretRefusals(t *testing.T, ns, node string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nobody"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := csiPod("nobody", node, map[string]map[string]string{"tls": {"secret": "tls"}})
+	pod.Spec.ServiceAccountName = "nobody"
+	mustCreate(t, ns, pod)
+	check := fmt.Sprintf("kubectl auth can-i get secrets/tls -n %s --as=system:serviceaccount:%s:nobody", ns, ns)
+	eventually(t, time.Minute, "the refused pod's event", func() string {
+		if events := podEvents(t, ns, "nobody"); !strings.Contains(events, check) {
+			return "events: " + events
+		}
+		return ""
+	})
+	review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: csiUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + csiNamespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: "tls"}}}, metav1.CreateOptions{})
+	if err != nil || review.Status.Allowed {
+		t.Errorf("may the driver's own account get secret tls? %v (%v), want no", review.Status.Allowed, err)
+	}
 }

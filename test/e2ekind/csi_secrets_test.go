@@ -103,7 +103,8 @@ func tlsServerPod(node string) *corev1.Pod {
 // tls.crt and tls.key: rotated rotations times to certificates of a new CA,
 // each rotation is in the container's files within a second, and once the
 // server reloads them it presents the last certificate to a client that
-// trusts only the last CA. No byte of the Secret is on the node's disk:
+// trusts only the last CA. A pod whose account may not read the Secret is
+// refused, and so is the driver's own account. No byte of the Secret is on the node's disk:
 // searched for under the kubelet's and the driver's directories, it is
 // found only on tmpfs mounts; and once the pod is gone, no mount is left.
 func csiSecrets(t *testing.T) {
@@ -124,6 +125,7 @@ func csiSecrets(t *testing.T) {
 	node := clusterNodes(t)[1]
 	mustCreate(t, ns, tlsServerPod(node))
 	secretFilesLikeKubelet(t, ns, node)
+	secretRefusals(t, ns, node)
 	inContainer(t, ns, "tls-server", "/etc/tls/tls.crt", string(pair.cert), 2*time.Minute)
 	view := viewContainer(t, waitRunning(t, ns, "tls-server"))
 	var delays []time.Duration
