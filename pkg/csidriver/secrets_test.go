@@ -155,3 +155,17 @@ func TestSecretVolumeAcrossARestart(t *testing.T) {
 		t.Errorf("%s after the unpublish: %v, want it gone", v.target, err)
 	}
 }
+
+// A Secret volume whose publish fails after its tmpfs is mounted (its
+// Secret does not exist) leaves neither the mount nor the target behind.
+func TestFailedSecretPublishLeavesNoMount(t *testing.T) {
+	t.Parallel()
+	authorize := newAuthorizer()
+	authorize.allow("t1", "secret/absent")
+	h := newSecretsHarness(t, authorize)
+	v := withToken(h.newVolume("uid-1", "tls", map[string]string{"secret": "absent"}), "t1", time.Now().Add(time.Hour))
+	wantCode(t, h.publish(v), codes.NotFound, "absent")
+	if _, err := os.Stat(v.target); !os.IsNotExist(err) {
+		t.Errorf("%s after the failed publish: %v, want it gone (and unmounted)", v.target, err)
+	}
+}
