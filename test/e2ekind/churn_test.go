@@ -81,9 +81,8 @@ func churnJobSpec(n int32) batchv1.JobSpec {
 // its pods, under their Cache strategy) to what the audit log counts of
 // the kubelets' GETs there: at most 10 % fewer, at most 20 % more. More,
 // because a pod whose containers a busy node starts slowly gets a sync
-// more than the model's one resync (each another GET per object at T = 0;
-// three runs counted 78, 82 and 90 where 79.8 was predicted), which only
-// adds. On a miss it logs each node's timeline of pods and GETs. analyze's window starts where the
+// more than the model's one resync (each another GET per object at T = 0),
+// which only adds. On a miss it logs each node's timeline of pods and GETs. analyze's window starts where the
 // measurement's does: the burst's rate is its pods over that window, the
 // CronJob's its schedule's, two runs over churnWindow.
 func (c churn) check(t *testing.T, syncFrequency time.Duration) {
