@@ -10,7 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	mount "k8s.io/mount-utils"
+
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/core"
 )
 
 // maxObjectBytes is the most an object's data can hold: the API server
@@ -69,7 +70,7 @@ func (NodeMounter) Unmount(target string) error {
 // IsLikelyNotMountPoint says whether dir is not a mount point; a bind
 // mount of a directory of the same file system is not told.
 func (NodeMounter) IsLikelyNotMountPoint(dir string) (bool, error) {
-	return mount.New("").IsLikelyNotMountPoint(dir)
+	return core.IsLikelyNotMountPoint(dir)
 }
 
 // tmpfsSize is the size of the tmpfs of a volume that reads objects

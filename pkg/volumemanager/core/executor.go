@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/klog/v2"
 	"k8s.io/mount-utils"
@@ -44,11 +45,22 @@ func (e *executor) TearDown(ctx context.Context, op reconciler.Operation) error 
 	return e.onDisk(ctx, func() error { return removeVolumeDir(op.Dir) })
 }
 
+// nodeMounts is k8s.io/mount-utils' mounter, made once: making one runs
+// umount(8) to learn how it behaves.
+var nodeMounts = sync.OnceValue(func() mount.Interface { return mount.New("") })
+
+// IsLikelyNotMountPoint says whether dir is not a mount point, by its
+// device against its parent's (a bind mount within one file system is not
+// told), as k8s.io/mount-utils does.
+func IsLikelyNotMountPoint(dir string) (bool, error) {
+	return nodeMounts().IsLikelyNotMountPoint(dir)
+}
+
 // removeVolumeDir removes dir and what it holds. A dir that is a mount
 // point (the CSI driver's tmpfs of a volume that holds Secrets) is
 // emptied and left: its mount is its source's to undo, after this.
 func removeVolumeDir(dir string) error {
-	notMounted, err := mount.New("").IsLikelyNotMountPoint(dir)
+	notMounted, err := IsLikelyNotMountPoint(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
