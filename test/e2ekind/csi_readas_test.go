@@ -5,11 +5,9 @@ package e2ekind
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -64,19 +62,7 @@ func csiReadAsPod(t *testing.T) {
 	// content; the kubelet's next publish of it (at its pod's next sync,
 	// now that the CSIDriver asks for one) brings a token, and the update.
 	inContainer(t, ns, "before", "/mnt/cfg/k", "v2", 2*time.Minute+10*time.Second)
-	check := fmt.Sprintf("kubectl auth can-i get configmaps/cfg -n %s --as=system:serviceaccount:%s:nobody", ns, ns)
-	eventually(t, time.Minute, "the refused pod's event", func() string {
-		if events := podEvents(t, ns, "nobody"); !strings.Contains(events, check) {
-			return "events: " + events
-		}
-		return ""
-	})
-	review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: csiUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + csiNamespace, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "configmaps", Name: "cfg"}}}, metav1.CreateOptions{})
-	if err != nil || review.Status.Allowed {
-		t.Errorf("may the driver's own account get configmap cfg? %v (%v), want no", review.Status.Allowed, err)
-	}
+	refusedToPodAndDriver(t, ns, "nobody", "configmaps", "cfg")
 }
 
 // waitCSIRollout waits until the driver's DaemonSet runs its latest

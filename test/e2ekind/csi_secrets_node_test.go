@@ -166,17 +166,25 @@ func secretRefusals(t *testing.T, ns, node string) {
 	pod := csiPod("nobody", node, map[string]map[string]string{"tls": {"secret": "tls"}})
 	pod.Spec.ServiceAccountName = "nobody"
 	mustCreate(t, ns, pod)
-	check := fmt.Sprintf("kubectl auth can-i get secrets/tls -n %s --as=system:serviceaccount:%s:nobody", ns, ns)
+	refusedToPodAndDriver(t, ns, "nobody", "secrets", "tls")
+}
+
+// refusedToPodAndDriver: pod of ns, whose service account is "nobody",
+// has the event that names the check to run for its account's get of
+// resource/name, and the driver's own account may not get it either.
+func refusedToPodAndDriver(t *testing.T, ns, pod, resource, name string) {
+	t.Helper()
+	check := fmt.Sprintf("kubectl auth can-i get %s/%s -n %s --as=system:serviceaccount:%s:nobody", resource, name, ns, ns)
 	eventually(t, time.Minute, "the refused pod's event", func() string {
-		if events := podEvents(t, ns, "nobody"); !strings.Contains(events, check) {
+		if events := podEvents(t, ns, pod); !strings.Contains(events, check) {
 			return "events: " + events
 		}
 		return ""
 	})
-	review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+	review, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: csiUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + csiNamespace, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: "tls"}}}, metav1.CreateOptions{})
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: resource, Name: name}}}, metav1.CreateOptions{})
 	if err != nil || review.Status.Allowed {
-		t.Errorf("may the driver's own account get secret tls? %v (%v), want no", review.Status.Allowed, err)
+		t.Errorf("may the driver's own account get %s/%s? %v (%v), want no", resource, name, review.Status.Allowed, err)
 	}
 }
