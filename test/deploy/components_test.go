@@ -13,11 +13,18 @@ import (
 // TestKubeletRootDirComponent: the kustomization docs/csi.md shows for a
 // kubelet with another --root-dir (deploy/components/kubelet-root-dir and
 // a generated ConfigMap) renders the same DaemonSet as the chart's
-// kubeletRootDir, for the csi overlay and the one with the webhook, and
-// applies no ConfigMap.
+// kubeletRootDir, for the csi overlay, the one with the webhook and the
+// Secrets mode's, and applies no ConfigMap.
 func TestKubeletRootDirComponent(t *testing.T) {
 	kustomize := tool(t, "KUSTOMIZE_BIN", "kustomize")
-	for _, tc := range []struct{ overlay, webhook string }{{"deploy/overlays/csi", "false"}, {"deploy/overlays/csi-webhook", "true"}} {
+	for _, tc := range []struct {
+		overlay string
+		values  []string
+	}{
+		{"deploy/overlays/csi", nil},
+		{"deploy/overlays/csi-webhook", []string{"webhook.enabled=true"}},
+		{"deploy/overlays/csi-secrets", []string{"csi.readAs=pod", "csi.secrets.enabled=true"}},
+	} {
 		dir := t.TempDir()
 		overlay, err := filepath.Rel(dir, pinImage(t, tc.overlay))
 		if err != nil {
@@ -48,7 +55,11 @@ configMapGenerator:
 			}
 		}
 		chart := map[string]object{}
-		for _, o := range helmTemplate(t, "--set", "mode=csi", "--set", "kubeletRootDir=/data/kubelet", "--set", "webhook.enabled="+tc.webhook) {
+		args := []string{"--set", "mode=csi", "--set", "kubeletRootDir=/data/kubelet"}
+		for _, v := range tc.values {
+			args = append(args, "--set", v)
+		}
+		for _, o := range helmTemplate(t, args...) {
 			chart[key(o)] = normalize(o)
 		}
 		ds := "DaemonSet/nodeagent"
