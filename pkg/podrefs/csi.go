@@ -68,26 +68,10 @@ type DriverSource struct {
 	InPlace   bool
 }
 
-// Reads are the objects the volume reads, in its sources' order.
+// Reads are the objects the volume reads, in its sources' order, as
+// volumeReads says of the volume of the same source.
 func (s DriverSource) Reads() []Ref {
-	switch {
-	case s.ConfigMap != nil:
-		return []Ref{{Kind: model.ConfigMap, Name: s.ConfigMap.Name, Optional: isTrue(s.ConfigMap.Optional), Keys: itemKeys(s.ConfigMap.Items)}}
-	case s.Secret != nil:
-		return []Ref{{Kind: model.Secret, Name: s.Secret.SecretName, Optional: isTrue(s.Secret.Optional), Keys: itemKeys(s.Secret.Items)}}
-	case s.Projected == nil:
-		return nil
-	}
-	var refs []Ref
-	for _, p := range s.Projected.Sources {
-		switch {
-		case p.ConfigMap != nil:
-			refs = append(refs, Ref{Kind: model.ConfigMap, Name: p.ConfigMap.Name, Optional: isTrue(p.ConfigMap.Optional), Keys: itemKeys(p.ConfigMap.Items)})
-		case p.Secret != nil:
-			refs = append(refs, Ref{Kind: model.Secret, Name: p.Secret.Name, Optional: isTrue(p.Secret.Optional), Keys: itemKeys(p.Secret.Items)})
-		}
-	}
-	return refs
+	return volumeReads(&corev1.Volume{VolumeSource: corev1.VolumeSource{ConfigMap: s.ConfigMap, Secret: s.Secret, Projected: s.Projected}})
 }
 
 // HoldsSecrets says whether the volume's files hold a Secret's bytes.
