@@ -22,7 +22,7 @@ import (
 )
 
 // Pods that come and go, as a real cluster's batch work does: a CronJob
-// every minute whose runs make cronPods pods each, and one Job of
+// every minute (its schedule names the window's two minutes) whose runs make cronPods pods each, and one Job of
 // burstPods pods made at once. Their pods run `nodeagent version` from
 // the agent's image (on every node already) and finish within seconds.
 const (
@@ -44,8 +44,9 @@ type churn struct {
 }
 
 // startChurn makes the churn's namespace, the ConfigMap its pods mount and
-// the CronJob, whose first run is at the first minute's mark at least
-// churnLead plus a few seconds away (the window starts churnLead before it).
+// the CronJob, whose two runs are at the first minute's mark at least
+// churnLead plus a few seconds away (the window starts churnLead before it)
+// and the mark after it.
 func startChurn(t *testing.T) churn {
 	t.Helper()
 	ctx := context.Background()
@@ -54,12 +55,16 @@ func startChurn(t *testing.T) churn {
 		Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	c.firstMark = time.Now().UTC().Add(churnLead + 5*time.Second).Truncate(time.Minute).Add(time.Minute)
+	// Its schedule names the window's two minutes alone: "every minute"
+	// would also run at a mark closer than churnLead, before the window.
+	second := c.firstMark.Add(time.Minute)
 	cron := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "every-minute"}, Spec: batchv1.CronJobSpec{
-		Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: churnJobSpec(cronPods)}}}
+		Schedule: fmt.Sprintf("%d,%d %d,%d * * *", c.firstMark.Minute(), second.Minute(), c.firstMark.Hour(), second.Hour()),
+		TimeZone: ptr.To("Etc/UTC"), JobTemplate: batchv1.JobTemplateSpec{Spec: churnJobSpec(cronPods)}}}
 	if _, err := clientset.BatchV1().CronJobs(c.ns).Create(ctx, cron, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.firstMark = time.Now().Add(churnLead + 5*time.Second).Truncate(time.Minute).Add(time.Minute)
 	return c
 }
 
