@@ -26,12 +26,16 @@ func csiPod(name, node string, attrs map[string]map[string]string) *corev1.Pod {
 			Containers: []corev1.Container{{Name: "app", Image: podImage}}},
 	}
 	for volume, a := range attrs {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volume,
-			VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, ReadOnly: ptr.To(true), VolumeAttributes: a}}})
+		pod.Spec.Volumes = append(pod.Spec.Volumes, driverVolume(volume, a))
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
 			corev1.VolumeMount{Name: volume, MountPath: "/mnt/" + volume})
 	}
 	return pod
+}
+
+// driverVolume is a read-only volume of the driver with attrs.
+func driverVolume(name string, attrs map[string]string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, ReadOnly: ptr.To(true), VolumeAttributes: attrs}}}
 }
 
 func mustCreate(t *testing.T, ns string, objs ...any) {

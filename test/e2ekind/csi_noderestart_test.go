@@ -51,7 +51,7 @@ func (w *restartWorkload) volumeFiles(t *testing.T) []delayFile {
 		}
 		for i, cm := range w.configMaps {
 			dir := filepath.Join(vars[node], "lib", "kubelet", "pods", string(pod.UID), "volumes", "kubernetes.io~csi", cm, "mount")
-			files = append(files, delayFile{Node: node, ConfigMap: i, Path: filepath.Join(dir, delayValueKey)})
+			files = append(files, delayFile{Node: node, Object: i, Path: filepath.Join(dir, delayValueKey)})
 		}
 	}
 	return files

@@ -132,7 +132,7 @@ func (w *restartWorkload) files(t *testing.T) []delayFile {
 	for _, pod := range w.pods {
 		root := viewContainer(t, pod).rootFromHost(t)
 		for i, cm := range w.configMaps {
-			files = append(files, delayFile{Node: pod.Spec.NodeName, ConfigMap: i, Path: filepath.Join(root, "mnt", cm, delayValueKey)})
+			files = append(files, delayFile{Node: pod.Spec.NodeName, Object: i, Path: filepath.Join(root, "mnt", cm, delayValueKey)})
 		}
 	}
 	return files
@@ -174,7 +174,7 @@ func (w *restartWorkload) aroundFiles(t *testing.T, files []delayFile, disrupt f
 		err error
 	}
 	done, stop := make(chan result, 1), make(chan struct{})
-	run := delayRun{Client: clientset, Namespace: w.ns, ConfigMaps: w.configMaps,
+	run := delayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps,
 		MeanGap: restartMeanGap, Poll: csiPoll, Longest: 2 * time.Minute, Stop: stop}
 	go func() {
 		m, err := run.measure(context.Background(), files)
@@ -200,7 +200,7 @@ func (w *restartWorkload) aroundFiles(t *testing.T, files []delayFile, disrupt f
 // after the return.
 func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *delayMeter, outages, returns map[string]time.Time) [][]string {
 	t.Helper()
-	updates := updatesSent(t, w.ns, w.configMaps)
+	updates := delayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps}.sent(t)
 	var rows [][]string
 	for _, node := range slices.Sorted(maps.Keys(returns)) {
 		if len(m.arrivals[node]) == 0 {

@@ -131,17 +131,14 @@ func secretFilesLikeKubelet(t *testing.T, ns, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	driver := func(name string, attrs map[string]string) corev1.Volume {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, ReadOnly: ptr.To(true), VolumeAttributes: attrs}}}
-	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "files"}, Spec: corev1.PodSpec{
 		NodeName: node, ServiceAccountName: "server", TerminationGracePeriodSeconds: ptr.To[int64](1),
 		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000)},
 		Volumes: []corev1.Volume{
 			{Name: "k-secret", VolumeSource: corev1.VolumeSource{Secret: secret}},
 			{Name: "k-projected", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources, DefaultMode: ptr.To[int32](0o640)}}},
-			driver("d-secret", map[string]string{"secret": "tls", "defaultMode": "0440", "items": string(itemsJSON)}),
-			driver("d-projected", map[string]string{"sources": string(sourcesJSON), "defaultMode": "0640"}),
+			driverVolume("d-secret", map[string]string{"secret": "tls", "defaultMode": "0440", "items": string(itemsJSON)}),
+			driverVolume("d-projected", map[string]string{"sources": string(sourcesJSON), "defaultMode": "0640"}),
 		},
 		Containers: []corev1.Container{{Name: "app", Image: podImage}},
 	}}

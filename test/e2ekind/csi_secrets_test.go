@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodeagent-io/nodeagent/pkg/report"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
@@ -93,7 +94,7 @@ func tlsServerPod(node string) *corev1.Pod {
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: "tls", MountPath: "/etc/tls/tls.crt", SubPath: corev1.TLSCertKey},
 				{Name: "tls", MountPath: "/etc/tls/tls.key", SubPath: corev1.TLSPrivateKeyKey}}}},
-		Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: csiDriver, ReadOnly: ptr.To(true), VolumeAttributes: attrs}}}},
+		Volumes: []corev1.Volume{driverVolume("tls", attrs)},
 	}}
 }
 
@@ -104,10 +105,12 @@ func tlsServerPod(node string) *corev1.Pod {
 // each rotation is in the container's files within a second, and once the
 // server reloads them it presents the last certificate to a client that
 // trusts only the last CA. A pod whose account may not read the Secret is
-// refused, and so is the driver's own account. No byte of the Secret is on the node's disk:
-// searched for under the kubelet's and the driver's directories, it is
-// found only on tmpfs mounts; and once the pod is gone, no mount is left.
-func csiSecrets(t *testing.T) {
+// refused, and so is the driver's own account. Secret and projected
+// volumes' update delays are measured, delays' rows. No byte of the Secret
+// is on the node's disk: searched for under the kubelet's and the driver's
+// directories, it is found only on tmpfs mounts; and once the pods are
+// gone, no mount is left.
+func csiSecrets(t *testing.T, delays *report.Table) {
 	ctx := context.Background()
 	helm(t, "upgrade", csiRelease, "deploy/helm/nodeagent", "--namespace", csiNamespace, "--reuse-values", "--set", "csi.secrets.enabled=true")
 	waitCSIRollout(t, "the driver rolled out in the Secrets mode")
@@ -128,10 +131,28 @@ func csiSecrets(t *testing.T) {
 	secretRefusals(t, ns, node)
 	inContainer(t, ns, "tls-server", "/etc/tls/tls.crt", string(pair.cert), 2*time.Minute)
 	view := viewContainer(t, waitRunning(t, ns, "tls-server"))
+	pair = rotateCertificates(t, ns, view)
+	eventually(t, time.Minute, "the server presents the last certificate", func() string {
+		return presents(t, ns, pair)
+	})
+	delays.Rows = append(delays.Rows, secretDelayRows(t, ns)...)
+	secretOnlyOnTmpfs(t, node, pair.key)
+	deletePods(t, ns)
+	if mounts := tmpfsMounts(t, node); strings.Contains(mounts, "kubernetes.io~csi") {
+		t.Errorf("tmpfs mounts of driver volumes left on %s after the pod went:\n%s", node, mounts)
+	}
+}
+
+// rotateCertificates renews the Secret tls rotations times, each to a
+// certificate of a new CA, and holds each rotation to a second from the
+// update to the container's files. It returns the last pair.
+func rotateCertificates(t *testing.T, ns string, view containerView) certPair {
+	t.Helper()
+	var pair certPair
 	var delays []time.Duration
 	for generation := 1; generation <= rotations; generation++ {
 		pair = newCertPair(t, generation)
-		if _, err := clientset.CoreV1().Secrets(ns).Update(ctx, pair.secret(), metav1.UpdateOptions{}); err != nil {
+		if _, err := clientset.CoreV1().Secrets(ns).Update(context.Background(), pair.secret(), metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		delays = append(delays, untilFiles(t, view, pair))
@@ -141,14 +162,7 @@ func csiSecrets(t *testing.T) {
 	if longest := delays[len(delays)-1]; longest > time.Second {
 		t.Errorf("a rotation took %s to reach the container's files, want each within 1 s (all: %v)", longest, delays)
 	}
-	eventually(t, time.Minute, "the server presents the last certificate", func() string {
-		return presents(t, ns, pair)
-	})
-	secretOnlyOnTmpfs(t, node, pair.key)
-	deletePods(t, ns)
-	if mounts := tmpfsMounts(t, node); strings.Contains(mounts, "kubernetes.io~csi") {
-		t.Errorf("tmpfs mounts of driver volumes left on %s after the pod went:\n%s", node, mounts)
-	}
+	return pair
 }
 
 // untilFiles polls the container's certificate and key through its root

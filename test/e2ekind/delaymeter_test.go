@@ -20,11 +20,11 @@ type delayMeter struct {
 	files []delayFile
 
 	mu sync.Mutex
-	// sentAt[c][v-1] is when update v of ConfigMap c was sent.
+	// sentAt[c][v-1] is when update v of object c was sent.
 	sentAt [][]time.Time
 	// seen[j] is how many updates file j has shown.
 	seen []int
-	// byNotify counts, by node and ConfigMap, the delays measured by a
+	// byNotify counts, by node and object, the delays measured by a
 	// read inotify prompted; measured, all of them.
 	byNotify, measured map[string]int
 	// arrivals holds, by node, when each update was sent and first seen in
@@ -41,7 +41,7 @@ func newDelayMeter(files []delayFile, configMaps int) *delayMeter {
 		byNotify: map[string]int{}, measured: map[string]int{}, arrivals: map[string][]arrival{}}
 }
 
-// sent records the sending of the next update of ConfigMap c, before the
+// sent records the sending of the next update of object c, before the
 // request leaves, so that no file can show the update before it is known.
 func (m *delayMeter) sent(c int, at time.Time) {
 	m.mu.Lock()
@@ -59,7 +59,7 @@ func (m *delayMeter) readAll() (settled bool) {
 	defer m.mu.Unlock()
 	settled = true
 	for j, f := range m.files {
-		settled = settled && m.seen[j] == len(m.sentAt[f.ConfigMap])
+		settled = settled && m.seen[j] == len(m.sentAt[f.Object])
 	}
 	return settled
 }
@@ -80,10 +80,10 @@ func (m *delayMeter) read(j int, notified bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for ; m.seen[j] < min(value, len(m.sentAt[f.ConfigMap])); m.seen[j]++ {
-		sent := m.sentAt[f.ConfigMap][m.seen[j]]
+	for ; m.seen[j] < min(value, len(m.sentAt[f.Object])); m.seen[j]++ {
+		sent := m.sentAt[f.Object][m.seen[j]]
 		m.arrivals[f.Node] = append(m.arrivals[f.Node], arrival{Sent: sent, Seen: now})
-		key := fmt.Sprintf("%s, ConfigMap %d", f.Node, f.ConfigMap)
+		key := fmt.Sprintf("%s, object %d", f.Node, f.Object)
 		m.measured[key]++
 		if notified {
 			m.byNotify[key]++
@@ -149,7 +149,7 @@ func (m *delayMeter) watch() (stop func(), err error) {
 	return func() { events.Close(); <-done }, nil
 }
 
-// notified is, by node and ConfigMap, the share of the delays that a read inotify
+// notified is, by node and object, the share of the delays that a read inotify
 // prompted measured: the rest have the poll's resolution.
 func (m *delayMeter) notified() map[string]float64 {
 	m.mu.Lock()

@@ -21,30 +21,31 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
-// delayValueKey is the one key of every ConfigMap an update-delay run
-// updates: its value counts the updates, "0" before the first.
+// delayValueKey is the one key of every ConfigMap or Secret an
+// update-delay run updates: its value counts the updates, "0" before the
+// first.
 const delayValueKey = "value"
 
-// delayFile is one volume's file of one ConfigMap in one pod: Path is
-// where this process reads it (a container's root seen through /proc),
-// ConfigMap indexes
-// delayRun.ConfigMaps.
+// delayFile is one volume's file of one object in one pod: Path is where
+// this process reads it (a container's root seen through /proc), Object
+// indexes delayRun.Objects, Node names the group its delays count in.
 type delayFile struct {
-	Node      string
-	ConfigMap int
-	Path      string
+	Node   string
+	Object int
+	Path   string
 }
 
-// delayRun updates ConfigMaps at random and measures how long each update
-// takes to reach the files of the volumes that mount them.
+// delayRun updates ConfigMaps (or Secrets) at random and measures how long
+// each update takes to reach the files of the volumes that mount them.
 type delayRun struct {
 	Client    kubernetes.Interface
 	Namespace string
-	// ConfigMaps are the names of the ConfigMaps updated, each holding
-	// delayValueKey = "0" when the run starts.
-	ConfigMaps []string
+	// Objects are the names of the ConfigMaps updated, each holding
+	// delayValueKey = "0" when the run starts; Secrets when Secrets is set.
+	Objects []string
+	Secrets bool
 	// Window is how long updates are sent; MeanGap the mean time between
-	// two updates of one ConfigMap.
+	// two updates of one object.
 	Window, MeanGap time.Duration
 	// Poll is how often every file is read besides the reads inotify
 	// prompts (delayMeter.watch): the resolution of a delay where inotify
@@ -110,7 +111,7 @@ func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]
 
 // measure is Measure, returning the meter with every arrival.
 func (r delayRun) measure(ctx context.Context, files []delayFile) (*delayMeter, error) {
-	m := newDelayMeter(files, len(r.ConfigMaps))
+	m := newDelayMeter(files, len(r.Objects))
 	stopWatching, err := m.watch()
 	if err != nil {
 		return nil, err
@@ -118,8 +119,8 @@ func (r delayRun) measure(ctx context.Context, files []delayFile) (*delayMeter, 
 	defer stopWatching()
 	window := newRunWindow(r.Window, r.Stop)
 	var wg sync.WaitGroup
-	failures := make(chan error, len(r.ConfigMaps))
-	for i, name := range r.ConfigMaps {
+	failures := make(chan error, len(r.Objects))
+	for i, name := range r.Objects {
 		wg.Go(func() {
 			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), window, func(sent time.Time) { m.sent(i, sent) }); err != nil {
 				failures <- err
@@ -145,27 +146,80 @@ func (r delayRun) measure(ctx context.Context, files []delayFile) (*delayMeter, 
 	}
 }
 
-// update sends the updates of one ConfigMap until the window ends, calling sending
+// update sends the updates of one object until the window ends, calling sending
 // just before each update request leaves: the apiserver accepts it after
 // that, and a volume can show it before the response comes back (the
 // watch that carries it to the driver can be faster than the response).
 func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, window *runWindow, sending func(time.Time)) error {
-	configMaps := r.Client.CoreV1().ConfigMaps(r.Namespace)
 	for value := 1; ; value++ {
 		time.Sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
 		if window.endsBefore(time.Now()) {
 			return nil
 		}
-		cm, err := configMaps.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cm.Data[delayValueKey] = strconv.Itoa(value)
-		sending(time.Now())
-		if _, err := configMaps.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		if err := r.set(ctx, name, strconv.Itoa(value), sending); err != nil {
 			return err
 		}
 	}
+}
+
+// set reads the object and writes value as its delayValueKey, calling
+// sending as the write leaves.
+func (r delayRun) set(ctx context.Context, name, value string, sending func(time.Time)) error {
+	if r.Secrets {
+		secrets := r.Client.CoreV1().Secrets(r.Namespace)
+		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Data[delayValueKey] = []byte(value)
+		sending(time.Now())
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	}
+	configMaps := r.Client.CoreV1().ConfigMaps(r.Namespace)
+	cm, err := configMaps.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cm.Data[delayValueKey] = value
+	sending(time.Now())
+	_, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
+// sent counts the run's updates: each object's value is the number of its
+// updates.
+func (r delayRun) sent(t *testing.T) int {
+	t.Helper()
+	total := 0
+	for _, name := range r.Objects {
+		value, err := r.value(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	return total
+}
+
+// value is the object's delayValueKey.
+func (r delayRun) value(ctx context.Context, name string) (string, error) {
+	if r.Secrets {
+		s, err := r.Client.CoreV1().Secrets(r.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return string(s.Data[delayValueKey]), nil
+	}
+	cm, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return cm.Data[delayValueKey], nil
 }
 
 // checkUpdateDelays requires, for each node analyze reported, every

@@ -107,7 +107,7 @@ func TestUpdateDelayInContainers(t *testing.T) {
 		})
 		root := viewContainer(t, pod).rootFromHost(t)
 		for i, cm := range names {
-			files = append(files, delayFile{Node: pod.Spec.NodeName, ConfigMap: i, Path: filepath.Join(root, "etc", cm, delayValueKey)})
+			files = append(files, delayFile{Node: pod.Spec.NodeName, Object: i, Path: filepath.Join(root, "etc", cm, delayValueKey)})
 		}
 	}
 	for _, f := range files {
@@ -117,7 +117,7 @@ func TestUpdateDelayInContainers(t *testing.T) {
 	}
 	time.Sleep(3 * delaySync) // every pod past its first syncs
 
-	run := delayRun{Client: clientset, Namespace: ns, ConfigMaps: names,
+	run := delayRun{Client: clientset, Namespace: ns, Objects: names,
 		Window: delayWindow, MeanGap: delayMeanGap, Poll: delayPoll, Longest: delayTTL + 2*delaySync + 10*time.Second}
 	delays, notified, err := run.Measure(ctx, files)
 	if err != nil {

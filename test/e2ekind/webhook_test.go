@@ -238,9 +238,9 @@ func webhookUpdateFiles(t *testing.T, pod *corev1.Pod) []delayFile {
 	t.Helper()
 	server, sidecar := viewContainerNamed(t, pod, "server").rootFromHost(t), viewContainerNamed(t, pod, "reloader").rootFromHost(t)
 	return []delayFile{
-		{Node: "server: subPath file (config)", ConfigMap: 0, Path: filepath.Join(server, "etc/webapp", delayValueKey)},
-		{Node: "server: volume (site)", ConfigMap: 1, Path: filepath.Join(server, "usr/share/webapp", delayValueKey)},
-		{Node: "reloader: volume (config)", ConfigMap: 0, Path: filepath.Join(sidecar, "etc/webapp-config", delayValueKey)},
+		{Node: "server: subPath file (config)", Object: 0, Path: filepath.Join(server, "etc/webapp", delayValueKey)},
+		{Node: "server: volume (site)", Object: 1, Path: filepath.Join(server, "usr/share/webapp", delayValueKey)},
+		{Node: "reloader: volume (config)", Object: 0, Path: filepath.Join(sidecar, "etc/webapp-config", delayValueKey)},
 	}
 }
 
@@ -251,7 +251,7 @@ func webhookUpdateFiles(t *testing.T, pod *corev1.Pod) []delayFile {
 func webhookUpdatesWhileRenewing(t *testing.T, ns string, pod *corev1.Pod) report.Table {
 	t.Helper()
 	admissions := startAdmissions(ns)
-	run := delayRun{Client: clientset, Namespace: ns, ConfigMaps: []string{webappRelease + "-config", webappRelease + "-site"},
+	run := delayRun{Client: clientset, Namespace: ns, Objects: []string{webappRelease + "-config", webappRelease + "-site"},
 		Window: webhookWindow, MeanGap: webhookMeanGap, Poll: csiPoll, Longest: 10 * time.Second}
 	delays, _, err := run.Measure(context.Background(), webhookUpdateFiles(t, pod))
 	if err != nil {
