@@ -45,7 +45,7 @@ func syntheticCluster(nodes, podsPerNode int) Cluster {
 			// The own and shared ConfigMaps' volumes could move to the
 			// driver; each pod is a workload of its own (the worst case of
 			// the breakdown by workload).
-			unconverted := []inventory.UnconvertedVolume{{Volume: pod, ConfigMap: pod}, {Volume: "shared", ConfigMap: "shared"}}
+			unconverted := []inventory.UnconvertedVolume{{Volume: pod}, {Volume: "shared"}}
 			inv.Pods = append(inv.Pods, inventory.PodInfo{Namespace: ns, Name: pod, Node: name, Refs: refs, Unconverted: unconverted, Workload: "Pod/" + pod})
 			inv.AddObject(model.ConfigMap, ns, pod, false)
 			inv.AddObject(model.Secret, ns, pod, false)

@@ -77,7 +77,7 @@ func TestChurnOfACronJob(t *testing.T) {
 func TestMoveToDriverMovesArrivals(t *testing.T) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	jobPod := podrefs.Refs{Volumes: []podrefs.Volume{cm("backup-config")}}
-	moving := []inventory.UnconvertedVolume{{Volume: "backup-config", ConfigMap: "backup-config"}}
+	moving := []inventory.UnconvertedVolume{{Volume: "backup-config"}}
 	c := oneNode("1.37.2", model.StrategyCache, time.Minute, time.Minute)
 	for i := range 3 {
 		created := now.Add(-time.Duration(3-i) * time.Minute)

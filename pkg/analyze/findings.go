@@ -129,13 +129,24 @@ func (c Cluster) podFindings(p inventory.PodInfo) []Finding {
 	}
 	if c.Inventory.OptedIn[p.Namespace] {
 		for _, v := range p.Unconverted {
-			f.add(NotConverted, "", podrefs.Ref{Kind: model.ConfigMap, Name: v.ConfigMap},
+			f.add(NotConverted, "", firstRead(p.Refs, v.Volume),
 				fmt.Sprintf("volume %s is served by the kubelet in a namespace labelled %s=%s: the pod was created before the label, or while the admission webhook was down",
 					v.Volume, podrefs.ServeLabel, podrefs.ServeEnabled),
 				"recreate the pod (a rollout restart of its workload) so that the webhook converts it; if new pods stay unconverted, check the webhook's pods")
 		}
 	}
 	return f.out
+}
+
+// firstRead is the first object volume reads: the one a finding about the
+// volume names.
+func firstRead(refs podrefs.Refs, volume string) podrefs.Ref {
+	for _, v := range refs.Volumes {
+		if v.Name == volume && len(v.Reads) > 0 {
+			return podrefs.Ref{Kind: v.Reads[0].Kind, Name: v.Reads[0].Name}
+		}
+	}
+	return podrefs.Ref{}
 }
 
 // podFindings gathers one pod's findings.

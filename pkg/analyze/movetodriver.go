@@ -61,14 +61,16 @@ func (c Cluster) movePart(now model.Node, top int) *movePart {
 
 // moveToDriver is the what-if "move-to-driver": every configMap volume the
 // CSI driver can serve moved to it, as nodeagent convert or the admission
-// webhook would move it. The kubelets stop reading those volumes, the
-// driver watches their ConfigMaps instead (Predicted holds both), their
+// webhook would move it, and in its Secrets mode (secretsMode) every
+// secret volume and projected volume of ConfigMap and Secret sources too.
+// The kubelets stop reading those volumes, the driver watches their
+// objects instead (Predicted holds both), their
 // update delay becomes the driver's, and the subPath mounts of them stop
 // being stale (updates: inPlace). By namespace and by workload, the top
 // ones. Its Baseline is the kubelets' load now and the driver's now, so
 // that the driver's watches already open count on both sides. Where no
 // volume can move it says so, and changes nothing.
-func (a *Analysis) moveToDriver(top int) WhatIf {
+func (a *Analysis) moveToDriver(top int, secretsMode bool) WhatIf {
 	var m moveTally
 	var sum, now kindLoads
 	var delay []model.DelayGroup
@@ -93,14 +95,15 @@ func (a *Analysis) moveToDriver(top int) WhatIf {
 	if d := sumDrivers(driversNow); d != nil {
 		baseline = baseline.plus(d.Predicted)
 	}
+	words := moveWordsOf(secretsMode)
 	if m.volumes == 0 && m.arriving == 0 {
-		return WhatIf{Name: "move-to-driver", Description: "no configMap volume that nodeagent's CSI driver can serve: nothing would move",
+		return WhatIf{Name: "move-to-driver", Description: fmt.Sprintf("no %s that nodeagent's CSI driver can serve%s: nothing would move", words.volume, words.mode),
 			Predicted: baseline, Baseline: &baseline}
 	}
 	w := WhatIf{
 		Name: "move-to-driver",
-		Description: fmt.Sprintf("the %d configMap volumes of %d pods that nodeagent's CSI driver can serve moved to it (nodeagent convert, or the admission webhook), and those of %d workloads' pods that come and go",
-			m.volumes, m.pods, m.arriving),
+		Description: fmt.Sprintf("the %d %ss of %d pods that nodeagent's CSI driver can serve%s moved to it (nodeagent convert, or the admission webhook), and those of %d workloads' pods that come and go",
+			m.volumes, words.volume, m.pods, words.mode, m.arriving),
 		Nodes: m.touched, Predicted: sum.kinds(), Baseline: &baseline, ClearsFindings: m.subPaths,
 	}
 	if d, ok := model.DelayOf(delay); ok {
@@ -112,9 +115,22 @@ func (a *Analysis) moveToDriver(top int) WhatIf {
 	}
 	w.MovableNamespaces, w.Namespaces = a.topGroups(top, false)
 	w.MovableWorkloads, w.Workloads = a.topGroups(top, true)
-	w.Caveat = fmt.Sprintf("the load counts the driver's watches (one per ConfigMap per node) with the kubelets', and is compared with the kubelets' and the driver's now (baseline); the update delay is the kubelets' for the volumes they keep, the driver's for the moved ones (driverUpdateDelaySeconds); %d subPathNeverUpdated findings go (updates: inPlace); environment variables and projected volumes stay as they are",
-		m.subPaths)
+	w.Caveat = fmt.Sprintf("the load counts the driver's watches (one per object per node) with the kubelets', and is compared with the kubelets' and the driver's now (baseline); the update delay is the kubelets' for the volumes they keep, the driver's for the moved ones (driverUpdateDelaySeconds); %d subPathNeverUpdated findings go (updates: inPlace); %s",
+		m.subPaths, words.stay)
 	return w
+}
+
+// moveWords are move-to-driver's words for what moves in the driver's
+// mode, and what stays.
+type moveWords struct{ volume, mode, stay string }
+
+func moveWordsOf(secretsMode bool) moveWords {
+	if secretsMode {
+		return moveWords{volume: "configMap, secret or projected volume", mode: " in its Secrets mode",
+			stay: "environment variables, and projected volumes of other sources (a service account's token), stay as they are"}
+	}
+	return moveWords{volume: "configMap volume",
+		stay: "environment variables, secret and projected volumes stay as they are (--driver-secrets: the driver's Secrets mode moves those volumes too)"}
 }
 
 // moveTally counts what movedToDriver moved.

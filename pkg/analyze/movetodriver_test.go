@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,53 @@ func TestMoveToDriverComparesWithTheDriverNow(t *testing.T) {
 	none := onlyServed.WhatIfs[len(onlyServed.WhatIfs)-1]
 	if none.Name != "move-to-driver" || none.Nodes != 0 || !strings.Contains(none.Description, "nothing would move") || none.Predicted != *none.Baseline {
 		t.Errorf("with nothing to move: %+v, want a row that says so and changes nothing", none)
+	}
+}
+
+// In the driver's Secrets mode (DriverSecrets) move-to-driver moves secret
+// volumes and projected volumes of ConfigMap and Secret sources too: the
+// kubelet's GETs go and the driver watches the Secret instead, the
+// subPath mount of the certificate stops being stale, and notConverted
+// names them in a namespace opted in to the webhook. Without it they stay
+// with the kubelet and notConverted leaves them out.
+func TestMoveToDriverInTheSecretsMode(t *testing.T) {
+	w := newFindingsWorld()
+	w.node("n1", model.StrategyCache)
+	w.configMap("cfg", false, t0, time.Time{})
+	w.inv.AddObject(model.Secret, "ns", "tls", false)
+	w.inv.NamespacesListed, w.inv.OptedIn = true, map[string]bool{"ns": true}
+	certs := corev1.Volume{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}}
+	bundle := corev1.Volume{Name: "bundle", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}}}}}}}
+	server := corev1.Container{VolumeMounts: []corev1.VolumeMount{
+		{Name: "certs", MountPath: "/etc/tls/tls.crt", SubPath: "tls.crt"}, {Name: "bundle", MountPath: "/etc/bundle"}, {Name: "conf", MountPath: "/etc/conf"}}}
+	w.pod("server", "n1", t1, server, certs, bundle, cmVolume("conf", "cfg", false))
+
+	for _, tc := range []struct {
+		secretsMode                    bool
+		moved, watches, cleared, found int
+		kubeletGets                    bool
+	}{
+		{secretsMode: false, moved: 1, watches: 1, cleared: 0, found: 1, kubeletGets: true},
+		{secretsMode: true, moved: 3, watches: 2, cleared: 1, found: 3, kubeletGets: false},
+	} {
+		r := Predict(Cluster{Inventory: w.inv, Settings: w.settings, DriverSecrets: tc.secretsMode}, 10)
+		move := r.WhatIfs[len(r.WhatIfs)-1]
+		after := move.Predicted
+		if !strings.Contains(move.Description, fmt.Sprintf("the %d ", tc.moved)) || after.Sum().Watches != tc.watches ||
+			(after.Secrets.APIServerGets > 0) != tc.kubeletGets || (after.ConfigMaps.APIServerGets > 0) != tc.kubeletGets || move.ClearsFindings != tc.cleared {
+			t.Errorf("Secrets mode %v: %q, after the move %+v, clears %d; want %d volumes moved, %d watches, the kubelet's GETs (the Secret's, and the ConfigMap's of the projected volume) left %v, %d cleared",
+				tc.secretsMode, move.Description, after, move.ClearsFindings, tc.moved, tc.watches, tc.kubeletGets, tc.cleared)
+		}
+		var notConverted []string
+		for _, f := range r.Findings {
+			if f.Type == NotConverted {
+				notConverted = append(notConverted, string(f.Object.Kind)+"/"+f.Object.Name)
+			}
+		}
+		if len(notConverted) != tc.found {
+			t.Errorf("Secrets mode %v: notConverted names %v, want %d volumes", tc.secretsMode, notConverted, tc.found)
+		}
 	}
 }

@@ -80,6 +80,7 @@ type whatIfPart struct {
 // newNodePart computes the part of node n, whose pods are pods (sorted
 // by namespace and name), in cluster c, for a report of top rows.
 func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top int) *nodePart {
+	pods = c.movablePods(pods)
 	local := c
 	local.Inventory = c.Inventory.OfNode(n, pods)
 	s := c.Settings[n.Name]

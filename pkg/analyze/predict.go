@@ -16,6 +16,10 @@ import (
 type Cluster struct {
 	Inventory *inventory.Inventory
 	Settings  map[string]Settings
+	// DriverSecrets assumes the driver's Secrets mode (drivermode.go):
+	// move-to-driver and notConverted count secret and projected volumes
+	// too.
+	DriverSecrets bool
 	// arriving are the workloads whose pods arrive on the nodes
 	// (WithArrivals) over window, and arrivals each node's arrivals they
 	// make.
@@ -40,7 +44,7 @@ type podKey struct{ namespace, name string }
 // they cost beside the steady load.
 func (c Cluster) WithArrivals(sightings []Sighting, now time.Time, window time.Duration) Cluster {
 	c.window = window
-	c.arriving, c.passingOn = estimateArrivals(c.Inventory, sightings, now, window)
+	c.arriving, c.passingOn = estimateArrivals(c.Inventory, movableSightings(sightings, c.DriverSecrets), now, window)
 	c.passing = map[podKey]bool{}
 	for _, pods := range c.passingOn {
 		for _, p := range pods {
@@ -145,7 +149,7 @@ func (a *Analysis) Result(c Cluster) Result {
 		drivers[i] = p.driver
 	}
 	r.Driver = sumDrivers(drivers)
-	r.WhatIfs = a.whatIfs(top)
+	r.WhatIfs = a.whatIfs(top, c.DriverSecrets)
 	r.Churn = a.churn(c, top)
 	r.Findings = a.findings()
 	r.Summary.Findings = countFindings(r.Findings)

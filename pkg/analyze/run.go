@@ -38,6 +38,8 @@ type Options struct {
 	// NodeSelector, a label selector, limits the analysis to the nodes it
 	// selects and their pods.
 	NodeSelector string
+	// DriverSecrets assumes the driver's Secrets mode (Cluster.DriverSecrets).
+	DriverSecrets bool
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -95,7 +97,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, e
 		return Result{}, err
 	}
 	listed := time.Since(start)
-	r := Predict(Cluster{Inventory: inv, Settings: settings}.WithArrivals(SightingsOf(inv), time.Now(), o.ArrivalWindow), o.Top)
+	r := Predict(Cluster{Inventory: inv, Settings: settings, DriverSecrets: o.DriverSecrets}.WithArrivals(SightingsOf(inv), time.Now(), o.ArrivalWindow), o.Top)
 	r.Warnings = append(warnings, r.Warnings...)
 	o.printf("read the cluster in %s, predicted in %s\n", listed.Round(time.Millisecond), (time.Since(start) - listed).Round(time.Millisecond))
 	if o.Measure > 0 {

@@ -44,8 +44,9 @@ var settingsWhatIfs = [...]settingsChange{
 		}},
 }
 
-// whatIfs sums the nodes' parts under each change an operator can make.
-func (a *Analysis) whatIfs(top int) []WhatIf {
+// whatIfs sums the nodes' parts under each change an operator can make;
+// secretsMode: move-to-driver assumes the driver's Secrets mode.
+func (a *Analysis) whatIfs(top int, secretsMode bool) []WhatIf {
 	var out []WhatIf
 	for i, w := range settingsWhatIfs {
 		r := WhatIf{Name: w.name, Description: w.description}
@@ -65,7 +66,7 @@ func (a *Analysis) whatIfs(top int) []WhatIf {
 		out = append(out, r)
 	}
 	out = append(out, a.immutableTop(top))
-	return append(out, a.moveToDriver(top))
+	return append(out, a.moveToDriver(top, secretsMode))
 }
 
 // immutableTop is the what-if of the top mutable objects by watches

@@ -113,7 +113,7 @@ func packPod(info inventory.PodInfo) []byte {
 	p.uint(len(info.Unconverted))
 	for _, u := range info.Unconverted {
 		p.string(u.Volume)
-		p.string(u.ConfigMap)
+		p.bool(u.SecretsMode)
 	}
 	p.bool(info.Converted)
 	p.string(info.Workload)
@@ -226,7 +226,7 @@ func unpackPod(namespace, name, node string, b []byte) inventory.PodInfo {
 	})
 	info.FirstStarted = u.time()
 	info.Unconverted = sliceOf(u.uint(), func() inventory.UnconvertedVolume {
-		return inventory.UnconvertedVolume{Volume: u.name(), ConfigMap: u.name()}
+		return inventory.UnconvertedVolume{Volume: u.name(), SecretsMode: u.bool()}
 	})
 	info.Converted = u.bool()
 	info.Workload = u.own()

@@ -93,9 +93,10 @@ type PodInfo struct {
 	// running container (zero where none runs).
 	Started      []ContainerStart
 	FirstStarted time.Time
-	// Unconverted are the configMap volumes the admission webhook would
-	// have made the driver's (convert.Plan), none for a pod that opts
-	// out; Converted says the webhook converted some of its volumes.
+	// Unconverted are the volumes the admission webhook would have made
+	// the driver's (convert.PlanWith, in the Secrets mode: each says
+	// whether only that mode moves it), none for a pod that opts out;
+	// Converted says the webhook converted some of its volumes.
 	Unconverted []UnconvertedVolume
 	Converted   bool
 	// Workload is what created the pod, as kind/name (WorkloadOf).
@@ -126,12 +127,16 @@ func (p PodInfo) StartedAt(container string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// UnconvertedVolume is a configMap volume the driver could serve.
+// UnconvertedVolume is a volume the driver could serve. SecretsMode: only
+// the driver's Secrets mode serves it (a secret or projected volume),
+// where a configMap volume moves in every mode. What it reads is its
+// volume's in the pod's Refs.
 type UnconvertedVolume struct {
-	Volume, ConfigMap string
+	Volume      string
+	SecretsMode bool
 }
 
-// unconverted are p's configMap volumes that the webhook would convert:
+// unconverted are p's volumes that the webhook would convert:
 // none for a pod that opts out, or of kube-system, whose pods the webhook
 // never touches (the cluster's own components, some of which the driver
 // itself needs).
@@ -140,9 +145,9 @@ func unconverted(p *corev1.Pod) []UnconvertedVolume {
 		return nil
 	}
 	var out []UnconvertedVolume
-	for i, d := range convert.Plan(&p.Spec, nil) {
+	for _, d := range convert.PlanWith(&p.Spec, convert.Options{Secrets: true}) {
 		if d.Converted {
-			out = append(out, UnconvertedVolume{Volume: d.Volume, ConfigMap: p.Spec.Volumes[i].ConfigMap.Name})
+			out = append(out, UnconvertedVolume{Volume: d.Volume, SecretsMode: d.From != podrefs.AttrConfigMap})
 		}
 	}
 	return out
