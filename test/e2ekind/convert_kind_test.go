@@ -31,7 +31,7 @@ import (
 func csiConvertedChart(t *testing.T) {
 	ns := testNamespace(t, "e2e-kind-convert")
 	rendered := helm(t, "template", webappRelease, webappChart, "--namespace", ns, "--set", "image="+podImage,
-		"--set-string", "configFile="+delayValueKey+",config."+delayValueKey+"=0,site."+delayValueKey+"=0")
+		"--set-string", "configFile="+e2eutil.DelayValueKey+",config."+e2eutil.DelayValueKey+"=0,site."+e2eutil.DelayValueKey+"=0")
 	cmd := exec.Command(e2eutil.NodeagentBinary(t), "convert", "-")
 	cmd.Stdin, cmd.Stderr = strings.NewReader(rendered), os.Stderr
 	converted, err := cmd.Output()
@@ -59,13 +59,13 @@ func csiConvertedChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm.Data[delayValueKey] = "1"
+	cm.Data[e2eutil.DelayValueKey] = "1"
 	if _, err := clientset.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	root := viewContainerNamed(t, pod, "server").rootFromHost(t)
 	eventually(t, 10*time.Second, "the update in the server's subPath file", func() string {
-		if got, err := readHostFile(root + "/etc/webapp/" + delayValueKey); err != nil || got != "1" {
+		if got, err := readHostFile(root + "/etc/webapp/" + e2eutil.DelayValueKey); err != nil || got != "1" {
 			return "holds " + got
 		}
 		return ""

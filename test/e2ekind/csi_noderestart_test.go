@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -41,8 +42,8 @@ func nodeVarDir(t *testing.T, node string) string {
 // volumeFiles are the workload's files as the volumes on the nodes hold
 // them (what each container mounts), read through the nodes' /var
 // volumes: they stay readable while a node's containers are replaced.
-func (w *restartWorkload) volumeFiles(t *testing.T) []delayFile {
-	var files []delayFile
+func (w *restartWorkload) volumeFiles(t *testing.T) []e2eutil.DelayFile {
+	var files []e2eutil.DelayFile
 	vars := map[string]string{}
 	for _, pod := range w.pods {
 		node := pod.Spec.NodeName
@@ -51,7 +52,7 @@ func (w *restartWorkload) volumeFiles(t *testing.T) []delayFile {
 		}
 		for i, cm := range w.configMaps {
 			dir := filepath.Join(vars[node], "lib", "kubelet", "pods", string(pod.UID), "volumes", "kubernetes.io~csi", cm, "mount")
-			files = append(files, delayFile{Node: node, Object: i, Path: filepath.Join(dir, delayValueKey)})
+			files = append(files, e2eutil.DelayFile{Group: node, Object: i, Path: filepath.Join(dir, e2eutil.DelayValueKey)})
 		}
 	}
 	return files

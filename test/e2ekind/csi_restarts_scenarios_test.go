@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,7 +119,7 @@ func csiKubeletRestarted(t *testing.T) [][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inContainer(t, w.ns, "after-restart", "/mnt/cfg-0/"+delayValueKey, cm.Data[delayValueKey], 2*time.Minute)
+	inContainer(t, w.ns, "after-restart", "/mnt/cfg-0/"+e2eutil.DelayValueKey, cm.Data[e2eutil.DelayValueKey], 2*time.Minute)
 	w.checkUndisturbed(t)
 	return w.restartRows(t, "kubelet restarted", m, nil, back)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent-io/nodeagent/pkg/report"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // The days nobody plans, each run beside restartConfigMaps ConfigMaps
@@ -109,7 +110,7 @@ func newRestartWorkload(t *testing.T, prefix string) *restartWorkload {
 		name := fmt.Sprintf("cfg-%d", i)
 		w.configMaps = append(w.configMaps, name)
 		attrs[name] = map[string]string{"configMap": name}
-		mustCreate(t, w.ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{delayValueKey: "0"}})
+		mustCreate(t, w.ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{e2eutil.DelayValueKey: "0"}})
 	}
 	var names []string
 	for _, node := range clusterNodes(t)[1:] {
@@ -127,12 +128,12 @@ func newRestartWorkload(t *testing.T, prefix string) *restartWorkload {
 
 // files are every pod's file of every ConfigMap, read through its
 // container's root, grouped by node.
-func (w *restartWorkload) files(t *testing.T) []delayFile {
-	var files []delayFile
+func (w *restartWorkload) files(t *testing.T) []e2eutil.DelayFile {
+	var files []e2eutil.DelayFile
 	for _, pod := range w.pods {
 		root := viewContainer(t, pod).rootFromHost(t)
 		for i, cm := range w.configMaps {
-			files = append(files, delayFile{Node: pod.Spec.NodeName, Object: i, Path: filepath.Join(root, "mnt", cm, delayValueKey)})
+			files = append(files, e2eutil.DelayFile{Group: pod.Spec.NodeName, Object: i, Path: filepath.Join(root, "mnt", cm, e2eutil.DelayValueKey)})
 		}
 	}
 	return files
@@ -161,23 +162,23 @@ func (w *restartWorkload) checkUndisturbed(t *testing.T) {
 // and returns disrupt's outage starts and returns by node, with the meter
 // of every arrival. Every update must reach every file (the run fails
 // otherwise).
-func (w *restartWorkload) around(t *testing.T, disrupt func() (outages, returns map[string]time.Time)) (*delayMeter, map[string]time.Time, map[string]time.Time) {
+func (w *restartWorkload) around(t *testing.T, disrupt func() (outages, returns map[string]time.Time)) (*e2eutil.DelayMeter, map[string]time.Time, map[string]time.Time) {
 	t.Helper()
 	return w.aroundFiles(t, w.files(t), disrupt)
 }
 
 // aroundFiles is around, reading files.
-func (w *restartWorkload) aroundFiles(t *testing.T, files []delayFile, disrupt func() (outages, returns map[string]time.Time)) (*delayMeter, map[string]time.Time, map[string]time.Time) {
+func (w *restartWorkload) aroundFiles(t *testing.T, files []e2eutil.DelayFile, disrupt func() (outages, returns map[string]time.Time)) (*e2eutil.DelayMeter, map[string]time.Time, map[string]time.Time) {
 	t.Helper()
 	type result struct {
-		m   *delayMeter
+		m   *e2eutil.DelayMeter
 		err error
 	}
 	done, stop := make(chan result, 1), make(chan struct{})
-	run := delayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps,
+	run := e2eutil.DelayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps,
 		MeanGap: restartMeanGap, Poll: csiPoll, Longest: 2 * time.Minute, Stop: stop}
 	go func() {
-		m, err := run.measure(context.Background(), files)
+		m, err := run.MeasureMeter(context.Background(), files)
 		done <- result{m, err}
 	}()
 	time.Sleep(restartSettle)
@@ -198,12 +199,12 @@ func (w *restartWorkload) aroundFiles(t *testing.T, files []delayFile, disrupt f
 // after the return the last of those arrived (0 when before it: a driver
 // serves its recorded volumes before it registers), and the longest delay
 // after the return.
-func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *delayMeter, outages, returns map[string]time.Time) [][]string {
+func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *e2eutil.DelayMeter, outages, returns map[string]time.Time) [][]string {
 	t.Helper()
-	updates := delayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps}.sent(t)
+	updates := e2eutil.DelayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps}.Sent(t)
 	var rows [][]string
 	for _, node := range slices.Sorted(maps.Keys(returns)) {
-		if len(m.arrivals[node]) == 0 {
+		if len(m.Arrivals(node)) == 0 {
 			continue // no pod of the workload there
 		}
 		back, stopped := returns[node], outages[node]
@@ -211,7 +212,7 @@ func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *delayMet
 			stopped = back
 		}
 		var current, during, after time.Duration
-		for _, a := range m.arrivals[node] {
+		for _, a := range m.Arrivals(node) {
 			switch {
 			case a.Sent.After(back):
 				after = max(after, a.Seen.Sub(a.Sent))
@@ -227,7 +228,7 @@ func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *delayMet
 		}
 		t.Logf("%s: not ready %s; updates sent meanwhile took up to %s; current %s after the return; after it, delays up to %s (%d arrivals)",
 			node, back.Sub(stopped).Round(time.Millisecond), during.Round(time.Millisecond), current.Round(time.Millisecond),
-			after.Round(time.Millisecond), len(m.arrivals[node]))
+			after.Round(time.Millisecond), len(m.Arrivals(node)))
 		notReady, meanwhile := "never", "–"
 		if back.After(stopped) {
 			notReady, meanwhile = seconds(back.Sub(stopped).Seconds()), seconds(during.Seconds())

@@ -39,26 +39,26 @@ func secretDelayRows(t *testing.T, ns string) [][]string {
 	for i := range secretDelayObjects {
 		name := fmt.Sprintf("delay-%d", i)
 		names = append(names, name)
-		mustCreate(t, ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{delayValueKey: []byte("0")}},
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{delayValueKey: "0"}})
+		mustCreate(t, ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{e2eutil.DelayValueKey: []byte("0")}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{e2eutil.DelayValueKey: "0"}})
 	}
 	mustCreate(t, ns, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "delays"}})
 	e2eutil.GrantReads(t, clientset, ns, "delays", "secrets", names...)
 	e2eutil.GrantReads(t, clientset, ns, "delays", "configmaps", names...)
-	var secretFiles, configMapFiles []delayFile
+	var secretFiles, configMapFiles []e2eutil.DelayFile
 	for _, node := range clusterNodes(t)[1:] {
 		pod := secretDelayPod(t, node, names)
 		mustCreate(t, ns, pod)
 		root := viewContainer(t, waitRunning(t, ns, pod.Name)).rootFromHost(t)
 		for i, name := range names {
 			secretFiles = append(secretFiles,
-				delayFile{Node: "secret", Object: i, Path: filepath.Join(root, "etc/secret", name, delayValueKey)},
-				delayFile{Node: "projected", Object: i, Path: filepath.Join(root, "etc/projected", name, "secret", delayValueKey)})
+				e2eutil.DelayFile{Group: "secret", Object: i, Path: filepath.Join(root, "etc/secret", name, e2eutil.DelayValueKey)},
+				e2eutil.DelayFile{Group: "projected", Object: i, Path: filepath.Join(root, "etc/projected", name, "secret", e2eutil.DelayValueKey)})
 			configMapFiles = append(configMapFiles,
-				delayFile{Node: "projected", Object: i, Path: filepath.Join(root, "etc/projected", name, "configmap", delayValueKey)})
+				e2eutil.DelayFile{Group: "projected", Object: i, Path: filepath.Join(root, "etc/projected", name, "configmap", e2eutil.DelayValueKey)})
 		}
 	}
-	secrets := delayRun{Client: clientset, Namespace: ns, Objects: names, Secrets: true,
+	secrets := e2eutil.DelayRun{Client: clientset, Namespace: ns, Objects: names, Secrets: true,
 		Window: secretDelayWindow, MeanGap: secretDelayMeanGap, Poll: csiPoll, Longest: 10 * time.Second}
 	configMaps := secrets
 	configMaps.Secrets = false
@@ -75,7 +75,7 @@ func secretDelayRows(t *testing.T, ns string) [][]string {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	sentSecrets, sentConfigMaps := secrets.sent(t), configMaps.sent(t)
+	sentSecrets, sentConfigMaps := secrets.Sent(t), configMaps.Sent(t)
 	return [][]string{
 		driverDelayRow(t, "the driver, secret volumes (Secrets mode)", fromSecrets["secret"], sentSecrets),
 		driverDelayRow(t, "the driver, projected volumes of a ConfigMap and a Secret (Secrets mode)",
@@ -92,7 +92,7 @@ func secretDelayPod(t *testing.T, node string, names []string) *corev1.Pod {
 	pod.Spec.ServiceAccountName = "delays"
 	for _, name := range names {
 		item := func(dir string) []corev1.KeyToPath {
-			return []corev1.KeyToPath{{Key: delayValueKey, Path: dir + "/" + delayValueKey}}
+			return []corev1.KeyToPath{{Key: e2eutil.DelayValueKey, Path: dir + "/" + e2eutil.DelayValueKey}}
 		}
 		sources, err := json.Marshal([]corev1.VolumeProjection{
 			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: item("configmap")}},

@@ -25,6 +25,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/driverpods"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // The chart's release in the csi mode, beside the kustomize DaemonSet.
@@ -226,7 +227,7 @@ func csiTestPod(kind, node string, i int, delayNames []string) *corev1.Pod {
 		volumes = append(volumes, volume(name, &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}, updates))
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: "/etc/" + name})
 	}
-	mounts = append(mounts, corev1.VolumeMount{Name: delayNames[0], MountPath: "/etc/sub/" + delayValueKey, SubPath: delayValueKey})
+	mounts = append(mounts, corev1.VolumeMount{Name: delayNames[0], MountPath: "/etc/sub/" + e2eutil.DelayValueKey, SubPath: e2eutil.DelayValueKey})
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", kind, node, i), Labels: map[string]string{"kind": kind}},
 		Spec: corev1.PodSpec{
@@ -302,7 +303,7 @@ func csiBesideKubelet(t *testing.T, delays *report.Table) {
 		Data:       map[string]string{"config.yaml": "replicas: 3\n", "unused": "not projected"},
 		BinaryData: map[string][]byte{"logo.bin": {0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}}}}
 	for _, name := range delayNames {
-		objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{delayValueKey: "0"}})
+		objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{e2eutil.DelayValueKey: "0"}})
 	}
 	for _, cm := range objects {
 		if _, err := clientset.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -356,18 +357,18 @@ func csiBesideKubelet(t *testing.T, delays *report.Table) {
 		t.Errorf("no mount at /etc/%s in the container's mountinfo", delayNames[1])
 	})
 
-	var files []delayFile
+	var files []e2eutil.DelayFile
 	subPaths := map[string]string{} // pod name -> its subPath file, from the host
 	for _, name := range names {
 		root := viewContainer(t, pods[name]).rootFromHost(t)
 		group := strings.SplitN(name, "-", 2)[0] // kubelet or csi
 		for i, cm := range delayNames {
-			files = append(files, delayFile{Node: group, Object: i, Path: filepath.Join(root, "etc", cm, delayValueKey)})
+			files = append(files, e2eutil.DelayFile{Group: group, Object: i, Path: filepath.Join(root, "etc", cm, e2eutil.DelayValueKey)})
 		}
-		subPaths[name] = filepath.Join(root, "etc/sub", delayValueKey)
+		subPaths[name] = filepath.Join(root, "etc/sub", e2eutil.DelayValueKey)
 	}
 	start := time.Now()
-	run := delayRun{Client: clientset, Namespace: ns, Objects: delayNames,
+	run := e2eutil.DelayRun{Client: clientset, Namespace: ns, Objects: delayNames,
 		Window: csiWindow, MeanGap: csiMeanGap, Poll: csiPoll, Longest: csiLongest}
 	measured, notified, err := run.Measure(ctx, files)
 	if err != nil {
@@ -377,7 +378,7 @@ func csiBesideKubelet(t *testing.T, delays *report.Table) {
 		t.Logf("%s: %.0f %% of the delays measured by a read that inotify prompted, the rest by the %s poll", key, 100*notified[key], run.Poll)
 	}
 	window := auditlog.Window{From: start, To: time.Now()}
-	sent := run.sent(t)
+	sent := run.Sent(t)
 	if sent < 200 {
 		t.Errorf("%d updates sent, want at least 200", sent)
 	}
@@ -475,7 +476,7 @@ func checkSubPaths(t *testing.T, ns, configMap string, subPaths map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := cm.Data[delayValueKey]
+	last := cm.Data[e2eutil.DelayValueKey]
 	for name, path := range subPaths {
 		want := "0"
 		if strings.HasPrefix(name, "csi-") {

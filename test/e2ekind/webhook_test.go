@@ -20,6 +20,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // The driver's webhook in TestCSIDriver's release: installed with
@@ -57,7 +58,7 @@ func csiWithoutEditing(t *testing.T) {
 	waitWebhookReady(t, 2)
 	ns := testNamespace(t, "e2e-kind-webhook")
 	helm(t, "install", webappRelease, webappChart, "--namespace", ns, "--wait", "--timeout", "3m", "--set", "image="+podImage,
-		"--set-string", "configFile="+delayValueKey+",config."+delayValueKey+"=0,site."+delayValueKey+"=0")
+		"--set-string", "configFile="+e2eutil.DelayValueKey+",config."+e2eutil.DelayValueKey+"=0,site."+e2eutil.DelayValueKey+"=0")
 	t.Cleanup(func() { helm(t, "uninstall", webappRelease, "--namespace", ns, "--wait") })
 	workload := moveRow(t, runAnalyze(t, "analyze-webhook-before", "--top", "1000"), ns)
 	predicted := workload.DriverAdded.Sum().Watches
@@ -234,13 +235,13 @@ func webhookDown(t *testing.T, ns string) {
 // webhookUpdateFiles are the files of pod's containers that csiWithoutEditing
 // measures: the server's subPath file and site volume, the sidecar's
 // whole-ConfigMap volume.
-func webhookUpdateFiles(t *testing.T, pod *corev1.Pod) []delayFile {
+func webhookUpdateFiles(t *testing.T, pod *corev1.Pod) []e2eutil.DelayFile {
 	t.Helper()
 	server, sidecar := viewContainerNamed(t, pod, "server").rootFromHost(t), viewContainerNamed(t, pod, "reloader").rootFromHost(t)
-	return []delayFile{
-		{Node: "server: subPath file (config)", Object: 0, Path: filepath.Join(server, "etc/webapp", delayValueKey)},
-		{Node: "server: volume (site)", Object: 1, Path: filepath.Join(server, "usr/share/webapp", delayValueKey)},
-		{Node: "reloader: volume (config)", Object: 0, Path: filepath.Join(sidecar, "etc/webapp-config", delayValueKey)},
+	return []e2eutil.DelayFile{
+		{Group: "server: subPath file (config)", Object: 0, Path: filepath.Join(server, "etc/webapp", e2eutil.DelayValueKey)},
+		{Group: "server: volume (site)", Object: 1, Path: filepath.Join(server, "usr/share/webapp", e2eutil.DelayValueKey)},
+		{Group: "reloader: volume (config)", Object: 0, Path: filepath.Join(sidecar, "etc/webapp-config", e2eutil.DelayValueKey)},
 	}
 }
 
@@ -251,7 +252,7 @@ func webhookUpdateFiles(t *testing.T, pod *corev1.Pod) []delayFile {
 func webhookUpdatesWhileRenewing(t *testing.T, ns string, pod *corev1.Pod) report.Table {
 	t.Helper()
 	admissions := startAdmissions(ns)
-	run := delayRun{Client: clientset, Namespace: ns, Objects: []string{webappRelease + "-config", webappRelease + "-site"},
+	run := e2eutil.DelayRun{Client: clientset, Namespace: ns, Objects: []string{webappRelease + "-config", webappRelease + "-site"},
 		Window: webhookWindow, MeanGap: webhookMeanGap, Poll: csiPoll, Longest: 10 * time.Second}
 	delays, _, err := run.Measure(context.Background(), webhookUpdateFiles(t, pod))
 	if err != nil {

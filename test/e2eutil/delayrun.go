@@ -1,13 +1,9 @@
-//go:build e2e
-
-package e2ekind
+package e2eutil
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,40 +11,37 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/nodeagent-io/nodeagent/pkg/analyze"
-	"github.com/nodeagent-io/nodeagent/pkg/model"
-	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
 
-// delayValueKey is the one key of every ConfigMap or Secret an
+// DelayValueKey is the one key of every ConfigMap or Secret an
 // update-delay run updates: its value counts the updates, "0" before the
 // first.
-const delayValueKey = "value"
+const DelayValueKey = "value"
 
-// delayFile is one volume's file of one object in one pod: Path is where
-// this process reads it (a container's root seen through /proc), Object
-// indexes delayRun.Objects, Node names the group its delays count in.
-type delayFile struct {
-	Node   string
+// DelayFile is one volume's file of one object in one pod: Path is where
+// this process reads it (a container's root seen through /proc, or a
+// volume's directory), Object indexes DelayRun.Objects, Group names the
+// group its delays count in (a node, a kind of volume).
+type DelayFile struct {
+	Group  string
 	Object int
 	Path   string
 }
 
-// delayRun updates ConfigMaps (or Secrets) at random and measures how long
+// DelayRun updates ConfigMaps (or Secrets) at random and measures how long
 // each update takes to reach the files of the volumes that mount them.
-type delayRun struct {
+type DelayRun struct {
 	Client    kubernetes.Interface
 	Namespace string
 	// Objects are the names of the ConfigMaps updated, each holding
-	// delayValueKey = "0" when the run starts; Secrets when Secrets is set.
+	// DelayValueKey = "0" when the run starts; Secrets when Secrets is set.
 	Objects []string
 	Secrets bool
 	// Window is how long updates are sent; MeanGap the mean time between
 	// two updates of one object.
 	Window, MeanGap time.Duration
 	// Poll is how often every file is read besides the reads inotify
-	// prompts (delayMeter.watch): the resolution of a delay where inotify
+	// prompts (DelayMeter.watch): the resolution of a delay where inotify
 	// reports nothing.
 	Poll time.Duration
 	// Longest is the most an update may take: the run fails when updates
@@ -101,16 +94,16 @@ func (w *runWindow) endsBefore(t time.Time) bool {
 // until the file holds that value or a later one (content fetched after a later update was fetched
 // after this one too). Each file is read as soon as inotify reports a
 // change in its directory, and every Poll besides.
-func (r delayRun) Measure(ctx context.Context, files []delayFile) (map[string][]float64, map[string]float64, error) {
-	m, err := r.measure(ctx, files)
+func (r DelayRun) Measure(ctx context.Context, files []DelayFile) (map[string][]float64, map[string]float64, error) {
+	m, err := r.MeasureMeter(ctx, files)
 	if err != nil {
 		return nil, nil, err
 	}
-	return m.result(), m.notified(), nil
+	return m.Result(), m.Notified(), nil
 }
 
-// measure is Measure, returning the meter with every arrival.
-func (r delayRun) measure(ctx context.Context, files []delayFile) (*delayMeter, error) {
+// measure is Measure, returning the meter with every Arrival.
+func (r DelayRun) MeasureMeter(ctx context.Context, files []DelayFile) (*DelayMeter, error) {
 	m := newDelayMeter(files, len(r.Objects))
 	stopWatching, err := m.watch()
 	if err != nil {
@@ -150,7 +143,7 @@ func (r delayRun) measure(ctx context.Context, files []delayFile) (*delayMeter, 
 // just before each update request leaves: the apiserver accepts it after
 // that, and a volume can show it before the response comes back (the
 // watch that carries it to the driver can be faster than the response).
-func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, window *runWindow, sending func(time.Time)) error {
+func (r DelayRun) update(ctx context.Context, name string, rng *rand.Rand, window *runWindow, sending func(time.Time)) error {
 	for value := 1; ; value++ {
 		time.Sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
 		if window.endsBefore(time.Now()) {
@@ -162,16 +155,16 @@ func (r delayRun) update(ctx context.Context, name string, rng *rand.Rand, windo
 	}
 }
 
-// set reads the object and writes value as its delayValueKey, calling
+// set reads the object and writes value as its DelayValueKey, calling
 // sending as the write leaves.
-func (r delayRun) set(ctx context.Context, name, value string, sending func(time.Time)) error {
+func (r DelayRun) set(ctx context.Context, name, value string, sending func(time.Time)) error {
 	if r.Secrets {
 		secrets := r.Client.CoreV1().Secrets(r.Namespace)
 		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		s.Data[delayValueKey] = []byte(value)
+		s.Data[DelayValueKey] = []byte(value)
 		sending(time.Now())
 		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
 		return err
@@ -181,15 +174,15 @@ func (r delayRun) set(ctx context.Context, name, value string, sending func(time
 	if err != nil {
 		return err
 	}
-	cm.Data[delayValueKey] = value
+	cm.Data[DelayValueKey] = value
 	sending(time.Now())
 	_, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
 	return err
 }
 
-// sent counts the run's updates: each object's value is the number of its
+// Sent counts the run's updates: each object's value is the number of its
 // updates.
-func (r delayRun) sent(t *testing.T) int {
+func (r DelayRun) Sent(t *testing.T) int {
 	t.Helper()
 	total := 0
 	for _, name := range r.Objects {
@@ -206,50 +199,18 @@ func (r delayRun) sent(t *testing.T) int {
 	return total
 }
 
-// value is the object's delayValueKey.
-func (r delayRun) value(ctx context.Context, name string) (string, error) {
+// value is the object's DelayValueKey.
+func (r DelayRun) value(ctx context.Context, name string) (string, error) {
 	if r.Secrets {
 		s, err := r.Client.CoreV1().Secrets(r.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}
-		return string(s.Data[delayValueKey]), nil
+		return string(s.Data[DelayValueKey]), nil
 	}
 	cm, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
-	return cm.Data[delayValueKey], nil
-}
-
-// checkUpdateDelays requires, for each node analyze reported, every
-// measured delay within its predicted longest (to within one poll, the
-// measurement's resolution) and the measured median within 25 % of the
-// predicted median; it logs both and returns them as a table, one row
-// per node, for the docs.
-func checkUpdateDelays(t testing.TB, nodes []analyze.NodeResult, measured map[string][]float64, poll time.Duration) report.Table {
-	t.Helper()
-	table := report.Table{Header: []string{"node", "behaviour", "S", "T", "delays measured", "median", "predicted median", "longest", "predicted longest"}}
-	for _, n := range nodes {
-		delays := slices.Clone(measured[n.Name])
-		if n.UpdateDelay == nil || len(delays) == 0 || n.SettingsSource != analyze.FromConfigz {
-			t.Errorf("%s: predicted delay %v from %s settings, %d measured", n.Name, n.UpdateDelay, n.SettingsSource, len(delays))
-			continue
-		}
-		slices.Sort(delays)
-		median, longest := model.Quantile(delays, 0.5), delays[len(delays)-1]
-		line := fmt.Sprintf("%s (%s, S = %gs, T = %gs): %d delays measured, median %.2f s, longest %.2f s; predicted median %.2f s, longest %.2f s",
-			n.Name, n.Behaviour, n.SyncFrequencySeconds, n.TTLSeconds, len(delays), median, longest, n.UpdateDelay.Median, n.UpdateDelay.Max)
-		t.Log(line)
-		table.Rows = append(table.Rows, []string{n.Name, string(n.Behaviour), fmt.Sprintf("%g s", n.SyncFrequencySeconds), fmt.Sprintf("%g s", n.TTLSeconds),
-			fmt.Sprint(len(delays)), fmt.Sprintf("%.2f s", median), fmt.Sprintf("%.2f s", n.UpdateDelay.Median),
-			fmt.Sprintf("%.2f s", longest), fmt.Sprintf("%.2f s", n.UpdateDelay.Max)})
-		if longest > n.UpdateDelay.Max+poll.Seconds() {
-			t.Errorf("%s: an update took %.2f s, longer than the predicted longest %.2f s", n.Name, longest, n.UpdateDelay.Max)
-		}
-		if math.Abs(median-n.UpdateDelay.Median) > 0.25*n.UpdateDelay.Median {
-			t.Errorf("%s: measured median %.2f s, more than 25 %% from the predicted %.2f s", n.Name, median, n.UpdateDelay.Median)
-		}
-	}
-	return table
+	return cm.Data[DelayValueKey], nil
 }

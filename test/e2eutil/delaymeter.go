@@ -1,6 +1,4 @@
-//go:build e2e
-
-package e2ekind
+package e2eutil
 
 import (
 	"fmt"
@@ -14,10 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// delayMeter records when each update of a delay run was sent and when
+// DelayMeter records when each update of a delay run was sent and when
 // each file first showed it. The poll and the inotify reader share it.
-type delayMeter struct {
-	files []delayFile
+// Delays are kept by each file's group (DelayFile.Group).
+type DelayMeter struct {
+	files []DelayFile
 
 	mu sync.Mutex
 	// sentAt[c][v-1] is when update v of object c was sent.
@@ -27,23 +26,23 @@ type delayMeter struct {
 	// byNotify counts, by node and object, the delays measured by a
 	// read inotify prompted; measured, all of them.
 	byNotify, measured map[string]int
-	// arrivals holds, by node, when each update was sent and first seen in
+	// arrivals holds, by group, when each update was sent and first seen in
 	// each file: the delays, and what a run around a restart judges the
 	// return by.
-	arrivals map[string][]arrival
+	arrivals map[string][]Arrival
 }
 
-// arrival is one update reaching one file.
-type arrival struct{ Sent, Seen time.Time }
+// Arrival is one update reaching one file.
+type Arrival struct{ Sent, Seen time.Time }
 
-func newDelayMeter(files []delayFile, configMaps int) *delayMeter {
-	return &delayMeter{files: files, sentAt: make([][]time.Time, configMaps), seen: make([]int, len(files)),
-		byNotify: map[string]int{}, measured: map[string]int{}, arrivals: map[string][]arrival{}}
+func newDelayMeter(files []DelayFile, configMaps int) *DelayMeter {
+	return &DelayMeter{files: files, sentAt: make([][]time.Time, configMaps), seen: make([]int, len(files)),
+		byNotify: map[string]int{}, measured: map[string]int{}, arrivals: map[string][]Arrival{}}
 }
 
 // sent records the sending of the next update of object c, before the
 // request leaves, so that no file can show the update before it is known.
-func (m *delayMeter) sent(c int, at time.Time) {
+func (m *DelayMeter) sent(c int, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sentAt[c] = append(m.sentAt[c], at)
@@ -51,7 +50,7 @@ func (m *delayMeter) sent(c int, at time.Time) {
 
 // readAll reads every file, and says whether each shows every update
 // sent so far.
-func (m *delayMeter) readAll() (settled bool) {
+func (m *DelayMeter) readAll() (settled bool) {
 	for j := range m.files {
 		m.read(j, false)
 	}
@@ -67,7 +66,7 @@ func (m *delayMeter) readAll() (settled bool) {
 // read reads file j, without the lock (reads through /proc take a while,
 // and the poll's pass must not hold up inotify's), and records a delay
 // for each update it shows for the first time.
-func (m *delayMeter) read(j int, notified bool) {
+func (m *DelayMeter) read(j int, notified bool) {
 	f := m.files[j]
 	data, err := os.ReadFile(f.Path)
 	now := time.Now()
@@ -82,8 +81,8 @@ func (m *delayMeter) read(j int, notified bool) {
 	defer m.mu.Unlock()
 	for ; m.seen[j] < min(value, len(m.sentAt[f.Object])); m.seen[j]++ {
 		sent := m.sentAt[f.Object][m.seen[j]]
-		m.arrivals[f.Node] = append(m.arrivals[f.Node], arrival{Sent: sent, Seen: now})
-		key := fmt.Sprintf("%s, object %d", f.Node, f.Object)
+		m.arrivals[f.Group] = append(m.arrivals[f.Group], Arrival{Sent: sent, Seen: now})
+		key := fmt.Sprintf("%s, object %d", f.Group, f.Object)
 		m.measured[key]++
 		if notified {
 			m.byNotify[key]++
@@ -91,8 +90,8 @@ func (m *delayMeter) read(j int, notified bool) {
 	}
 }
 
-// result returns the delays by node, in seconds.
-func (m *delayMeter) result() map[string][]float64 {
+// Result returns the delays by group, in seconds.
+func (m *DelayMeter) Result() map[string][]float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delays := map[string][]float64{}
@@ -104,11 +103,18 @@ func (m *delayMeter) result() map[string][]float64 {
 	return delays
 }
 
+// Arrivals are group's arrivals: when each update was sent and seen.
+func (m *DelayMeter) Arrivals(group string) []Arrival {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.arrivals[group]
+}
+
 // watch reads a file as soon as inotify reports a change in its directory:
 // the atomic writer's rename of ..data, an in-place rewrite. The paths lie
 // in containers' roots seen through /proc; inotify follows them to the
 // directories the writers change. It returns the reader's stop.
-func (m *delayMeter) watch() (stop func(), err error) {
+func (m *DelayMeter) watch() (stop func(), err error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
@@ -149,9 +155,9 @@ func (m *delayMeter) watch() (stop func(), err error) {
 	return func() { events.Close(); <-done }, nil
 }
 
-// notified is, by node and object, the share of the delays that a read inotify
+// Notified is, by group and object, the share of the delays that a read inotify
 // prompted measured: the rest have the poll's resolution.
-func (m *delayMeter) notified() map[string]float64 {
+func (m *DelayMeter) Notified() map[string]float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[string]float64{}
