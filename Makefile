@@ -66,7 +66,7 @@ CHART_VERSION = $(VERSION:v%=%)
 IMAGE       ?= nodeagent:$(VERSION)
 IMAGE_TAR   := $(OUTPUT)/nodeagent-image.tar
 
-.PHONY: apiserver-v1.31 etcd-metrics-fixture release release-tools release-check release-check-published analyze-scale footprint all build controlplane kind-prep verify-core verify-refkubelet vet-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-halfcpu e2e-kind-if-possible vet demo demo-record docs clean help
+.PHONY: csi-load apiserver-v1.31 etcd-metrics-fixture release release-tools release-check release-check-published analyze-scale footprint all build controlplane kind-prep verify-core verify-refkubelet vet-refkubelet refkubelet kustomize helm promtool prometheus deploy-check dashboard reference staticcheck image push test verify unit fuzz bench latency idle scale soak e2e e2e-kind e2e-halfcpu e2e-kind-if-possible vet demo demo-record docs clean help
 
 all: build
 
@@ -339,6 +339,14 @@ scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30
 # The idle cost of one node's agent beside the real kubelet's (docs/performance.md,
 # "Idle cost"): 110 pods, each its own ConfigMap, every agent and
 # kubelet its own process; S = 1m over 5 minutes, then S = 10s over 2.
+# The CSI driver's Secrets mode on one node under load (docs/csi.md, "What
+# it costs"): 1,000 volumes, half of them secret volumes on their tmpfs,
+# published through its socket with the pods' tokens, 100 updates a second
+# for a minute. As root (the tmpfs mounts).
+csi-load: controlplane build ## The CSI driver with 1,000 volumes (half Secrets) under 100 updates a second: update delays, CPU, memory, to _output/tables/csi-load.json (about 3 minutes, as root).
+	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_MEASURE_CSI_LOAD=1 \
+		$(GO) test -tags e2e -count=1 -timeout 15m -v -run '^TestCSIDriverUnderLoad$$' ./test/e2e/
+
 idle: controlplane build refkubelet ## CPU and memory of one node's agent with 110 pods, per strategy, beside the real kubelet's, and of the CSI driver with 110 volumes (long: the records idle-* and csi-idle in development.md give their times).
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_MEASURE_IDLE=1 \
 		$(GO) test -tags e2e -count=1 -timeout 10m -v -run '^TestCSIDriverIdleCost$$' ./test/e2e/

@@ -103,24 +103,35 @@ func publishAsKubelet(t *testing.T, node csi.NodeClient, dir, ns string, i int) 
 // whose service account is serviceAccount, with extra in its volume
 // context (the pod's tokens).
 func publishVolume(node csi.NodeClient, dir, ns string, i int, serviceAccount string, extra map[string]string) error {
+	_, err := publishAttrs(node, dir, ns, i, serviceAccount, map[string]string{"configMap": fmt.Sprintf("cm-%d", i)}, extra)
+	return err
+}
+
+// publishAttrs publishes the volume of pod pod-<i> (uid uid-<i>), whose
+// service account is serviceAccount, with attrs, the pod's attributes and
+// extra in its volume context, as the kubelet does: the target's parent
+// made first. It returns the target path.
+func publishAttrs(node csi.NodeClient, dir, ns string, i int, serviceAccount string, attrs, extra map[string]string) (string, error) {
 	uid := fmt.Sprintf("uid-%d", i)
 	parent := filepath.Join(dir, "pods", uid, "volumes", "kubernetes.io~csi", "cfg")
 	if err := os.MkdirAll(parent, 0o750); err != nil {
-		return err
+		return "", err
 	}
-	attrs := map[string]string{"configMap": fmt.Sprintf("cm-%d", i),
+	volumeContext := map[string]string{
 		"csi.storage.k8s.io/pod.name": "pod-" + strconv.Itoa(i), "csi.storage.k8s.io/pod.namespace": ns,
 		"csi.storage.k8s.io/pod.uid": uid, "csi.storage.k8s.io/serviceAccount.name": serviceAccount, "csi.storage.k8s.io/ephemeral": "true"}
-	maps.Copy(attrs, extra)
+	maps.Copy(volumeContext, attrs)
+	maps.Copy(volumeContext, extra)
+	target := filepath.Join(parent, "mount")
 	_, err := node.NodePublishVolume(context.Background(), &csi.NodePublishVolumeRequest{
-		VolumeId: "csi-" + uid, TargetPath: filepath.Join(parent, "mount"), Readonly: true,
+		VolumeId: "csi-" + uid, TargetPath: target, Readonly: true,
 		VolumeCapability: &csi.VolumeCapability{
 			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
 			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY},
 		},
-		VolumeContext: attrs,
+		VolumeContext: volumeContext,
 	})
-	return err
+	return target, err
 }
 
 // startBare runs binary with args as a process of its own, logging to

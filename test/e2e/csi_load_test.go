@@ -1,0 +1,207 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/pkg/model"
+	"github.com/nodeagent-io/nodeagent/pkg/report"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
+)
+
+// The load of TestCSIDriverUnderLoad: loadVolumes volumes on one node,
+// half of them secret volumes, each reading an object of its own, whose
+// updates come at loadUpdateRate a second in all over loadWindow.
+const (
+	loadVolumes    = 1000
+	loadUpdateRate = 100.0
+	loadWindow     = 60 * time.Second
+	// loadPoll is how often every file is read besides the reads inotify
+	// prompts: coarse, so that the measurement takes little of the CPU
+	// the driver is measured on.
+	loadPoll = 500 * time.Millisecond
+)
+
+// TestCSIDriverUnderLoad measures one node's driver in its Secrets mode
+// (the image's build, `nodeagent-agent csi --read-as=pod --secrets`)
+// serving loadVolumes volumes, published through its CSI socket as the
+// kubelet publishes them (each with its pod's token), half of them secret
+// volumes on their tmpfs, under loadUpdateRate updates a second: the delay
+// from each update's sending to its content in the volume's file (median,
+// p99, longest, by kind of volume), and the driver's CPU and resident
+// memory over the window, written to _output/tables/csi-load.json for
+// docs/csi.md. A measurement, not a check: `make csi-load` runs it
+// (NODEAGENT_MEASURE_CSI_LOAD=1, as root, for the tmpfs mounts).
+func TestCSIDriverUnderLoad(t *testing.T) {
+	if os.Getenv("NODEAGENT_MEASURE_CSI_LOAD") == "" {
+		t.Skip("skipped: a measurement of a minute under load; make csi-load runs it (NODEAGENT_MEASURE_CSI_LOAD=1)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: the Secrets mode mounts a tmpfs per secret volume, which needs root")
+	}
+	ns := createNamespace(t, "csi-load")
+	names := loadObjects(t, ns)
+	dir, err := os.MkdirTemp("", "csi") // short: a socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	driverKubeconfig, _ := tokenKubeconfig(t, cp, ns, "driver")
+	socket := filepath.Join(dir, "csi.sock")
+	proc := startBare(t, "nodeagent-csi", agentOnlyBinary(t), []string{"csi", "--kubeconfig=" + driverKubeconfig, "--node-name=node-load",
+		"--endpoint=" + socket, "--state-dir=" + filepath.Join(dir, "state"), "--register=false", "--http-address=",
+		"--read-as=pod", "--secrets", "-v=1"}, filepath.Join(dir, "csi.log"))
+	testutil.WaitFor(t, "the driver's socket", func() bool { _, err := os.Stat(socket); return err == nil })
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	node := csi.NewNodeClient(conn)
+	files := publishLoad(t, node, dir, ns, names)
+
+	cpu0, _, _ := procStats(t, proc.Pid())
+	start := time.Now()
+	runs := loadRuns(t, ns, names)
+	var measured [2][]float64
+	var g errgroup.Group
+	for i, run := range runs {
+		g.Go(func() error {
+			delays, _, err := run.Measure(context.Background(), files[i])
+			measured[i] = delays[kindOf(run)]
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	cpu1, rss, peak := procStats(t, proc.Pid())
+	cores := (cpu1 - cpu0).Seconds() / elapsed.Seconds()
+	sent := runs[0].Sent(t) + runs[1].Sent(t)
+	t.Logf("%d updates in %s (%.1f a second); the driver: CPU %.1f millicores, RSS %.1f MiB, peak %.1f MiB",
+		sent, elapsed.Round(time.Second), float64(sent)/elapsed.Seconds(), 1000*cores, float64(rss)/(1<<20), float64(peak)/(1<<20))
+	table := report.Table{Header: []string{"volumes", "updates a second", "delays measured", "median", "p99", "longest", "driver CPU", "resident memory", "peak"}}
+	for i, run := range runs {
+		table.Rows = append(table.Rows, loadRow(t, run, measured[i], elapsed, cores, rss, peak))
+	}
+	writeDocTable(t, "csi-load", table)
+}
+
+// kindOf is the kind of volume a run's updates reach, its files' group.
+func kindOf(run e2eutil.DelayRun) string {
+	if run.Secrets {
+		return "secret"
+	}
+	return "configMap"
+}
+
+// loadObjects makes loadVolumes/2 ConfigMaps and as many Secrets, each
+// holding DelayValueKey "0", the service account "reader" that may read
+// them all and "driver" that may read none, and returns the objects'
+// names: load-<i>, a ConfigMap and a Secret of each.
+func loadObjects(t *testing.T, ns string) []string {
+	t.Helper()
+	ctx := context.Background()
+	for _, sa := range []string{"driver", "reader"} {
+		if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e2eutil.GrantReads(t, clientset, ns, "reader", "configmaps")
+	e2eutil.GrantReads(t, clientset, ns, "reader", "secrets")
+	names := make([]string, loadVolumes/2)
+	for i := range names {
+		names[i] = fmt.Sprintf("load-%d", i)
+		if _, err := clientset.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names[i]},
+			Data: map[string]string{e2eutil.DelayValueKey: "0"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := clientset.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names[i]},
+			Data: map[string][]byte{e2eutil.DelayValueKey: []byte("0")}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return names
+}
+
+// publishLoad publishes a configMap volume and a secret volume of each
+// name, each of a pod of its own with the reader's token, and returns
+// each kind's files: the ConfigMaps' first, then the Secrets'. Every
+// volume is unpublished when the test ends, which unmounts its tmpfs.
+func publishLoad(t *testing.T, node csi.NodeClient, dir, ns string, names []string) [2][]e2eutil.DelayFile {
+	t.Helper()
+	tokens := podTokens(t, ns, "reader")
+	var files [2][]e2eutil.DelayFile
+	start := time.Now()
+	for k, attr := range []string{"configMap", "secret"} {
+		for i, name := range names {
+			pod := k*len(names) + i
+			target, err := publishAttrs(node, dir, ns, pod, "reader", map[string]string{attr: name}, tokens)
+			if err != nil {
+				t.Fatalf("publishing %s volume %d: %v", attr, i, err)
+			}
+			t.Cleanup(func() {
+				if _, err := node.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{
+					VolumeId: "csi-uid-" + strconv.Itoa(pod), TargetPath: target}); err != nil {
+					t.Errorf("unpublishing %s: %v", target, err)
+				}
+			})
+			files[k] = append(files[k], e2eutil.DelayFile{Group: attr, Object: i, Path: filepath.Join(target, e2eutil.DelayValueKey)})
+		}
+	}
+	t.Logf("%d volumes published in %s", 2*len(names), time.Since(start).Round(100*time.Millisecond))
+	return files
+}
+
+// loadRuns are the update runs of the ConfigMaps and of the Secrets,
+// together loadUpdateRate updates a second, with a client of their own
+// whose rate limit is above what they send.
+func loadRuns(t *testing.T, ns string, names []string) [2]e2eutil.DelayRun {
+	t.Helper()
+	config := cp.RESTConfig()
+	config.QPS, config.Burst = 4*loadUpdateRate, 4*loadUpdateRate
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each object's updates come at loadUpdateRate/loadVolumes a second.
+	gap := time.Duration(float64(loadVolumes) / loadUpdateRate * float64(time.Second))
+	configMaps := e2eutil.DelayRun{Client: client, Namespace: ns, Objects: names, Window: loadWindow, MeanGap: gap, Poll: loadPoll, Longest: 10 * time.Second}
+	secrets := configMaps
+	secrets.Secrets = true
+	return [2]e2eutil.DelayRun{configMaps, secrets}
+}
+
+// loadRow logs and returns one kind's row of the table.
+func loadRow(t *testing.T, run e2eutil.DelayRun, delays []float64, elapsed time.Duration, cores float64, rss, peak int64) []string {
+	t.Helper()
+	kind := kindOf(run)
+	slices.Sort(delays)
+	if len(delays) == 0 {
+		t.Fatalf("%s volumes: no delay measured", kind)
+	}
+	median, p99, longest := model.Quantile(delays, 0.5), model.Quantile(delays, 0.99), delays[len(delays)-1]
+	t.Logf("%s volumes: %d delays, median %.1f ms, p99 %.1f ms, longest %.1f ms", kind, len(delays), 1000*median, 1000*p99, 1000*longest)
+	ms := func(v float64) string { return fmt.Sprintf("%.1f ms", 1000*v) }
+	return []string{fmt.Sprintf("%d %s volumes (of %d)", loadVolumes/2, kind, loadVolumes), fmt.Sprintf("%.1f", float64(run.Sent(t))/elapsed.Seconds()),
+		strconv.Itoa(len(delays)), ms(median), ms(p99), ms(longest), fmt.Sprintf("%.0f millicores", 1000*cores),
+		fmt.Sprintf("%.1f MiB", float64(rss)/(1<<20)), fmt.Sprintf("%.1f MiB", float64(peak)/(1<<20))}
+}
