@@ -14,13 +14,10 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nodeagent-io/nodeagent/internal/testutil"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
@@ -58,23 +55,8 @@ func TestCSIDriverUnderLoad(t *testing.T) {
 	}
 	ns := createNamespace(t, "csi-load")
 	names := loadObjects(t, ns)
-	dir, err := os.MkdirTemp("", "csi") // short: a socket path has at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	driverKubeconfig, _ := tokenKubeconfig(t, cp, ns, "driver")
-	socket := filepath.Join(dir, "csi.sock")
-	proc := startBare(t, "nodeagent-csi", agentOnlyBinary(t), []string{"csi", "--kubeconfig=" + driverKubeconfig, "--node-name=node-load",
-		"--endpoint=" + socket, "--state-dir=" + filepath.Join(dir, "state"), "--register=false", "--http-address=",
-		"--read-as=pod", "--secrets", "-v=1"}, filepath.Join(dir, "csi.log"))
-	testutil.WaitFor(t, "the driver's socket", func() bool { _, err := os.Stat(socket); return err == nil })
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	node := csi.NewNodeClient(conn)
+	driver := startReadAsPodDriver(t, ns, "node-load", "--secrets", "-v=1")
+	proc, node, dir := driver.proc, driver.node, driver.dir
 	files := publishLoad(t, node, dir, ns, names)
 
 	cpu0, _, _ := procStats(t, proc.Pid())

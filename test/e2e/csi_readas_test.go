@@ -20,7 +20,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/nodeagent-io/nodeagent/internal/controlplane"
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
 
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
@@ -43,23 +45,8 @@ func TestCSIReadsAsThePod(t *testing.T) {
 	createConfigMap(t, ns, "cm-0", map[string]string{"config.yaml": "v1"})
 	createConfigMap(t, ns, "cm-1", map[string]string{"config.yaml": "v1"})
 
-	dir, err := os.MkdirTemp("", "csi") // short: a socket path has at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	driverKubeconfig, driverConfig := tokenKubeconfig(t, cp, ns, "driver")
-	socket := filepath.Join(dir, "csi.sock")
-	startBare(t, "nodeagent-csi", agentOnlyBinary(t), []string{"csi", "--kubeconfig=" + driverKubeconfig, "--node-name=node-read-as",
-		"--endpoint=" + socket, "--state-dir=" + filepath.Join(dir, "state"), "--register=false", "--http-address=", "--read-as=pod", "-v=2"},
-		filepath.Join(dir, "csi.log"))
-	testutil.WaitFor(t, "the driver's socket", func() bool { _, err := os.Stat(socket); return err == nil })
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	node := csi.NewNodeClient(conn)
+	driver := startReadAsPodDriver(t, ns, "node-read-as", "-v=2")
+	dir, node, driverConfig := driver.dir, driver.node, driver.config
 
 	if err := publishVolume(node, dir, ns, 0, "reader", podTokens(t, ns, "reader")); err != nil {
 		t.Fatalf("the reader's volume: %v", err)
@@ -68,13 +55,50 @@ func TestCSIReadsAsThePod(t *testing.T) {
 	updateConfigMap(t, ns, "cm-0", "config.yaml", "v2")
 	testutil.WaitFor(t, "the update in the reader's volume", func() bool { data, _ := os.ReadFile(file); return string(data) == "v2" })
 
-	err = publishVolume(node, dir, ns, 1, "nobody", podTokens(t, ns, "nobody"))
+	err := publishVolume(node, dir, ns, 1, "nobody", podTokens(t, ns, "nobody"))
 	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "kubectl auth can-i get configmaps/cm-1 -n "+ns+" --as=system:serviceaccount:"+ns+":nobody") {
 		t.Errorf("the volume of a pod whose account may not read cm-1: %v, want PermissionDenied with the check to run", err)
 	}
 	if _, err := kubernetes.NewForConfigOrDie(driverConfig).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the driver's own account reading cm-0: %v, want Forbidden", err)
 	}
+}
+
+// readAsPodDriver is the image's driver reading as the pods, started by
+// startReadAsPodDriver on a directory of its own (its socket, records,
+// log, and the pods' volumes publishVolume makes), with the account
+// "driver" of its namespace: node is its CSI node service, config its own
+// account's client configuration.
+type readAsPodDriver struct {
+	dir    string
+	proc   *controlplane.Process
+	node   csi.NodeClient
+	config *rest.Config
+}
+
+// startReadAsPodDriver starts `nodeagent-agent csi --read-as=pod` as node
+// nodeName with the token of service account "driver" of ns (which the
+// caller makes) and args besides, and waits for its socket. It stops when
+// the test ends.
+func startReadAsPodDriver(t *testing.T, ns, nodeName string, args ...string) readAsPodDriver {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "csi") // short: a socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	kubeconfig, config := tokenKubeconfig(t, cp, ns, "driver")
+	socket := filepath.Join(dir, "csi.sock")
+	proc := startBare(t, "nodeagent-csi", agentOnlyBinary(t), append([]string{"csi", "--kubeconfig=" + kubeconfig, "--node-name=" + nodeName,
+		"--endpoint=" + socket, "--state-dir=" + filepath.Join(dir, "state"), "--register=false", "--http-address=", "--read-as=pod"}, args...),
+		filepath.Join(dir, "csi.log"))
+	testutil.WaitFor(t, "the driver's socket", func() bool { _, err := os.Stat(socket); return err == nil })
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return readAsPodDriver{dir: dir, proc: proc, node: csi.NewNodeClient(conn), config: config}
 }
 
 // podTokens is the volume context's tokens attribute as the kubelet fills
