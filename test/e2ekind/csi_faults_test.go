@@ -48,6 +48,10 @@ func mustCreate(t *testing.T, ns string, objs ...any) {
 			_, err = clientset.CoreV1().Pods(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *corev1.ConfigMap:
 			_, err = clientset.CoreV1().ConfigMaps(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Secret:
+			_, err = clientset.CoreV1().Secrets(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ServiceAccount:
+			_, err = clientset.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.Deployment:
 			_, err = clientset.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
 		default:
