@@ -82,6 +82,23 @@ func (w *runWindow) endsBefore(t time.Time) bool {
 	return t.After(w.end)
 }
 
+// sleep waits d, or less where the updates end first: a sender then
+// stops at the window's end, not a gap of its own after it (which would
+// leave the run's last seconds quieter than the rest).
+func (w *runWindow) sleep(d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var ends <-chan time.Time
+	if w.stop == nil { // end is fixed from the start
+		ends = time.After(time.Until(w.end))
+	}
+	select {
+	case <-timer.C:
+	case <-ends:
+	case <-w.stop:
+	}
+}
+
 // Measure runs the updates and returns each node's delays in seconds, and
 // by node and ConfigMap the share of them that inotify's prompt measured (the rest have
 // the poll's resolution).
@@ -145,7 +162,7 @@ func (r DelayRun) MeasureMeter(ctx context.Context, files []DelayFile) (*DelayMe
 // watch that carries it to the driver can be faster than the response).
 func (r DelayRun) update(ctx context.Context, name string, rng *rand.Rand, window *runWindow, sending func(time.Time)) error {
 	for value := 1; ; value++ {
-		time.Sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
+		window.sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
 		if window.endsBefore(time.Now()) {
 			return nil
 		}
