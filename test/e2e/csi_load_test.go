@@ -54,14 +54,15 @@ func TestCSIDriverUnderLoad(t *testing.T) {
 		t.Skip("skipped: the Secrets mode mounts a tmpfs per secret volume, which needs root")
 	}
 	ns := createNamespace(t, "csi-load")
-	names := loadObjects(t, ns)
+	client := loadClient(t)
+	names := loadObjects(t, client, ns)
 	driver := startReadAsPodDriver(t, ns, "node-load", "--secrets", "-v=1")
 	proc, node, dir := driver.proc, driver.node, driver.dir
 	files := publishLoad(t, node, dir, ns, names)
 
 	cpu0, _, _ := procStats(t, proc.Pid())
 	start := time.Now()
-	runs := loadRuns(t, ns, names)
+	runs := loadRuns(client, ns, names)
 	var measured [2][]float64
 	var g errgroup.Group
 	for i, run := range runs {
@@ -99,7 +100,7 @@ func kindOf(run e2eutil.DelayRun) string {
 // holding DelayValueKey "0", the service account "reader" that may read
 // them all and "driver" that may read none, and returns the objects'
 // names: load-<i>, a ConfigMap and a Secret of each.
-func loadObjects(t *testing.T, ns string) []string {
+func loadObjects(t *testing.T, client kubernetes.Interface, ns string) []string {
 	t.Helper()
 	ctx := context.Background()
 	for _, sa := range []string{"driver", "reader"} {
@@ -112,11 +113,11 @@ func loadObjects(t *testing.T, ns string) []string {
 	names := make([]string, loadVolumes/2)
 	for i := range names {
 		names[i] = fmt.Sprintf("load-%d", i)
-		if _, err := clientset.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names[i]},
+		if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names[i]},
 			Data: map[string]string{e2eutil.DelayValueKey: "0"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := clientset.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names[i]},
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names[i]},
 			Data: map[string][]byte{e2eutil.DelayValueKey: []byte("0")}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -164,10 +165,9 @@ func publishLoad(t *testing.T, node csi.NodeClient, dir, ns string, names []stri
 	return files
 }
 
-// loadRuns are the update runs of the ConfigMaps and of the Secrets,
-// together loadUpdateRate updates a second, with a client of their own
-// whose rate limit is above what they send.
-func loadRuns(t *testing.T, ns string, names []string) [2]e2eutil.DelayRun {
+// loadClient is an admin client whose rate limit is above what the
+// benchmark sends (the objects' creation, the updates).
+func loadClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
 	config := cp.RESTConfig()
 	config.QPS, config.Burst = 4*loadUpdateRate, 4*loadUpdateRate
@@ -175,6 +175,12 @@ func loadRuns(t *testing.T, ns string, names []string) [2]e2eutil.DelayRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return client
+}
+
+// loadRuns are the update runs of the ConfigMaps and of the Secrets,
+// together loadUpdateRate updates a second.
+func loadRuns(client kubernetes.Interface, ns string, names []string) [2]e2eutil.DelayRun {
 	// Each object's updates come at loadUpdateRate/loadVolumes a second.
 	gap := time.Duration(float64(loadVolumes) / loadUpdateRate * float64(time.Second))
 	configMaps := e2eutil.DelayRun{Client: client, Namespace: ns, Objects: names, Window: loadWindow, MeanGap: gap, Poll: loadPoll, Longest: 10 * time.Second}
