@@ -343,7 +343,7 @@ scale: controlplane build ## Compare at 100, 300 and 1,000 simulated nodes of 30
 # it costs"): 1,000 volumes, half of them secret volumes on their tmpfs,
 # published through its socket with the pods' tokens, 100 updates a second
 # for a minute. As root (the tmpfs mounts).
-csi-load: controlplane build ## The CSI driver with 1,000 volumes (half Secrets) under 100 updates a second: update delays, CPU, memory, to _output/tables/csi-load.json (about 3 minutes, as root).
+csi-load: controlplane build ## The CSI driver with 1,000 volumes (half Secrets) under 100 updates a second: update delays, CPU, memory, to _output/tables/csi-load.json (as root; the record csi-load gives its time).
 	NODEAGENT_BIN=$(abspath $(BIN))/nodeagent NODEAGENT_MEASURE_CSI_LOAD=1 \
 		$(GO) test -tags e2e -count=1 -timeout 15m -v -run '^TestCSIDriverUnderLoad$$' ./test/e2e/
 
