@@ -35,7 +35,7 @@ type csiConfig struct {
 	kubeletRootDir, endpoint         string
 	register                         bool
 	stateDir, httpAddress            string
-	checkAccess, secrets             bool
+	checkAccess, secrets, profiling  bool
 	readAs                           csidriver.ReadAs
 	qps, eventQPS                    float32
 	burst, eventBurst                int
@@ -57,6 +57,7 @@ func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
 			"the driver's own account reads nothing, and a pod gets only what its account may get (PermissionDenied otherwise).")
 	fs.BoolVar(&c.secrets, "secrets", false, "The Secrets mode: also serve volumes that read Secrets (attribute secret, and secret sources in sources), read as the pod (needs --read-as=pod), "+
 		"each on a tmpfs the driver mounts at its target path so that no Secret byte reaches the node's disk. Mounting needs a privileged container with Bidirectional mount propagation (the chart's csi.secrets.enabled).")
+	fs.BoolVar(&c.profiling, "profiling", false, "Also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ on --http-address (plain HTTP, unauthenticated: keep the address local); without it the driver does not sample its heap.")
 	fs.BoolVar(&c.checkAccess, "check-access", false, "Beyond the kubelet: publish a volume only if the pod's service account may get its ConfigMap (a SubjectAccessReview per publish; needs create on subjectaccessreviews).")
 	fs.Float32Var(&c.qps, "kube-api-qps", 50, "Requests per second to the apiserver.")
 	fs.IntVar(&c.burst, "kube-api-burst", 100, "Burst of requests to the apiserver.")
@@ -106,7 +107,7 @@ func runCSI(args []string, stdout io.Writer) error {
 	defer klog.Flush()
 	// The agent's memory settings (runtime.go): a node's driver, like its
 	// agent, allocates slowly and keeps goroutine stacks as large as its heap.
-	heapProfiling := setHeapProfiling(false, os.Getenv)
+	heapProfiling := setHeapProfiling(cfg.profiling, os.Getenv)
 	gcPercent := setGCPercent(os.Getenv)
 	restConfig, err := daemon.RESTConfig(cfg.kubeconfig, "")
 	if err != nil {
@@ -179,7 +180,7 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 		if err != nil {
 			return fmt.Errorf("listening on --http-address %s: %w", cfg.httpAddress, err)
 		}
-		server := &http.Server{Handler: csiHandler(driver, metrics.Registry, cfg.register), ReadHeaderTimeout: 10 * time.Second}
+		server := &http.Server{Handler: csiHandler(driver, metrics.Registry, cfg.register, cfg.profiling), ReadHeaderTimeout: 10 * time.Second}
 		g.Go(func() error { return daemon.Serve(ctx, server, listener) })
 	}
 	g.Go(func() error { return driver.Run(ctx) })
@@ -203,9 +204,10 @@ func clientAs(rc *rest.Config) csidriver.ClientAs {
 // csiHandler serves the driver's HTTP endpoints (agent.Endpoints): ready
 // once the recorded volumes are served again and, when registering, the
 // kubelet has accepted the driver.
-func csiHandler(driver *csidriver.Driver, registry *prometheus.Registry, register bool) http.Handler {
+func csiHandler(driver *csidriver.Driver, registry *prometheus.Registry, register, profiling bool) http.Handler {
 	return agent.Endpoints{
-		Registry: registry,
+		Registry:  registry,
+		Profiling: profiling,
 		Ready: func() error {
 			switch {
 			case !driver.Ready():

@@ -21,7 +21,7 @@ func TestCSIHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := csiHandler(driver, prometheus.NewRegistry(), true)
+	h := csiHandler(driver, prometheus.NewRegistry(), true, false)
 	for _, c := range []struct {
 		method, path string
 		code         int

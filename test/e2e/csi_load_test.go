@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +36,9 @@ const (
 	// prompts: coarse, so that the measurement takes little of the CPU
 	// the driver is measured on.
 	loadPoll = 500 * time.Millisecond
+	// loadProfileAddress serves the driver's profiles where
+	// $NODEAGENT_CSI_LOAD_PROFILES names a directory for them.
+	loadProfileAddress = "127.0.0.1:10399"
 )
 
 // TestCSIDriverUnderLoad measures one node's driver in its Secrets mode
@@ -45,7 +50,9 @@ const (
 // p99, longest, by kind of volume), and the driver's CPU and resident
 // memory over the window, written to _output/tables/csi-load.json for
 // docs/csi.md. A measurement, not a check: `make csi-load` runs it
-// (NODEAGENT_MEASURE_CSI_LOAD=1, as root, for the tmpfs mounts).
+// (NODEAGENT_MEASURE_CSI_LOAD=1, as root, for the tmpfs mounts), with the
+// driver's CPU and heap profiles where $NODEAGENT_CSI_LOAD_PROFILES names
+// a directory for them.
 func TestCSIDriverUnderLoad(t *testing.T) {
 	if os.Getenv("NODEAGENT_MEASURE_CSI_LOAD") == "" {
 		t.Skip("skipped: a measurement of a minute under load; make csi-load runs it (NODEAGENT_MEASURE_CSI_LOAD=1)")
@@ -56,13 +63,21 @@ func TestCSIDriverUnderLoad(t *testing.T) {
 	ns := createNamespace(t, "csi-load")
 	client := loadClient(t)
 	names := loadObjects(t, client, ns)
-	driver := startReadAsPodDriver(t, ns, "node-load", "--secrets", "-v=1")
+	profiles := os.Getenv("NODEAGENT_CSI_LOAD_PROFILES")
+	args := []string{"--secrets", "-v=1"}
+	if profiles != "" {
+		args = append(args, "--http-address="+loadProfileAddress, "--profiling")
+	}
+	driver := startReadAsPodDriver(t, ns, "node-load", args...)
 	proc, node, dir := driver.proc, driver.node, driver.dir
 	files := publishLoad(t, node, dir, ns, names)
 
 	cpu0, _, _ := procStats(t, proc.Pid())
 	start := time.Now()
 	runs := loadRuns(client, ns, names)
+	if profiles != "" {
+		go profileLoad(t, profiles)
+	}
 	var measured [2][]float64
 	var g errgroup.Group
 	for i, run := range runs {
@@ -203,4 +218,32 @@ func loadRow(t *testing.T, run e2eutil.DelayRun, delays []float64, cores float64
 	return []string{fmt.Sprintf("%d %s volumes (of %d)", loadVolumes/2, kind, loadVolumes), fmt.Sprintf("%.1f", float64(run.Sent(t))/loadWindow.Seconds()),
 		strconv.Itoa(len(delays)), ms(median), ms(p99), ms(longest), fmt.Sprintf("%.0f millicores", 1000*cores),
 		fmt.Sprintf("%.1f MiB", float64(rss)/(1<<20)), fmt.Sprintf("%.1f MiB", float64(peak)/(1<<20))}
+}
+
+// profileLoad writes the driver's CPU profile of the load's window, less
+// its first and last five seconds, and its heap at the end, into dir:
+// cpu.pprof and heap.pprof, for go tool pprof.
+func profileLoad(t *testing.T, dir string) {
+	fetch := func(name, query string) {
+		resp, err := http.Get("http://" + loadProfileAddress + "/debug/pprof/" + query)
+		if err != nil {
+			t.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		}
+		if err != nil {
+			t.Logf("profile %s: %v", name, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("profiles: %v", err)
+		return
+	}
+	time.Sleep(5 * time.Second)
+	fetch("cpu.pprof", fmt.Sprintf("profile?seconds=%d", int((loadWindow-10*time.Second).Seconds())))
+	fetch("heap.pprof", "heap")
 }
