@@ -1,6 +1,7 @@
 package podrefs
 
 import (
+	"iter"
 	"path/filepath"
 	"sort"
 
@@ -78,9 +79,12 @@ func (v KeptVolume) Names(kind model.Kind) []string {
 	return names
 }
 
+// Objects yields each object the volume reads, by kind and name, in its
+// sources' order (a name twice where two sources read it).
+func (v KeptVolume) Objects() iter.Seq2[model.Kind, string] { return v.eachSource }
+
 // Reads reports whether the volume's content comes in part from the
-// object of kind named name. It allocates nothing: every watch event asks
-// it of every volume in the object's namespace.
+// object of kind named name. It allocates nothing.
 func (v KeptVolume) Reads(kind model.Kind, name string) bool {
 	found := false
 	v.eachSource(func(k model.Kind, n string) bool {

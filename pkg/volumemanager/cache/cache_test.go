@@ -81,6 +81,43 @@ func TestKeptVolumesReadNothing(t *testing.T) {
 	}
 }
 
+// The objects' index follows a volume whose key stays while what it
+// reads changes: a kept volume set up, a projected volume's sources
+// replaced, a Secret beside a ConfigMap of the same name; and it forgets
+// a deleted pod's volumes.
+func TestVolumesReadingFollowsTheirSources(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
+	s := NewDesiredState()
+	kept := DesiredVolume{Key: VolumeKey{"u", "v"}, Spec: podrefs.KeptVolume{Name: "v", Plugin: podrefs.PluginConfigMap}}
+	s.SetPodVolumes("u", []DesiredVolume{kept}, nil)
+	s.SetPodVolumes("u", []DesiredVolume{configMapVolume(pod, "v", "cm")}, nil)
+	if got := sorted(s.VolumesReading(model.ConfigMap, "ns", "cm")); got != "[u/v]" {
+		t.Errorf("the kept volume set up: VolumesReading(cm) %s, want [u/v]", got)
+	}
+	projected := configMapVolume(pod, "v", "")
+	projected.Spec.ConfigMap, projected.Spec.Plugin = nil, podrefs.PluginProjected
+	projected.Spec.Projected = &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}}},
+		{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}}}
+	s.SetPodVolumes("u", []DesiredVolume{projected}, nil)
+	for _, c := range []struct {
+		kind model.Kind
+		name string
+		want string
+	}{{model.ConfigMap, "cm", "[]"}, {model.ConfigMap, "other", "[u/v]"}, {model.Secret, "cm", "[u/v]"}} {
+		if got := sorted(s.VolumesReading(c.kind, "ns", c.name)); got != c.want {
+			t.Errorf("after its sources changed: VolumesReading(%s %s) %s, want %s", c.kind, c.name, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { s.VolumesReading(model.ConfigMap, "ns", "unread") }); n != 0 {
+		t.Errorf("VolumesReading of an object no volume reads allocates %.0f times, want none", n)
+	}
+	s.DeletePod("u")
+	if got := s.VolumesReading(model.Secret, "ns", "cm"); len(got) != 0 || len(s.byObject) != 0 {
+		t.Errorf("after the pod's deletion: VolumesReading %v, index %v; want both empty", got, s.byObject)
+	}
+}
+
 // A remount asked for while a volume is written survives the write's
 // record; TakeRemount clears the flag and says it was set.
 func TestActualStateRemountFlag(t *testing.T) {

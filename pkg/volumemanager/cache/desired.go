@@ -77,19 +77,26 @@ func (v DesiredVolume) Keep() bool { return v.Request == nil }
 // usable; call NewDesiredState.
 type DesiredState struct {
 	mu sync.RWMutex
-	// volumes by key, by pod (the keys set for each pod) and by
-	// namespace (for ConfigMap changes).
-	volumes     map[VolumeKey]DesiredVolume
-	byPod       map[types.UID]sets.Set[VolumeKey]
-	byNamespace map[string]sets.Set[VolumeKey]
+	// volumes by key, by pod (the keys set for each pod) and by the
+	// objects they read (kept volumes aside): an object's change finds
+	// its volumes without looking at the others.
+	volumes  map[VolumeKey]DesiredVolume
+	byPod    map[types.UID]sets.Set[VolumeKey]
+	byObject map[objectKey]sets.Set[VolumeKey]
+}
+
+// objectKey names a ConfigMap or a Secret.
+type objectKey struct {
+	kind            model.Kind
+	namespace, name string
 }
 
 // NewDesiredState returns an empty desired state.
 func NewDesiredState() *DesiredState {
 	return &DesiredState{
-		volumes:     map[VolumeKey]DesiredVolume{},
-		byPod:       map[types.UID]sets.Set[VolumeKey]{},
-		byNamespace: map[string]sets.Set[VolumeKey]{},
+		volumes:  map[VolumeKey]DesiredVolume{},
+		byPod:    map[types.UID]sets.Set[VolumeKey]{},
+		byObject: map[objectKey]sets.Set[VolumeKey]{},
 	}
 }
 
@@ -99,12 +106,16 @@ func NewDesiredState() *DesiredState {
 // Key.PodUID must be pod.
 //
 // A pod's syncs mostly set the volumes it had: that case replaces them in
-// place and allocates nothing.
+// place and allocates nothing (unless what one reads changed).
 func (s *DesiredState) SetPodVolumes(pod types.UID, volumes []DesiredVolume, touched []VolumeKey) []VolumeKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sameVolumesLocked(pod, volumes) {
 		for _, v := range volumes {
+			if old := s.volumes[v.Key]; !sameReads(old, v) {
+				s.unindexLocked(old)
+				s.indexLocked(v)
+			}
 			s.volumes[v.Key] = v
 			touched = append(touched, v.Key)
 		}
@@ -118,11 +129,7 @@ func (s *DesiredState) SetPodVolumes(pod types.UID, volumes []DesiredVolume, tou
 	for _, v := range volumes {
 		keys.Insert(v.Key)
 		s.volumes[v.Key] = v
-		ns := namespaceOf(v)
-		if s.byNamespace[ns] == nil {
-			s.byNamespace[ns] = sets.New[VolumeKey]()
-		}
-		s.byNamespace[ns].Insert(v.Key)
+		s.indexLocked(v)
 		touched = append(touched, v.Key)
 	}
 	s.byPod[pod] = keys
@@ -160,11 +167,7 @@ func (s *DesiredState) deleteLocked(pod types.UID, out []VolumeKey) []VolumeKey 
 	}
 	for key := range keys {
 		if v, ok := s.volumes[key]; ok {
-			ns := namespaceOf(v)
-			s.byNamespace[ns].Delete(key)
-			if s.byNamespace[ns].Len() == 0 {
-				delete(s.byNamespace, ns)
-			}
+			s.unindexLocked(v)
 			delete(s.volumes, key)
 		}
 		out = append(out, key)
@@ -205,19 +208,68 @@ func (s *DesiredState) PodUIDs() sets.Set[types.UID] {
 }
 
 // VolumesReading returns the volumes set up from the object of kind
-// namespace/name (kept volumes, which are not set up, are left out). It
-// looks only at the namespace's volumes and allocates nothing for those
-// that do not read it: every watch event asks it.
+// namespace/name (kept volumes, which are not set up, are left out). Every
+// watch event asks it: it looks at those volumes alone (byObject), and
+// allocates nothing where none reads the object.
 func (s *DesiredState) VolumesReading(kind model.Kind, namespace, name string) []VolumeKey {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []VolumeKey
-	for key := range s.byNamespace[namespace] {
-		if v := s.volumes[key]; !v.Keep() && v.Spec.Reads(kind, name) {
-			out = append(out, key)
+	keys := s.byObject[objectKey{kind, namespace, name}]
+	if len(keys) == 0 {
+		return nil
+	}
+	return keys.UnsortedList()
+}
+
+// indexLocked files v under each object it reads; kept volumes read
+// nothing yet.
+func (s *DesiredState) indexLocked(v DesiredVolume) {
+	if v.Keep() {
+		return
+	}
+	for kind, name := range v.Spec.Objects() {
+		o := objectKey{kind, v.Request.Namespace, name}
+		if s.byObject[o] == nil {
+			s.byObject[o] = sets.New[VolumeKey]()
+		}
+		s.byObject[o].Insert(v.Key)
+	}
+}
+
+// unindexLocked undoes indexLocked(v).
+func (s *DesiredState) unindexLocked(v DesiredVolume) {
+	if v.Keep() {
+		return
+	}
+	for kind, name := range v.Spec.Objects() {
+		o := objectKey{kind, v.Request.Namespace, name}
+		if s.byObject[o].Delete(v.Key); s.byObject[o].Len() == 0 {
+			delete(s.byObject, o)
 		}
 	}
-	return out
+}
+
+// sameReads says whether a and b read the same objects, so that the
+// index holds for either: both kept, or both set up in one namespace
+// from sources that name the same objects.
+func sameReads(a, b DesiredVolume) bool {
+	if a.Keep() || b.Keep() {
+		return a.Keep() == b.Keep()
+	}
+	if a.Request.Namespace != b.Request.Namespace {
+		return false
+	}
+	for kind, name := range a.Spec.Objects() {
+		if !b.Spec.Reads(kind, name) {
+			return false
+		}
+	}
+	for kind, name := range b.Spec.Objects() {
+		if !a.Spec.Reads(kind, name) {
+			return false
+		}
+	}
+	return true
 }
 
 func namespaceOf(v DesiredVolume) string {
