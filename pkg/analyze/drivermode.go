@@ -15,40 +15,31 @@ import (
 // DriverSecrets is unset leaves them with the kubelet.
 
 // movablePods is pods with, where c does not assume the Secrets mode, no
-// unconverted volume that only that mode moves. pods itself where nothing
-// changes; a copy otherwise.
+// unconverted volume that only that mode moves.
 func (c Cluster) movablePods(pods []inventory.PodInfo) []inventory.PodInfo {
-	if c.DriverSecrets || !slices.ContainsFunc(pods, func(p inventory.PodInfo) bool { return anySecretsMode(p.Unconverted) }) {
-		return pods
-	}
-	out := slices.Clone(pods)
-	for i := range out {
-		out[i].Unconverted = movable(out[i].Unconverted, false)
-	}
-	return out
+	return movableIn(pods, c.DriverSecrets, func(p *inventory.PodInfo) *[]inventory.UnconvertedVolume { return &p.Unconverted })
 }
 
 // movableSightings is sightings as movablePods makes pods.
 func movableSightings(sightings []Sighting, secretsMode bool) []Sighting {
-	if secretsMode || !slices.ContainsFunc(sightings, func(s Sighting) bool { return anySecretsMode(s.Unconverted) }) {
-		return sightings
-	}
-	out := slices.Clone(sightings)
-	for i := range out {
-		out[i].Unconverted = movable(out[i].Unconverted, false)
-	}
-	return out
+	return movableIn(sightings, secretsMode, func(s *Sighting) *[]inventory.UnconvertedVolume { return &s.Unconverted })
 }
 
-// movable is volumes without those only the Secrets mode moves, unless
-// secretsMode: volumes itself where none is, a new slice otherwise.
-func movable(volumes []inventory.UnconvertedVolume, secretsMode bool) []inventory.UnconvertedVolume {
-	if secretsMode || !anySecretsMode(volumes) {
-		return volumes
+// movableIn is items, each of whose unconverted volumes (at unconverted)
+// loses those only the Secrets mode moves unless secretsMode: items
+// itself where nothing changes, a copy otherwise.
+func movableIn[T any](items []T, secretsMode bool, unconverted func(*T) *[]inventory.UnconvertedVolume) []T {
+	if secretsMode || !slices.ContainsFunc(items, func(item T) bool { return anySecretsMode(*unconverted(&item)) }) {
+		return items
 	}
-	out := slices.DeleteFunc(slices.Clone(volumes), func(v inventory.UnconvertedVolume) bool { return v.SecretsMode })
-	if len(out) == 0 {
-		return nil
+	out := slices.Clone(items)
+	for i := range out {
+		if volumes := unconverted(&out[i]); anySecretsMode(*volumes) {
+			*volumes = slices.DeleteFunc(slices.Clone(*volumes), func(v inventory.UnconvertedVolume) bool { return v.SecretsMode })
+			if len(*volumes) == 0 {
+				*volumes = nil
+			}
+		}
 	}
 	return out
 }
