@@ -62,12 +62,20 @@ func Payload(source *corev1.ConfigMapVolumeSource, cm *corev1.ConfigMap, fileOwn
 // configMapPayload is the payload of one ConfigMap, for a ConfigMap volume or
 // a projected volume's configMap source (keysPayload).
 func configMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, mode int32, optional bool, users owners) (map[string]atomicwriter.FileProjection, error) {
+	// The apiserver refuses a key in both maps, yet the kubelet's rule for
+	// one that got there anyway differs by case, and nodeagent's files are
+	// the kubelet's: every key's file holds its binaryData, a listed key's
+	// its data.
 	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
-	for key, value := range cm.Data {
-		data[key] = []byte(value)
-	}
 	for key, value := range cm.BinaryData {
-		data[key] = value
+		if _, inData := cm.Data[key]; !inData || len(items) == 0 {
+			data[key] = value
+		}
+	}
+	for key, value := range cm.Data {
+		if _, inBinary := data[key]; !inBinary {
+			data[key] = []byte(value)
+		}
 	}
 	return keysPayload(model.ConfigMap, cm.Name, items, data, mode, optional, users)
 }
