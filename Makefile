@@ -119,7 +119,7 @@ $(BIN)/prometheus:
 deploy-check: kustomize helm promtool ## helm lint, the chart against the overlays, promtool check and test of deploy/prometheus.
 	for mode in before after watch csi; do $(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=$$mode --set image.tag=lint || exit 1; done
 	$(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=csi --set webhook.enabled=true --set image.tag=lint
-	$(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=csi --set csi.readAs=pod --set image.tag=lint
+	$(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=csi --set csi.readAs=driver --set image.tag=lint
 	$(BIN)/helm lint --strict deploy/helm/nodeagent --set mode=csi --set csi.readAs=pod --set csi.secrets.enabled=true --set image.tag=lint
 	$(BIN)/promtool check rules deploy/prometheus/nodeagent-rules.yaml
 	$(BIN)/promtool test rules deploy/prometheus/tests/rules_test.yaml

@@ -50,11 +50,11 @@ func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.register, "register", true, "Register with the kubelet through its plugin registration socket (no node-driver-registrar needed).")
 	fs.StringVar(&c.stateDir, "state-dir", "/var/lib/nodeagent/csi", "Where the driver records each published volume, so that it serves them again after a restart. A hostPath.")
 	fs.StringVar(&c.httpAddress, "http-address", "127.0.0.1:10356", "Serve /metrics, /healthz, /readyz and /debug/volumes here; empty serves nothing.")
-	c.readAs = csidriver.ReadAsDriver
+	c.readAs = csidriver.ReadAsPod
 	fs.Var(cliflag.NewChoice(&c.readAs, []csidriver.ReadAs{csidriver.ReadAsDriver, csidriver.ReadAsPod}), "read-as",
-		"Whose permission ConfigMaps are read with. driver: the driver's own service account (get, list and watch on ConfigMaps), as the kubelet serves a pod any ConfigMap of its namespace. "+
-			"pod: each volume's pod's service account, with the token the kubelet passes in every publish call (the CSIDriver object's tokenRequests, and requiresRepublish for the renewed tokens): "+
-			"the driver's own account reads nothing, and a pod gets only what its account may get (PermissionDenied otherwise).")
+		"Whose permission ConfigMaps are read with. pod: each volume's pod's service account, with the token the kubelet passes in every publish call (the CSIDriver object's tokenRequests, and requiresRepublish for the renewed tokens): "+
+			"the driver's own account reads nothing, and a pod gets only what its account may get (PermissionDenied otherwise; nodeagent convert writes the grants). "+
+			"driver: the driver's own service account (get, list and watch on every ConfigMap), as the kubelet serves a pod any ConfigMap of its namespace.")
 	fs.BoolVar(&c.secrets, "secrets", false, "The Secrets mode: also serve volumes that read Secrets (attribute secret, and secret sources in sources), read as the pod (needs --read-as=pod), "+
 		"each on a tmpfs the driver mounts at its target path so that no Secret byte reaches the node's disk. Mounting needs a privileged container with Bidirectional mount propagation (the chart's csi.secrets.enabled).")
 	fs.BoolVar(&c.profiling, "profiling", false, "Also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ on --http-address (plain HTTP, unauthenticated: keep the address local); without it the driver does not sample its heap.")

@@ -262,9 +262,10 @@ func TestChartValues(t *testing.T) {
 }
 
 // TestChartCSIValues: the csi mode's values land where they say, and the
-// access check brings its one extra permission.
+// access check (of the driver reading as itself) brings its one extra
+// permission.
 func TestChartCSIValues(t *testing.T) {
-	objects := helmTemplate(t, "--set", "mode=csi", "--set", "kubeletRootDir=/data/kubelet", "--set", "csi.checkAccess=true")
+	objects := helmTemplate(t, "--set", "mode=csi", "--set", "kubeletRootDir=/data/kubelet", "--set", "csi.readAs=driver", "--set", "csi.checkAccess=true")
 	byKey := map[string]object{}
 	for _, o := range objects {
 		byKey[key(o)] = o
@@ -272,7 +273,7 @@ func TestChartCSIValues(t *testing.T) {
 	ds := byKey["DaemonSet/nodeagent"]
 	container := lookup(ds, "spec", "template", "spec", "containers").([]interface{})[0].(map[string]interface{})
 	if args, want := fmt.Sprint(container["args"]), "[csi --state-dir=/var/lib/nodeagent/csi --kubelet-root-dir=/data/kubelet "+
-		"--http-address=0.0.0.0:10356 --logging-format=json --check-access]"; args != want {
+		"--http-address=0.0.0.0:10356 --logging-format=json --read-as=driver --check-access]"; args != want {
 		t.Errorf("args %s, want %s", args, want)
 	}
 	if path := lookup(lookup(ds, "spec", "template", "spec", "volumes").([]interface{})[0], "hostPath", "path"); path != "/data/kubelet" {
@@ -287,14 +288,18 @@ func TestChartCSIValues(t *testing.T) {
 	}
 }
 
-// TestChartCSIReadAsPod: read as the pods, the CSIDriver asks the kubelet
-// for each pod's token (for the apiserver's audience, renewed at each
-// republish), the driver runs with --read-as=pod, and its ClusterRole
-// grants nothing on ConfigMaps; read as the driver, none of it.
+// TestChartCSIReadAsPod: read as the pods (the default), the CSIDriver
+// asks the kubelet for each pod's token (for the apiserver's audience,
+// renewed at each republish), the driver runs with --read-as=pod, and its
+// ClusterRole grants nothing on ConfigMaps; read as the driver, none of it.
 func TestChartCSIReadAsPod(t *testing.T) {
-	for _, readAs := range []string{"pod", "driver"} {
+	for _, readAs := range []string{"", "pod", "driver"} {
+		values := []string{"--set", "mode=csi"}
+		if readAs != "" {
+			values = append(values, "--set", "csi.readAs="+readAs)
+		}
 		byKey := map[string]object{}
-		for _, o := range helmTemplate(t, "--set", "mode=csi", "--set", "csi.readAs="+readAs) {
+		for _, o := range helmTemplate(t, values...) {
 			byKey[key(o)] = o
 		}
 		spec := lookup(byKey["CSIDriver/configmaps.nodeagent.io"], "spec")
@@ -303,8 +308,8 @@ func TestChartCSIReadAsPod(t *testing.T) {
 		args := fmt.Sprint(container["args"])
 		rules := fmt.Sprint(lookup(byKey["ClusterRole/nodeagent"], "rules"))
 		asPod := tokens == "[map[audience:]]" && republish == true && strings.Contains(args, "--read-as=pod") && !strings.Contains(rules, "configmaps")
-		asDriver := tokens == "<nil>" && republish == nil && !strings.Contains(args, "--read-as") && strings.Contains(rules, "configmaps")
-		if readAs == "pod" && !asPod || readAs == "driver" && !asDriver {
+		asDriver := tokens == "<nil>" && republish == nil && strings.Contains(args, "--read-as=driver") && strings.Contains(rules, "configmaps")
+		if readAs != "driver" && !asPod || readAs == "driver" && !asDriver {
 			t.Errorf("csi.readAs=%s: tokenRequests %s, requiresRepublish %v, args %s, ClusterRole rules %s", readAs, tokens, republish, args, rules)
 		}
 	}
@@ -421,7 +426,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"podMonitor.enable=true", "image.tag=v1"}, "enable"},
 		{[]string{"mode=csi", "syncFrequency=30s", "image.tag=v1"}, "no pod syncs"},
 		{[]string{"csi.checkAcess=true", "image.tag=v1"}, "checkAcess"},
-		{[]string{"mode=csi", "csi.secrets.enabled=true", "image.tag=v1"}, "needs csi.readAs=pod"},
+		{[]string{"mode=csi", "csi.readAs=driver", "csi.secrets.enabled=true", "image.tag=v1"}, "needs csi.readAs=pod"},
 		{[]string{"kubeletRootDir=var/lib/kubelet", "image.tag=v1"}, "kubeletRootDir"},
 		{[]string{"analyze.enable=true", "image.tag=v1"}, "enable"},
 		{[]string{"agents.enabled=false", "image.tag=v1"}, "nothing to install"},

@@ -56,7 +56,7 @@ func TestCSIDriverIdleCost(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	socket := filepath.Join(dir, "csi.sock")
 	args := []string{"csi", "--kubeconfig=" + cp.KubeconfigPath, "--node-name=node-csi", "--endpoint=" + socket,
-		"--state-dir=" + filepath.Join(dir, "state"), "--register=false", "--http-address=", "-v=2"}
+		"--state-dir=" + filepath.Join(dir, "state"), "--register=false", "--http-address=", "--read-as=driver", "-v=2"}
 	proc := startBare(t, "nodeagent-csi", agentOnlyBinary(t), args, filepath.Join(dir, "csi.log"))
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -12,18 +12,21 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeagent-io/nodeagent/internal/testutil"
+	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
 // The csi overlay, applied for real: its CSIDriver object as the kubelet
 // needs it, the hardened DaemonSet, and the driver run with the container's
 // exact arguments (the paths a test cannot use moved) and the
 // ServiceAccount's own token serves a volume published as the kubelet
-// publishes it; that identity reads ConfigMaps and nothing else.
+// publishes it, read with its pod's token; that identity reads nothing,
+// ConfigMaps included.
 func TestDeployCSIOverlay(t *testing.T) {
 	objects := applyManifests(t, cp, kustomizeBuild(t, "overlays/csi"))
 	ds := daemonSetOf(t, objects)
@@ -33,7 +36,8 @@ func TestDeployCSIOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s := driver.Spec; s.AttachRequired == nil || *s.AttachRequired || s.PodInfoOnMount == nil || !*s.PodInfoOnMount ||
-		len(s.VolumeLifecycleModes) != 1 || s.VolumeLifecycleModes[0] != "Ephemeral" || s.FSGroupPolicy == nil || *s.FSGroupPolicy != "File" {
+		len(s.VolumeLifecycleModes) != 1 || s.VolumeLifecycleModes[0] != "Ephemeral" || s.FSGroupPolicy == nil || *s.FSGroupPolicy != "File" ||
+		len(s.TokenRequests) != 1 || s.TokenRequests[0].Audience != "" || s.RequiresRepublish == nil || !*s.RequiresRepublish {
 		t.Errorf("CSIDriver spec %+v", s)
 	}
 	kubeconfig, saClient := serviceAccountClient(t, cp)
@@ -60,7 +64,15 @@ func TestDeployCSIOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	publishAsKubelet(t, csi.NewNodeClient(conn), dir, ns, 0)
+	// The overlay's driver reads as the pods: the pod's account may read
+	// cm-0, and the publish call carries its token, as the kubelet's does.
+	if _, err := clientset.CoreV1().ServiceAccounts(ns).Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.GrantReads(t, clientset, ns, "app", "configmaps", "cm-0")
+	if err := publishVolume(csi.NewNodeClient(conn), dir, ns, 0, "app", podTokens(t, ns, "app")); err != nil {
+		t.Fatalf("publishing the volume as its pod: %v", err)
+	}
 	file := filepath.Join(dir, "pods", "uid-0", "volumes", "kubernetes.io~csi", "cfg", "mount", "config.yaml")
 	if data, err := os.ReadFile(file); err != nil || string(data) != "csi" {
 		t.Errorf("the published volume's file: %q, %v", data, err)
@@ -71,6 +83,7 @@ func TestDeployCSIOverlay(t *testing.T) {
 	_, attempts["list pods"] = saClient.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
 	_, attempts["list nodes"] = saClient.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 	_, attempts["list secrets"] = saClient.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+	_, attempts["get configmaps"] = saClient.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
 	_, attempts["patch configmaps"] = saClient.CoreV1().ConfigMaps(ns).Patch(ctx, "cm-0", types.MergePatchType, []byte(`{"data":{"x":"y"}}`), metav1.PatchOptions{})
 	for what, err := range attempts {
 		if !apierrors.IsForbidden(err) {

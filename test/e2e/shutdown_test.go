@@ -107,7 +107,7 @@ func startDriverWithAVolume(t *testing.T, kubeconfig, ns string) *controlplane.P
 	socket := filepath.Join(dir, "csi.sock")
 	proc := startBare(t, "nodeagent csi", e2eutil.NodeagentBinary(t), []string{"csi", "--kubeconfig=" + kubeconfig,
 		"--node-name=node-shutdown", "--endpoint=" + socket, "--state-dir=" + filepath.Join(dir, "state"), "--register=false",
-		"--http-address="}, filepath.Join(dir, "csi.log"))
+		"--http-address=", "--read-as=driver"}, filepath.Join(dir, "csi.log"))
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -44,9 +44,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - --kubelet-root-dir={{ .Values.kubeletRootDir }}
 - --http-address={{ .Values.httpAddress }}
 - --logging-format={{ .Values.loggingFormat }}
-{{- if eq .Values.csi.readAs "pod" }}
-- --read-as=pod
-{{- end }}
+- --read-as={{ .Values.csi.readAs }}
 {{- if .Values.csi.secrets.enabled }}
 {{- if ne .Values.csi.readAs "pod" }}
 {{- fail "csi.secrets.enabled needs csi.readAs=pod: the driver reads a Secret only as the pod whose volume names it, never as itself" }}
