@@ -30,6 +30,9 @@ func runConvert(args []string, stdout io.Writer) error {
 	inPlace := fs.BoolP("in-place", "i", false, "Rewrite each file in place instead of writing every document to standard output (not with -).")
 	recursive := fs.BoolP("recursive", "R", false, "Read the directories named, and theirs, recursively.")
 	secrets := fs.Bool("secrets", false, "Move secret volumes, and projected volumes of configMap and secret sources, too: for a driver in its Secrets mode (docs/csi.md, \"Secrets\"); a service account's token volume and other sources stay with the kubelet.")
+	grants := fs.Bool("grants", true, "After each workload with converted volumes, write the Role and RoleBinding that let its pods' service account get, list and watch exactly the objects its driver volumes read: "+
+		"what the driver, reading as the pods (its default), needs. Run again, the same names are replaced. --grants=false where grants are managed elsewhere or the driver reads as itself.")
+	namespace := fs.StringP("namespace", "n", "", "The namespace of objects that name none (where kubectl apply -n or helm install --namespace puts them): the grants' service account's. Default: default.")
 	revert := fs.Bool("revert", false, "Move the volumes of the driver back to configMap volumes, served by the kubelet (before uninstalling the driver: docs/deploy.md, \"Uninstalling\"); --volume and --workload choose as they do for a conversion.")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -44,7 +47,7 @@ func runConvert(args []string, stdout io.Writer) error {
 	if *inPlace && slices.Contains(files, "-") {
 		return errors.New("--in-place cannot rewrite standard input")
 	}
-	opts := manifest.Options{Volumes: *volumes, Workloads: *workloads, Revert: *revert, Secrets: *secrets}
+	opts := manifest.Options{Volumes: *volumes, Workloads: *workloads, Revert: *revert, Secrets: *secrets, Grants: *grants, Namespace: *namespace}
 	var results []manifest.ObjectResult
 	for i, file := range files {
 		var out bytes.Buffer

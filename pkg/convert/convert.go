@@ -264,5 +264,7 @@ func sameFiles(volume, driver *corev1.ConfigMapVolumeSource) bool {
 func ptrTo[T any](v T) *T { return &v }
 
 // AttributeOrder is the order a volume's attributes are best written in:
-// the ConfigMapVolumeSource's fields, then updates.
-var AttributeOrder = []string{podrefs.AttrConfigMap, podrefs.AttrOptional, podrefs.AttrDefaultMode, podrefs.AttrDefaultUser, podrefs.AttrItems, podrefs.AttrUpdates}
+// what the volume reads, the fields of its source, then updates. Every
+// attribute the driver knows is in it.
+var AttributeOrder = []string{podrefs.AttrConfigMap, podrefs.AttrSecret, podrefs.AttrSources, podrefs.AttrOptional, podrefs.AttrDefaultMode,
+	podrefs.AttrDefaultUser, podrefs.AttrItems, podrefs.AttrUpdates}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -26,20 +27,29 @@ import (
 // csiConvertedChart renders the same chart with helm template, pipes it
 // through nodeagent convert as docs/csi.md shows, and creates what comes
 // out in a namespace that has not opted in to the webhook: the
-// Deployment's pod runs on the driver's volumes, and an update reaches its
+// Deployment's pod runs on the driver's volumes, which the driver reads as
+// the pod through the Role and RoleBinding convert wrote (its pod would
+// wait with PermissionDenied without them), and an update reaches its
 // subPath file.
 func csiConvertedChart(t *testing.T) {
 	ns := testNamespace(t, "e2e-kind-convert")
 	rendered := helm(t, "template", webappRelease, webappChart, "--namespace", ns, "--set", "image="+podImage,
 		"--set-string", "configFile="+e2eutil.DelayValueKey+",config."+e2eutil.DelayValueKey+"=0,site."+e2eutil.DelayValueKey+"=0")
-	cmd := exec.Command(e2eutil.NodeagentBinary(t), "convert", "-")
+	cmd := exec.Command(e2eutil.NodeagentBinary(t), "convert", "--namespace", ns, "-")
 	cmd.Stdin, cmd.Stderr = strings.NewReader(rendered), os.Stderr
 	converted, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("nodeagent convert: %v", err)
 	}
+	grants := 0
 	for _, obj := range decodeAll(t, converted) {
+		if _, ok := obj.(*rbacv1.RoleBinding); ok {
+			grants++
+		}
 		mustCreate(t, ns, obj)
+	}
+	if grants != 1 {
+		t.Errorf("nodeagent convert wrote %d RoleBindings, want one, for the Deployment", grants)
 	}
 	var pod *corev1.Pod
 	eventually(t, 2*time.Minute, "the converted Deployment's pod running", func() string {

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -54,6 +55,10 @@ func mustCreate(t *testing.T, ns string, objs ...any) {
 			_, err = clientset.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.Deployment:
 			_, err = clientset.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = clientset.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = clientset.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
 		default:
 			t.Fatalf("mustCreate creates no %T", o)
 		}

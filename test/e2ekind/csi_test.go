@@ -261,18 +261,21 @@ func waitRunning(t *testing.T, ns, name string) *corev1.Pod {
 // kind tests on it, one after another.
 func TestCSIDriver(t *testing.T) {
 	t.Parallel() // touches no kubelet: runs beside TestCSIDriver, TestRealPodVolumes and TestHelmInstallAndUpgrade, after the tests that restart kubelets
-	installCSIDriver(t, webhookArgs...)
+	// Installed as the previous release installed it, the driver reading
+	// as itself: "read as the pods" is then the upgrade to this release's
+	// default, and the tests before it run where every pod may read.
+	installCSIDriver(t, append([]string{"--set", "csi.readAs=driver"}, webhookArgs...)...)
 	// The delays' table: the ConfigMap volumes' rows beside the kubelet's,
 	// then the Secrets mode's rows.
 	delays := &report.Table{Header: []string{"volumes served by", "updates", "delays measured", "median", "p99", "longest"}}
 	t.Run("beside the kubelet", func(t *testing.T) { csiBesideKubelet(t, delays) })
 	t.Run("without editing workloads", csiWithoutEditing)
-	t.Run("a chart converted by nodeagent convert", csiConvertedChart)
 	t.Run("Kubernetes' storage e2e suite", csiStorageSuite)
 	t.Run("an immutable ConfigMap recreated", csiImmutableRecreated)
 	t.Run("bad input", csiBadInput)
 	t.Run("the driver restarted", csiRestart)
 	t.Run("read as the pods", csiReadAsPod)
+	t.Run("a chart converted by nodeagent convert", csiConvertedChart)
 	t.Run("Secrets", func(t *testing.T) { csiSecrets(t, delays) })
 	if len(delays.Rows) > 0 {
 		writeDocTable(t, "csi-update-delay", *delays)

@@ -42,6 +42,13 @@ type Options struct {
 	// Secrets moves secret volumes, and projected volumes of configMap and
 	// secret sources, too (convert.Options.Secrets).
 	Secrets bool
+	// Grants writes, after each workload with converted volumes, the Role
+	// and RoleBinding its pods' service account needs where the driver
+	// reads as the pods (Grant), or replaces the ones an earlier run wrote.
+	Grants bool
+	// Namespace is the grants' namespace for workloads that name none;
+	// empty: default, as kubectl has it.
+	Namespace string
 }
 
 // ObjectResult is what Convert did to one object's pod template.
@@ -49,6 +56,9 @@ type ObjectResult struct {
 	// Object is Kind/name, or Kind/namespace/name.
 	Object  string
 	Volumes []convert.VolumeResult
+	// Grant is the Role and RoleBinding written for it (Options.Grants),
+	// or nil.
+	Grant *Grant
 }
 
 // Converted counts the object's converted, or reverted, volumes.
@@ -72,10 +82,20 @@ func Convert(in io.Reader, out io.Writer, opts Options) ([]ObjectResult, error) 
 		return nil, fmt.Errorf("reading the manifests: %w", err)
 	}
 	var results []ObjectResult
-	for _, node := range nodes {
+	grants := make([][]*Grant, len(nodes))
+	for i, node := range nodes {
+		before := len(results)
 		if results, err = convertObject(node, opts, results); err != nil {
 			return nil, err
 		}
+		for _, r := range results[before:] {
+			if r.Grant != nil {
+				grants[i] = append(grants[i], r.Grant)
+			}
+		}
+	}
+	if nodes, err = withGrants(nodes, grants); err != nil {
+		return nil, err
 	}
 	if err := (kio.ByteWriter{Writer: out}).Write(nodes); err != nil {
 		return nil, fmt.Errorf("writing the manifests: %w", err)
@@ -122,10 +142,16 @@ func convertObject(node *yaml.RNode, opts Options, results []ObjectResult) ([]Ob
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(volumes) > 0 {
-		results = append(results, ObjectResult{Object: name, Volumes: volumes})
+	if len(volumes) == 0 {
+		return results, nil
 	}
-	return results, nil
+	result := ObjectResult{Object: name, Volumes: volumes}
+	if opts.Grants && !opts.Revert && result.Converted() > 0 {
+		if result.Grant, err = grantOf(specNode, kind, node.GetName(), node.GetNamespace(), opts.Namespace); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return append(results, result), nil
 }
 
 // objectName is Kind/name or Kind/namespace/name.
@@ -181,6 +207,9 @@ func Summary(w io.Writer, results []ObjectResult) {
 			default:
 				left++
 			}
+		}
+		if o.Grant != nil {
+			fmt.Fprintf(w, "%s: %s\n", o.Object, o.Grant.Describe())
 		}
 	}
 	verb, n := "converted", converted
@@ -378,16 +407,21 @@ func csiVolumeSource(attrs map[string]string) (*yaml.RNode, error) {
 		return nil, err
 	}
 	values := yaml.NewMapRNode(nil)
+	written := 0
 	for _, key := range convert.AttributeOrder {
 		if v, ok := attrs[key]; ok {
+			written++
 			value := yaml.NewStringRNode(v)
-			if key == podrefs.AttrItems {
+			if key == podrefs.AttrItems || key == podrefs.AttrSources {
 				value.YNode().Style = yaml.SingleQuotedStyle // JSON, readable without escapes
 			}
 			if err := values.PipeE(yaml.SetField(key, value)); err != nil {
 				return nil, err
 			}
 		}
+	}
+	if written != len(attrs) {
+		return nil, fmt.Errorf("attributes %v: some are not in convert.AttributeOrder, and would be lost", attrs)
 	}
 	return node, node.PipeE(yaml.SetField("volumeAttributes", values))
 }

@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,10 +69,17 @@ func golden(t *testing.T, path, got string) {
 	}
 }
 
-// Every converted volume is one the driver serves, and no container is
+// Every converted volume is one the driver serves, reading what the volume
+// it replaces read (a Secret too with --secrets), and no container is
 // left with a subPath that never changes (analyze's subPathNeverUpdated).
 func TestConvertedPodsAreTheDriversVolumes(t *testing.T) {
-	out, _ := convertFile(t, "testdata/web.yaml", Options{})
+	for _, secrets := range []bool{false, true} {
+		t.Run(fmt.Sprintf("secrets=%v", secrets), func(t *testing.T) { checkDriversVolumes(t, secrets) })
+	}
+}
+
+func checkDriversVolumes(t *testing.T, secrets bool) {
+	out, _ := convertFile(t, "testdata/web.yaml", Options{Secrets: secrets})
 	doc, _, _ := strings.Cut(out, "\n---\n")
 	var deployment struct {
 		Spec struct {
@@ -82,8 +90,18 @@ func TestConvertedPodsAreTheDriversVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs := podrefs.Of(&corev1.Pod{Spec: deployment.Spec.Template.Spec})
-	if served := refs.DriverVolumes; len(served) != 2 || !served[0].InPlace || served[1].InPlace {
-		t.Errorf("the driver serves %+v; want conf (inPlace) and site", served)
+	want := []string{"ConfigMap/web-nginx", "ConfigMap/web-site"}
+	if secrets {
+		want = append(want, "Secret/web-tls")
+	}
+	served := refs.DriverVolumes
+	if len(served) != len(want) || !served[0].InPlace || served[1].InPlace {
+		t.Fatalf("the driver serves %+v; want conf (inPlace), site and, with --secrets, certs", served)
+	}
+	for i, v := range served {
+		if len(v.Reads) != 1 || string(v.Reads[0].Kind)+"/"+v.Reads[0].Name != want[i] {
+			t.Errorf("volume %s reads %+v, want %s", v.Name, v.Reads, want[i])
+		}
 	}
 	for _, c := range refs.Containers {
 		if len(c.SubPaths) > 0 {
