@@ -270,13 +270,13 @@ func TestCSIDriver(t *testing.T) {
 	delays := &report.Table{Header: []string{"volumes served by", "updates", "delays measured", "median", "p99", "longest"}}
 	t.Run("beside the kubelet", func(t *testing.T) { csiBesideKubelet(t, delays) })
 	t.Run("without editing workloads", csiWithoutEditing)
-	t.Run("Kubernetes' storage e2e suite", csiStorageSuite)
 	t.Run("an immutable ConfigMap recreated", csiImmutableRecreated)
 	t.Run("bad input", csiBadInput)
 	t.Run("the driver restarted", csiRestart)
 	t.Run("read as the pods", csiReadAsPod)
 	t.Run("a chart converted by nodeagent convert", csiConvertedChart)
 	t.Run("Secrets", func(t *testing.T) { csiSecrets(t, delays) })
+	t.Run("Kubernetes' storage e2e suite", csiStorageSuite)
 	if len(delays.Rows) > 0 {
 		writeDocTable(t, "csi-update-delay", *delays)
 	}

@@ -3,6 +3,7 @@
 package e2ekind
 
 import (
+	"context"
 	"encoding/xml"
 	"fmt"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeagent-io/nodeagent/pkg/report"
 )
@@ -35,8 +39,9 @@ type storageSuiteResult struct {
 
 // csiStorageSuite runs Kubernetes' external storage e2e suite
 // (hack/storage-e2e, built from the kind nodes' k8s.io/kubernetes) against
-// the installed driver with hack/storage-e2e/testdriver.yaml, and holds it
-// to every test that applies passing. The suite's own registration skips
+// the installed driver, in its Secrets mode and reading as the pods, with
+// hack/storage-e2e/testdriver.yaml, and holds it to every test that applies
+// passing. The suite's own registration skips
 // (DEBUG_STORAGE_TESTSUITE) say which suites and patterns it never defines
 // for the driver, and why; the whole account goes to
 // _output/e2e-kind/storage-e2e.json, the record docs/csi.md quotes.
@@ -45,6 +50,7 @@ func csiStorageSuite(t *testing.T) {
 	if binary == "" {
 		t.Fatal("NODEAGENT_STORAGE_E2E is not set: make e2e-kind builds the suite (hack/storage-e2e/build.sh) and sets it")
 	}
+	grantSuiteReads(t)
 	dir := filepath.Join(outputDir, "storage-e2e")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -84,6 +90,31 @@ func csiStorageSuite(t *testing.T) {
 		t.Errorf("the suite exited with %v though no test failed (its output: %s)", runErr, logPath)
 	}
 	writeDocTable(t, "storage-e2e", storageSuiteTable(results))
+}
+
+// grantSuiteReads lets every service account read, by name, what
+// testdriver.yaml's volumes name, in every namespace: the suite's pods run
+// as the default account of namespaces it makes for each test, and the
+// driver reads as the pods. Taken back when the test ends.
+func grantSuiteReads(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	name := "e2e-kind-storage-suite-reads"
+	read := []string{"get", "list", "watch"}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"kube-root-ca.crt", "storage-e2e-absent"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"storage-e2e-absent"}, Verbs: read}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts"}}}
+	if _, err := clientset.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = clientset.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if _, err := clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = clientset.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
 // junitSuites is the part of the suite's JUnit report read here.
