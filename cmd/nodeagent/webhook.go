@@ -13,7 +13,10 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/nodeagent-io/nodeagent/internal/cliflag"
 	"github.com/nodeagent-io/nodeagent/internal/daemon"
+	"github.com/nodeagent-io/nodeagent/pkg/accessreview"
+	"github.com/nodeagent-io/nodeagent/pkg/csidriver"
 	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
 	"github.com/nodeagent-io/nodeagent/pkg/webhook"
 )
@@ -23,6 +26,10 @@ func runWebhook(args []string, stdout io.Writer) error {
 	f := webhookFlags{}
 	fs.StringVar(&f.address, "address", ":8443", "Serve HTTPS here: /convert (AdmissionReview v1) and /healthz.")
 	fs.BoolVar(&f.secrets, "secrets", false, "Convert secret volumes, and projected volumes of configMap and secret sources, too: for a driver in its Secrets mode (docs/csi.md, \"Secrets\"). A service account's token volume stays with the kubelet.")
+	f.readAs = csidriver.ReadAsPod
+	fs.Var(cliflag.NewChoice(&f.readAs, []csidriver.ReadAs{csidriver.ReadAsPod, csidriver.ReadAsDriver}), "read-as",
+		"Whose permission the driver reads with (its own --read-as). pod: a volume moves only if the pod's service account may get, list and watch each object it reads (SubjectAccessReviews; "+
+			"needs create on subjectaccessreviews); otherwise the kubelet keeps it, with a warning that names the grant missing. driver: every volume the driver can serve moves.")
 	fs.StringVar(&f.certFile, "tls-cert-file", "", "The serving certificate (PEM), for the webhook Service's DNS name, read again within 10 s of a change (cert-manager, a mounted Secret). Empty: the webhook keeps its own (--self-signed-secret).")
 	fs.StringVar(&f.keyFile, "tls-private-key-file", "", "The serving certificate's private key (PEM).")
 	fs.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The webhook's own namespace, whose pods it never converts, and where its Secret is. Default: $POD_NAMESPACE.")
@@ -47,7 +54,22 @@ func runWebhook(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return serveWebhook(ctx, listener, certs, &webhook.Handler{Namespace: f.namespace, Secrets: f.secrets})
+	handler := &webhook.Handler{Namespace: f.namespace, Secrets: f.secrets}
+	if f.readAs == csidriver.ReadAsPod {
+		if handler.Access, err = f.accessReviewer(); err != nil {
+			return err
+		}
+	}
+	return serveWebhook(ctx, listener, certs, handler)
+}
+
+// accessReviewer asks the apiserver what pods' service accounts may read.
+func (f *webhookFlags) accessReviewer() (*accessreview.Reviewer, error) {
+	cfg, err := daemon.RESTConfig(f.kubeconfig, "")
+	if err != nil {
+		return nil, err
+	}
+	return accessreview.New(cfg)
 }
 
 // webhookFlags are what `nodeagent webhook` is told.
@@ -56,6 +78,7 @@ type webhookFlags struct {
 	secret, service, configuration        string
 	dnsNames                              []string
 	secrets                               bool
+	readAs                                csidriver.ReadAs
 	kubeconfig                            string
 	caLifetime, certLifetime              time.Duration
 }

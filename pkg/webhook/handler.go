@@ -23,9 +23,14 @@
 //     shows, with the reason. A volume that carries a field this build's
 //     k8s.io/api does not know (a newer apiserver's) is left as it was:
 //     converting it would drop the field, and the warning names it.
+//   - For a driver that reads as the pods (Handler.Access), a volume whose
+//     objects the pod's service account may not get, list and watch is
+//     left as it was, with a warning that names the check: converted, the
+//     pod would wait for a volume the driver refuses.
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,6 +70,10 @@ type Handler struct {
 	// Secrets converts secret volumes, and projected volumes of configMap
 	// and secret sources, too: for a driver in its Secrets mode.
 	Secrets bool
+	// Access, where set, is asked whether the pod's service account may
+	// read each object of a volume before it is converted: for a driver
+	// that reads as the pods (keepUnreadable). Nil converts without asking.
+	Access AccessChecker
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +91,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("not an AdmissionReview with a request: %v", err), http.StatusBadRequest)
 		return
 	}
-	review.Response = h.Review(review.Request)
+	review.Response = h.Review(r.Context(), review.Request)
 	review.Response.UID = review.Request.UID
 	review.Request = nil
 	w.Header().Set("Content-Type", "application/json")
@@ -93,7 +102,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Review decides one admission request: always allowed, patched when the
 // pod's volumes were converted.
-func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	allow := &admissionv1.AdmissionResponse{Allowed: true}
 	if req.Operation != admissionv1.Create || req.Resource != (metav1.GroupVersionResource{Version: "v1", Resource: "pods"}) || req.SubResource != "" {
 		return allow
@@ -114,7 +123,10 @@ func (h *Handler) Review(req *admissionv1.AdmissionRequest) *admissionv1.Admissi
 		allow.Warnings = []string{fmt.Sprintf("%s: the pod's volumes could not be read (%v); admitted unconverted", ServeLabel, err)}
 		return allow
 	}
+	// Warnings for what the plan left, then for what the pod may not read
+	// (which the plan had converted).
 	allow.Warnings = warnings(decisions)
+	allow.Warnings = append(allow.Warnings, h.keepUnreadable(ctx, &pod, req.Namespace, decisions)...)
 	patch, converted, err := volumesPatch(&pod, decisions)
 	if err != nil {
 		allow.Warnings = append(allow.Warnings, fmt.Sprintf("%s: %v; admitted unconverted", ServeLabel, err))

@@ -317,7 +317,9 @@ func TestChartCSIReadAsPod(t *testing.T) {
 
 // TestChartWebhookCertManager: with a cert-manager issuer the webhook
 // serves cert-manager's certificate, which cert-manager injects into the
-// configuration, and gets no permission on Secrets or configurations.
+// configuration, and gets no permission on Secrets or configurations: its
+// ClusterRole, reading as the pods, asks SubjectAccessReviews alone, and
+// reading as the driver there is none.
 func TestChartWebhookCertManager(t *testing.T) {
 	byKey := map[string]object{}
 	for _, o := range helmTemplate(t, "--set", "mode=csi", "--set", "webhook.enabled=true",
@@ -336,9 +338,16 @@ func TestChartWebhookCertManager(t *testing.T) {
 	if inject := lookup(byKey["MutatingWebhookConfiguration/nodeagent-webhook"], "metadata", "annotations", "cert-manager.io/inject-ca-from"); inject != "nodeagent/nodeagent-webhook" {
 		t.Errorf("inject-ca-from %v", inject)
 	}
-	for _, k := range []string{"Role/nodeagent-webhook", "ClusterRole/nodeagent-webhook"} {
-		if byKey[k] != nil {
-			t.Errorf("%s with cert-manager, which needs none", k)
+	if byKey["Role/nodeagent-webhook"] != nil {
+		t.Error("Role/nodeagent-webhook with cert-manager, which needs none")
+	}
+	if rules := fmt.Sprint(lookup(byKey["ClusterRole/nodeagent-webhook"], "rules")); rules != "[map[apiGroups:[authorization.k8s.io] resources:[subjectaccessreviews] verbs:[create]]]" {
+		t.Errorf("the ClusterRole's rules with cert-manager, reading as the pods: %s", rules)
+	}
+	for _, o := range helmTemplate(t, "--set", "mode=csi", "--set", "webhook.enabled=true", "--set", "csi.readAs=driver",
+		"--set", "webhook.certManagerIssuer.kind=ClusterIssuer", "--set", "webhook.certManagerIssuer.name=cluster-ca") {
+		if k := key(o); strings.HasSuffix(k, "/nodeagent-webhook") && strings.Contains(k, "Role") {
+			t.Errorf("%s with cert-manager, reading as the driver: it needs none", k)
 		}
 	}
 }
