@@ -10,7 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
+	"github.com/nodeagent-io/nodeagent/pkg/podrefs"
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
@@ -20,7 +23,8 @@ import (
 // and gets updates again from its first publish with a token; a pod whose
 // service account may read its ConfigMap gets it and its updates; one whose
 // account may not stays ContainerCreating with the event that names the
-// check to run; the driver's own account may read no ConfigMap.
+// check to run; the driver's own account may read no ConfigMap; and the
+// webhook converts only what a pod may read.
 func csiReadAsPod(t *testing.T) {
 	ctx := context.Background()
 	ns := testNamespace(t, "e2e-kind-csi-read-as")
@@ -63,6 +67,52 @@ func csiReadAsPod(t *testing.T) {
 	// now that the CSIDriver asks for one) brings a token, and the update.
 	inContainer(t, ns, "before", "/mnt/cfg/k", "v2", 2*time.Minute+10*time.Second)
 	refusedToPodAndDriver(t, ns, "nobody", "configmaps", "cfg")
+	webhookAsThePods(t, ns, workers[0])
+}
+
+// webhookAsThePods: with the driver reading as the pods, the webhook moves a
+// pod's configMap volume only where the pod's service account may read its
+// ConfigMap: reader's becomes the driver's, nobody's stays with the
+// kubelet, and both pods run with the ConfigMap's content.
+func webhookAsThePods(t *testing.T, ns, node string) {
+	ctx := context.Background()
+	waitWebhookRollout(t)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, podrefs.ServeLabel, podrefs.ServeEnabled)
+	if _, err := clientset.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sa := range []string{"reader", "nobody"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webhook-" + sa},
+			Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: sa, TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Containers: []corev1.Container{{Name: "app", Image: podImage, VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/mnt/cfg"}}}},
+				Volumes: []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}}}
+		mustCreate(t, ns, pod)
+	}
+	for sa, wantDriver := range map[string]bool{"reader": true, "nobody": false} {
+		pod := waitRunning(t, ns, "webhook-"+sa)
+		if driver := pod.Spec.Volumes[0].CSI != nil; driver != wantDriver {
+			t.Errorf("%s's volume is the driver's: %v, want %v (annotations %v)", pod.Name, driver, wantDriver, pod.Annotations)
+		}
+		inContainer(t, ns, pod.Name, "/mnt/cfg/k", "v2", time.Minute)
+	}
+}
+
+// waitWebhookRollout waits until the webhook's Deployment runs its latest
+// generation alone, every replica ready.
+func waitWebhookRollout(t *testing.T) {
+	t.Helper()
+	eventually(t, 3*time.Minute, "the webhook rolled out", func() string {
+		d, err := clientset.AppsV1().Deployments(csiNamespace).Get(context.Background(), webhookName, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		if s := d.Status; s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.Replicas != want || s.ReadyReplicas != want {
+			return fmt.Sprintf("%d of %d updated, %d in all, %d ready", s.UpdatedReplicas, want, s.Replicas, s.ReadyReplicas)
+		}
+		return ""
+	})
 }
 
 // waitCSIRollout waits until the driver's DaemonSet runs its latest
