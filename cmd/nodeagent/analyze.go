@@ -28,6 +28,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/profiling"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze"
 	"github.com/nodeagent-io/nodeagent/pkg/analyze/live"
+	"github.com/nodeagent-io/nodeagent/pkg/csidriver"
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 )
 
@@ -55,6 +56,7 @@ type analyzeFlags struct {
 	settingsInterval            time.Duration
 	maxFindingSeries, maxEvents int
 	profile, events             bool
+	driverReadAs                csidriver.ReadAs
 }
 
 func runAnalyze(args []string, stdout io.Writer) error {
@@ -103,7 +105,7 @@ func runAnalyze(args []string, stdout io.Writer) error {
 func newAnalyzeFlags(fs *pflag.FlagSet) *analyzeFlags {
 	// client-go's default of 5 requests a second would hold a 5,000-node
 	// cluster's 462 pages of lists to 90 s; kubectl asks for 50.
-	f := &analyzeFlags{o: analyze.DefaultOptions(), qps: 50, burst: 100, output: outputTable}
+	f := &analyzeFlags{o: analyze.DefaultOptions(), qps: 50, burst: 100, output: outputTable, driverReadAs: csidriver.ReadAsPod}
 	f.o.Progress = os.Stderr
 	o := &f.o
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster to analyze. Empty: $KUBECONFIG, else ~/.kube/config, else the pod's service account, as kubectl finds the cluster.")
@@ -117,6 +119,9 @@ func newAnalyzeFlags(fs *pflag.FlagSet) *analyzeFlags {
 	fs.Int64Var(&o.PageSize, "page-size", o.PageSize, "Objects per list request: lists go in pages so as not to load the apiserver being studied.")
 	fs.IntVar(&o.Top, "top", o.Top, "How many nodes, namespaces and objects the tables show (and namespaces and workloads in move-to-driver's, and its metrics), and how many objects the immutable what-if marks.")
 	fs.BoolVar(&o.DriverSecrets, "driver-secrets", false, "The CSI driver runs, or would run, in its Secrets mode (nodeagent csi --secrets, the chart's csi.secrets.enabled): move-to-driver moves secret volumes and projected volumes of ConfigMap and Secret sources too, as its webhook does, and notConverted counts them. false: configMap volumes alone, as the driver's default mode serves.")
+	fs.Var(cliflag.NewChoice(&f.driverReadAs, []csidriver.ReadAs{csidriver.ReadAsPod, csidriver.ReadAsDriver}), "driver-read-as",
+		"Whose permission the CSI driver reads with, or would (nodeagent csi --read-as, the chart's csi.readAs). pod: each of its volumes reads its objects with a quorum GET when published and at each renewal of its pod's token (every 48 min), "+
+			"which its load and move-to-driver count. driver: its watches alone.")
 	fs.DurationVar(&o.ArrivalWindow, "churn-window", o.ArrivalWindow, "How far back pods that come and go (Jobs', CronJobs' runs) are counted: their arrivals in this window, over it, are the churn's rate (a CronJob's from its runs' spacing).")
 	fs.DurationVar(&o.Measure, "measure", 0, "After predicting, read the apiserver's own ConfigMap and Secret counters over this window (e.g. 5m) and show them beside the prediction. Needs get on /metrics. 0: do not measure.")
 	fs.StringVar(&o.AuditLog, "audit-log", "", "An apiserver audit log (JSON lines, configmaps and secrets get/list/watch at Metadata level) to attribute per node (user system:node:NAME) beside each node's prediction: over the --measure window where one is given (the log of this cluster's apiserver, read as it is written), otherwise over the whole log.")
@@ -147,6 +152,7 @@ func (f *analyzeFlags) validate(fs *pflag.FlagSet) ([]analyze.FindingType, error
 	if f.qps <= 0 || f.burst < 1 {
 		return nil, fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1, got %g and %d", f.qps, f.burst)
 	}
+	f.o.DriverReadsAsPods = f.driverReadAs == csidriver.ReadAsPod
 	if err := f.o.Validate(); err != nil {
 		return nil, err
 	}

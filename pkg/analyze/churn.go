@@ -54,7 +54,7 @@ func (a *Analysis) churn(c Cluster, top int) *ChurnResult {
 				continue
 			}
 			driver := p.node
-			driver.Behaviour = model.Driver
+			driver.Behaviour, driver.ReadsAsPods = model.Driver, c.DriverReadsAsPods
 			for _, o := range w.reads {
 				rs := model.Readers{Arrivals: rate, Occupancy: rate * w.lifetime.Seconds()}
 				if i, found := slices.BinarySearchFunc(p.objects, o, func(r objectRead, o model.Object) int { return compareObjects(r.object, o) }); found {

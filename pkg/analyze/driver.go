@@ -86,7 +86,8 @@ func (c Cluster) driverPart(node string) *driverPart {
 		return nil
 	}
 	// Pods that come and go with driver volumes: the driver's watch opens.
-	n := model.Node{Name: node, Pods: pods, Behaviour: model.Driver, WatchLifetime: driverWatchLifetime, Arrivals: arrivals}
+	n := c.driverNode()
+	n.Name, n.Pods, n.Arrivals = node, pods, arrivals
 	d.load = loadsOf(n)
 	d.delay = model.DelayGroupsOf(n, model.ShareCounts(n))
 	return &d

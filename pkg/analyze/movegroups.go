@@ -169,7 +169,7 @@ func (g *moveGroups) sum(groups []MoveGroup, groupOf func(moveRead) int) []group
 	}
 	g.each(groupOf, func(i int, n model.Node, now nodeObject, r moveRead) {
 		p := &parts[i]
-		p.addLoad(n, now, r)
+		p.addLoad(n, g.c.driverNode(), now, r)
 		p.kubeletDelay = addShare(p.kubeletDelay, now.kubelet.Remounts, r.kubelet.Remounts)
 		p.driverDelay = addShare(p.driverDelay, now.driver+r.driver, r.driver)
 	})
@@ -189,14 +189,20 @@ func (g *moveGroups) id(o model.Object) int {
 }
 
 // driverNode is a node as the model sees the driver on it.
-var driverNode = model.Node{Behaviour: model.Driver, WatchLifetime: driverWatchLifetime}
+func (c Cluster) driverNode() model.Node {
+	return model.Node{Behaviour: model.Driver, WatchLifetime: driverWatchLifetime, ReadsAsPods: c.DriverReadsAsPods}
+}
 
-// addLoad adds what moving r changes on node n, where now is read.
-func (t *groupTotal) addLoad(n model.Node, now nodeObject, r moveRead) {
+// addLoad adds what moving r changes on node n, where now is read, the
+// driver there being driver: the kubelet's load that goes, and what the
+// driver's reads of the object cost beyond those it has (a watch where it
+// has none; reading as the pods, each volume's reads too).
+func (t *groupTotal) addLoad(n, driver model.Node, now nodeObject, r moveRead) {
 	left := model.Readers{Remounts: now.kubelet.Remounts - r.kubelet.Remounts, Retries: now.kubelet.Retries - r.kubelet.Retries}
 	t.saved.add(now.object.Kind, minusLoad(model.LoadOf(n, now.object, now.kubelet), model.LoadOf(n, now.object, left)))
-	if now.driver == 0 && r.driver > 0 {
-		t.added.add(now.object.Kind, model.LoadOf(driverNode, now.object, model.Readers{Remounts: r.driver}))
+	if r.driver > 0 {
+		t.added.add(now.object.Kind, minusLoad(model.LoadOf(driver, now.object, model.Readers{Remounts: now.driver + r.driver}),
+			model.LoadOf(driver, now.object, model.Readers{Remounts: now.driver})))
 	}
 }
 

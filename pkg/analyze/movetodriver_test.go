@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,45 @@ func TestMoveToDriverInTheSecretsMode(t *testing.T) {
 		}
 		if len(notConverted) != tc.found {
 			t.Errorf("Secrets mode %v: notConverted names %v, want %d volumes", tc.secretsMode, notConverted, tc.found)
+		}
+	}
+}
+
+// Reading as the pods, the driver reads each of its volumes' objects with
+// a quorum GET at each renewal of the pod's token: move-to-driver's
+// driver side and the driver's own section count them, and reading as
+// itself they are none.
+func TestTheDriverReadingAsThePodsCountsItsGETs(t *testing.T) {
+	w := newFindingsWorld()
+	w.node("n1", model.StrategyCache)
+	w.configMap("cfg", false, t0, time.Time{})
+	w.configMap("site", false, t0, time.Time{})
+	w.pod("web", "n1", t1, mount("conf", ""), cmVolume("conf", "cfg", false))
+	w.pod("shop", "n1", t1, mount("site", ""), cmVolume("site", "site", false))
+	w.pod("shop-2", "n1", t1, mount("site", ""), cmVolume("site", "site", false))
+	perVolume := 1 / model.TokenRenewal.Seconds()
+	for _, asPods := range []bool{false, true} {
+		r := Predict(Cluster{Inventory: w.inv, Settings: w.settings, DriverReadsAsPods: asPods}, 10)
+		var move *WhatIf
+		for i := range r.WhatIfs {
+			if r.WhatIfs[i].Name == "move-to-driver" {
+				move = &r.WhatIfs[i]
+			}
+		}
+		want := 0.0
+		if asPods {
+			want = 3 * perVolume
+		}
+		after := move.Predicted.Sum()
+		if math.Abs(after.APIServerGets-want) > 1e-9 || math.Abs(after.EtcdReads-want) > 1e-9 || math.Abs(after.QuorumGets-want) > 1e-9 || after.Watches != 2 {
+			t.Errorf("reading as the pods %v: after the move %+v, want %.5f GET/s at the apiserver and at etcd, 2 watches", asPods, after, want)
+		}
+		var added float64
+		for _, ns := range move.Namespaces {
+			added += ns.DriverAdded.Sum().APIServerGets
+		}
+		if math.Abs(added-want) > 1e-9 {
+			t.Errorf("reading as the pods %v: the namespaces' driver adds %.5f GET/s, want %.5f", asPods, added, want)
 		}
 	}
 }

@@ -20,6 +20,12 @@ type Cluster struct {
 	// move-to-driver and notConverted count secret and projected volumes
 	// too.
 	DriverSecrets bool
+	// DriverReadsAsPods is the driver reading as the pods (its default):
+	// each of its volumes then reads its objects with a quorum GET when
+	// published and at each renewal of its pod's token
+	// (model.Node.ReadsAsPods), which the driver's load and move-to-driver
+	// count.
+	DriverReadsAsPods bool
 	// arriving are the workloads whose pods arrive on the nodes
 	// (WithArrivals) over window, and arrivals each node's arrivals they
 	// make.

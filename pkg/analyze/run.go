@@ -40,6 +40,9 @@ type Options struct {
 	NodeSelector string
 	// DriverSecrets assumes the driver's Secrets mode (Cluster.DriverSecrets).
 	DriverSecrets bool
+	// DriverReadsAsPods is the driver reading as the pods
+	// (Cluster.DriverReadsAsPods).
+	DriverReadsAsPods bool
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -97,7 +100,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) (Result, e
 		return Result{}, err
 	}
 	listed := time.Since(start)
-	r := Predict(Cluster{Inventory: inv, Settings: settings, DriverSecrets: o.DriverSecrets}.WithArrivals(SightingsOf(inv), time.Now(), o.ArrivalWindow), o.Top)
+	r := Predict(Cluster{Inventory: inv, Settings: settings, DriverSecrets: o.DriverSecrets, DriverReadsAsPods: o.DriverReadsAsPods}.WithArrivals(SightingsOf(inv), time.Now(), o.ArrivalWindow), o.Top)
 	r.Warnings = append(warnings, r.Warnings...)
 	o.printf("read the cluster in %s, predicted in %s\n", listed.Round(time.Millisecond), (time.Since(start) - listed).Round(time.Millisecond))
 	if o.Measure > 0 {

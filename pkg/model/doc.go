@@ -18,9 +18,12 @@
 //     cached on a node is refreshed at resourceVersion "0" by the first
 //     remount at or after its last fetch + T; etcd sees none of it.
 //   - Watch: no GETs, one watch per mutable object per node.
-//   - Driver (nodeagent's CSI driver, beside a node's kubelet): no GETs, one
-//     watch per object per node, immutable ones included; an update reaches
-//     a volume within the reconciler's half period, not at a sync.
+//   - Driver (nodeagent's CSI driver, beside a node's kubelet): one watch
+//     per object per node, immutable ones included; an update reaches a
+//     volume within the reconciler's half period, not at a sync. Reading as
+//     itself it sends no GET; reading as the pods (Node.ReadsAsPods, its
+//     default) each volume reads its objects with a quorum GET when
+//     published and at each renewal of its pod's token (TokenRenewal).
 //
 // Sync intervals are X = S·(1 + U[0, 0.5)) plus the wait for the next 1 s
 // tick (SyncIntervalMoments). Where no closed form holds (several pods

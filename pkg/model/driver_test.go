@@ -35,3 +35,28 @@ func TestDriverLoadAndDelay(t *testing.T) {
 		t.Errorf("bound %.2f s, want %.2f s", bound, driverBound)
 	}
 }
+
+// Reading as the pods, every volume reads its objects with a quorum GET
+// when published and at each renewal of its pod's token: the steady
+// volumes every TokenRenewal, each arriving one once and again while it
+// stays; the watches are as before.
+func TestDriverReadingAsThePods(t *testing.T) {
+	shared := Object{Kind: ConfigMap, Namespace: "ns", Name: "shared"}
+	secret := Object{Kind: Secret, Namespace: "ns", Name: "tls"}
+	node := Node{Name: "n", Behaviour: Driver, ReadsAsPods: true, Pods: []Pod{
+		{Name: "a", Volumes: 2, Reads: []Object{shared, secret}},
+		{Name: "b", Volumes: 1, Reads: []Object{shared}},
+	}, Arrivals: []Arrival{{Object: shared, Rate: 0.5, Lifetime: 96 * time.Minute}}}
+	p := Predict([]Node{node})
+	renewal := TokenRenewal.Seconds()
+	want := 3/renewal + 0.5 + 0.5*96*60/renewal // three steady reads; the arrivals' first reads and two renewals each
+	within(t, "apiserver GETs", p.Total.APIServerGetQPS, want, 1e-9)
+	within(t, "etcd GETs (quorum)", p.Total.EtcdGetQPS, want, 1e-9)
+	if p.Total.Watches != 2 || p.Total.Churn.WatchOpenQPS != 0 {
+		t.Errorf("watches %d, opens %.3f/s: want the two objects', none opened by arrivals (a pod that stays holds shared's)", p.Total.Watches, p.Total.Churn.WatchOpenQPS)
+	}
+	node.ReadsAsPods = false
+	if got := Predict([]Node{node}).Total; got.APIServerGetQPS != 0 || got.EtcdGetQPS != 0 {
+		t.Errorf("reading as itself: %+v, want no GET", got)
+	}
+}

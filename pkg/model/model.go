@@ -101,12 +101,23 @@ type Node struct {
 	// load of Pods, the pods that stay (docs/model.md, "Pods that come
 	// and go").
 	Arrivals []Arrival
+	// ReadsAsPods, for Driver, is the driver reading as the pods (its
+	// default): each volume reads its objects with a quorum GET, with its
+	// pod's token, when it is published and at each renewal of that token
+	// (TokenRenewal), beside the one watch.
+	ReadsAsPods bool
 	// Gathered, where not nil, are Pods' reads already gathered by object
 	// (GatherReads), which the load is then computed from: the what-ifs
 	// ask a cluster's same pods under other settings, and gathering is
 	// most of the cost.
 	Gathered *Reads
 }
+
+// TokenRenewal is how often the kubelet brings a driver volume a renewed
+// token, which the driver reading as the pods reads the volume's objects
+// with again: at 80 % of the hour a token it requests for a CSI driver is
+// valid for.
+const TokenRenewal = 48 * time.Minute
 
 // Volumes counts the volumes the agent keeps on the node.
 func (n Node) Volumes() int {

@@ -257,6 +257,13 @@ func objectLoad(n Node, r readers) Load {
 	}
 	if r.arrivals > 0 {
 		churn := entryChurnOf(n, r)
+		if n.Behaviour == Driver && n.ReadsAsPods {
+			// Every arriving volume reads once, and again at each renewal
+			// of its pod's token while it stays.
+			reads := r.arrivals + r.occupancy/TokenRenewal.Seconds()
+			churn.APIServerGetQPS += reads
+			churn.EtcdGetQPS += reads
+		}
 		l.APIServerGetQPS += churn.APIServerGetQPS
 		l.EtcdGetQPS += churn.EtcdGetQPS
 		l.Churn = churn
@@ -277,6 +284,11 @@ func steadyLoad(n Node, r readers) Load {
 		l := Load{Watches: 1}
 		if n.WatchLifetime > 0 {
 			l.WatchRequestQPS = 1 / n.WatchLifetime.Seconds()
+		}
+		if n.ReadsAsPods {
+			// Each volume's read at each renewal of its pod's token.
+			l.APIServerGetQPS = k / TokenRenewal.Seconds()
+			l.EtcdGetQPS = l.APIServerGetQPS
 		}
 		return l
 	case n.Behaviour == Watch:

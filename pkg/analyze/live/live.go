@@ -337,7 +337,7 @@ func (a *Analyzer) compute(ctx context.Context) {
 	dirty := a.held.apply(a.watcher, changes, a.opts.Analyze.Top)
 	inv := a.held.inv
 	settings, warnings := a.nodeSettings(ctx, inv, nodesChanged)
-	c := analyze.Cluster{Inventory: inv, Settings: settings, DriverSecrets: a.opts.Analyze.DriverSecrets}.WithArrivals(a.watcher.sightings.current(), start, a.opts.Analyze.ArrivalWindow)
+	c := analyze.Cluster{Inventory: inv, Settings: settings, DriverSecrets: a.opts.Analyze.DriverSecrets, DriverReadsAsPods: a.opts.Analyze.DriverReadsAsPods}.WithArrivals(a.watcher.sightings.current(), start, a.opts.Analyze.ArrivalWindow)
 	recomputed := a.held.analysis.Update(c, a.watcher.podsOn, func(node string) bool { return dirty == nil || dirty.Has(node) })
 	r := a.held.analysis.Result(c)
 	orphans := a.watcher.orphans(inv.Nodes)
