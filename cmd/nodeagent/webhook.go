@@ -16,8 +16,8 @@ import (
 	"github.com/nodeagent-io/nodeagent/internal/cliflag"
 	"github.com/nodeagent-io/nodeagent/internal/daemon"
 	"github.com/nodeagent-io/nodeagent/pkg/accessreview"
-	"github.com/nodeagent-io/nodeagent/pkg/csidriver"
 	"github.com/nodeagent-io/nodeagent/pkg/coreclient"
+	"github.com/nodeagent-io/nodeagent/pkg/csidriver"
 	"github.com/nodeagent-io/nodeagent/pkg/webhook"
 )
 

@@ -140,10 +140,10 @@ func (g *Grant) nodes() ([]*yaml.RNode, error) {
 		}
 	}
 	role := struct {
-		APIVersion string         `json:"apiVersion"`
-		Kind       string         `json:"kind"`
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
 		Metadata   metadata `json:"metadata"`
-		Rules      []rule         `json:"rules"`
+		Rules      []rule   `json:"rules"`
 	}{"rbac.authorization.k8s.io/v1", "Role", meta, rules}
 	binding := struct {
 		APIVersion string              `json:"apiVersion"`
