@@ -24,13 +24,20 @@ import (
 // The admission webhook on the local control plane, as the apiserver calls
 // it: it writes its own caBundle; a pod created in a namespace that opts in
 // gets the driver's volumes, one in a namespace that does not, or a pod
-// that opts out, keeps its configMap volumes; and with the webhook killed,
-// pods are still created, unconverted (failurePolicy Ignore).
+// that opts out, or one whose service account may not read its ConfigMap
+// (the driver reads as the pods), keeps its configMap volumes; and with the
+// webhook killed, pods are still created, unconverted (failurePolicy
+// Ignore).
 func TestAdmissionWebhook(t *testing.T) {
 	ctx := context.Background()
 	own, optedIn, other := createNamespace(t, "webhook"), createNamespace(t, "webhook-in"), createNamespace(t, "webhook-out")
 	label := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, webhook.ServeLabel, webhook.ServeEnabled)
 	if _, err := clientset.CoreV1().Namespaces().Patch(ctx, optedIn, "application/merge-patch+json", []byte(label), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The pods' default account may read nginx; nobody may not.
+	e2eutil.GrantReads(t, clientset, optedIn, "default", "configmaps", "nginx")
+	if _, err := clientset.CoreV1().ServiceAccounts(optedIn).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nobody"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	address := e2eutil.FreeLoopbackAddress(t)
@@ -43,19 +50,20 @@ func TestAdmissionWebhook(t *testing.T) {
 	// The apiserver sees the caBundle the webhook writes within moments;
 	// dry runs (the webhook has no side effects) until it converts.
 	testutil.WaitFor(t, "the apiserver to call the webhook", func() bool {
-		pod, err := createTestPod(ctx, optedIn, nil, true)
+		pod, err := createTestPod(ctx, optedIn, "", nil, true)
 		return err == nil && pod.Annotations[webhook.ConvertedAnnotation] != ""
 	})
 	for _, tc := range []struct {
-		name, namespace string
-		annotations     map[string]string
-		converted       bool
+		name, namespace, serviceAccount string
+		annotations                     map[string]string
+		converted                       bool
 	}{
-		{"opted in", optedIn, nil, true},
-		{"opted out", optedIn, map[string]string{webhook.ServeLabel: webhook.ServeDisabled}, false},
-		{"not opted in", other, nil, false},
+		{"opted in", optedIn, "", nil, true},
+		{"opted out", optedIn, "", map[string]string{webhook.ServeLabel: webhook.ServeDisabled}, false},
+		{"not opted in", other, "", nil, false},
+		{"may not read its ConfigMap", optedIn, "nobody", nil, false},
 	} {
-		pod, err := createTestPod(ctx, tc.namespace, tc.annotations, false)
+		pod, err := createTestPod(ctx, tc.namespace, tc.serviceAccount, tc.annotations, false)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -68,7 +76,7 @@ func TestAdmissionWebhook(t *testing.T) {
 	_ = proc.Signal(syscall.SIGKILL)
 	proc.WaitExit(10 * time.Second)
 	start := time.Now()
-	pod, err := createTestPod(ctx, optedIn, nil, false)
+	pod, err := createTestPod(ctx, optedIn, "", nil, false)
 	if err != nil || pod.Spec.Volumes[0].ConfigMap == nil {
 		t.Fatalf("with the webhook down: %v, volumes %+v; want the pod created unconverted", err, pod)
 	}
@@ -101,12 +109,14 @@ func createWebhookConfiguration(t *testing.T, url string) string {
 	return name
 }
 
-// createTestPod creates (or, with dryRun, only admits) a pod whose
-// configMap volume a container mounts in part, with subPath.
-func createTestPod(ctx context.Context, namespace string, annotations map[string]string, dryRun bool) (*corev1.Pod, error) {
+// createTestPod creates (or, with dryRun, only admits) a pod of
+// serviceAccount (empty: the default) whose configMap volume a container
+// mounts in part, with subPath.
+func createTestPod(ctx context.Context, namespace, serviceAccount string, annotations map[string]string, dryRun bool) (*corev1.Pod, error) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Annotations: annotations},
 		Spec: corev1.PodSpec{
+			ServiceAccountName: serviceAccount,
 			Containers: []corev1.Container{{Name: "nginx", Image: "nginx", VolumeMounts: []corev1.VolumeMount{
 				{Name: "conf", MountPath: "/etc/nginx/nginx.conf", SubPath: "nginx.conf"}}}},
 			Volumes: []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{
