@@ -60,7 +60,7 @@ func csiWithoutEditing(t *testing.T) {
 	helm(t, "install", webappRelease, webappChart, "--namespace", ns, "--wait", "--timeout", "3m", "--set", "image="+podImage,
 		"--set-string", "configFile="+e2eutil.DelayValueKey+",config."+e2eutil.DelayValueKey+"=0,site."+e2eutil.DelayValueKey+"=0")
 	t.Cleanup(func() { helm(t, "uninstall", webappRelease, "--namespace", ns, "--wait") })
-	workload := moveRow(t, runAnalyze(t, "analyze-webhook-before", "--top", "1000"), ns)
+	workload := moveRow(t, runAnalyze(t, "analyze-webhook-before", "--top", "1000", "--driver-read-as=driver"), ns)
 	predicted := workload.DriverAdded.Sum().Watches
 	if workload.Pods != 1 || workload.Volumes != 2 || workload.ClearsFindings != 1 || predicted != 2 {
 		t.Errorf("move-to-driver's row for the Deployment %+v; want 1 pod, 2 volumes, 1 subPath finding cleared, 2 driver watches (2 ConfigMaps on 1 node)", workload)
