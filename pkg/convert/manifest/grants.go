@@ -92,6 +92,17 @@ func grantOf(spec *yaml.RNode, kind, name, namespace, defaultNamespace string) (
 	return g, nil
 }
 
+// workloadName is the object's name, or for one that has only a
+// generateName (a Pod created with kubectl create), that name without its
+// trailing dash: a grant's name must end with a letter or digit.
+func workloadName(node *yaml.RNode) string {
+	if name := node.GetName(); name != "" {
+		return name
+	}
+	generated, _ := node.Pipe(yaml.Lookup("metadata", "generateName"))
+	return strings.TrimRight(yaml.GetValue(generated), "-.")
+}
+
 // serviceAccountOf is the pod's service account, as the apiserver defaults
 // it: serviceAccountName, else the deprecated serviceAccount, else default.
 func serviceAccountOf(spec *corev1.PodSpec) string {

@@ -103,3 +103,18 @@ func grantsIn(t *testing.T, docs string) (rbacv1.Role, rbacv1.RoleBinding) {
 	}
 	return role, binding
 }
+
+// A Pod with a generateName alone gets grants named after it, without the
+// dash that would end the name.
+func TestGrantOfAPodWithAGeneratedName(t *testing.T) {
+	in := "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: job-\n  namespace: ns\nspec:\n  containers:\n  - name: c\n    image: x\n" +
+		"  volumes:\n  - name: v\n    configMap:\n      name: cfg\n"
+	var out bytes.Buffer
+	results, err := Convert(strings.NewReader(in), &out, Options{Grants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || results[0].Grant == nil || results[0].Grant.Name != "nodeagent-reads-pod-job" {
+		t.Fatalf("results %+v", results)
+	}
+}

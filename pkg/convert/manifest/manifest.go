@@ -147,7 +147,7 @@ func convertObject(node *yaml.RNode, opts Options, results []ObjectResult) ([]Ob
 	}
 	result := ObjectResult{Object: name, Volumes: volumes}
 	if opts.Grants && !opts.Revert && result.Converted() > 0 {
-		if result.Grant, err = grantOf(specNode, kind, node.GetName(), node.GetNamespace(), opts.Namespace); err != nil {
+		if result.Grant, err = grantOf(specNode, kind, workloadName(node), node.GetNamespace(), opts.Namespace); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
