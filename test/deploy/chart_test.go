@@ -315,6 +315,22 @@ func TestChartCSIReadAsPod(t *testing.T) {
 	}
 }
 
+// TestChartTokensInSecrets: from Kubernetes v1.35 the CSIDriver asks for
+// the pods' tokens in the publish call's secrets; before, the field, which
+// the apiserver would not know, is left out.
+func TestChartTokensInSecrets(t *testing.T) {
+	for version, want := range map[string]any{"1.34.0": nil, "1.35.0": true, "1.37.2": true} {
+		for _, o := range helmTemplate(t, "--set", "mode=csi", "--kube-version", version) {
+			if key(o) != "CSIDriver/configmaps.nodeagent.io" {
+				continue
+			}
+			if got := lookup(o, "spec", "serviceAccountTokenInSecrets"); got != want {
+				t.Errorf("Kubernetes %s: serviceAccountTokenInSecrets %v, want %v", version, got, want)
+			}
+		}
+	}
+}
+
 // TestChartWebhookCertManager: with a cert-manager issuer the webhook
 // serves cert-manager's certificate, which cert-manager injects into the
 // configuration, and gets no permission on Secrets or configurations: its

@@ -37,7 +37,8 @@ func TestDeployCSIOverlay(t *testing.T) {
 	}
 	if s := driver.Spec; s.AttachRequired == nil || *s.AttachRequired || s.PodInfoOnMount == nil || !*s.PodInfoOnMount ||
 		len(s.VolumeLifecycleModes) != 1 || s.VolumeLifecycleModes[0] != "Ephemeral" || s.FSGroupPolicy == nil || *s.FSGroupPolicy != "File" ||
-		len(s.TokenRequests) != 1 || s.TokenRequests[0].Audience != "" || s.RequiresRepublish == nil || !*s.RequiresRepublish {
+		len(s.TokenRequests) != 1 || s.TokenRequests[0].Audience != "" || s.RequiresRepublish == nil || !*s.RequiresRepublish ||
+		s.ServiceAccountTokenInSecrets == nil || !*s.ServiceAccountTokenInSecrets {
 		t.Errorf("CSIDriver spec %+v", s)
 	}
 	kubeconfig, saClient := serviceAccountClient(t, cp)
