@@ -186,6 +186,19 @@ func IsMirrorPod(pod *corev1.Pod) bool {
 	return ok
 }
 
+// ServiceAccountOf is the pod spec's service account, as the apiserver
+// defaults it: serviceAccountName, else the deprecated serviceAccount,
+// else default.
+func ServiceAccountOf(spec *corev1.PodSpec) string {
+	switch {
+	case spec.ServiceAccountName != "":
+		return spec.ServiceAccountName
+	case spec.DeprecatedServiceAccount != "":
+		return spec.DeprecatedServiceAccount
+	}
+	return "default"
+}
+
 // VisitContainers calls f for every init, regular and ephemeral container
 // of pod.
 func VisitContainers(pod *corev1.Pod, f func(*corev1.Container)) { VisitSpecContainers(&pod.Spec, f) }

@@ -33,7 +33,7 @@ func (h *Handler) keepUnreadable(ctx context.Context, pod *corev1.Pod, namespace
 	if h.Access == nil {
 		return nil
 	}
-	account := accessreview.ServiceAccount{Namespace: namespace, Name: serviceAccountOf(pod)}
+	account := accessreview.ServiceAccount{Namespace: namespace, Name: podrefs.ServiceAccountOf(&pod.Spec)}
 	var out []string
 	for i := range decisions {
 		d := &decisions[i]
@@ -71,16 +71,4 @@ func (h *Handler) mayRead(ctx context.Context, account accessreview.ServiceAccou
 		}
 	}
 	return nil
-}
-
-// serviceAccountOf is the pod's service account, as the apiserver's
-// admission sets it before this webhook is called.
-func serviceAccountOf(pod *corev1.Pod) string {
-	switch {
-	case pod.Spec.ServiceAccountName != "":
-		return pod.Spec.ServiceAccountName
-	case pod.Spec.DeprecatedServiceAccount != "":
-		return pod.Spec.DeprecatedServiceAccount
-	}
-	return "default"
 }

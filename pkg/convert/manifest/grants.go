@@ -61,7 +61,7 @@ func grantOf(spec *yaml.RNode, kind, name, namespace, defaultNamespace string) (
 	if err := decode(spec, &pod); err != nil {
 		return nil, err
 	}
-	g := &Grant{Name: "nodeagent-reads-" + strings.ToLower(kind) + "-" + name, Namespace: namespace, ServiceAccount: serviceAccountOf(&pod)}
+	g := &Grant{Name: "nodeagent-reads-" + strings.ToLower(kind) + "-" + name, Namespace: namespace, ServiceAccount: podrefs.ServiceAccountOf(&pod)}
 	if g.Namespace == "" {
 		g.Namespace, g.NamespaceAssumed = defaultNamespace, true
 		if g.Namespace == "" {
@@ -101,18 +101,6 @@ func workloadName(node *yaml.RNode) string {
 	}
 	generated, _ := node.Pipe(yaml.Lookup("metadata", "generateName"))
 	return strings.TrimRight(yaml.GetValue(generated), "-.")
-}
-
-// serviceAccountOf is the pod's service account, as the apiserver defaults
-// it: serviceAccountName, else the deprecated serviceAccount, else default.
-func serviceAccountOf(spec *corev1.PodSpec) string {
-	switch {
-	case spec.ServiceAccountName != "":
-		return spec.ServiceAccountName
-	case spec.DeprecatedServiceAccount != "":
-		return spec.DeprecatedServiceAccount
-	}
-	return "default"
 }
 
 func appendNew(list []string, s string) []string {
