@@ -167,9 +167,10 @@ func (g *moveGroups) sum(groups []MoveGroup, groupOf func(moveRead) int) []group
 		parts[i] = groupPart{key: groupKey{m.Namespace, m.Workload},
 			groupTotal: groupTotal{pods: int32(m.Pods), volumes: int32(m.Volumes), clears: int32(m.ClearsFindings)}}
 	}
+	driver := g.c.driverNode()
 	g.each(groupOf, func(i int, n model.Node, now nodeObject, r moveRead) {
 		p := &parts[i]
-		p.addLoad(n, g.c.driverNode(), now, r)
+		p.addLoad(n, driver, now, r)
 		p.kubeletDelay = addShare(p.kubeletDelay, now.kubelet.Remounts, r.kubelet.Remounts)
 		p.driverDelay = addShare(p.driverDelay, now.driver+r.driver, r.driver)
 	})
