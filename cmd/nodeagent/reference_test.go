@@ -87,7 +87,7 @@ and this page does not.
 			strings.Join(labels, ", "), strings.ReplaceAll(f.GetHelp(), "|", `\|`))
 	}
 	fmt.Fprintf(&b, "\n`nodeagent csi` serves the volumes' metrics of these (the volume operations, their duration, the volumes "+
-		"mounted and their writes) and `nodeagent_info` with its `version` alone: it sends no GET, syncs no pod and always watches. "+
+		"mounted and their writes) and `nodeagent_info` with its `version` alone: it sends no GET per sync (reading as the pods, one per volume published and per token renewed), syncs no pod and always watches. "+
 		"And one of its own:\n\n"+
 		"| metric | type | labels | what it counts |\n|---|---|---|---|\n| `%s` | gauge |  | %s |\n", csiWatchesOpts.Name, csiWatchesOpts.Help)
 	return b.Bytes()
