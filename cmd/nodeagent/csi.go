@@ -34,7 +34,7 @@ type csiConfig struct {
 	kubeconfig, nodeName, driverName string
 	kubeletRootDir, endpoint         string
 	register                         bool
-	stateDir, httpAddress            string
+	stateDir, httpAddress, tokenDir  string
 	checkAccess, secrets, profiling  bool
 	readAs                           csidriver.ReadAs
 	qps, eventQPS                    float32
@@ -55,6 +55,8 @@ func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
 		"Whose permission ConfigMaps are read with. pod: each volume's pod's service account, with the token the kubelet passes in every publish call (the CSIDriver object's tokenRequests, and requiresRepublish for the renewed tokens): "+
 			"the driver's own account reads nothing, and a pod gets only what its account may get (PermissionDenied otherwise; nodeagent convert writes the grants). "+
 			"driver: the driver's own service account (get, list and watch on every ConfigMap), as the kubelet serves a pod any ConfigMap of its namespace.")
+	fs.StringVar(&c.tokenDir, "token-dir", "", "With --read-as=pod, a directory on a tmpfs (such as /run/nodeagent/csi-tokens, a hostPath) where each volume's pod token is kept, root's alone, so that a restarted driver serves every update at once; "+
+		"the driver refuses a directory on any other filesystem (no token reaches a disk). Empty keeps none: after a restart, each volume waits for the kubelet's next publish call (a pod sync, 60 to 90 s) for its token.")
 	fs.BoolVar(&c.secrets, "secrets", false, "The Secrets mode: also serve volumes that read Secrets (attribute secret, and secret sources in sources), read as the pod (needs --read-as=pod), "+
 		"each on a tmpfs the driver mounts at its target path so that no Secret byte reaches the node's disk. Mounting needs a privileged container with Bidirectional mount propagation (the chart's csi.secrets.enabled).")
 	fs.BoolVar(&c.profiling, "profiling", false, "Also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ on --http-address (plain HTTP, unauthenticated: keep the address local); without it the driver does not sample its heap.")
@@ -75,6 +77,12 @@ func (c *csiConfig) validate() error {
 	}
 	if !filepath.IsAbs(c.endpointPath()) {
 		errs = append(errs, fmt.Errorf("--endpoint %q: want an absolute path", c.endpoint))
+	}
+	if c.tokenDir != "" && c.readAs != csidriver.ReadAsPod {
+		errs = append(errs, errors.New("--token-dir needs --read-as=pod: it keeps the pods' tokens, which the driver receives only when it reads as the pods"))
+	}
+	if c.tokenDir != "" && !filepath.IsAbs(c.tokenDir) {
+		errs = append(errs, fmt.Errorf("--token-dir %q: want an absolute path", c.tokenDir))
 	}
 	if c.secrets && c.readAs != csidriver.ReadAsPod {
 		errs = append(errs, errors.New("--secrets needs --read-as=pod: the driver reads a Secret only as the pod whose volume names it, never as itself"))
@@ -158,7 +166,7 @@ func serveCSI(ctx context.Context, restConfig *rest.Config, cfg csiConfig) error
 	metrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := csidriver.Options{
 		DriverName: cfg.driverName, NodeName: cfg.nodeName, Endpoint: cfg.endpointPath(), StateDir: cfg.stateDir,
-		ReadAs: cfg.readAs, Secrets: cfg.secrets,
+		ReadAs: cfg.readAs, Secrets: cfg.secrets, TokenDir: cfg.tokenDir,
 		ConfigMaps: func(namespace string) configmapcache.ConfigMapClient { return client.ConfigMaps(namespace) },
 		ClientAs:   clientAs(rc),
 		Events:     events.NewRecorder(coreclient.Scheme, corev1.EventSource{Component: "nodeagent-csi", Host: cfg.nodeName}),

@@ -52,6 +52,14 @@ type Options struct {
 	ReadAs ReadAs
 	// ClientAs returns a client that authenticates with a pod's token.
 	ClientAs ClientAs
+	// TokenDir, optional with ReadAsPod, is a directory on a tmpfs where
+	// each volume's pod token is kept for the driver's next start
+	// (tokenKeeper), so that a restart serves every update at once; empty
+	// keeps none, and a restarted driver waits for the kubelet's next
+	// publish call of each volume. onMemory checks the directory, nil for
+	// statfs.
+	TokenDir string
+	onMemory func(dir string) error
 	// ConfigMaps returns the driver's own API client of a namespace.
 	ConfigMaps func(namespace string) configmapcache.ConfigMapClient
 	// Secrets is the Secrets mode: volumes that read Secrets are served,
@@ -111,6 +119,9 @@ func New(opts Options) (*Driver, error) {
 	d.identity = &identityServer{name: opts.DriverName, ready: d.ready.Load}
 	d.node = newNodeServer(opts.NodeName, d.core, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
 	d.node.reads, d.node.remount = d.reads, d.core.Reconciler().ObjectChanged
+	if d.node.tokens, err = d.tokenKeeper(); err != nil {
+		return nil, err
+	}
 	if opts.Secrets {
 		var mounter Mounter = NodeMounter{}
 		if opts.Mounter != nil {
@@ -120,6 +131,19 @@ func New(opts Options) (*Driver, error) {
 	}
 	d.register = &registrationServer{driverName: opts.DriverName, endpoint: opts.Endpoint}
 	return d, nil
+}
+
+// tokenKeeper is the keeper of TokenDir, where the driver reads as the
+// pods.
+func (d *Driver) tokenKeeper() (*tokenKeeper, error) {
+	if d.opts.TokenDir != "" && d.reads == nil {
+		return nil, errors.New("csidriver: a token directory keeps the pods' tokens, which only a driver reading as the pods receives (ReadAsPod)")
+	}
+	onMemory := inMemory
+	if d.opts.onMemory != nil {
+		onMemory = d.opts.onMemory
+	}
+	return newTokenKeeper(d.opts.TokenDir, onMemory)
 }
 
 // newWatches makes the driver's watches: of ConfigMaps, and of Secrets in
@@ -247,6 +271,7 @@ func (d *Driver) restore(ctx context.Context) int {
 	for _, err := range errs {
 		d.unreadableRecord(logger, err)
 	}
+	tokens := d.keptTokens(logger)
 	for _, rec := range records {
 		if _, err := os.Stat(filepath.Dir(rec.TargetPath)); errors.Is(err, fs.ErrNotExist) {
 			logger.Info("Dropping the record of a volume whose pod is gone", "volumeID", rec.VolumeID, "targetPath", rec.TargetPath)
@@ -269,13 +294,51 @@ func (d *Driver) restore(ctx context.Context) int {
 			logger.Error(err, "Not serving a recorded volume", "volumeID", rec.VolumeID)
 			continue
 		}
+		// Its kept token first, so that its watches open with it.
+		if token, ok := tokens[rec.VolumeID]; ok {
+			for _, ref := range spec.objects() {
+				d.reads.hold(ref, rec.VolumeID, token)
+			}
+		}
 		d.node.serve(spec, desired, true)
 		d.node.published[rec.VolumeID] = rec
 	}
+	d.forgetUnservedTokens(logger, tokens)
 	if len(records) > 0 {
-		logger.Info("Restored the published volumes", "volumes", len(d.node.published), "records", len(records))
+		logger.Info("Restored the published volumes", "volumes", len(d.node.published), "records", len(records), "tokens", len(tokens))
 	}
 	return len(d.node.published)
+}
+
+// keptTokens are the tokens kept before a restart (tokenKeeper), by
+// volume id.
+func (d *Driver) keptTokens(logger klog.Logger) map[string]podToken {
+	tokens, errs := d.node.tokens.load(d.now())
+	for _, err := range errs {
+		logger.Error(err, "A kept token is lost; its volume waits for the kubelet's next publish call")
+	}
+	return tokens
+}
+
+// forgetUnservedTokens removes the kept tokens of volumes not served
+// again: their records were dropped, or never written (a restart while
+// the volume was being published).
+func (d *Driver) forgetUnservedTokens(logger klog.Logger, tokens map[string]podToken) {
+	for volumeID := range tokens {
+		if _, served := d.node.published[volumeID]; served {
+			continue
+		}
+		if err := d.node.tokens.forget(volumeID); err != nil {
+			logger.Error(err, "Removing the kept token of a volume not served")
+		}
+	}
+}
+
+func (d *Driver) now() time.Time {
+	if d.opts.Clock != nil {
+		return d.opts.Clock.Now()
+	}
+	return time.Now()
 }
 
 // unreadableRecord says, in the log and in a Warning event on this node,

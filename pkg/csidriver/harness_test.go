@@ -35,7 +35,10 @@ type harness struct {
 	clientAs ClientAs
 	// secrets, if set before start, is the Secrets mode, on the node's
 	// own mounts.
-	secrets  bool
+	secrets bool
+	// tokenDir, if set before start, keeps the pods' tokens there (taken
+	// to be a tmpfs).
+	tokenDir string
 	events   *kuberecord.FakeRecorder
 	stateDir string
 	podsDir  string
@@ -107,6 +110,7 @@ func (h *harness) start() {
 	}
 	if h.clientAs != nil {
 		opts.ReadAs, opts.ClientAs = ReadAsPod, h.clientAs
+		opts.TokenDir, opts.onMemory = h.tokenDir, func(string) error { return nil }
 	}
 	d, err := New(opts)
 	if err != nil {

@@ -65,6 +65,9 @@ type nodeServer struct {
 	reads   *podReads
 	revoked map[cache.VolumeKey]bool
 	remount func(keys []cache.VolumeKey)
+	// tokens keeps each volume's token for the driver's next start; nil
+	// keeps none.
+	tokens *tokenKeeper
 
 	// mu guards published and locks; locks serializes the calls of one
 	// volume (the CSI spec lets a CO send them concurrently).
@@ -148,11 +151,11 @@ func (s *nodeServer) NodePublishVolume(ctx context.Context, req *csi.NodePublish
 	}
 	if !known {
 		if err := s.mayGet(ctx, spec); err != nil {
-			s.releaseTokens(spec, rec.VolumeID)
+			s.releaseTokens(ctx, spec, rec.VolumeID)
 			return nil, err
 		}
 		if err := s.mountTmpfs(spec, rec); err != nil {
-			s.releaseTokens(spec, rec.VolumeID)
+			s.releaseTokens(ctx, spec, rec.VolumeID)
 			return nil, err
 		}
 		s.serve(spec, desired, false)
@@ -203,7 +206,7 @@ func (s *nodeServer) serve(spec volumeSpec, desired cache.DesiredVolume, restore
 func (s *nodeServer) withdraw(ctx context.Context, spec volumeSpec, desired cache.DesiredVolume, volumeID string) {
 	s.volumes.RemoveVolume(desired.Key)
 	s.unwatch(spec)
-	s.releaseTokens(spec, volumeID)
+	s.releaseTokens(ctx, spec, volumeID)
 	if s.tmpfs == nil || !spec.Source.HoldsSecrets() {
 		return
 	}
@@ -345,7 +348,7 @@ func (s *nodeServer) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpub
 		return nil, status.Errorf(codes.Internal, "removing volume %s: %v", rec.VolumeID, err)
 	}
 	s.unwatch(spec)
-	s.releaseTokens(spec, rec.VolumeID)
+	s.releaseTokens(ctx, spec, rec.VolumeID)
 	s.setRevoked(desired.Key, false)
 	if err := s.unmountTmpfs(spec, desired.Dir); err != nil {
 		return nil, status.Errorf(codes.Internal, "unmounting the tmpfs of volume %s: %v", rec.VolumeID, err)

@@ -262,3 +262,46 @@ func TestReadAsThePodRevoked(t *testing.T) {
 	h.mustPublish(withToken(a, "a2", expires.Add(time.Hour)))
 	h.eventually("the volume whose access returned has the ConfigMap", func() bool { return h.read(a, "k") == "2" })
 }
+
+// With a token directory, a restarted driver opens each watch with the
+// token its volume was last published with: an update made while it was
+// down arrives without a republish. The token leaves the directory with
+// its volume, and a kept token whose volume has no record is removed at
+// the start.
+func TestRestartReadsWithTheKeptTokens(t *testing.T) {
+	t.Parallel()
+	authorize := newAuthorizer()
+	authorize.allow("token-a", "app")
+	h := newHarnessAs(t, authorize, configMap("app", map[string]string{"k": "1"}))
+	h.halt()
+	h.tokenDir = filepath.Join(t.TempDir(), "tokens")
+	h.start()
+	v := withToken(h.newVolume("uid-a", "config", map[string]string{"configMap": "app"}), "token-a", time.Now().Add(time.Hour))
+	h.mustPublish(v)
+	kept := filepath.Join(h.tokenDir, v.id+tokenSuffix)
+	if data, err := os.ReadFile(kept); err != nil || !strings.Contains(string(data), "token-a") {
+		t.Fatalf("the kept token: %s (%v)", data, err)
+	}
+
+	h.halt()
+	orphan := filepath.Join(h.tokenDir, "csi-never-recorded"+tokenSuffix)
+	if err := os.WriteFile(orphan, []byte(`{"token":"token-x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.setConfigMap("app", map[string]string{"k": "2"})
+	before := authorize.requests()
+	h.start()
+	h.eventually("the update made while the driver was down", func() bool { return h.read(v, "k") == "2" })
+	if used := authorize.usedSince(before); len(used) == 0 || slices.ContainsFunc(used, func(tok string) bool { return tok != "token-a" }) {
+		t.Errorf("the restarted driver's requests came with %v, want the kept token-a only", used)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the token of a volume without a record is still kept: %v", err)
+	}
+	if err := h.unpublish(v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(kept); !os.IsNotExist(err) {
+		t.Errorf("the token of an unpublished volume is still kept: %v", err)
+	}
+}

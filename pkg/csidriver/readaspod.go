@@ -7,6 +7,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
 
 	"github.com/nodeagent-io/nodeagent/pkg/model"
 	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/cache"
@@ -40,9 +41,7 @@ func (s *nodeServer) readAsPod(ctx context.Context, req *csi.NodePublishVolumeRe
 			return readError(err)
 		}
 	}
-	for _, ref := range spec.objects() {
-		s.reads.hold(ref, rec.VolumeID, token)
-	}
+	s.holdTokens(ctx, spec, rec.VolumeID, token)
 	return nil
 }
 
@@ -64,15 +63,13 @@ func (s *nodeServer) recheck(ctx context.Context, rec record, spec volumeSpec, k
 		if err := s.reads.check(ctx, spec.Pod, ref, token); err != nil {
 			if denied := (*accessDenied)(nil); errors.As(err, &denied) {
 				s.setRevoked(key, true)
-				s.releaseTokens(spec, rec.VolumeID)
+				s.releaseTokens(ctx, spec, rec.VolumeID)
 				return status.Errorf(codes.PermissionDenied, "%v; the volume keeps its last content and gets no update until the account may read it again", err)
 			}
 			return readError(err)
 		}
 	}
-	for _, ref := range spec.objects() {
-		s.reads.hold(ref, rec.VolumeID, token)
-	}
+	s.holdTokens(ctx, spec, rec.VolumeID, token)
 	if revoked {
 		s.setRevoked(key, false)
 		s.remount([]cache.VolumeKey{key})
@@ -127,14 +124,30 @@ func readError(err error) error {
 	return status.Error(codes.Unavailable, err.Error())
 }
 
-// releaseTokens forgets a volume's token for each of its objects, where
-// the driver reads as the pods.
-func (s *nodeServer) releaseTokens(spec volumeSpec, volumeID string) {
+// holdTokens holds a volume's token for the watch of each of its objects,
+// once its pod's reads succeeded, and keeps it for the driver's next start
+// (tokenKeeper): a volume whose token cannot be kept is served all the
+// same, and waits for a republish after a restart.
+func (s *nodeServer) holdTokens(ctx context.Context, spec volumeSpec, volumeID string, token podToken) {
+	for _, ref := range spec.objects() {
+		s.reads.hold(ref, volumeID, token)
+	}
+	if err := s.tokens.keep(volumeID, token); err != nil {
+		klog.FromContext(ctx).Error(err, "A restarted driver will wait for the kubelet's next publish call of this volume", "volumeID", volumeID)
+	}
+}
+
+// releaseTokens forgets a volume's token for each of its objects, and the
+// one kept for a restart, where the driver reads as the pods.
+func (s *nodeServer) releaseTokens(ctx context.Context, spec volumeSpec, volumeID string) {
 	if s.reads == nil {
 		return
 	}
 	for _, ref := range spec.objects() {
 		s.reads.release(ref, volumeID)
+	}
+	if err := s.tokens.forget(volumeID); err != nil {
+		klog.FromContext(ctx).Error(err, "A token of a volume gone stays in memory until the node restarts", "volumeID", volumeID)
 	}
 }
 

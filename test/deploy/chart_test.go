@@ -315,6 +315,45 @@ func TestChartCSIReadAsPod(t *testing.T) {
 	}
 }
 
+// TestChartCSIKeepsTokens: read as the pods, the driver keeps the pods'
+// tokens in csi.tokenDir, a hostPath on the node's /run mounted at its own
+// path; read as itself, or with csi.tokenDir empty, it keeps none.
+func TestChartCSIKeepsTokens(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{nil, "/run/nodeagent/csi-tokens"},
+		{[]string{"csi.secrets.enabled=true"}, "/run/nodeagent/csi-tokens"},
+		{[]string{"csi.tokenDir=/run/tokens"}, "/run/tokens"},
+		{[]string{"csi.tokenDir="}, ""},
+		{[]string{"csi.readAs=driver"}, ""},
+	} {
+		values := []string{"--set", "mode=csi"}
+		for _, kv := range tc.set {
+			values = append(values, "--set", kv)
+		}
+		for _, o := range helmTemplate(t, values...) {
+			if key(o) != "DaemonSet/nodeagent" {
+				continue
+			}
+			pod := lookup(o, "spec", "template", "spec")
+			container := lookup(pod, "containers").([]interface{})[0]
+			args, mounts, volumes := fmt.Sprint(lookup(container, "args")), fmt.Sprint(lookup(container, "volumeMounts")), fmt.Sprint(lookup(pod, "volumes"))
+			if tc.want == "" {
+				if strings.Contains(args+mounts+volumes, "token") {
+					t.Errorf("%v: keeps tokens: args %s, mounts %s, volumes %s", tc.set, args, mounts, volumes)
+				}
+				continue
+			}
+			if !strings.Contains(args, "--token-dir="+tc.want) || !strings.Contains(mounts, "mountPath:"+tc.want+" name:token-dir") ||
+				!strings.Contains(volumes, "hostPath:map[path:"+tc.want+" type:DirectoryOrCreate] name:token-dir") {
+				t.Errorf("%v: args %s, mounts %s, volumes %s; want the tokens kept in %s", tc.set, args, mounts, volumes, tc.want)
+			}
+		}
+	}
+}
+
 // TestChartTokensInSecrets: from Kubernetes v1.35 the CSIDriver asks for
 // the pods' tokens in the publish call's secrets; before, the field, which
 // the apiserver would not know, is left out.

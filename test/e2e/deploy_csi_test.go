@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,12 +51,23 @@ func TestDeployCSIOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	// The pods' tokens on this machine's tmpfs, where the overlay keeps
+	// them on the node's.
+	tokens, err := os.MkdirTemp("/dev/shm", "deploy-csi-tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tokens) })
 	args := []string{"csi", "--kubeconfig=" + kubeconfig, "--node-name=node-deploy-csi", "--kubelet-root-dir=" + dir,
-		"--state-dir=" + filepath.Join(dir, "state"), "--http-address=", "--register=false"}
+		"--state-dir=" + filepath.Join(dir, "state"), "--http-address=", "--register=false", "--token-dir=" + tokens}
+	moved := []string{"--state-dir=", "--kubelet-root-dir=", "--http-address=", "--token-dir="}
 	for _, arg := range ds.Spec.Template.Spec.Containers[0].Args[1:] { // [0] is "csi"
-		if !strings.HasPrefix(arg, "--state-dir=") && !strings.HasPrefix(arg, "--kubelet-root-dir=") && !strings.HasPrefix(arg, "--http-address=") {
+		if !slices.ContainsFunc(moved, func(flag string) bool { return strings.HasPrefix(arg, flag) }) {
 			args = append(args, arg)
 		}
+	}
+	if !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--token-dir=/run/nodeagent/csi-tokens") {
+		t.Errorf("the overlay's driver keeps no token for its restarts: %v", ds.Spec.Template.Spec.Containers[0].Args)
 	}
 	startBare(t, "nodeagent-csi", agentOnlyBinary(t), args, filepath.Join(dir, "csi.log"))
 	socket := filepath.Join(dir, "plugins", "configmaps.nodeagent.io", "csi.sock")
@@ -77,6 +89,9 @@ func TestDeployCSIOverlay(t *testing.T) {
 	file := filepath.Join(dir, "pods", "uid-0", "volumes", "kubernetes.io~csi", "cfg", "mount", "config.yaml")
 	if data, err := os.ReadFile(file); err != nil || string(data) != "csi" {
 		t.Errorf("the published volume's file: %q, %v", data, err)
+	}
+	if kept, err := os.ReadDir(tokens); err != nil || len(kept) != 1 {
+		t.Errorf("tokens kept for a restart: %v (%v), want the volume's", kept, err)
 	}
 
 	ctx := context.Background()

@@ -45,6 +45,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - --http-address={{ .Values.httpAddress }}
 - --logging-format={{ .Values.loggingFormat }}
 - --read-as={{ .Values.csi.readAs }}
+{{- if include "nodeagent.keepsTokens" . }}
+- --token-dir={{ .Values.csi.tokenDir }}
+{{- end }}
 {{- if .Values.csi.secrets.enabled }}
 {{- if ne .Values.csi.readAs "pod" }}
 {{- fail "csi.secrets.enabled needs csi.readAs=pod: the driver reads a Secret only as the pod whose volume names it, never as itself" }}
@@ -153,4 +156,9 @@ app.kubernetes.io/part-of: nodeagent
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* "true" where the driver keeps the pods' tokens in csi.tokenDir (mode csi, read as the pods), else empty. */}}
+{{- define "nodeagent.keepsTokens" -}}
+{{- if and (eq .Values.mode "csi") (eq .Values.csi.readAs "pod") .Values.csi.tokenDir -}}true{{- end -}}
 {{- end -}}
