@@ -15,6 +15,7 @@ import (
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // nodeVarDir is where this machine holds a kind node's /var (a Docker
@@ -74,7 +75,7 @@ func csiNodeRestarted(t *testing.T) [][]string {
 	if err != nil || before == "" {
 		t.Fatalf("the driver on %s: %q %v", node, before, err)
 	}
-	m, stopped, back := w.aroundFiles(t, w.volumeFiles(t), func() (map[string]time.Time, map[string]time.Time) {
+	m, stopped, back := w.aroundFiles(t, restartFiles{configMaps: w.volumeFiles(t)}, func() (map[string]time.Time, map[string]time.Time) {
 		stop := time.Now()
 		if out, err := exec.Command("docker", "restart", "--time", "1", node).CombinedOutput(); err != nil {
 			t.Fatalf("docker restart %s: %v: %s", node, err, out)
@@ -122,7 +123,31 @@ func csiNodeRestarted(t *testing.T) [][]string {
 	w.pods = kept
 	w.checkUndisturbed(t)
 	w.pods = all
+	w.checkSecretsServed(t, node)
 	return w.restartRows(t, "node restarted", m, stopped, back)
+}
+
+// checkSecretsServed updates each Secret of the workload once and waits
+// for the update in every container on node: the Secret volumes, whose
+// tmpfs mounts a node's restart empties (read only through the pods'
+// containers, not the node's /var), are filled again and followed.
+func (w *restartWorkload) checkSecretsServed(t *testing.T, node string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range w.secrets {
+		patch := fmt.Sprintf(`{"stringData":{%q:"after-the-restart"}}`, e2eutil.DelayValueKey)
+		if _, err := clientset.CoreV1().Secrets(w.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pod := range w.pods {
+		if pod.Spec.NodeName != node {
+			continue
+		}
+		for _, name := range w.secrets {
+			inContainer(t, w.ns, pod.Name, "/mnt/"+name+"/"+e2eutil.DelayValueKey, "after-the-restart", time.Minute)
+		}
+	}
 }
 
 // restorePodNetwork sets up again, after node restarted, the routes of the

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,11 +22,12 @@ import (
 	"github.com/nodeagent-io/nodeagent/test/e2eutil"
 )
 
-// The days nobody plans, each run beside restartConfigMaps ConfigMaps
-// updated at random (a Poisson process each, as in TestCSIDriver) with
-// every pod's files read from the host as they change.
+// The days nobody plans, each run beside restartConfigMaps ConfigMaps and
+// restartSecrets Secrets updated at random (a Poisson process each, as in
+// TestCSIDriver) with every pod's files read from the host as they change.
 const (
 	restartConfigMaps = 6
+	restartSecrets    = 3
 	restartMeanGap    = 1400 * time.Millisecond
 	// restartCurrent is how soon after the driver's return every volume
 	// must hold every update sent before it.
@@ -42,9 +44,11 @@ const (
 // driver by on the days nobody plans: its rolling upgrade, its kubelet
 // restarted, the driver down while pods on its node are deleted and
 // created (one of them with a record that cannot be read), and its node
-// restarted. It restarts a kubelet and a node, so it runs before the
-// parallel tests. Each scenario's figures
-// go to _output/e2e-kind/csi-restarts.json, a row per node.
+// restarted. The driver runs in the Secrets mode, reading as the pods and
+// keeping their tokens on the node's tmpfs (csi.tokenDir), so that a
+// restarted driver opens its watches at once. It restarts a kubelet and a
+// node, so it runs before the parallel tests. Each scenario's figures go
+// to _output/e2e-kind/csi-restarts.json, a row per node.
 func TestCSIDriverRestarts(t *testing.T) {
 	nodes := clusterNodes(t)
 	for _, node := range nodes {
@@ -55,11 +59,7 @@ func TestCSIDriverRestarts(t *testing.T) {
 			labelNode(t, node, "")
 		}
 	})
-	// Read as the driver: reading as the pods, a restarted driver's
-	// watches wait for a token until the kubelet's next publish (docs/csi.md,
-	// "Whose permission"), which these scenarios' one-second bound does not
-	// measure.
-	installCSIDriver(t, "--set-string", `nodeSelector.e2e\.nodeagent\.io/csi=on`, "--set", "csi.readAs=driver")
+	installCSIDriver(t, "--set-string", `nodeSelector.e2e\.nodeagent\.io/csi=on`, "--set", "csi.secrets.enabled=true")
 	table := report.Table{Header: []string{"scenario", "node", "driver not ready", "longest delay of an update sent meanwhile",
 		"updates sent", "every volume current, after the return", "longest delay after the return"}}
 	t.Run("rolling upgrade", func(t *testing.T) { table.Rows = append(table.Rows, csiRollingUpgrade(t)...) })
@@ -98,11 +98,12 @@ func patchLabel[T any](client interface {
 }
 
 // restartWorkload is what a scenario runs beside: on each worker,
-// two pods mounting every ConfigMap through the driver.
+// two pods mounting every ConfigMap and every Secret through the driver,
+// read as the namespace's default service account, which may read them.
 type restartWorkload struct {
-	ns         string
-	configMaps []string
-	pods       []*corev1.Pod
+	ns                  string
+	configMaps, secrets []string
+	pods                []*corev1.Pod
 }
 
 func newRestartWorkload(t *testing.T, prefix string) *restartWorkload {
@@ -116,6 +117,14 @@ func newRestartWorkload(t *testing.T, prefix string) *restartWorkload {
 		attrs[name] = map[string]string{"configMap": name}
 		mustCreate(t, w.ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{e2eutil.DelayValueKey: "0"}})
 	}
+	for i := range restartSecrets {
+		name := fmt.Sprintf("sec-%d", i)
+		w.secrets = append(w.secrets, name)
+		attrs[name] = map[string]string{"secret": name}
+		mustCreate(t, w.ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string][]byte{e2eutil.DelayValueKey: []byte("0")}})
+	}
+	e2eutil.GrantReads(t, clientset, w.ns, "default", "configmaps", w.configMaps...)
+	e2eutil.GrantReads(t, clientset, w.ns, "default", "secrets", w.secrets...)
 	var names []string
 	for _, node := range clusterNodes(t)[1:] {
 		for i := range 2 {
@@ -130,17 +139,36 @@ func newRestartWorkload(t *testing.T, prefix string) *restartWorkload {
 	return w
 }
 
-// files are every pod's file of every ConfigMap, read through its
-// container's root, grouped by node.
-func (w *restartWorkload) files(t *testing.T) []e2eutil.DelayFile {
-	var files []e2eutil.DelayFile
+// restartFiles are the files a run around a disruption reads, grouped by
+// node: of the ConfigMaps and of the Secrets.
+type restartFiles struct {
+	configMaps, secrets []e2eutil.DelayFile
+}
+
+// files are every pod's file of every ConfigMap and Secret, read through
+// its container's root.
+func (w *restartWorkload) files(t *testing.T) restartFiles {
+	var files restartFiles
 	for _, pod := range w.pods {
 		root := viewContainer(t, pod).rootFromHost(t)
 		for i, cm := range w.configMaps {
-			files = append(files, e2eutil.DelayFile{Group: pod.Spec.NodeName, Object: i, Path: filepath.Join(root, "mnt", cm, e2eutil.DelayValueKey)})
+			files.configMaps = append(files.configMaps, e2eutil.DelayFile{Group: pod.Spec.NodeName, Object: i, Path: filepath.Join(root, "mnt", cm, e2eutil.DelayValueKey)})
+		}
+		for i, secret := range w.secrets {
+			files.secrets = append(files.secrets, e2eutil.DelayFile{Group: pod.Spec.NodeName, Object: i, Path: filepath.Join(root, "mnt", secret, e2eutil.DelayValueKey)})
 		}
 	}
 	return files
+}
+
+// runs are the workload's two delay runs, of its ConfigMaps and of its
+// Secrets, until stop.
+func (w *restartWorkload) runs(stop <-chan struct{}) []e2eutil.DelayRun {
+	configMaps := e2eutil.DelayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps,
+		MeanGap: restartMeanGap, Poll: csiPoll, Longest: 2 * time.Minute, Stop: stop}
+	secrets := configMaps
+	secrets.Objects, secrets.Secrets = w.secrets, true
+	return []e2eutil.DelayRun{configMaps, secrets}
 }
 
 // checkUndisturbed requires every pod of the workload to be the same pod,
@@ -163,37 +191,39 @@ func (w *restartWorkload) checkUndisturbed(t *testing.T) {
 
 // around runs the workload's updates while disrupt runs (on the test's
 // goroutine, once the updates are under way) and for restartSettle after,
-// and returns disrupt's outage starts and returns by node, with the meter
-// of every arrival. Every update must reach every file (the run fails
-// otherwise).
-func (w *restartWorkload) around(t *testing.T, disrupt func() (outages, returns map[string]time.Time)) (*e2eutil.DelayMeter, map[string]time.Time, map[string]time.Time) {
+// and returns disrupt's outage starts and returns by node, with the meters
+// of every arrival, of the ConfigMaps and of the Secrets. Every update
+// must reach every file (the run fails otherwise).
+func (w *restartWorkload) around(t *testing.T, disrupt func() (outages, returns map[string]time.Time)) ([]*e2eutil.DelayMeter, map[string]time.Time, map[string]time.Time) {
 	t.Helper()
 	return w.aroundFiles(t, w.files(t), disrupt)
 }
 
-// aroundFiles is around, reading files.
-func (w *restartWorkload) aroundFiles(t *testing.T, files []e2eutil.DelayFile, disrupt func() (outages, returns map[string]time.Time)) (*e2eutil.DelayMeter, map[string]time.Time, map[string]time.Time) {
+// aroundFiles is around, reading files; a kind of object without files
+// is not updated.
+func (w *restartWorkload) aroundFiles(t *testing.T, files restartFiles, disrupt func() (outages, returns map[string]time.Time)) ([]*e2eutil.DelayMeter, map[string]time.Time, map[string]time.Time) {
 	t.Helper()
-	type result struct {
-		m   *e2eutil.DelayMeter
-		err error
+	stop := make(chan struct{})
+	runs := w.runs(stop)
+	meters := make([]*e2eutil.DelayMeter, 2)
+	var g errgroup.Group
+	for i, kindFiles := range [][]e2eutil.DelayFile{files.configMaps, files.secrets} {
+		if len(kindFiles) == 0 {
+			continue
+		}
+		g.Go(func() (err error) {
+			meters[i], err = runs[i].MeasureMeter(context.Background(), kindFiles)
+			return err
+		})
 	}
-	done, stop := make(chan result, 1), make(chan struct{})
-	run := e2eutil.DelayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps,
-		MeanGap: restartMeanGap, Poll: csiPoll, Longest: 2 * time.Minute, Stop: stop}
-	go func() {
-		m, err := run.MeasureMeter(context.Background(), files)
-		done <- result{m, err}
-	}()
 	time.Sleep(restartSettle)
 	outages, returns := disrupt()
 	time.Sleep(restartSettle)
 	close(stop)
-	res := <-done
-	if res.err != nil {
-		t.Fatal(res.err)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
-	return res.m, outages, returns
+	return slices.DeleteFunc(meters, func(m *e2eutil.DelayMeter) bool { return m == nil }), outages, returns
 }
 
 // restartRows judges each node's return: every update sent before it in
@@ -203,12 +233,19 @@ func (w *restartWorkload) aroundFiles(t *testing.T, files []e2eutil.DelayFile, d
 // after the return the last of those arrived (0 when before it: a driver
 // serves its recorded volumes before it registers), and the longest delay
 // after the return.
-func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *e2eutil.DelayMeter, outages, returns map[string]time.Time) [][]string {
+func (w *restartWorkload) restartRows(t *testing.T, scenario string, meters []*e2eutil.DelayMeter, outages, returns map[string]time.Time) [][]string {
 	t.Helper()
-	updates := e2eutil.DelayRun{Client: clientset, Namespace: w.ns, Objects: w.configMaps}.Sent(t)
+	updates := 0
+	for _, run := range w.runs(nil)[:len(meters)] {
+		updates += run.Sent(t)
+	}
 	var rows [][]string
 	for _, node := range slices.Sorted(maps.Keys(returns)) {
-		if len(m.Arrivals(node)) == 0 {
+		var arrivals []e2eutil.Arrival
+		for _, m := range meters {
+			arrivals = append(arrivals, m.Arrivals(node)...)
+		}
+		if len(arrivals) == 0 {
 			continue // no pod of the workload there
 		}
 		back, stopped := returns[node], outages[node]
@@ -216,7 +253,7 @@ func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *e2eutil.
 			stopped = back
 		}
 		var current, during, after time.Duration
-		for _, a := range m.Arrivals(node) {
+		for _, a := range arrivals {
 			switch {
 			case a.Sent.After(back):
 				after = max(after, a.Seen.Sub(a.Sent))
@@ -232,7 +269,7 @@ func (w *restartWorkload) restartRows(t *testing.T, scenario string, m *e2eutil.
 		}
 		t.Logf("%s: not ready %s; updates sent meanwhile took up to %s; current %s after the return; after it, delays up to %s (%d arrivals)",
 			node, back.Sub(stopped).Round(time.Millisecond), during.Round(time.Millisecond), current.Round(time.Millisecond),
-			after.Round(time.Millisecond), len(m.Arrivals(node)))
+			after.Round(time.Millisecond), len(arrivals))
 		notReady, meanwhile := "never", "–"
 		if back.After(stopped) {
 			notReady, meanwhile = seconds(back.Sub(stopped).Seconds()), seconds(during.Seconds())

@@ -173,6 +173,13 @@ func checkNothingLeft(t *testing.T) {
 	if _, err := clientset.StorageV1().CSIDrivers().Get(ctx, csiDriver, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		left = append(left, "CSIDriver/"+csiDriver)
 	}
+	for _, node := range clusterNodes(t) {
+		// The tokens the driver kept for its restarts leave with their
+		// volumes (the chart's csi.tokenDir).
+		if out, err := nodeExec(node, "sh", "-c", "ls -A /run/nodeagent/csi-tokens 2>/dev/null || true"); err != nil || strings.TrimSpace(string(out)) != "" {
+			left = append(left, fmt.Sprintf("%s: tokens kept in /run/nodeagent/csi-tokens: %q (%v)", node, out, err))
+		}
+	}
 	if len(left) > 0 {
 		t.Errorf("left after helm uninstall: %v", left)
 	}
