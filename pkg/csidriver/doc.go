@@ -41,7 +41,9 @@
 //     (tokens.go): a pod that may not get its ConfigMap is refused with
 //     PermissionDenied, and each watch authenticates with a token of a pod
 //     whose read succeeded, renewed before it expires or its pod goes
-//     (credentials.go). Tokens are never recorded, logged or shown.
+//     (credentials.go). Tokens are never recorded, logged or shown; each
+//     volume's is kept on a tmpfs for the driver's next start, where
+//     TokenDir says (tokenkeep.go).
 //   - Updates: the volumes live in a volume core of the driver's own
 //     (core.Core: no pods, no populator, no directory scan),
 //     whose only source is the publish calls; every change a
@@ -54,5 +56,6 @@
 //     answers a call (the kubelet never publishes an ephemeral volume
 //     twice); the core holds each recorded volume on disk from the start
 //     (RestoreVolume), so an unpublish before its first remount removes
-//     its files.
+//     its files. Reading as the pods, the kept tokens open the restored
+//     volumes' watches at once.
 package csidriver
