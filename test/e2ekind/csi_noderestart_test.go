@@ -115,9 +115,12 @@ func csiNodeRestarted(t *testing.T) [][]string {
 			return ""
 		})
 	}
-	out, err := nodeExec(node, "sh", "-c", "ls "+agentRoot+"/csi/volumes/*.json | wc -l; ls "+agentRoot+"/csi/volumes/unreadable 2>/dev/null | wc -l")
-	if got := strings.Fields(string(out)); err != nil || len(got) != 2 || got[0] != fmt.Sprint(volumes) || got[1] != "0" {
-		t.Errorf("on %s, records and unreadable records: %q (%v), want %d and 0", node, out, err, volumes)
+	// A record per volume, none unreadable, and a token kept per volume
+	// (the kubelet's publish calls after the restart brought them).
+	out, err := nodeExec(node, "sh", "-c", "ls "+agentRoot+"/csi/volumes/*.json | wc -l; ls "+agentRoot+"/csi/volumes/unreadable 2>/dev/null | wc -l; "+
+		"ls /run/nodeagent/csi-tokens/*.token | wc -l")
+	if got := strings.Fields(string(out)); err != nil || len(got) != 3 || got[0] != fmt.Sprint(volumes) || got[1] != "0" || got[2] != fmt.Sprint(volumes) {
+		t.Errorf("on %s, records, unreadable records and kept tokens: %q (%v), want %d, 0 and %d", node, out, err, volumes, volumes)
 	}
 	all := w.pods
 	w.pods = kept
