@@ -63,9 +63,12 @@ func (w *restartWorkload) volumeFiles(t *testing.T) []e2eutil.DelayFile {
 // kubelet, containerd, the driver and every container stop and start
 // again. The pods come back, same pods, their containers started again,
 // with their volumes served again and current within restartCurrent of
-// the driver's return; nothing of the old volumes is left on the node (a
-// record per volume in use, none unreadable); the pods of the other
-// worker are undisturbed.
+// their return: the driver's, or the kubelet's publish calls where they
+// come later (the restart emptied the tmpfs of the tokens kept, so the
+// driver reads nothing until them, and the kubelet retries a mount that
+// failed before the driver registered after its backoff). Nothing of the
+// old volumes is left on the node (a record per volume in use, none
+// unreadable); the pods of the other worker are undisturbed.
 func csiNodeRestarted(t *testing.T) [][]string {
 	ctx := context.Background()
 	w := newRestartWorkload(t, "e2e-kind-csi-node")
@@ -94,6 +97,7 @@ func csiNodeRestarted(t *testing.T) [][]string {
 	restorePodNetwork(t, node)
 	var kept []*corev1.Pod
 	volumes := 0
+	var published time.Time // by when the kubelet had published every volume again
 	for _, pod := range w.pods {
 		if pod.Spec.NodeName != node {
 			kept = append(kept, pod)
@@ -109,12 +113,17 @@ func csiNodeRestarted(t *testing.T) [][]string {
 			if err != nil || p.UID != pod.UID {
 				return fmt.Sprintf("not the same pod (%v)", err)
 			}
-			if s := p.Status.ContainerStatuses; len(s) == 0 || s[0].State.Running == nil || s[0].RestartCount == 0 {
+			s := p.Status.ContainerStatuses
+			if len(s) == 0 || s[0].State.Running == nil || s[0].RestartCount == 0 {
 				return fmt.Sprintf("%+v", s)
 			}
+			// A container starts once its volumes are published; its
+			// start is in whole seconds.
+			published = later(published, s[0].State.Running.StartedAt.Add(time.Second))
 			return ""
 		})
 	}
+	w.servedAgain = map[string]time.Time{node: published}
 	// A record per volume, none unreadable, and a token kept per volume
 	// (the kubelet's publish calls after the restart brought them).
 	out, err := nodeExec(node, "sh", "-c", "ls "+agentRoot+"/csi/volumes/*.json | wc -l; ls "+agentRoot+"/csi/volumes/unreadable 2>/dev/null | wc -l; "+
@@ -168,4 +177,11 @@ func restorePodNetwork(t *testing.T, node string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("hack/kind/pod-network.sh: %v: %s", err, out)
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
