@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type DelayMeter struct {
 	// each file: the delays, and what a run around a restart judges the
 	// return by.
 	arrivals map[string][]Arrival
+	// writes are the update requests' durations, from the sending to the
+	// apiserver's response: the part of each delay no volume can beat.
+	writes []float64
 }
 
 // Arrival is one update reaching one file.
@@ -101,6 +105,21 @@ func (m *DelayMeter) Result() map[string][]float64 {
 		}
 	}
 	return delays
+}
+
+// wrote records one update request's duration.
+func (m *DelayMeter) wrote(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writes = append(m.writes, d.Seconds())
+}
+
+// Writes are the update requests' durations, in seconds: from the sending
+// to the apiserver's response.
+func (m *DelayMeter) Writes() []float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.writes)
 }
 
 // Arrivals are group's arrivals: when each update was sent and seen.

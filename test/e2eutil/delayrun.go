@@ -132,7 +132,7 @@ func (r DelayRun) MeasureMeter(ctx context.Context, files []DelayFile) (*DelayMe
 	failures := make(chan error, len(r.Objects))
 	for i, name := range r.Objects {
 		wg.Go(func() {
-			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), window, func(sent time.Time) { m.sent(i, sent) }); err != nil {
+			if err := r.update(ctx, name, rand.New(rand.NewPCG(uint64(i), 120255)), window, func(sent time.Time) { m.sent(i, sent) }, m.wrote); err != nil {
 				failures <- err
 			}
 		})
@@ -160,15 +160,18 @@ func (r DelayRun) MeasureMeter(ctx context.Context, files []DelayFile) (*DelayMe
 // just before each update request leaves: the apiserver accepts it after
 // that, and a volume can show it before the response comes back (the
 // watch that carries it to the driver can be faster than the response).
-func (r DelayRun) update(ctx context.Context, name string, rng *rand.Rand, window *runWindow, sending func(time.Time)) error {
+// wrote is called with each update request's duration, to its response.
+func (r DelayRun) update(ctx context.Context, name string, rng *rand.Rand, window *runWindow, sending func(time.Time), wrote func(time.Duration)) error {
 	for value := 1; ; value++ {
 		window.sleep(time.Duration(rng.ExpFloat64() * float64(r.MeanGap)))
 		if window.endsBefore(time.Now()) {
 			return nil
 		}
-		if err := r.set(ctx, name, strconv.Itoa(value), sending); err != nil {
+		var sent time.Time
+		if err := r.set(ctx, name, strconv.Itoa(value), func(at time.Time) { sent = at; sending(at) }); err != nil {
 			return err
 		}
+		wrote(time.Since(sent))
 	}
 }
 
