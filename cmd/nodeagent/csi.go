@@ -56,7 +56,7 @@ func (c *csiConfig) addFlags(fs *pflag.FlagSet) {
 			"the driver's own account reads nothing, and a pod gets only what its account may get (PermissionDenied otherwise; nodeagent convert writes the grants). "+
 			"driver: the driver's own service account (get, list and watch on every ConfigMap), as the kubelet serves a pod any ConfigMap of its namespace.")
 	fs.StringVar(&c.tokenDir, "token-dir", "", "With --read-as=pod, a directory on a tmpfs (such as /run/nodeagent/csi-tokens, a hostPath) where each volume's pod token is kept, root's alone, so that a restarted driver serves every update at once; "+
-		"the driver refuses a directory on any other filesystem (no token reaches a disk). Empty keeps none: after a restart, each volume waits for the kubelet's next publish call (a pod sync, 60 to 90 s) for its token.")
+		"a directory on any other filesystem keeps none (no token reaches a disk), with a TokenDirUnusable Warning event on the node. Empty keeps none: after a restart, each volume waits for the kubelet's next publish call (a pod sync, 60 to 90 s) for its token.")
 	fs.BoolVar(&c.secrets, "secrets", false, "The Secrets mode: also serve volumes that read Secrets (attribute secret, and secret sources in sources), read as the pod (needs --read-as=pod), "+
 		"each on a tmpfs the driver mounts at its target path so that no Secret byte reaches the node's disk. Mounting needs a privileged container with Bidirectional mount propagation (the chart's csi.secrets.enabled).")
 	fs.BoolVar(&c.profiling, "profiling", false, "Also serve Go's CPU, heap and goroutine profiles at /debug/pprof/ on --http-address (plain HTTP, unauthenticated: keep the address local); without it the driver does not sample its heap.")

@@ -54,7 +54,8 @@ type Options struct {
 	ClientAs ClientAs
 	// TokenDir, optional with ReadAsPod, is a directory on a tmpfs where
 	// each volume's pod token is kept for the driver's next start
-	// (tokenKeeper), so that a restart serves every update at once; empty
+	// (tokenKeeper), so that a restart serves every update at once; empty,
+	// or one that is not a tmpfs (a Warning event on the node says so),
 	// keeps none, and a restarted driver waits for the kubelet's next
 	// publish call of each volume. onMemory checks the directory, nil for
 	// statfs.
@@ -87,6 +88,8 @@ type Driver struct {
 	register *registrationServer
 	// reads are the pods' reads (ReadAsPod), nil under ReadAsDriver.
 	reads *podReads
+	// tokenDirErr is why TokenDir keeps no token, if it cannot.
+	tokenDirErr error
 	ready atomic.Bool
 }
 
@@ -119,9 +122,13 @@ func New(opts Options) (*Driver, error) {
 	d.identity = &identityServer{name: opts.DriverName, ready: d.ready.Load}
 	d.node = newNodeServer(opts.NodeName, d.core, d.watches, opts.Access, stateDir{dir: filepath.Join(opts.StateDir, "volumes")})
 	d.node.reads, d.node.remount = d.reads, d.core.Reconciler().ObjectChanged
-	if d.node.tokens, err = d.tokenKeeper(); err != nil {
-		return nil, err
+	if d.opts.TokenDir != "" && d.reads == nil {
+		return nil, errors.New("csidriver: a token directory keeps the pods' tokens, which only a driver reading as the pods receives (ReadAsPod)")
 	}
+	// A directory that cannot keep tokens (not a tmpfs, not writable) costs
+	// only the restarts their speed: the driver serves without it, and Run
+	// says why (unkeptTokens).
+	d.node.tokens, d.tokenDirErr = d.tokenKeeper()
 	if opts.Secrets {
 		var mounter Mounter = NodeMounter{}
 		if opts.Mounter != nil {
@@ -136,9 +143,6 @@ func New(opts Options) (*Driver, error) {
 // tokenKeeper is the keeper of TokenDir, where the driver reads as the
 // pods.
 func (d *Driver) tokenKeeper() (*tokenKeeper, error) {
-	if d.opts.TokenDir != "" && d.reads == nil {
-		return nil, errors.New("csidriver: a token directory keeps the pods' tokens, which only a driver reading as the pods receives (ReadAsPod)")
-	}
 	onMemory := inMemory
 	if d.opts.onMemory != nil {
 		onMemory = d.opts.onMemory
@@ -232,6 +236,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	if d.reads != nil {
 		components.Go(func() { d.reads.Run(coreCtx) })
 	}
+	d.unkeptTokens(logger)
 	restored := d.restore(ctx)
 	d.ready.Store(true)
 
@@ -347,9 +352,25 @@ func (d *Driver) now() time.Time {
 // be the driver's (removeUnknownTarget).
 func (d *Driver) unreadableRecord(logger klog.Logger, err error) {
 	logger.Error(err, "A volume record cannot be read; its volume is not served")
+	d.nodeWarning("VolumeRecordUnreadable", fmt.Sprintf("%v: its volume is not served", err))
+}
+
+// unkeptTokens says, in the log and in a Warning event on this node, that
+// the token directory cannot be used: every volume is served, but a
+// restarted driver waits for the kubelet's next publish call of each.
+func (d *Driver) unkeptTokens(logger klog.Logger) {
+	if d.tokenDirErr == nil {
+		return
+	}
+	logger.Error(d.tokenDirErr, "Keeping no pod's token: after a restart, each volume waits for the kubelet's next publish call")
+	d.nodeWarning("TokenDirUnusable", fmt.Sprintf("%v; keeping no pod's token: after a restart, each volume waits for the kubelet's next publish call", d.tokenDirErr))
+}
+
+// nodeWarning posts a Warning event on this node, where events are posted.
+func (d *Driver) nodeWarning(reason, message string) {
 	if d.opts.Events != nil {
 		node := &corev1.ObjectReference{Kind: "Node", Name: d.opts.NodeName, UID: types.UID(d.opts.NodeName)}
-		d.opts.Events.Eventf(node, corev1.EventTypeWarning, "VolumeRecordUnreadable", "%v: its volume is not served", err)
+		d.opts.Events.Eventf(node, corev1.EventTypeWarning, reason, "%s", message)
 	}
 }
 

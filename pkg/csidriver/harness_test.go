@@ -36,9 +36,10 @@ type harness struct {
 	// secrets, if set before start, is the Secrets mode, on the node's
 	// own mounts.
 	secrets bool
-	// tokenDir, if set before start, keeps the pods' tokens there (taken
-	// to be a tmpfs).
-	tokenDir string
+	// tokenDir, if set before start, keeps the pods' tokens there, taken
+	// to be a tmpfs unless tokenDirOnDisk.
+	tokenDir       string
+	tokenDirOnDisk bool
 	events   *kuberecord.FakeRecorder
 	stateDir string
 	podsDir  string
@@ -110,7 +111,12 @@ func (h *harness) start() {
 	}
 	if h.clientAs != nil {
 		opts.ReadAs, opts.ClientAs = ReadAsPod, h.clientAs
-		opts.TokenDir, opts.onMemory = h.tokenDir, func(string) error { return nil }
+		opts.TokenDir, opts.onMemory = h.tokenDir, func(dir string) error {
+			if h.tokenDirOnDisk {
+				return &notInMemoryError{dir: dir, fsType: 0xef53}
+			}
+			return nil
+		}
 	}
 	d, err := New(opts)
 	if err != nil {

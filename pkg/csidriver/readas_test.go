@@ -305,3 +305,35 @@ func TestRestartReadsWithTheKeptTokens(t *testing.T) {
 		t.Errorf("the token of an unpublished volume is still kept: %v", err)
 	}
 }
+
+// A token directory that is not in memory keeps no token, and the driver
+// says so on its node; its volumes are served all the same.
+func TestTokenDirOnDiskKeepsNone(t *testing.T) {
+	t.Parallel()
+	authorize := newAuthorizer()
+	authorize.allow("token-a", "app")
+	h := newHarnessAs(t, authorize, configMap("app", map[string]string{"k": "1"}))
+	h.halt()
+	h.tokenDir, h.tokenDirOnDisk = filepath.Join(t.TempDir(), "tokens"), true
+	h.start()
+	var warned string
+	h.eventually("a TokenDirUnusable event on the node", func() bool {
+		select {
+		case e := <-h.events.Events:
+			warned = e
+		default:
+		}
+		return strings.Contains(warned, "TokenDirUnusable")
+	})
+	if !strings.Contains(warned, "not on a tmpfs") || !strings.Contains(warned, "csi.tokenDir") {
+		t.Errorf("the event %q does not say why and what to do", warned)
+	}
+	v := withToken(h.newVolume("uid-a", "config", map[string]string{"configMap": "app"}), "token-a", time.Now().Add(time.Hour))
+	h.mustPublish(v)
+	if got := h.read(v, "k"); got != "1" {
+		t.Errorf("the volume's file: %q, want 1", got)
+	}
+	if kept, err := os.ReadDir(h.tokenDir); err != nil || len(kept) != 0 {
+		t.Errorf("tokens kept on a disk: %v (%v)", kept, err)
+	}
+}

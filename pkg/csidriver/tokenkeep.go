@@ -22,7 +22,8 @@ import (
 // serve no update meanwhile.
 //
 // The tokens stay in memory: the directory must be on a tmpfs or ramfs
-// (newTokenKeeper refuses any other), as the kubelet keeps the pods' own
+// (newTokenKeeper refuses any other, and the driver then keeps no token),
+// as the kubelet keeps the pods' own
 // projected tokens, so a node's restart empties it and no token reaches a
 // disk. The directory is root's alone (0700, files 0600), a file per
 // volume written whole and removed with the volume; the volume records,
@@ -52,9 +53,8 @@ type notInMemoryError struct {
 }
 
 func (e *notInMemoryError) Error() string {
-	return fmt.Sprintf("--token-dir %s is not on a tmpfs (filesystem type %#x): the pods' tokens would reach the node's disk; "+
-		"give a directory on a tmpfs, such as under /run, or an empty --token-dir to keep no token (a restarted driver then "+
-		"waits for the kubelet's next publish call of each volume)", e.dir, e.fsType)
+	return fmt.Sprintf("--token-dir %s is not on a tmpfs (filesystem type %#x), where the pods' tokens would reach the node's disk: "+
+		"give a directory on a tmpfs of the node (the chart's csi.tokenDir), such as under /run, or none", e.dir, e.fsType)
 }
 
 // inMemory says whether dir is on a tmpfs or ramfs.
