@@ -40,15 +40,15 @@ type harness struct {
 	// to be a tmpfs unless tokenDirOnDisk.
 	tokenDir       string
 	tokenDirOnDisk bool
-	events   *kuberecord.FakeRecorder
-	stateDir string
-	podsDir  string
-	socket   string
-	driver   *Driver
-	stop     context.CancelFunc
-	done     chan error
-	node     csi.NodeClient
-	identity csi.IdentityClient
+	events         *kuberecord.FakeRecorder
+	stateDir       string
+	podsDir        string
+	socket         string
+	driver         *Driver
+	stop           context.CancelFunc
+	done           chan error
+	node           csi.NodeClient
+	identity       csi.IdentityClient
 }
 
 func newHarness(t *testing.T, objects ...runtime.Object) *harness {
