@@ -26,6 +26,7 @@ type Metrics struct {
 	podWorkDuration  *prometheus.HistogramVec
 	volumeOps        *prometheus.CounterVec
 	volumeOpDuration *prometheus.HistogramVec
+	changeDelay      prometheus.Histogram
 	volumesMounted   prometheus.Gauge
 	volumeWrites     prometheus.Counter
 	podUpdates       *prometheus.CounterVec
@@ -39,6 +40,7 @@ const (
 	MetricVolumeOps      = "nodeagent_volume_operations_total"
 	MetricVolumesMounted = "nodeagent_volumes_mounted"
 	MetricVolumeWrites   = "nodeagent_volume_writes_total"
+	MetricChangeDelay    = "nodeagent_volume_change_read_seconds"
 	MetricPodUpdates     = "nodeagent_pod_updates_total"
 )
 
@@ -81,6 +83,12 @@ func NewMetrics(strategy model.Strategy, invalidation configmapcache.Invalidatio
 			Help:    "Duration of volume operations, including the ConfigMap reads.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}, []string{"operation"}),
+		changeDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: MetricChangeDelay,
+			Help: "From a watch's delivery of a change of a ConfigMap or Secret a volume reads to the volume's files holding it: " +
+				"the driver's share of an update's delay, and in the watch mode the reconciler's wait for its grid.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+		}),
 		volumesMounted: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MetricVolumesMounted,
 			Help: "ConfigMap and projected volumes on disk.",
@@ -129,7 +137,7 @@ func (m *Metrics) registerVolumes(info prometheus.Labels) {
 		ConstLabels: info,
 	})
 	gauge.Set(1)
-	m.Registry.MustRegister(m.volumeOps, m.volumeOpDuration, m.volumesMounted, m.volumeWrites, gauge)
+	m.Registry.MustRegister(m.volumeOps, m.volumeOpDuration, m.changeDelay, m.volumesMounted, m.volumeWrites, gauge)
 	for _, op := range []reconciler.OperationKind{reconciler.Mount, reconciler.Remount, reconciler.Unmount} {
 		for _, r := range []string{"success", "error"} {
 			m.volumeOps.WithLabelValues(string(op), r)
@@ -176,6 +184,9 @@ func (m *Metrics) OperationDone(op reconciler.OperationKind, err error, d time.D
 
 // VolumeWritten implements reconciler.Recorder.
 func (m *Metrics) VolumeWritten() { m.volumeWrites.Inc() }
+
+// ChangeRead implements reconciler.Recorder.
+func (m *Metrics) ChangeRead(delay time.Duration) { m.changeDelay.Observe(delay.Seconds()) }
 
 // VolumesMounted implements reconciler.Recorder.
 func (m *Metrics) VolumesMounted(n int) { m.volumesMounted.Set(float64(n)) }

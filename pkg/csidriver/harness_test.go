@@ -19,6 +19,7 @@ import (
 	kuberecord "k8s.io/client-go/tools/record"
 
 	"github.com/nodeagent-io/nodeagent/pkg/configmapcache"
+	"github.com/nodeagent-io/nodeagent/pkg/volumemanager/reconciler"
 )
 
 const testNamespace = "shop"
@@ -40,15 +41,17 @@ type harness struct {
 	// to be a tmpfs unless tokenDirOnDisk.
 	tokenDir       string
 	tokenDirOnDisk bool
-	events         *kuberecord.FakeRecorder
-	stateDir       string
-	podsDir        string
-	socket         string
-	driver         *Driver
-	stop           context.CancelFunc
-	done           chan error
-	node           csi.NodeClient
-	identity       csi.IdentityClient
+	// recorder, if set before start, is the volume core's.
+	recorder reconciler.Recorder
+	events   *kuberecord.FakeRecorder
+	stateDir string
+	podsDir  string
+	socket   string
+	driver   *Driver
+	stop     context.CancelFunc
+	done     chan error
+	node     csi.NodeClient
+	identity csi.IdentityClient
 }
 
 func newHarness(t *testing.T, objects ...runtime.Object) *harness {
@@ -107,7 +110,7 @@ func (h *harness) start() {
 			}
 			return c
 		},
-		Events: h.events, Access: h.access, Secrets: h.secrets,
+		Events: h.events, Access: h.access, Secrets: h.secrets, Recorder: h.recorder,
 	}
 	if h.clientAs != nil {
 		opts.ReadAs, opts.ClientAs = ReadAsPod, h.clientAs

@@ -257,7 +257,8 @@ func (r *countingRecorder) VolumeWritten() { r.written.Add(1) }
 func (r *countingRecorder) OperationDone(reconciler.OperationKind, error, time.Duration) {
 	r.operations.Add(1)
 }
-func (r *countingRecorder) VolumesMounted(int) {}
+func (r *countingRecorder) VolumesMounted(int)       {}
+func (r *countingRecorder) ChangeRead(time.Duration) {}
 
 func TestMountRemountUnmount(t *testing.T) {
 	h := newHarness(t)

@@ -36,8 +36,8 @@ const (
 	// prompts: coarse, so that the measurement takes little of the CPU
 	// the driver is measured on.
 	loadPoll = 500 * time.Millisecond
-	// loadProfileAddress serves the driver's profiles where
-	// $NODEAGENT_CSI_LOAD_PROFILES names a directory for them.
+	// loadProfileAddress serves the driver's metrics, and its profiles
+	// where $NODEAGENT_CSI_LOAD_PROFILES names a directory for them.
 	loadProfileAddress = "127.0.0.1:10399"
 )
 
@@ -47,7 +47,9 @@ const (
 // kubelet publishes them (each with its pod's token), half of them secret
 // volumes on their tmpfs, under loadUpdateRate updates a second: the delay
 // from each update's sending to its content in the volume's file (median,
-// p99, longest, by kind of volume), and the driver's CPU and resident
+// p99, longest, by kind of volume), the apiserver's update requests, the
+// driver's share (its own histogram of the changes its volumes read, from
+// the watch's delivery to the files), and the driver's CPU and resident
 // memory over the window, written to _output/tables/csi-load.json for
 // docs/csi.md. A measurement, not a check: `make csi-load` runs it
 // (NODEAGENT_MEASURE_CSI_LOAD=1, as root, for the tmpfs mounts), with the
@@ -64,15 +66,16 @@ func TestCSIDriverUnderLoad(t *testing.T) {
 	client := loadClient(t)
 	names := loadObjects(t, client, ns)
 	profiles := os.Getenv("NODEAGENT_CSI_LOAD_PROFILES")
-	args := []string{"--secrets", "-v=1"}
+	args := []string{"--secrets", "-v=1", "--http-address=" + loadProfileAddress}
 	if profiles != "" {
-		args = append(args, "--http-address="+loadProfileAddress, "--profiling")
+		args = append(args, "--profiling")
 	}
 	driver := startReadAsPodDriver(t, ns, "node-load", args...)
 	proc, node, dir := driver.proc, driver.node, driver.dir
 	files := publishLoad(t, node, dir, ns, names)
 
 	cpu0, _, _ := procStats(t, proc.Pid())
+	changes0 := driverChangeReads(t, loadProfileAddress)
 	start := time.Now()
 	runs := loadRuns(client, ns, names)
 	if profiles != "" {
@@ -94,14 +97,16 @@ func TestCSIDriverUnderLoad(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	cpu1, rss, peak := procStats(t, proc.Pid())
+	share := changeReadCell(t, driverChangeReads(t, loadProfileAddress).since(changes0))
 	cores := (cpu1 - cpu0).Seconds() / elapsed.Seconds()
 	sent := runs[0].Sent(t) + runs[1].Sent(t)
 	t.Logf("%d updates over %s (%.1f a second), all in their volumes %s after the start; the driver over that time: CPU %.1f millicores, RSS %.1f MiB, peak %.1f MiB",
 		sent, loadWindow, float64(sent)/loadWindow.Seconds(), elapsed.Round(100*time.Millisecond), 1000*cores, float64(rss)/(1<<20), float64(peak)/(1<<20))
 	table := report.Table{Header: []string{"volumes", "updates a second", "delays measured", "median", "p99", "longest",
-		"the apiserver's update request: median", "p99", "driver CPU", "resident memory", "peak"}}
+		"the apiserver's update request: median", "p99", "the driver's share: median / p99", "driver CPU", "resident memory", "peak"}}
 	for i, run := range runs {
-		table.Rows = append(table.Rows, loadRow(t, run, measured[i], writes[i], cores, rss, peak))
+		row := loadRow(t, run, measured[i], writes[i], cores, rss, peak)
+		table.Rows = append(table.Rows, slices.Insert(row, 8, share))
 	}
 	writeDocTable(t, "csi-load", table)
 }

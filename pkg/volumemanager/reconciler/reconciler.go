@@ -92,6 +92,9 @@ type Recorder interface {
 	// VolumeWritten counts a mount or remount that wrote a new generation
 	// to disk (most remounts find the content unchanged and write nothing).
 	VolumeWritten()
+	// ChangeRead records how long a volume took to read a change of an
+	// object it reads (changes.go).
+	ChangeRead(delay time.Duration)
 }
 
 // desiredVolumes is what the reconciler reads of the desired state.
@@ -159,6 +162,9 @@ type Reconciler struct {
 	// changeSeen asks for a pass off the grid (ObjectChanged). Buffer
 	// of one: changes that come while a pass is due coalesce into it.
 	changeSeen chan struct{}
+	// unread holds, by volume, when the oldest change it has not read yet
+	// was seen (changes.go).
+	unread map[cache.VolumeKey]time.Time
 }
 
 // New returns a reconciler; call Run to start its loop.
@@ -178,6 +184,7 @@ func New(opts Options) *Reconciler {
 		loop:       pacedloop.New(opts.Clock, opts.Origin, opts.Period),
 		pending:    sets.New[cache.VolumeKey](),
 		ops:        map[cache.VolumeKey]*volumeOp{},
+		unread:     map[cache.VolumeKey]time.Time{},
 		changeSeen: make(chan struct{}, 1),
 	}
 }
@@ -243,7 +250,9 @@ func (r *Reconciler) ObjectChanged(keys []cache.VolumeKey) {
 	}
 	r.mu.Lock()
 	idle := keys[:0:0]
+	now := r.clock.Now()
 	for _, key := range keys {
+		r.changeSeenLocked(key, now)
 		o, recorded := r.ops[key]
 		if recorded && o.inFlight {
 			o.changedMeanwhile = true
@@ -344,3 +353,4 @@ type nopRecorder struct{}
 func (nopRecorder) OperationDone(OperationKind, error, time.Duration) {}
 func (nopRecorder) VolumesMounted(int)                                {}
 func (nopRecorder) VolumeWritten()                                    {}
+func (nopRecorder) ChangeRead(time.Duration)                          {}

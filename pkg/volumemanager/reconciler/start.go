@@ -16,6 +16,7 @@ func (r *Reconciler) start(ctx context.Context, op Operation) {
 	begin := r.clock.Now()
 	o := r.op(op.Key)
 	o.inFlight, o.startedAt = true, begin
+	changed := r.takeChangeLocked(op.Key)
 	r.running.Add(1)
 	go func() {
 		defer r.running.Done()
@@ -28,6 +29,7 @@ func (r *Reconciler) start(ctx context.Context, op Operation) {
 		if res.Wrote {
 			r.opts.Recorder.VolumeWritten()
 		}
+		r.changeRead(op, changed, err)
 		r.finish(ctx, logger, op, res, err)
 	}()
 }
