@@ -88,7 +88,9 @@ type Driver struct {
 	reads *podReads
 	// tokenDirErr is why TokenDir keeps no token, if it cannot.
 	tokenDirErr error
-	ready       atomic.Bool
+	// clock is Options.Clock, or the real one.
+	clock clock.WithTicker
+	ready atomic.Bool
 }
 
 // New builds a driver; nothing runs until Run.
@@ -99,7 +101,10 @@ func New(opts Options) (*Driver, error) {
 	if opts.NodeName == "" || opts.Endpoint == "" || opts.StateDir == "" {
 		return nil, errors.New("csidriver: NodeName, Endpoint and StateDir are required")
 	}
-	d := &Driver{opts: opts}
+	d := &Driver{opts: opts, clock: clock.RealClock{}}
+	if opts.Clock != nil {
+		d.clock = opts.Clock
+	}
 	if err := d.newWatches(); err != nil {
 		return nil, err
 	}
@@ -189,11 +194,7 @@ func (d *Driver) configMapClients() (func(namespace, name string) configmapcache
 		if d.opts.ClientAs == nil {
 			return nil, errors.New("csidriver: reading as the pods needs ClientAs")
 		}
-		var clk clock.WithTicker = clock.RealClock{}
-		if d.opts.Clock != nil {
-			clk = d.opts.Clock
-		}
-		d.reads = &podReads{clientAs: d.opts.ClientAs, creds: newCredentials(), clock: clk}
+		d.reads = &podReads{clientAs: d.opts.ClientAs, creds: newCredentials(), clock: d.clock}
 		return d.reads.configMapClient, nil
 	case ReadAsDriver:
 		if d.opts.ConfigMaps == nil {

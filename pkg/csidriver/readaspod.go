@@ -129,9 +129,7 @@ func readError(err error) error {
 // (tokenKeeper): a volume whose token cannot be kept is served all the
 // same, and waits for a republish after a restart.
 func (s *nodeServer) holdTokens(ctx context.Context, spec volumeSpec, volumeID string, token podToken) {
-	for _, ref := range spec.objects() {
-		s.reads.hold(ref, volumeID, token)
-	}
+	s.reads.holdAll(spec, volumeID, token)
 	if err := s.tokens.keep(volumeID, token); err != nil {
 		klog.FromContext(ctx).Error(err, "A restarted driver will wait for the kubelet's next publish call of this volume", "volumeID", volumeID)
 	}

@@ -112,6 +112,13 @@ func (r *podReads) hold(ref objectRef, volumeID string, t podToken) {
 	}
 }
 
+// holdAll holds volumeID's token for the watch of each object spec reads.
+func (r *podReads) holdAll(spec volumeSpec, volumeID string, t podToken) {
+	for _, ref := range spec.objects() {
+		r.hold(ref, volumeID, t)
+	}
+}
+
 // release forgets volumeID's token, its volume gone, and opens the watch
 // again with another's where it used that one.
 func (r *podReads) release(ref objectRef, volumeID string) {

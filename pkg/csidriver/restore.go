@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,9 +51,7 @@ func (d *Driver) restore(ctx context.Context) int {
 		}
 		// Its kept token first, so that its watches open with it.
 		if token, ok := tokens[rec.VolumeID]; ok {
-			for _, ref := range spec.objects() {
-				d.reads.hold(ref, rec.VolumeID, token)
-			}
+			d.reads.holdAll(spec, rec.VolumeID, token)
 		}
 		d.node.serve(spec, desired, true)
 		d.node.published[rec.VolumeID] = rec
@@ -69,7 +66,7 @@ func (d *Driver) restore(ctx context.Context) int {
 // keptTokens are the tokens kept before a restart (tokenKeeper), by
 // volume id.
 func (d *Driver) keptTokens(logger klog.Logger) map[string]podToken {
-	tokens, errs := d.node.tokens.load(d.now())
+	tokens, errs := d.node.tokens.load(d.clock.Now())
 	for _, err := range errs {
 		logger.Error(err, "A kept token is lost; its volume waits for the kubelet's next publish call")
 	}
@@ -88,13 +85,6 @@ func (d *Driver) forgetUnservedTokens(logger klog.Logger, tokens map[string]podT
 			logger.Error(err, "Removing the kept token of a volume not served")
 		}
 	}
-}
-
-func (d *Driver) now() time.Time {
-	if d.opts.Clock != nil {
-		return d.opts.Clock.Now()
-	}
-	return time.Now()
 }
 
 // unreadableRecord says, in the log and in a Warning event on this node,

@@ -33,20 +33,18 @@ func (r *Reconciler) takeChangeLocked(key cache.VolumeKey) time.Time {
 }
 
 // changeRead records the delay of the change an operation started after
-// (changed, zero for none) where it succeeded, and leaves the change
-// unread where it failed, for the operation that retries it. An unmount
-// forgets it: the volume reads nothing more.
+// (changed, zero for none) where it succeeded; an unmount reads nothing.
+// A failed one leaves the change unread (unreadAgainLocked).
 func (r *Reconciler) changeRead(op Operation, changed time.Time, err error) {
-	switch {
-	case changed.IsZero() || op.Kind == Unmount:
-		return
-	case err == nil:
+	if err == nil && !changed.IsZero() && op.Kind != Unmount {
 		r.opts.Recorder.ChangeRead(r.clock.Since(changed))
-		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if later, ok := r.unread[op.Key]; !ok || changed.Before(later) {
-		r.unread[op.Key] = changed
+}
+
+// unreadAgainLocked leaves the change a failed operation started after
+// unread, for the operation that retries it. Called with r.mu held.
+func (r *Reconciler) unreadAgainLocked(key cache.VolumeKey, changed time.Time) {
+	if later, ok := r.unread[key]; !changed.IsZero() && (!ok || changed.Before(later)) {
+		r.unread[key] = changed
 	}
 }

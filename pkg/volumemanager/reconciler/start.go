@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -30,7 +31,7 @@ func (r *Reconciler) start(ctx context.Context, op Operation) {
 			r.opts.Recorder.VolumeWritten()
 		}
 		r.changeRead(op, changed, err)
-		r.finish(ctx, logger, op, res, err)
+		r.finish(ctx, logger, op, res, err, changed)
 	}()
 }
 
@@ -65,17 +66,22 @@ func (r *Reconciler) execute(ctx context.Context, logger klog.Logger, op Operati
 
 // finish records an operation's result in the actual state, hands the
 // volume back if it still needs something, and reports a failure as a
-// FailedMount event on the pod, for a remount as for a first mount.
-func (r *Reconciler) finish(ctx context.Context, logger klog.Logger, op Operation, res Result, err error) {
+// FailedMount event on the pod, for a remount as for a first mount. A
+// failed mount or remount leaves the change it started after (changed)
+// unread.
+func (r *Reconciler) finish(ctx context.Context, logger klog.Logger, op Operation, res Result, err error, changed time.Time) {
 	r.mu.Lock()
 	o := r.op(op.Key)
 	// A ConfigMap change seen while the operation ran may have come after
 	// its read: read again now, whatever the outcome.
-	changed := o.changedMeanwhile
+	changedMeanwhile := o.changedMeanwhile
 	o.inFlight, o.changedMeanwhile = false, false
 	switch {
 	case err != nil:
-		o.failed(err, r.clock.Now(), changed)
+		o.failed(err, r.clock.Now(), changedMeanwhile)
+		if op.Kind != Unmount {
+			r.unreadAgainLocked(op.Key, changed)
+		}
 		if op.Kind == Remount {
 			r.opts.Actual.MarkRemountRequired(op.Key)
 		}
@@ -84,7 +90,7 @@ func (r *Reconciler) finish(ctx context.Context, logger klog.Logger, op Operatio
 		delete(r.ops, op.Key)
 	default:
 		r.opts.Actual.MarkMounted(cache.MountedVolume{
-			Key: op.Key, Request: op.Request, Spec: op.Spec, Dir: op.Dir, RemountRequired: changed,
+			Key: op.Key, Request: op.Request, Spec: op.Spec, Dir: op.Dir, RemountRequired: changedMeanwhile,
 			ResourceVersion: res.ResourceVersion, ContentHash: res.ContentHash, Stamp: res.Stamp,
 		})
 		delete(r.ops, op.Key)
@@ -96,7 +102,7 @@ func (r *Reconciler) finish(ctx context.Context, logger klog.Logger, op Operatio
 	// Under the lock, so that the gauge's values come in order.
 	r.opts.Recorder.VolumesMounted(r.opts.Actual.Len())
 	r.mu.Unlock()
-	if changed {
+	if changedMeanwhile {
 		select {
 		case r.changeSeen <- struct{}{}:
 		default:
