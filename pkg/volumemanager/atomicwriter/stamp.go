@@ -43,11 +43,17 @@ type stampEntry struct {
 // the payload just written, as given to Write); now is the wall clock's
 // time, which the ctimes are compared with.
 func StampOf(dir string, payloadPaths []string, now time.Time) (Stamp, error) {
+	// The directory first: a Write that switched generations has just
+	// changed its listing, so such a stamp is racy from its first call.
+	dirID, err := lstatID(dir)
+	if err != nil || !dirID.valid || racy(dirID, now) {
+		return Stamp{}, err
+	}
 	gen, err := currentGeneration(dir)
 	if err != nil || gen == "" {
 		return Stamp{}, err
 	}
-	paths := []string{"", dataDirName, gen}
+	paths := []string{dataDirName, gen}
 	seen := map[string]bool{}
 	for _, p := range payloadPaths {
 		rel := filepath.Clean(p)
@@ -61,18 +67,22 @@ func StampOf(dir string, payloadPaths []string, now time.Time) (Stamp, error) {
 			}
 		}
 	}
-	entries := make([]stampEntry, 0, len(paths))
+	entries := make([]stampEntry, 1, 1+len(paths))
+	entries[0] = stampEntry{path: "", id: dirID}
 	for _, p := range paths {
 		id, err := lstatID(filepath.Join(dir, p))
-		if err != nil || !id.valid {
+		if err != nil || !id.valid || racy(id, now) {
 			return Stamp{}, err
-		}
-		if !id.ctime().Before(now.Add(-racyWindow)) {
-			return Stamp{}, nil // racy: see Stamp
 		}
 		entries = append(entries, stampEntry{path: p, id: id})
 	}
 	return Stamp{entries: entries}, nil
+}
+
+// racy says whether an entry's ctime is too near now to tell a later
+// change from the Write's own (see Stamp).
+func racy(id fileID, now time.Time) bool {
+	return !id.ctime().Before(now.Add(-racyWindow))
 }
 
 // Intact says whether every entry of dir that s recorded is still as it

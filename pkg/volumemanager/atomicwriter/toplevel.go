@@ -11,7 +11,7 @@ import (
 
 // syncTopLevel creates a symlink <name> -> ..data/<name> for each top-level
 // name of files and removes the other symlinks into ..data among the
-// user-visible entries. Other entries are not the writer's: they stay,
+// user-visible entries of dir (entries, its listing). Other entries are not the writer's: they stay,
 // and a name of the payload that one of them occupies gets no symlink (the
 // file is still under ..data), as in the kubelet.
 //
@@ -19,14 +19,10 @@ import (
 // a directory of several files, as the first of them by path, where the
 // kubelet takes whichever its map gives first. An existing symlink keeps
 // its owner, as the kubelet's do.
-func syncTopLevel(dir string, files map[string]FileProjection) error {
+func syncTopLevel(dir string, entries []fs.DirEntry, files map[string]FileProjection) error {
 	want := map[string]bool{}
 	for p := range files {
 		want[strings.SplitN(p, "/", 2)[0]] = true
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
 	}
 	for _, e := range entries {
 		name := e.Name()

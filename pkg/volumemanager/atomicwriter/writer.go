@@ -28,13 +28,14 @@
 package atomicwriter
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -72,20 +73,24 @@ func Write(dir string, payload map[string]FileProjection, setPerms func() error)
 	for clean, original := range cleaned {
 		files[clean] = payload[original]
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, err
-	}
 
-	// (2) Find the current generation, if any.
-	oldGen, err := currentGeneration(dir)
+	// (2) Find the current generation, if any; a volume without one may
+	// not have its directory yet.
+	link, err := readDataLink(dir)
 	if err != nil {
 		return false, err
 	}
+	if link.target == "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return false, err
+		}
+	}
 
 	// (3) Compare it with the payload.
-	needWrite := oldGen == ""
+	current := link.target
+	needWrite := current == ""
 	if !needWrite {
-		same, err := generationEquals(filepath.Join(dir, oldGen), files)
+		same, err := generationEquals(filepath.Join(dir, current), files)
 		if err != nil {
 			return false, err
 		}
@@ -93,29 +98,35 @@ func Write(dir string, payload map[string]FileProjection, setPerms func() error)
 	}
 
 	if needWrite {
-		newGen, err := switchGeneration(dir, files, setPerms)
+		newGen, err := switchGeneration(dir, files, setPerms, link.blocked)
 		if err != nil {
 			return false, err
 		}
-		oldGen = newGen
+		current = newGen
 		changed = true
 	}
 
 	// (7) Make the top-level entries match: a symlink into ..data for each
 	// top-level name of the payload, nothing else. (8) Remove every
 	// generation but the current one. Both also repair crash leftovers, so
-	// they run even when nothing was written.
-	if err := syncTopLevel(dir, files); err != nil {
+	// they run even when nothing was written; one listing serves both, as
+	// each touches only the entries the other leaves alone.
+	entries, err := listDir(dir)
+	if err != nil {
 		return changed, err
 	}
-	return changed, removeOtherGenerations(dir, oldGen)
+	if err := syncTopLevel(dir, entries, files); err != nil {
+		return changed, err
+	}
+	return changed, removeOtherGenerations(dir, entries, current)
 }
 
 // switchGeneration writes files into a new generation directory (4),
 // applies setPerms to it, points ..data_tmp at it (5) and renames that over
-// ..data (6), and returns its name. A failure removes what it made and
-// leaves ..data as it was.
-func switchGeneration(dir string, files map[string]FileProjection, setPerms func() error) (string, error) {
+// ..data (6), and returns its name. dataBlocked says that ..data is there
+// but is not a symlink. A failure removes what it made and leaves ..data
+// as it was.
+func switchGeneration(dir string, files map[string]FileProjection, setPerms func() error, dataBlocked bool) (string, error) {
 	// (4) Write the payload into a new generation directory.
 	newGen, err := writeGeneration(dir, files)
 	if err != nil {
@@ -126,7 +137,7 @@ func switchGeneration(dir string, files map[string]FileProjection, setPerms func
 		if linked {
 			os.Remove(tmpLink)
 		}
-		os.RemoveAll(filepath.Join(dir, newGen))
+		removeTree(filepath.Join(dir, newGen))
 		return "", err
 	}
 	if setPerms != nil {
@@ -135,17 +146,22 @@ func switchGeneration(dir string, files map[string]FileProjection, setPerms func
 		}
 	}
 	// (5) Point ..data_tmp at it, replacing a stale one left by a crash.
-	if err := os.Remove(tmpLink); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail(err, false)
+	err = os.Symlink(newGen, tmpLink)
+	if errors.Is(err, fs.ErrExist) {
+		if err = os.Remove(tmpLink); err == nil {
+			err = os.Symlink(newGen, tmpLink)
+		}
 	}
-	if err := os.Symlink(newGen, tmpLink); err != nil {
+	if err != nil {
 		return fail(err, false)
 	}
 	// (6) Rename it over ..data: the atomic switch. A ..data that is not a
 	// symlink (a directory put there by hand) cannot be renamed over; it
 	// holds no generation of ours, so it goes first.
-	if err := replaceNonSymlink(filepath.Join(dir, dataDirName)); err != nil {
-		return fail(err, true)
+	if dataBlocked {
+		if err := os.RemoveAll(filepath.Join(dir, dataDirName)); err != nil {
+			return fail(err, true)
+		}
 	}
 	if err := os.Rename(tmpLink, filepath.Join(dir, dataDirName)); err != nil {
 		return fail(err, true)
@@ -153,63 +169,84 @@ func switchGeneration(dir string, files map[string]FileProjection, setPerms func
 	return newGen, nil
 }
 
+// dataLink is what a volume directory's ..data is: a symlink's target,
+// or blocked where it is there but is not a symlink.
+type dataLink struct {
+	target  string
+	blocked bool
+}
+
+// readDataLink reads dir's ..data. The target may be dangling: the
+// generation it names is looked at by whoever uses it.
+func readDataLink(dir string) (dataLink, error) {
+	target, err := os.Readlink(filepath.Join(dir, dataDirName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return dataLink{}, nil
+	case errors.Is(err, syscall.EINVAL): // not a symlink
+		return dataLink{blocked: true}, nil
+	case err != nil:
+		return dataLink{}, err
+	}
+	return dataLink{target: target}, nil
+}
+
 // currentGeneration returns the generation ..data points at, or "" if
 // there is none usable (never written, a dangling link after a crash, or a
 // ..data that is not a symlink).
 func currentGeneration(dir string) (string, error) {
-	data := filepath.Join(dir, dataDirName)
-	info, err := os.Lstat(data)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
+	link, err := readDataLink(dir)
+	if err != nil || link.target == "" {
 		return "", err
 	}
-	if info.Mode()&fs.ModeSymlink == 0 {
+	if info, err := os.Stat(filepath.Join(dir, link.target)); err != nil || !info.IsDir() {
 		return "", nil
 	}
-	target, err := os.Readlink(data)
-	if err != nil {
-		return "", err
-	}
-	if info, err := os.Stat(filepath.Join(dir, target)); err != nil || !info.IsDir() {
-		return "", nil
-	}
-	return target, nil
+	return link.target, nil
 }
 
-// generationEquals reports whether genDir holds exactly files, byte for byte.
+// generationEquals reports whether genDir holds exactly files, byte for
+// byte: the same paths, each a regular file of the same content. A genDir
+// that is gone or is not a directory (a dangling ..data) holds nothing.
 func generationEquals(genDir string, files map[string]FileProjection) (bool, error) {
-	seen := 0
-	same := true
-	err := filepath.WalkDir(genDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(genDir, p)
-		want, ok := files[filepath.ToSlash(rel)]
-		if !ok {
-			same = false
-			return filepath.SkipAll
-		}
-		got, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(got, want.Data) {
-			same = false
-			return filepath.SkipAll
-		}
-		seen++
-		return nil
-	})
-	if err != nil {
-		return false, err
+	seen, same, err := compareDir(genDir, "", files)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return false, nil
 	}
-	return same && seen == len(files), nil
+	return same && seen == len(files), err
+}
+
+// compareDir compares the directory dir, at the payload path prefix, with
+// files: whether every entry in it is a file of files with its content,
+// and how many files it holds.
+func compareDir(dir, prefix string, files map[string]FileProjection) (seen int, same bool, err error) {
+	entries, err := listDir(dir)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, e := range entries {
+		rel, full := prefix+e.Name(), dir+"/"+e.Name()
+		switch {
+		case e.IsDir():
+			n, same, err := compareDir(full, rel+"/", files)
+			if err != nil || !same {
+				return 0, false, err
+			}
+			seen += n
+		case e.Type().IsRegular():
+			want, ok := files[rel]
+			if !ok {
+				return 0, false, nil
+			}
+			if same, err := fileEquals(full, want.Data); err != nil || !same {
+				return 0, false, err
+			}
+			seen++
+		default:
+			return 0, false, nil
+		}
+	}
+	return seen, true, nil
 }
 
 // writeGeneration writes files into a new timestamped directory. It does not
@@ -224,16 +261,20 @@ func writeGeneration(dir string, files map[string]FileProjection) (string, error
 		return "", err
 	}
 	fail := func(err error) (string, error) {
-		os.RemoveAll(genDir)
+		removeTree(genDir)
 		return "", err
 	}
 	if err := os.Chmod(genDir, 0o755); err != nil {
 		return fail(err)
 	}
+	made := map[string]bool{".": true} // the directories of the payload made so far
 	for p, f := range files {
 		full := filepath.Join(genDir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return fail(err)
+		if parent := path.Dir(p); !made[parent] {
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return fail(err)
+			}
+			made[parent] = true
 		}
 		if err := writeFileHook(full, f.Data, os.FileMode(f.Mode)&os.ModePerm); err != nil {
 			return fail(fmt.Errorf("writing %s: %w", p, err))
@@ -247,50 +288,22 @@ func writeGeneration(dir string, files map[string]FileProjection) (string, error
 
 // writeFileHook is replaced in tests to fail a write midway, as a full disk
 // would.
-var writeFileHook = writeFile
+var writeFileHook = writeNewFile
 
-func writeFile(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	// The process umask may have cleared bits the payload asks for.
-	return os.Chmod(path, mode)
-}
-
-// replaceNonSymlink removes path if it exists and is not a symlink.
-func replaceNonSymlink(path string) error {
-	info, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && info.Mode()&fs.ModeSymlink != 0) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return os.RemoveAll(path)
-}
-
-// removeOtherGenerations removes generation directories other than keep,
-// and a stale ..data_tmp.
-func removeOtherGenerations(dir, keep string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
+// removeOtherGenerations removes, of the entries of dir, the generation
+// directories other than keep, and a stale ..data_tmp.
+func removeOtherGenerations(dir string, entries []fs.DirEntry, keep string) error {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
 		if name == dataDirName || name == keep || !strings.HasPrefix(name, "..") {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+		remove := os.Remove
+		if e.IsDir() {
+			remove = removeTree
+		}
+		if err := remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -338,10 +351,14 @@ func Repair(dir string) error {
 	for _, e := range entries {
 		topLevel[e.Name()] = FileProjection{}
 	}
-	if err := syncTopLevel(dir, topLevel); err != nil {
+	dirEntries, err := listDir(dir)
+	if err != nil {
 		return err
 	}
-	return removeOtherGenerations(dir, gen)
+	if err := syncTopLevel(dir, dirEntries, topLevel); err != nil {
+		return err
+	}
+	return removeOtherGenerations(dir, dirEntries, gen)
 }
 
 // RemoveOwn removes what the writer owns in dir (the entries whose names

@@ -20,8 +20,8 @@ func files(kv ...string) map[string]FileProjection {
 	return m
 }
 
-// listDir returns "name" for entries and "name -> target" for symlinks.
-func listDir(t *testing.T, dir string) []string {
+// visibleEntries returns "name" for entries and "name -> target" for symlinks.
+func visibleEntries(t *testing.T, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -71,7 +71,7 @@ func TestLayoutAndUpdates(t *testing.T) {
 		t.Fatal("first write reported no change")
 	}
 	want := []string{"..<generation>", "..data -> ..<generation>", "a -> ..data/a", "sub -> ..data/sub"}
-	if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("layout: got %v, want %v", got, want)
 	}
 	if readVisible(t, dir, "a") != "1" || readVisible(t, dir, "sub/b") != "2" {
@@ -94,7 +94,7 @@ func TestLayoutAndUpdates(t *testing.T) {
 		t.Fatal("update reported no change")
 	}
 	want = []string{"..<generation>", "..data -> ..<generation>", "a -> ..data/a"}
-	if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after update: got %v, want %v", got, want)
 	}
 	if readVisible(t, dir, "a") != "changed" {
@@ -104,7 +104,7 @@ func TestLayoutAndUpdates(t *testing.T) {
 	// An empty payload leaves an empty volume.
 	mustWrite(t, dir, map[string]FileProjection{})
 	want = []string{"..<generation>", "..data -> ..<generation>"}
-	if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("empty payload: got %v, want %v", got, want)
 	}
 }
@@ -149,12 +149,12 @@ func TestInvalidPayloadsTouchNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			mustWrite(t, dir, files("keep", "old"))
-			before := listDir(t, dir)
+			before := visibleEntries(t, dir)
 			_, err := Write(dir, tt.payload, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
 			}
-			if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(before) || readVisible(t, dir, "keep") != "old" {
+			if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(before) || readVisible(t, dir, "keep") != "old" {
 				t.Errorf("an invalid payload changed the volume: %v", got)
 			}
 		})
@@ -189,6 +189,24 @@ func TestRepairsCrashLeftovers(t *testing.T) {
 			os.Remove(filepath.Join(dir, dataDirName))
 			os.Symlink("..2020_01_01_00_00_00.3", filepath.Join(dir, dataDirName))
 		}},
+		{"half-written nested generation", func(t *testing.T, dir string) {
+			half := filepath.Join(dir, "..2020_01_01_00_00_00.4", "sub", "deeper")
+			os.MkdirAll(half, 0o755)
+			os.WriteFile(filepath.Join(half, "b"), []byte("partial"), 0o644)
+			os.Symlink("b", filepath.Join(half, "link"))
+		}},
+		{"a file of the generation replaced by a symlink to the same bytes", func(t *testing.T, dir string) {
+			same := filepath.Join(t.TempDir(), "same")
+			os.WriteFile(same, []byte("1"), 0o644)
+			os.Remove(filepath.Join(dir, dataDirName, "a"))
+			os.Symlink(same, filepath.Join(dir, dataDirName, "a"))
+		}},
+		{"a stray file in the generation", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, dataDirName, "stray"), []byte("x"), 0o644)
+		}},
+		{"a file of the generation edited", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, dataDirName, "a"), []byte("2"), 0o644)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,11 +215,15 @@ func TestRepairsCrashLeftovers(t *testing.T) {
 			tt.crash(t, dir)
 			mustWrite(t, dir, files("a", "1"))
 			want := []string{"..<generation>", "..data -> ..<generation>", "a -> ..data/a"}
-			if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+			if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("after repair: got %v, want %v", got, want)
 			}
 			if readVisible(t, dir, "a") != "1" {
 				t.Error("content lost")
+			}
+			entries, err := os.ReadDir(filepath.Join(dir, dataDirName))
+			if err != nil || len(entries) != 1 || entries[0].Name() != "a" || !entries[0].Type().IsRegular() {
+				t.Errorf("the generation holds %v (%v), want the regular file a alone", entries, err)
 			}
 		})
 	}
@@ -229,7 +251,7 @@ func TestFailedWriteKeepsOldContent(t *testing.T) {
 		t.Error("old content not intact after a failed write")
 	}
 	want := []string{"..<generation>", "..data -> ..<generation>", "a -> ..data/a", "b -> ..data/b"}
-	if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("a failed write left %v, want %v", got, want)
 	}
 }
@@ -283,7 +305,7 @@ func TestKeepsEntriesThatAreNotItsOwn(t *testing.T) {
 	mustWrite(t, dir, files("a", "2", "nested", "payload"))
 	mustWrite(t, dir, files("b", "3"))
 	want := []string{"..<generation>", "..data -> ..<generation>", "b -> ..data/b", "foreign -> /elsewhere", "nested/"}
-	if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nested", "deeper")); err != nil {
@@ -317,7 +339,7 @@ func TestSetPermsRunsBeforeTheSwitch(t *testing.T) {
 		t.Errorf("after a failed setPerms: got %q, want the old content", got)
 	}
 	want := []string{"..<generation>", "..data -> ..<generation>", "a -> ..data/a"}
-	if got := listDir(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v (no partial generation left)", got, want)
 	}
 }

@@ -143,14 +143,15 @@ func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.
 func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payload map[string]atomicwriter.FileProjection) (wrote bool, stamp atomicwriter.Stamp, err error) {
 	req, v, dir := op.Request, op.Spec, op.Dir
 	// (2)
-	if _, statErr := os.Lstat(dir); errors.Is(statErr, fs.ErrNotExist) {
+	made, err := ensureVolumeDir(dir)
+	if made {
 		defer func() {
 			if err != nil {
 				_ = os.RemoveAll(dir)
 			}
 		}()
 	}
-	if err := ensureVolumeDir(dir); err != nil {
+	if err != nil {
 		return false, stamp, err
 	}
 	// (3)
@@ -184,19 +185,24 @@ func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payl
 
 // ensureVolumeDir makes dir with permissions 0777, as the kubelet's emptyDir
 // wrapper does, correcting them only when they differ: a chmod would also
-// clear the setgid bit that an fsGroup set.
-func ensureVolumeDir(dir string) error {
-	if err := os.MkdirAll(dir, volumeDirMode); err != nil {
-		return err
-	}
+// clear the setgid bit that an fsGroup set. It reports whether it made dir
+// (or some of it, before an error).
+func ensureVolumeDir(dir string) (made bool, err error) {
 	info, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, volumeDirMode); err != nil {
+			return true, err
+		}
+		made = true
+		info, err = os.Stat(dir)
+	}
 	if err != nil {
-		return err
+		return made, err
 	}
 	if info.Mode().Perm() != volumeDirMode {
-		return os.Chmod(dir, volumeDirMode)
+		return made, os.Chmod(dir, volumeDirMode)
 	}
-	return nil
+	return made, nil
 }
 
 // makeMountPoints creates, inside the volume at dir, the directories on
