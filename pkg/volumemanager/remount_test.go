@@ -19,13 +19,43 @@ import (
 // writer.
 func countWrites(h *harness) *int {
 	n := new(int)
+	recordWrites(h, func(atomicwriter.Options) { *n++ })
+	return n
+}
+
+// recordWrites makes h's manager tell record of each set-up that goes to
+// the atomic writer, with its options.
+func recordWrites(h *harness, record func(atomicwriter.Options)) {
 	h.m = h.newManager(func(o *Options) {
-		o.Core.AtomicWrite = func(dir string, payload map[string]atomicwriter.FileProjection, setPerms func() error) (bool, error) {
-			*n++
-			return atomicwriter.Write(dir, payload, setPerms)
+		o.Core.AtomicWrite = func(dir string, payload map[string]atomicwriter.FileProjection, opts atomicwriter.Options) (bool, error) {
+			record(opts)
+			return atomicwriter.Write(dir, payload, opts)
 		}
 	})
-	return n
+}
+
+// Only a remount of other bytes than the volume was last given tells the
+// writer that they differ: a first mount, and a remount that repairs a
+// volume edited by hand, compare what is on disk.
+func TestRemountOfNewBytesSkipsTheCompare(t *testing.T) {
+	h := newHarness(t)
+	var differs []bool
+	recordWrites(h, func(o atomicwriter.Options) { differs = append(differs, o.Differs) })
+	h.cms.set("cfg", map[string]string{"a": "1"})
+	pod := newPod("p", volumeSpec{name: "v", configMap: "cfg"})
+	dir := podrefs.VolumeDir(h.root, "p", podrefs.PluginConfigMap, "v")
+	h.sync(pod)
+	h.cms.set("cfg", map[string]string{"a": "2"})
+	h.sync(pod)
+	h.mustRead(pod, "v", "a", "2")
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("edited by hand"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.sync(pod)
+	h.mustRead(pod, "v", "a", "2")
+	if want := []bool{false, true, false}; fmt.Sprint(differs) != fmt.Sprint(want) {
+		t.Errorf("Differs of the writes (first mount, new bytes, repair): %v, want %v", differs, want)
+	}
 }
 
 // A remount that finds the same payload and an intact stamp leaves the

@@ -37,7 +37,7 @@ func FuzzWrite(f *testing.F) {
 		}
 		parent := t.TempDir()
 		dir := filepath.Join(parent, "volume")
-		_, err := Write(dir, payload, nil)
+		_, err := Write(dir, payload, Options{})
 		outside(t, parent)
 		if err != nil {
 			if gen, _ := currentGeneration(dir); gen != "" {
@@ -51,7 +51,7 @@ func FuzzWrite(f *testing.F) {
 				t.Fatalf("accepted %q, but it reads %q, %v; want %q", name, got, err, want.Data)
 			}
 		}
-		if changed, err := Write(dir, payload, nil); changed || err != nil {
+		if changed, err := Write(dir, payload, Options{}); changed || err != nil {
 			t.Fatalf("the same payload again: changed %v, %v; want nothing written", changed, err)
 		}
 	})

@@ -34,7 +34,7 @@ func TestWriteSetsTheFilesOwner(t *testing.T) {
 		"etc/b.conf": {Data: []byte("c"), Mode: 0o400, User: ptr.To[int64](2000)},
 		"etc/a.conf": {Data: []byte("d"), Mode: 0o400, User: ptr.To[int64](3000)},
 	}
-	if _, err := Write(dir, payload, nil); err != nil {
+	if _, err := Write(dir, payload, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]int{
@@ -46,11 +46,11 @@ func TestWriteSetsTheFilesOwner(t *testing.T) {
 		}
 	}
 	payload["app.conf"] = FileProjection{Data: []byte("a"), Mode: 0o400, User: ptr.To[int64](4000)}
-	if changed, err := Write(dir, payload, nil); err != nil || changed {
+	if changed, err := Write(dir, payload, Options{}); err != nil || changed {
 		t.Errorf("a change of owner alone: changed %v, err %v; want nothing written", changed, err)
 	}
 	payload["app.conf"] = FileProjection{Data: []byte("new"), Mode: 0o400, User: ptr.To[int64](4000)}
-	if changed, err := Write(dir, payload, nil); err != nil || !changed {
+	if changed, err := Write(dir, payload, Options{}); err != nil || !changed {
 		t.Fatalf("a change of content: changed %v, err %v", changed, err)
 	}
 	if got, link := ownerOf(t, filepath.Join(dir, "..data/app.conf")), ownerOf(t, filepath.Join(dir, "app.conf")); got != 4000 || link != 1000 {

@@ -54,24 +54,28 @@ type FileProjection struct {
 	User *int64
 }
 
+// Options are a Write's choices; the zero value is the kubelet's writer.
+type Options struct {
+	// SetPerms, if not nil, runs after a new generation is written and
+	// before it becomes visible (the volume manager applies the pod's
+	// fsGroup there).
+	SetPerms func() error
+	// Differs says that the caller knows the payload's bytes differ from
+	// the current generation's (the volume manager: their content hash
+	// differs from what it last wrote there), so the Write skips reading
+	// the generation back to compare. A wrong Differs costs a needless new
+	// generation, never wrong content.
+	Differs bool
+}
+
 // Write makes dir hold exactly payload (paths relative to dir). It reports
 // whether it switched to a new generation. A payload that differs from the
 // current generation only in file modes writes nothing, as in the kubelet.
-// setPerms, if not nil, runs after a new generation is written and before
-// it becomes visible (the volume manager applies the pod's fsGroup there).
-func Write(dir string, payload map[string]FileProjection, setPerms func() error) (changed bool, err error) {
+func Write(dir string, payload map[string]FileProjection, opts Options) (changed bool, err error) {
 	// (1) Validate every path before touching the disk.
-	paths := make([]string, 0, len(payload))
-	for p := range payload {
-		paths = append(paths, p)
-	}
-	cleaned, err := ValidatePayloadPaths(paths)
+	files, err := cleanPayload(payload)
 	if err != nil {
 		return false, err
-	}
-	files := make(map[string]FileProjection, len(cleaned))
-	for clean, original := range cleaned {
-		files[clean] = payload[original]
 	}
 
 	// (2) Find the current generation, if any; a volume without one may
@@ -86,9 +90,9 @@ func Write(dir string, payload map[string]FileProjection, setPerms func() error)
 		}
 	}
 
-	// (3) Compare it with the payload.
+	// (3) Compare it with the payload, unless the caller knows they differ.
 	current := link.target
-	needWrite := current == ""
+	needWrite := current == "" || opts.Differs
 	if !needWrite {
 		same, err := generationEquals(filepath.Join(dir, current), files)
 		if err != nil {
@@ -98,7 +102,7 @@ func Write(dir string, payload map[string]FileProjection, setPerms func() error)
 	}
 
 	if needWrite {
-		newGen, err := switchGeneration(dir, files, setPerms, link.blocked)
+		newGen, err := switchGeneration(dir, files, opts.SetPerms, link.blocked)
 		if err != nil {
 			return false, err
 		}
@@ -119,6 +123,24 @@ func Write(dir string, payload map[string]FileProjection, setPerms func() error)
 		return changed, err
 	}
 	return changed, removeOtherGenerations(dir, entries, current)
+}
+
+// cleanPayload validates payload's paths and returns it keyed by the
+// cleaned ones.
+func cleanPayload(payload map[string]FileProjection) (map[string]FileProjection, error) {
+	paths := make([]string, 0, len(payload))
+	for p := range payload {
+		paths = append(paths, p)
+	}
+	cleaned, err := ValidatePayloadPaths(paths)
+	if err != nil {
+		return nil, err
+	}
+	files := make(map[string]FileProjection, len(cleaned))
+	for clean, original := range cleaned {
+		files[clean] = payload[original]
+	}
+	return files, nil
 }
 
 // switchGeneration writes files into a new generation directory (4),

@@ -35,7 +35,7 @@ func BenchmarkWriteFirst(b *testing.B) {
 			payload := benchPayload(s.files, s.size, 0)
 			b.SetBytes(int64(s.files * s.size))
 			for i := 0; b.Loop(); i++ {
-				if _, err := Write(fmt.Sprintf("%s/%d", b.TempDir(), i), payload, nil); err != nil {
+				if _, err := Write(fmt.Sprintf("%s/%d", b.TempDir(), i), payload, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -47,12 +47,12 @@ func BenchmarkWriteUnchanged(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
 			dir, payload := b.TempDir(), benchPayload(s.files, s.size, 0)
-			if _, err := Write(dir, payload, nil); err != nil {
+			if _, err := Write(dir, payload, Options{}); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(s.files * s.size))
 			for b.Loop() {
-				if changed, err := Write(dir, payload, nil); err != nil || changed {
+				if changed, err := Write(dir, payload, Options{}); err != nil || changed {
 					b.Fatalf("changed %v, %v", changed, err)
 				}
 			}
@@ -67,7 +67,7 @@ func BenchmarkWriteUpdate(b *testing.B) {
 			payloads := []map[string]FileProjection{benchPayload(s.files, s.size, 0), benchPayload(s.files, s.size, 1)}
 			b.SetBytes(int64(s.files * s.size))
 			for i := 0; b.Loop(); i++ {
-				if _, err := Write(dir, payloads[i%2], nil); err != nil {
+				if _, err := Write(dir, payloads[i%2], Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -58,7 +58,7 @@ func readVisible(t *testing.T, dir, p string) string {
 
 func mustWrite(t *testing.T, dir string, payload map[string]FileProjection) bool {
 	t.Helper()
-	changed, err := Write(dir, payload, nil)
+	changed, err := Write(dir, payload, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +109,25 @@ func TestLayoutAndUpdates(t *testing.T) {
 	}
 }
 
+// Differs skips the comparison: the same bytes get a new generation, which
+// is the only cost of a wrong Differs.
+func TestDiffersWritesWithoutComparing(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, dir, files("a", "1"))
+	gen1, _ := os.Readlink(filepath.Join(dir, dataDirName))
+	changed, err := Write(dir, files("a", "1"), Options{Differs: true})
+	if err != nil || !changed {
+		t.Fatalf("a Write with Differs of the same bytes: changed %v, %v; want a new generation", changed, err)
+	}
+	if gen, _ := os.Readlink(filepath.Join(dir, dataDirName)); gen == gen1 {
+		t.Error("..data still points at the first generation")
+	}
+	want := []string{"..<generation>", "..data -> ..<generation>", "a -> ..data/a"}
+	if got := visibleEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(want) || readVisible(t, dir, "a") != "1" {
+		t.Errorf("got %v holding %q, want %v holding \"1\"", got, readVisible(t, dir, "a"), want)
+	}
+}
+
 func TestModes(t *testing.T) {
 	dir := t.TempDir()
 	mustWrite(t, dir, map[string]FileProjection{
@@ -150,7 +169,7 @@ func TestInvalidPayloadsTouchNothing(t *testing.T) {
 			dir := t.TempDir()
 			mustWrite(t, dir, files("keep", "old"))
 			before := visibleEntries(t, dir)
-			_, err := Write(dir, tt.payload, nil)
+			_, err := Write(dir, tt.payload, Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
 			}
@@ -244,7 +263,7 @@ func TestFailedWriteKeepsOldContent(t *testing.T) {
 		}
 		return origWrite(path, data, mode)
 	}
-	if _, err := Write(dir, payload, nil); err == nil || !strings.Contains(err.Error(), "no space left") {
+	if _, err := Write(dir, payload, Options{}); err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("got %v, want the write error", err)
 	}
 	if readVisible(t, dir, "a") != "old" || readVisible(t, dir, "b") != "old" {
@@ -313,13 +332,13 @@ func TestKeepsEntriesThatAreNotItsOwn(t *testing.T) {
 	}
 }
 
-// setPerms sees the new generation complete and not yet visible; an error
+// SetPerms sees the new generation complete and not yet visible; an error
 // from it leaves the old generation in place.
 func TestSetPermsRunsBeforeTheSwitch(t *testing.T) {
 	dir := t.TempDir()
 	mustWrite(t, dir, files("a", "old"))
 	var sawNew, visibleOld bool
-	_, err := Write(dir, files("a", "new"), func() error {
+	_, err := Write(dir, files("a", "new"), Options{SetPerms: func() error {
 		gens, _ := filepath.Glob(filepath.Join(dir, "..20*"))
 		for _, g := range gens {
 			if data, _ := os.ReadFile(filepath.Join(g, "a")); string(data) == "new" {
@@ -328,7 +347,7 @@ func TestSetPermsRunsBeforeTheSwitch(t *testing.T) {
 		}
 		visibleOld = readVisible(t, dir, "a") == "old"
 		return fmt.Errorf("chown refused")
-	})
+	}})
 	if err == nil || !strings.Contains(err.Error(), "chown refused") {
 		t.Fatalf("want the setPerms error, got %v", err)
 	}
@@ -347,7 +366,7 @@ func TestSetPermsRunsBeforeTheSwitch(t *testing.T) {
 // RemoveOwn removes a volume the writer wrote, and nothing it did not.
 func TestRemoveOwn(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "v")
-	if _, err := Write(dir, map[string]FileProjection{"a": {Data: []byte("1"), Mode: 0o644}, "d/b": {Data: []byte("2"), Mode: 0o644}}, nil); err != nil {
+	if _, err := Write(dir, map[string]FileProjection{"a": {Data: []byte("1"), Mode: 0o644}, "d/b": {Data: []byte("2"), Mode: 0o644}}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "theirs"), []byte("x"), 0o644); err != nil {

@@ -114,7 +114,7 @@ type Options struct {
 }
 
 // AtomicWrite is atomicwriter.Write's signature.
-type AtomicWrite func(dir string, payload map[string]atomicwriter.FileProjection, setPerms func() error) (bool, error)
+type AtomicWrite func(dir string, payload map[string]atomicwriter.FileProjection, opts atomicwriter.Options) (bool, error)
 
 // Core is the part of a volume manager that knows volumes, not who wants
 // them: the desired and actual states, the reconciler and the executor.

@@ -130,7 +130,10 @@ func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.
 			res.Stamp = op.LastStamp
 			return nil
 		}
-		res.Wrote, res.Stamp, err = e.writeVolume(logger, op, payload)
+		// A remount of other bytes than the volume was last given need not
+		// read the volume back to compare.
+		differs := op.Kind == reconciler.Remount && op.LastHash != "" && res.ContentHash != op.LastHash
+		res.Wrote, res.Stamp, err = e.writeVolume(logger, op, payload, differs)
 		return err
 	})
 	if err != nil {
@@ -139,8 +142,9 @@ func (e *executor) SetUp(ctx context.Context, logger klog.Logger, op reconciler.
 	return res, nil
 }
 
-// writeVolume does steps (2) to (4) of setUp.
-func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payload map[string]atomicwriter.FileProjection) (wrote bool, stamp atomicwriter.Stamp, err error) {
+// writeVolume does steps (2) to (4) of setUp; differs is
+// atomicwriter.Options.Differs.
+func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payload map[string]atomicwriter.FileProjection, differs bool) (wrote bool, stamp atomicwriter.Stamp, err error) {
 	req, v, dir := op.Request, op.Spec, op.Dir
 	// (2)
 	made, err := ensureVolumeDir(dir)
@@ -162,11 +166,11 @@ func (e *executor) writeVolume(logger klog.Logger, op reconciler.Operation, payl
 	if op.Layout == cache.LayoutInPlace {
 		wrote, err = inplacewriter.Write(dir, payload, req.FSGroup, req.MountPoints)
 	} else {
-		var setPerms func() error
+		opts := atomicwriter.Options{Differs: differs}
 		if fsGroup := req.FSGroup; fsGroup != nil {
-			setPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
+			opts.SetPerms = func() error { return setVolumeOwnership(logger, dir, *fsGroup) }
 		}
-		wrote, err = e.atomicWrite(dir, payload, setPerms)
+		wrote, err = e.atomicWrite(dir, payload, opts)
 	}
 	if err != nil {
 		cause := CauseDisk

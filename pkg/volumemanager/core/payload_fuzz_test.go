@@ -76,7 +76,7 @@ func FuzzConfigMapVolume(f *testing.F) {
 		}
 		parent := t.TempDir()
 		dir := filepath.Join(parent, "volume")
-		if _, err := atomicwriter.Write(dir, payload, nil); err != nil {
+		if _, err := atomicwriter.Write(dir, payload, atomicwriter.Options{}); err != nil {
 			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 				t.Fatalf("refused (%v), yet %d entries were written", err, len(entries))
 			}
