@@ -113,10 +113,12 @@ func runCSI(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer klog.Flush()
-	// The agent's memory settings (runtime.go): a node's driver, like its
-	// agent, allocates slowly and keeps goroutine stacks as large as its heap.
+	// Heap profiling as the agent's (runtime.go), but Go's own GOGC, not
+	// the agent's 25: a driver's volumes change every time their objects
+	// do, so under load it allocates steadily, and at 25 its collections
+	// were a tenth of its CPU (docs/csi.md, "What it costs").
 	heapProfiling := setHeapProfiling(cfg.profiling, os.Getenv)
-	gcPercent := setGCPercent(os.Getenv)
+	gcPercent := gcPercent()
 	restConfig, err := daemon.RESTConfig(cfg.kubeconfig, "")
 	if err != nil {
 		return err

@@ -234,8 +234,9 @@ func loadRow(t *testing.T, run e2eutil.DelayRun, delays, writes []float64, cores
 }
 
 // profileLoad writes the driver's CPU profile of the load's window, less
-// its first and last five seconds, and its heap at the end, into dir:
-// cpu.pprof and heap.pprof, for go tool pprof.
+// its first and last five seconds, what it allocated over the same time,
+// and its heap at the end, into dir: cpu.pprof, allocs.pprof and
+// heap.pprof, for go tool pprof.
 func profileLoad(t *testing.T, dir string) {
 	fetch := func(name, query string) {
 		resp, err := http.Get("http://" + loadProfileAddress + "/debug/pprof/" + query)
@@ -257,6 +258,13 @@ func profileLoad(t *testing.T, dir string) {
 		return
 	}
 	time.Sleep(5 * time.Second)
-	fetch("cpu.pprof", fmt.Sprintf("profile?seconds=%d", int((loadWindow-10*time.Second).Seconds())))
+	seconds := int((loadWindow - 10*time.Second).Seconds())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fetch("allocs.pprof", fmt.Sprintf("allocs?seconds=%d", seconds))
+	}()
+	fetch("cpu.pprof", fmt.Sprintf("profile?seconds=%d", seconds))
+	<-done
 	fetch("heap.pprof", "heap")
 }
