@@ -113,12 +113,9 @@ func runCSI(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer klog.Flush()
-	// Heap profiling as the agent's (runtime.go), but Go's own GOGC, not
-	// the agent's 25: a driver's volumes change every time their objects
-	// do, so under load it allocates steadily, and at 25 its collections
-	// were a tenth of its CPU (docs/csi.md, "What it costs").
+	// Heap profiling as the agent's, GOGC the driver's own (runtime.go).
 	heapProfiling := setHeapProfiling(cfg.profiling, os.Getenv)
-	gcPercent := gcPercent()
+	gcPercent := setGCPercent(os.Getenv, driverGCPercent)
 	restConfig, err := daemon.RESTConfig(cfg.kubeconfig, "")
 	if err != nil {
 		return err

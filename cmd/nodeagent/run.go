@@ -41,7 +41,7 @@ func runAgent(args []string, stdout io.Writer) error {
 	// agents in one process, does not).
 	a.Metrics.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	gcPercent := setGCPercent(os.Getenv)
+	gcPercent := setGCPercent(os.Getenv, agentGCPercent)
 
 	ctx, stop := daemon.SignalContext()
 	defer stop()

@@ -13,7 +13,7 @@ import (
 // that lives for months (docs/performance.md, "Idle cost"). Each setting
 // gives way to the environment's: $GOGC, and memprofilerate in $GODEBUG.
 
-// defaultGCPercent is the agent's GOGC unless the environment sets one.
+// agentGCPercent is the agent's GOGC unless the environment sets one.
 // Go lets the heap grow by GOGC percent of what is live plus the goroutine
 // stacks before it collects, and an agent's stacks are as large as its
 // live heap (110 pods with watches: about 3.5 MiB each, four goroutines per
@@ -23,13 +23,20 @@ import (
 // the resident peak falls by about 1 MiB from 50 (and 50 had saved 1.5 to
 // 3.5 MiB from 100) at no CPU that the idle measurement can see
 // (docs/performance.md, "Idle cost").
-const defaultGCPercent = 25
+const agentGCPercent = 25
 
-// setGCPercent applies defaultGCPercent unless $GOGC is set, and returns
-// the percentage in effect (-1: collection off, as GOGC=off).
-func setGCPercent(getenv func(string) string) int {
+// driverGCPercent is the CSI driver's GOGC unless the environment sets
+// one. A driver's volumes are written each time their objects change, so
+// under load it allocates steadily, and at the agent's 25 its collections
+// were a tenth of its CPU (docs/csi.md, "What it costs"); at 50 they run
+// half as often, for a heap that grows by its live size between them.
+const driverGCPercent = 50
+
+// setGCPercent applies percent unless $GOGC is set, and returns the
+// percentage in effect (-1: collection off, as GOGC=off).
+func setGCPercent(getenv func(string) string, percent int) int {
 	if getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
+		debug.SetGCPercent(percent)
 	}
 	return gcPercent()
 }

@@ -6,13 +6,16 @@ import (
 	"testing"
 )
 
-// The agent collects at defaultGCPercent unless $GOGC says otherwise.
+// The agent and the driver collect at their own GOGC unless $GOGC says
+// otherwise.
 func TestSetGCPercent(t *testing.T) {
 	was := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(was) })
 
-	if got := setGCPercent(func(string) string { return "" }); got != defaultGCPercent {
-		t.Errorf("without $GOGC: %d, want %d", got, defaultGCPercent)
+	for _, percent := range []int{agentGCPercent, driverGCPercent} {
+		if got := setGCPercent(func(string) string { return "" }, percent); got != percent {
+			t.Errorf("without $GOGC: %d, want %d", got, percent)
+		}
 	}
 	debug.SetGCPercent(80) // as the runtime would have read GOGC=80
 	if got := setGCPercent(func(k string) string {
@@ -20,7 +23,7 @@ func TestSetGCPercent(t *testing.T) {
 			return "80"
 		}
 		return ""
-	}); got != 80 {
+	}, agentGCPercent); got != 80 {
 		t.Errorf("with GOGC=80: %d, want 80 kept", got)
 	}
 }
