@@ -31,18 +31,16 @@ func openRaw(path string, flags int, mode uint32) (int, error) {
 	}
 }
 
-// listDir lists the directory at path, in the order it gives, each entry
-// with its type (from the listing itself where the file system gives it).
-func listDir(path string) ([]fs.DirEntry, error) {
-	fd, err := openRaw(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, err
-	}
-	// A blocking descriptor: os.NewFile leaves it out of the poller.
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	return f.ReadDir(-1)
+// dirEntry is an entry of a directory listing: its name and its type
+// (fs.FileMode's type bits).
+type dirEntry struct {
+	name string
+	typ  fs.FileMode
 }
+
+func (e dirEntry) Name() string      { return e.name }
+func (e dirEntry) Type() fs.FileMode { return e.typ }
+func (e dirEntry) IsDir() bool       { return e.typ.IsDir() }
 
 // readBuffers holds the buffers fileEquals reads into.
 var readBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

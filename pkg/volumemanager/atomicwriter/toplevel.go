@@ -19,7 +19,7 @@ import (
 // a directory of several files, as the first of them by path, where the
 // kubelet takes whichever its map gives first. An existing symlink keeps
 // its owner, as the kubelet's do.
-func syncTopLevel(dir string, entries []fs.DirEntry, files map[string]FileProjection) error {
+func syncTopLevel(dir string, entries []dirEntry, files map[string]FileProjection) error {
 	want := map[string]bool{}
 	for p := range files {
 		want[strings.SplitN(p, "/", 2)[0]] = true

@@ -314,7 +314,7 @@ var writeFileHook = writeNewFile
 
 // removeOtherGenerations removes, of the entries of dir, the generation
 // directories other than keep, and a stale ..data_tmp.
-func removeOtherGenerations(dir string, entries []fs.DirEntry, keep string) error {
+func removeOtherGenerations(dir string, entries []dirEntry, keep string) error {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
