@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The writer's file system calls on its hot path: a volume's update. An
@@ -72,15 +77,15 @@ func fileEquals(path string, want []byte) (bool, error) {
 }
 
 // writeNewFile creates the file at path, which must not exist, with data
-// and mode. The mode is set again after the write, on the descriptor: the
-// process umask may have cleared bits of it at the create.
+// and mode. The mode is set again after the write, on the descriptor,
+// where the process's umask may have cleared bits of it at the create.
 func writeNewFile(path string, data []byte, mode os.FileMode) error {
 	fd, err := openRaw(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, uint32(mode.Perm()))
 	if err != nil {
 		return err
 	}
 	err = writeAll(fd, data)
-	if err == nil {
+	if err == nil && umaskClears(mode) {
 		err = ignoringEINTR(func() error { return syscall.Fchmod(fd, uint32(mode.Perm())) })
 	}
 	if closeErr := syscall.Close(fd); err == nil && closeErr != nil {
@@ -148,4 +153,53 @@ func removeTree(path string) error {
 		return &fs.PathError{Op: "rmdir", Path: path, Err: err}
 	}
 	return nil
+}
+
+// processUmask is the process's file mode creation mask, read once from
+// /proc/self/status (Linux 4.7 and later) without changing it: nothing in
+// nodeagent sets it. ok is false where it cannot be read.
+var processUmask = sync.OnceValues(func() (mask fs.FileMode, ok bool) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(data)) {
+		if value, found := strings.CutPrefix(line, "Umask:"); found {
+			m, err := strconv.ParseUint(strings.TrimSpace(value), 8, 32)
+			return fs.FileMode(m), err == nil
+		}
+	}
+	return 0, false
+})
+
+// umaskClears says whether the process's umask may have cleared bits of
+// mode at a create, so that the mode must be set again after it.
+func umaskClears(mode fs.FileMode) bool {
+	mask, ok := processUmask()
+	return !ok || mode.Perm()&mask != 0
+}
+
+// makeGeneration makes a new generation directory in dir, mode 0755, named
+// as the kubelet names them (the time, then a random number), and returns
+// its path.
+func makeGeneration(dir string) (string, error) {
+	prefix := filepath.Join(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	for range 100 {
+		path := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		err := ignoringEINTR(func() error { return syscall.Mkdir(path, 0o755) })
+		if err == syscall.EEXIST {
+			continue
+		}
+		if err != nil {
+			return "", &fs.PathError{Op: "mkdir", Path: path, Err: err}
+		}
+		if umaskClears(0o755) {
+			if err := os.Chmod(path, 0o755); err != nil {
+				syscall.Rmdir(path)
+				return "", err
+			}
+		}
+		return path, nil
+	}
+	return "", &fs.PathError{Op: "mkdir", Path: prefix + "*", Err: fs.ErrExist}
 }

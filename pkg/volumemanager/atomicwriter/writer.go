@@ -36,7 +36,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 )
 
 const (
@@ -278,16 +277,13 @@ func compareDir(dir, prefix string, files map[string]FileProjection) (seen int, 
 // storm the fsyncs were most of a write's cost (docs/reliability.md,
 // "Durability").
 func writeGeneration(dir string, files map[string]FileProjection) (string, error) {
-	genDir, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	genDir, err := makeGeneration(dir)
 	if err != nil {
 		return "", err
 	}
 	fail := func(err error) (string, error) {
 		removeTree(genDir)
 		return "", err
-	}
-	if err := os.Chmod(genDir, 0o755); err != nil {
-		return fail(err)
 	}
 	made := map[string]bool{".": true} // the directories of the payload made so far
 	for p, f := range files {

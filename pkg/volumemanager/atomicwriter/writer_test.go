@@ -130,11 +130,14 @@ func TestDiffersWritesWithoutComparing(t *testing.T) {
 
 func TestModes(t *testing.T) {
 	dir := t.TempDir()
+	// 0666 and 0777 have the bits a umask of 022 clears at the create.
 	mustWrite(t, dir, map[string]FileProjection{
-		"secret": {Data: []byte("x"), Mode: 0o400},
-		"script": {Data: []byte("y"), Mode: 0o755},
+		"secret":   {Data: []byte("x"), Mode: 0o400},
+		"script":   {Data: []byte("y"), Mode: 0o755},
+		"shared":   {Data: []byte("z"), Mode: 0o666},
+		"everyone": {Data: []byte("w"), Mode: 0o777},
 	})
-	for name, want := range map[string]os.FileMode{"secret": 0o400, "script": 0o755} {
+	for name, want := range map[string]os.FileMode{"secret": 0o400, "script": 0o755, "shared": 0o666, "everyone": 0o777, dataDirName: 0o755} {
 		info, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
