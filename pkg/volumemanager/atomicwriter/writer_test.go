@@ -183,54 +183,57 @@ func TestInvalidPayloadsTouchNothing(t *testing.T) {
 	}
 }
 
+// crashLeftovers are what a crash or a careless hand leaves in a volume
+// written with files("a", "1").
+var crashLeftovers = []struct {
+	name  string
+	crash func(t *testing.T, dir string)
+}{
+	{"stale ..data_tmp", func(t *testing.T, dir string) {
+		os.Symlink("..2020_01_01_00_00_00.1", filepath.Join(dir, newDataDirName))
+	}},
+	{"half-written generation", func(t *testing.T, dir string) {
+		half := filepath.Join(dir, "..2020_01_01_00_00_00.2")
+		os.MkdirAll(half, 0o755)
+		os.WriteFile(filepath.Join(half, "a"), []byte("partial"), 0o644)
+	}},
+	{"dangling top-level symlink", func(t *testing.T, dir string) {
+		os.Symlink(filepath.Join(dataDirName, "gone"), filepath.Join(dir, "gone"))
+	}},
+	{"missing top-level symlink", func(t *testing.T, dir string) {
+		os.Remove(filepath.Join(dir, "a"))
+	}},
+	{"..data replaced by a directory", func(t *testing.T, dir string) {
+		os.Remove(filepath.Join(dir, dataDirName))
+		os.MkdirAll(filepath.Join(dir, dataDirName), 0o755)
+		os.WriteFile(filepath.Join(dir, dataDirName, "a"), []byte("stray"), 0o644)
+	}},
+	{"..data pointing at nothing", func(t *testing.T, dir string) {
+		os.Remove(filepath.Join(dir, dataDirName))
+		os.Symlink("..2020_01_01_00_00_00.3", filepath.Join(dir, dataDirName))
+	}},
+	{"half-written nested generation", func(t *testing.T, dir string) {
+		half := filepath.Join(dir, "..2020_01_01_00_00_00.4", "sub", "deeper")
+		os.MkdirAll(half, 0o755)
+		os.WriteFile(filepath.Join(half, "b"), []byte("partial"), 0o644)
+		os.Symlink("b", filepath.Join(half, "link"))
+	}},
+	{"a file of the generation replaced by a symlink to the same bytes", func(t *testing.T, dir string) {
+		same := filepath.Join(t.TempDir(), "same")
+		os.WriteFile(same, []byte("1"), 0o644)
+		os.Remove(filepath.Join(dir, dataDirName, "a"))
+		os.Symlink(same, filepath.Join(dir, dataDirName, "a"))
+	}},
+	{"a stray file in the generation", func(t *testing.T, dir string) {
+		os.WriteFile(filepath.Join(dir, dataDirName, "stray"), []byte("x"), 0o644)
+	}},
+	{"a file of the generation edited", func(t *testing.T, dir string) {
+		os.WriteFile(filepath.Join(dir, dataDirName, "a"), []byte("2"), 0o644)
+	}},
+}
+
 func TestRepairsCrashLeftovers(t *testing.T) {
-	tests := []struct {
-		name  string
-		crash func(t *testing.T, dir string)
-	}{
-		{"stale ..data_tmp", func(t *testing.T, dir string) {
-			os.Symlink("..2020_01_01_00_00_00.1", filepath.Join(dir, newDataDirName))
-		}},
-		{"half-written generation", func(t *testing.T, dir string) {
-			half := filepath.Join(dir, "..2020_01_01_00_00_00.2")
-			os.MkdirAll(half, 0o755)
-			os.WriteFile(filepath.Join(half, "a"), []byte("partial"), 0o644)
-		}},
-		{"dangling top-level symlink", func(t *testing.T, dir string) {
-			os.Symlink(filepath.Join(dataDirName, "gone"), filepath.Join(dir, "gone"))
-		}},
-		{"missing top-level symlink", func(t *testing.T, dir string) {
-			os.Remove(filepath.Join(dir, "a"))
-		}},
-		{"..data replaced by a directory", func(t *testing.T, dir string) {
-			os.Remove(filepath.Join(dir, dataDirName))
-			os.MkdirAll(filepath.Join(dir, dataDirName), 0o755)
-			os.WriteFile(filepath.Join(dir, dataDirName, "a"), []byte("stray"), 0o644)
-		}},
-		{"..data pointing at nothing", func(t *testing.T, dir string) {
-			os.Remove(filepath.Join(dir, dataDirName))
-			os.Symlink("..2020_01_01_00_00_00.3", filepath.Join(dir, dataDirName))
-		}},
-		{"half-written nested generation", func(t *testing.T, dir string) {
-			half := filepath.Join(dir, "..2020_01_01_00_00_00.4", "sub", "deeper")
-			os.MkdirAll(half, 0o755)
-			os.WriteFile(filepath.Join(half, "b"), []byte("partial"), 0o644)
-			os.Symlink("b", filepath.Join(half, "link"))
-		}},
-		{"a file of the generation replaced by a symlink to the same bytes", func(t *testing.T, dir string) {
-			same := filepath.Join(t.TempDir(), "same")
-			os.WriteFile(same, []byte("1"), 0o644)
-			os.Remove(filepath.Join(dir, dataDirName, "a"))
-			os.Symlink(same, filepath.Join(dir, dataDirName, "a"))
-		}},
-		{"a stray file in the generation", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, dataDirName, "stray"), []byte("x"), 0o644)
-		}},
-		{"a file of the generation edited", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, dataDirName, "a"), []byte("2"), 0o644)
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range crashLeftovers {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			mustWrite(t, dir, files("a", "1"))
