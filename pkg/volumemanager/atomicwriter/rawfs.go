@@ -47,7 +47,7 @@ func (e dirEntry) Name() string      { return e.name }
 func (e dirEntry) Type() fs.FileMode { return e.typ }
 func (e dirEntry) IsDir() bool       { return e.typ.IsDir() }
 
-// readBuffers holds the buffers fileEquals reads into.
+// readBuffers holds the buffers fileEquals and listDir read into.
 var readBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // fileEquals reports whether the file at path holds exactly want.
