@@ -37,11 +37,16 @@ type admissions struct {
 	// Secret held, by digest.
 	cas, certs map[[32]byte]bool
 	errors     []string
+	// unconvertedAt says when each unconverted pod was admitted, since
+	// the start, with the renewals seen by then: whether they meet a
+	// renewal is what a failure needs to know.
+	unconvertedAt []string
+	start         time.Time
 }
 
 // startAdmissions starts sending pods into ns.
 func startAdmissions(ns string) *admissions {
-	a := &admissions{ns: ns, done: make(chan struct{}), cas: map[[32]byte]bool{}, certs: map[[32]byte]bool{}}
+	a := &admissions{ns: ns, done: make(chan struct{}), cas: map[[32]byte]bool{}, certs: map[[32]byte]bool{}, start: time.Now()}
 	a.wg.Go(a.run)
 	return a
 }
@@ -63,7 +68,8 @@ func (a *admissions) renewals() (cas, certs int) {
 func (a *admissions) String() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return fmt.Sprintf("%d converted, %d unconverted, %d refused (%v), %d CAs, %d certificates", a.converted, a.unconverted, a.refused, a.errors, len(a.cas), len(a.certs))
+	return fmt.Sprintf("%d converted, %d unconverted %v, %d refused (%v), %d CAs, %d certificates",
+		a.converted, a.unconverted, a.unconvertedAt, a.refused, a.errors, len(a.cas), len(a.certs))
 }
 
 func (a *admissions) run() {
@@ -87,6 +93,8 @@ func (a *admissions) run() {
 			a.errors = append(a.errors, err.Error())
 		case pod.Annotations[podrefs.ConvertedAnnotation] == "":
 			a.unconverted++
+			a.unconvertedAt = append(a.unconvertedAt, fmt.Sprintf("pod %d at +%s (%d CAs, %d certificates seen)",
+				i, time.Since(a.start).Round(10*time.Millisecond), len(a.cas), len(a.certs)))
 		default:
 			a.converted++
 		}
