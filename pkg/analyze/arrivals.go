@@ -25,8 +25,10 @@ const DefaultArrivalWindow = time.Hour
 type Sighting struct {
 	Namespace, Name, Node string
 	// Workload is what made the pod, as inventory.WorkloadOf says.
-	Workload       string
-	Created, Ended time.Time
+	Workload string
+	// Started is when its first container started, zero where none did
+	// (or, for a pod seen running, none runs).
+	Created, Started, Ended time.Time
 	// Finished says the pod ran to its end (Succeeded or Failed); Ended,
 	// where not zero, is when it left its node, finished or deleted.
 	Finished    bool
@@ -37,13 +39,13 @@ type Sighting struct {
 // SightingOfPod is a pod the inventory lists as running on its node.
 func SightingOfPod(p inventory.PodInfo) Sighting {
 	return Sighting{Namespace: p.Namespace, Name: p.Name, Node: p.Node, Workload: p.Workload, Created: p.Created,
-		Refs: p.Refs, Unconverted: p.Unconverted}
+		Started: p.FirstStarted, Refs: p.Refs, Unconverted: p.Unconverted}
 }
 
 // SightingOfFinished is a pod the inventory lists as finished.
 func SightingOfFinished(p inventory.FinishedPod) Sighting {
 	return Sighting{Namespace: p.Namespace, Name: p.Name, Node: p.Node, Workload: p.Workload, Created: p.Created,
-		Ended: p.Ended, Finished: true, Refs: p.Refs, Unconverted: p.Unconverted}
+		Started: p.Started, Ended: p.Ended, Finished: true, Refs: p.Refs, Unconverted: p.Unconverted}
 }
 
 // SightingsOf are the pods inv lists, running and finished.
@@ -66,6 +68,9 @@ type workloadArrivals struct {
 	rate     float64
 	byNode   map[string]float64
 	lifetime time.Duration
+	// resyncs is how many times a pod is synced again while it runs
+	// (meanResyncs).
+	resyncs float64
 	// reads are what one of its pods' volumes read (its newest), and
 	// driverReads what its driver volumes keep watches on; refs and
 	// unconverted are that pod's, for moving it (movedToDriver).
@@ -114,6 +119,7 @@ func estimateArrivals(inv *inventory.Inventory, sightings []Sighting, now time.T
 		}
 		w := workloadArrivals{namespace: k.namespace, workload: k.workload, byNode: map[string]float64{},
 			rate: arrivalRate(k.workload, seen, window), lifetime: meanLifetime(seen)}
+		w.resyncs = meanResyncs(seen, w.lifetime)
 		for _, s := range seen {
 			w.byNode[s.Node] += w.rate / float64(len(seen))
 		}
@@ -195,6 +201,29 @@ func meanLifetime(seen []Sighting) time.Duration {
 	return lived / time.Duration(left)
 }
 
+// meanResyncs is model.PLEGResyncs on average over the pods of seen that
+// started and left: each one's start after its creation and its run from
+// there to its end. The API says these times in whole seconds, which
+// costs nothing on average: a span of x < 1 s between two times of
+// unknown phase crosses a second's mark with probability x, as it does
+// one of the kubelet's relists, so each pod's term is 0 or 1 and their
+// mean the share. Where none says, the pods are taken to start at once
+// and run their lifetime.
+func meanResyncs(seen []Sighting, lifetime time.Duration) float64 {
+	var sum float64
+	n := 0
+	for _, s := range seen {
+		if !s.Started.IsZero() && s.Ended.After(s.Created) {
+			sum += model.PLEGResyncs(s.Started.Sub(s.Created), s.Ended.Sub(s.Started))
+			n++
+		}
+	}
+	if n == 0 {
+		return model.PLEGResyncs(0, lifetime)
+	}
+	return sum / float64(n)
+}
+
 // arrivalsByNode is each node's arrivals, for model.Node.Arrivals: of
 // the kubelets' reads, or with driver of the driver's.
 func arrivalsByNode(workloads []workloadArrivals, driver bool) map[string][]model.Arrival {
@@ -206,7 +235,7 @@ func arrivalsByNode(workloads []workloadArrivals, driver bool) map[string][]mode
 		}
 		for node, rate := range w.byNode {
 			for _, o := range reads {
-				out[node] = append(out[node], model.Arrival{Object: o, Rate: rate, Lifetime: w.lifetime})
+				out[node] = append(out[node], model.Arrival{Object: o, Rate: rate, Lifetime: w.lifetime, Resyncs: w.resyncs})
 			}
 		}
 	}

@@ -27,13 +27,16 @@ type ChurnResult struct {
 // settings and with nodeagent's CSI driver serving its volumes (a watch
 // opened by each pod that finds none of its objects' watches open).
 type WorkloadChurn struct {
-	Namespace         string     `json:"namespace"`
-	Workload          string     `json:"workload"`
-	ArrivalsPerSecond float64    `json:"arrivalsPerSecond"`
-	Nodes             int        `json:"nodes"`
-	LifetimeSeconds   float64    `json:"lifetimeSeconds"`
-	Predicted         ChurnRates `json:"predicted"`
-	WithDriver        ChurnRates `json:"withDriver"`
+	Namespace         string  `json:"namespace"`
+	Workload          string  `json:"workload"`
+	ArrivalsPerSecond float64 `json:"arrivalsPerSecond"`
+	Nodes             int     `json:"nodes"`
+	LifetimeSeconds   float64 `json:"lifetimeSeconds"`
+	// Resyncs is how many times the kubelet syncs one of its pods again
+	// while it runs, on average (model.PLEGResyncs): each remounts.
+	Resyncs    float64    `json:"resyncs"`
+	Predicted  ChurnRates `json:"predicted"`
+	WithDriver ChurnRates `json:"withDriver"`
 }
 
 // churn sums the churn's part of the nodes' load and costs each arriving
@@ -47,7 +50,8 @@ func (a *Analysis) churn(c Cluster, top int) *ChurnResult {
 	r := &ChurnResult{WindowSeconds: c.window.Seconds(), Predicted: churnRatesOf(total.configMaps.Churn).plus(churnRatesOf(total.secrets.Churn))}
 	for _, w := range c.arriving {
 		r.ArrivalsPerSecond += w.rate
-		wc := WorkloadChurn{Namespace: w.namespace, Workload: w.workload, ArrivalsPerSecond: w.rate, Nodes: len(w.byNode), LifetimeSeconds: w.lifetime.Seconds()}
+		wc := WorkloadChurn{Namespace: w.namespace, Workload: w.workload, ArrivalsPerSecond: w.rate, Nodes: len(w.byNode),
+			LifetimeSeconds: w.lifetime.Seconds(), Resyncs: w.resyncs}
 		for node, rate := range w.byNode {
 			p := a.parts[node]
 			if p == nil {
@@ -56,7 +60,7 @@ func (a *Analysis) churn(c Cluster, top int) *ChurnResult {
 			driver := p.node
 			driver.Behaviour, driver.ReadsAsPods = model.Driver, c.DriverReadsAsPods
 			for _, o := range w.reads {
-				rs := model.Readers{Arrivals: rate, Occupancy: rate * w.lifetime.Seconds()}
+				rs := model.Readers{Arrivals: rate, Occupancy: rate * w.lifetime.Seconds(), Resyncs: rate * w.resyncs}
 				if i, found := slices.BinarySearchFunc(p.objects, o, func(r objectRead, o model.Object) int { return compareObjects(r.object, o) }); found {
 					rs.Remounts, rs.Retries = int(p.objects[i].remounts), int(p.objects[i].retries)
 				}
@@ -78,12 +82,13 @@ func (a *Analysis) churn(c Cluster, top int) *ChurnResult {
 
 // table is the churn's section: the sum, then each top workload.
 func (c *ChurnResult) table() report.Table {
-	t := report.Table{Header: []string{"namespace", "workload", "arrivals/min", "nodes", "each stays", "apiserver GET/s", "quorum GET/s", "watch opens/s", "with the driver: watch opens/s"}}
-	t.Rows = append(t.Rows, []string{"all", "", fmt.Sprintf("%.2f", 60*c.ArrivalsPerSecond), "", "",
+	t := report.Table{Header: []string{"namespace", "workload", "arrivals/min", "nodes", "each stays", "resyncs each",
+		"apiserver GET/s", "quorum GET/s", "watch opens/s", "with the driver: watch opens/s"}}
+	t.Rows = append(t.Rows, []string{"all", "", fmt.Sprintf("%.2f", 60*c.ArrivalsPerSecond), "", "", "",
 		fmt.Sprintf("%.3f", c.Predicted.APIServerGets), fmt.Sprintf("%.3f", c.Predicted.QuorumGets), fmt.Sprintf("%.3f", c.Predicted.WatchOpens), ""})
 	for _, w := range c.Workloads {
 		t.Rows = append(t.Rows, []string{w.Namespace, w.Workload, fmt.Sprintf("%.2f", 60*w.ArrivalsPerSecond), fmt.Sprint(w.Nodes),
-			formatWindow(w.LifetimeSeconds), fmt.Sprintf("%.3f", w.Predicted.APIServerGets), fmt.Sprintf("%.3f", w.Predicted.QuorumGets),
+			formatWindow(w.LifetimeSeconds), fmt.Sprintf("%.2f", w.Resyncs), fmt.Sprintf("%.3f", w.Predicted.APIServerGets), fmt.Sprintf("%.3f", w.Predicted.QuorumGets),
 			fmt.Sprintf("%.3f", w.Predicted.WatchOpens), fmt.Sprintf("%.3f", w.WithDriver.WatchOpens)})
 	}
 	return t

@@ -140,3 +140,39 @@ func TestArrivalRatesOfBurstsAndRuns(t *testing.T) {
 		near(t, w.Workload+": arrivals/s", w.ArrivalsPerSecond, want[w.Workload])
 	}
 }
+
+// A Job's pods that a busy node started 3 s after their creation, half of
+// them finishing within the second they started and half a second later,
+// are synced again 1.5 times each on average (the sync the relist during
+// their start queued, and for half of them the relist that saw them
+// run), and under Cache at T = 0 each resync refreshes each object: the
+// churn is the quorum fetches plus λ·1.5. A Job whose pods say no start
+// is taken to start at once and run its lifetime: one resync.
+func TestResyncsOfSlowStarts(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	const window = 10 * time.Minute
+	refs := podrefs.Refs{Volumes: []podrefs.Volume{cm("batch-config")}}
+	c := oneNode("1.37.2", model.StrategyCache, time.Minute, 0)
+	c.Inventory.AddObject(model.ConfigMap, "ns", "batch-config", false)
+	for i := range 8 {
+		created := now.Add(-5*time.Minute + time.Duration(i)*time.Second)
+		started := created.Add(3 * time.Second)
+		c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: fmt.Sprint("slow-", i), Node: "node",
+			Workload: "Job/slow", Refs: refs, Created: created, Started: started, Ended: started.Add(time.Duration(i%2) * time.Second)})
+		c.Inventory.Finished = append(c.Inventory.Finished, inventory.FinishedPod{Namespace: "ns", Name: fmt.Sprint("unsaid-", i), Node: "node",
+			Workload: "Job/unsaid", Refs: refs, Created: created, Ended: created.Add(10 * time.Second)})
+	}
+	r := Predict(c.WithArrivals(SightingsOf(c.Inventory), now, window), 10)
+	if r.Churn == nil || len(r.Churn.Workloads) != 2 {
+		t.Fatalf("churn %+v, want both Jobs'", r.Churn)
+	}
+	lambda := 8 / window.Seconds()
+	want := map[string]float64{"Job/slow": 1.5, "Job/unsaid": 1}
+	for _, w := range r.Churn.Workloads {
+		near(t, w.Workload+": resyncs", w.Resyncs, want[w.Workload])
+		// Each Job alone: the other's arrivals share the entry in the
+		// node's total, not in the Job's row.
+		fetches := lambda / (1 + lambda*model.ArrivalMountDelay.Seconds())
+		near(t, w.Workload+": GET/s at T = 0", w.Predicted.APIServerGets, fetches+lambda*want[w.Workload])
+	}
+}

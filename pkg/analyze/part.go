@@ -59,12 +59,14 @@ type objectKey struct {
 type objectRead struct {
 	object            model.Object
 	remounts, retries int32
-	// arrivals and occupancy are its arriving pods' (model.Readers).
-	arrivals, occupancy float32
+	// arrivals, occupancy and resyncs are its arriving pods'
+	// (model.Readers).
+	arrivals, occupancy, resyncs float32
 }
 
 func (r objectRead) readers() model.Readers {
-	return model.Readers{Remounts: int(r.remounts), Retries: int(r.retries), Arrivals: float64(r.arrivals), Occupancy: float64(r.occupancy)}
+	return model.Readers{Remounts: int(r.remounts), Retries: int(r.retries), Arrivals: float64(r.arrivals), Occupancy: float64(r.occupancy),
+		Resyncs: float64(r.resyncs)}
 }
 
 // loadOn is r's load on node n.
@@ -93,7 +95,7 @@ func (c Cluster) newNodePart(n inventory.NodeInfo, pods []inventory.PodInfo, top
 	full.Gathered.Each(func(o model.Object, rs model.Readers) {
 		l := model.LoadOf(full, o, rs)
 		p.objects = append(p.objects, objectRead{object: o, remounts: int32(rs.Remounts), retries: int32(rs.Retries),
-			arrivals: float32(rs.Arrivals), occupancy: float32(rs.Occupancy)})
+			arrivals: float32(rs.Arrivals), occupancy: float32(rs.Occupancy), resyncs: float32(rs.Resyncs)})
 		p.load.add(o.Kind, l)
 	})
 	slices.SortFunc(p.objects, func(a, b objectRead) int { return compareObjects(a.object, b.object) })

@@ -54,17 +54,25 @@ func withArrivals(s Scenario, namespace string, nodes []model.Node) {
 		return
 	}
 	share := s.PodChurn * float64(s.ConfigMapsPerPod) / float64(s.ChurnConfigMaps)
+	resyncs := churnResyncs(s.PodLifetime)
 	for i := range nodes {
 		var arrivals []model.Arrival
 		for _, cm := range churnConfigMaps(namespace, i, s.ChurnConfigMaps) {
-			arrivals = append(arrivals, model.Arrival{Object: cm, Rate: share, Lifetime: s.PodLifetime})
+			arrivals = append(arrivals, model.Arrival{Object: cm, Rate: share, Lifetime: s.PodLifetime, Resyncs: resyncs})
 		}
 		if s.ServiceAccountVolume {
-			arrivals = append(arrivals, model.Arrival{Object: configMap(namespace, objects.RootCAConfigMap), Rate: s.PodChurn, Lifetime: s.PodLifetime})
+			arrivals = append(arrivals, model.Arrival{Object: configMap(namespace, objects.RootCAConfigMap), Rate: s.PodChurn,
+				Lifetime: s.PodLifetime, Resyncs: resyncs})
 		}
 		nodes[i].Arrivals = arrivals
 	}
 }
+
+// churnResyncs is model.PLEGResyncs for compare's arriving pods: the
+// reference kubelets' fake runtime starts their containers at once, and
+// they run until the pod is deleted, a lifetime after its creation. The
+// churner's Arrivals say the same.
+func churnResyncs(lifetime time.Duration) float64 { return model.PLEGResyncs(0, lifetime) }
 
 // churnStart is how long before a window the churn starts: long enough
 // that the pods there are as many as on average, one lifetime.

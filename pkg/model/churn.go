@@ -21,6 +21,10 @@ type Churn struct {
 	// TTL is the node's cache TTL, for first-reference: a resync that
 	// comes after it refreshes the object.
 	TTL time.Duration
+	// Resyncs is how many times, on average, the kubelet syncs an
+	// arriving pod again while it still runs, after its first sync
+	// (PLEGResyncs): each remounts its volumes.
+	Resyncs float64
 }
 
 // What the kubelet does around an arriving and a leaving pod, which the
@@ -36,6 +40,10 @@ const (
 	// first sync: at the relist that sees its containers started, which
 	// the next 1 s tick hands over.
 	PLEGResyncDelay = time.Second
+	// PLEGRelistPeriod is how often the kubelet's PLEG lists the node's
+	// containers: each listing that sees a pod's containers change syncs
+	// the pod.
+	PLEGRelistPeriod = time.Second
 	// ReleaseDelay is how long, on average, a deleted pod still holds its
 	// references: the kubelet releases them once its volumes are
 	// unmounted, at the reconciler's next pass (100 ms apart: 50 ms on
@@ -45,6 +53,24 @@ const (
 	// and this.
 	ReleaseDelay = 100 * time.Millisecond
 )
+
+// PLEGResyncs is how many syncs after its first one find an arriving
+// pod not yet finished, where its first sync took startup to start its
+// containers (from its arrival) and they then ran for running. The first
+// sync makes the pod's sandbox and starts its containers; a relist in
+// that time sees the sandbox and queues a sync that runs as soon as the
+// first one is done, and a relist while the containers run sees them
+// started and syncs the pod again. Relists come every PLEGRelistPeriod,
+// at a phase of their own, so each happens with probability
+// min(1, span / PLEGRelistPeriod). A sync that finds the pod's
+// containers all finished mounts nothing. The startup is counted from
+// the pod's arrival where the relist can only see the sandbox once it is
+// made: an upper bound, which on a node that starts pods in under a
+// second overstates this term, and past a second is exact.
+func PLEGResyncs(startup, running time.Duration) float64 {
+	share := func(d time.Duration) float64 { return math.Max(0, math.Min(1, d.Seconds()/PLEGRelistPeriod.Seconds())) }
+	return share(startup) + share(running)
+}
 
 // ChurnLoad is the load of a Churn: GETs at the apiserver and at etcd (the
 // quorum ones), and watches opened.
@@ -64,13 +90,12 @@ type ChurnLoad struct {
 // shares that fetch, so the fetches are those of a counter with dead time
 // D: λ/(1 + λD).
 //
-//   - get: every read is a quorum GET: the first mount's and the resync's
-//     PLEGResyncDelay later, for a pod still there then: λ(1 + p), with p
-//     the share of pods that live that long.
-//   - every-sync: the first mount's fetches, and the resync's: it drops
+//   - get: every read is a quorum GET: the first mount's and the
+//     resyncs', r = Churn.Resyncs of them per pod: λ(1 + r).
+//   - every-sync: the first mount's fetches, and the resyncs': each drops
 //     the object again and its tick fetches it, unless a pod that stays
 //     (SteadyTicks) or another arrival's resync is due on that tick:
-//     (1 − e^(−λp))·(1 − SteadyTicks).
+//     (1 − e^(−λr))·(1 − SteadyTicks).
 //   - first-reference: the first mount's fetches, λ' = λ/(1 + λD), all at
 //     etcd; each restarts the TTL, so the steady refreshes (at
 //     resourceVersion 0) are only those that come before the next fetch.
@@ -81,7 +106,7 @@ type ChurnLoad struct {
 //     object fresh where T is longer than PLEGResyncDelay; where it is
 //     shorter (T = 0 on clusters under 100 nodes), it refreshes it at
 //     resourceVersion 0 unless a fetch came in the T before it:
-//     λp·e^(−λ'T) more.
+//     λr·e^(−λ'T) more.
 //   - watch and csi-driver: the first pod on the node that reads the object
 //     opens its watch and the last to leave closes it, ReleaseDelay (R)
 //     after its deletion. The number of such pods is that of an M/G/∞
@@ -93,7 +118,7 @@ func EntryChurn(b Behaviour, c Churn, steadyRefresh float64) ChurnLoad {
 		return ChurnLoad{}
 	}
 	fetches := lambda / (1 + lambda*ArrivalMountDelay.Seconds())
-	resynced := math.Min(1, c.Lifetime.Seconds()/PLEGResyncDelay.Seconds())
+	resynced := c.Resyncs
 	switch b {
 	case Get:
 		return ChurnLoad{APIServerGetQPS: lambda * (1 + resynced), EtcdGetQPS: lambda * (1 + resynced)}
@@ -135,9 +160,10 @@ func entryChurnOf(n Node, r readers) ChurnLoad {
 	if (b == Watch || b == Driver) && r.remounts > 0 {
 		return ChurnLoad{}
 	}
-	// The streams' mean lifetime, weighted by their rates: the number of
-	// their pods there is Poisson with mean Σ rate·lifetime.
-	c := Churn{Arrivals: r.arrivals, Lifetime: time.Duration(r.occupancy / r.arrivals * float64(time.Second)), TTL: n.TTL}
+	// The streams' mean lifetime and resyncs, weighted by their rates:
+	// the number of their pods there is Poisson with mean Σ rate·lifetime.
+	c := Churn{Arrivals: r.arrivals, Lifetime: time.Duration(r.occupancy / r.arrivals * float64(time.Second)), TTL: n.TTL,
+		Resyncs: r.resyncs / r.arrivals}
 	steadyRefresh := 0.0
 	switch {
 	case r.remounts == 0:

@@ -26,11 +26,12 @@ func TestEntryChurn(t *testing.T) {
 		t.Errorf("no arrivals: %+v", got)
 	}
 	long := 10 * time.Second // past the resync
-	near("get: the mount's and the resync's", EntryChurn(Get, Churn{Arrivals: 0.5, Lifetime: long}, 0).EtcdGetQPS, 1)
-	near("get: gone before the resync", EntryChurn(Get, Churn{Arrivals: 0.5, Lifetime: time.Millisecond}, 0).EtcdGetQPS, 0.5005)
-	alone := EntryChurn(EverySync, Churn{Arrivals: 0.5, Lifetime: long}, 0)
+	near("get: the mount's and the resync's", EntryChurn(Get, Churn{Arrivals: 0.5, Lifetime: long, Resyncs: 1}, 0).EtcdGetQPS, 1)
+	near("get: a slow start's two resyncs", EntryChurn(Get, Churn{Arrivals: 0.5, Lifetime: long, Resyncs: 2}, 0).EtcdGetQPS, 1.5)
+	near("get: gone before the resync", EntryChurn(Get, Churn{Arrivals: 0.5, Lifetime: time.Millisecond, Resyncs: 0.001}, 0).EtcdGetQPS, 0.5005)
+	alone := EntryChurn(EverySync, Churn{Arrivals: 0.5, Lifetime: long, Resyncs: 1}, 0)
 	near("every-sync, no other reader: the fetches and the resyncs' ticks", alone.EtcdGetQPS, fetches(0.5)-math.Expm1(-0.5))
-	busy := EntryChurn(EverySync, Churn{Arrivals: 0.5, Lifetime: long, SteadyTicks: 1}, 0)
+	busy := EntryChurn(EverySync, Churn{Arrivals: 0.5, Lifetime: long, Resyncs: 1, SteadyTicks: 1}, 0)
 	near("every-sync, a reader due on every tick: the fetches alone", busy.APIServerGetQPS, fetches(0.5))
 
 	steady := 1 / 33.0 // a refresh every 33 s
@@ -47,12 +48,14 @@ func TestEntryChurn(t *testing.T) {
 	near("first-reference, an arrival per cycle", mid.APIServerGetQPS, f+f/math.Expm1(f/steady)-steady)
 	// The resync a second after the first sync refreshes where T is
 	// shorter (T = 0: every read refreshes), at resourceVersion 0.
-	zero := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long}, 0)
+	zero := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long, Resyncs: 1}, 0)
 	near("first-reference, T = 0: the fetches and the resyncs' refreshes", zero.APIServerGetQPS, fetches(0.5)+0.5)
 	near("first-reference, T = 0: etcd has the fetches alone", zero.EtcdGetQPS, fetches(0.5))
-	half := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long, TTL: 500 * time.Millisecond}, 0)
+	slow := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long, Resyncs: 1.6}, 0)
+	near("first-reference, T = 0, slow starts: a refresh for each resync", slow.APIServerGetQPS, fetches(0.5)+0.8)
+	half := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long, Resyncs: 1, TTL: 500 * time.Millisecond}, 0)
 	near("first-reference, T = 0.5 s: a resync shares a fetch in the T before it", half.APIServerGetQPS, fetches(0.5)+0.5*math.Exp(-fetches(0.5)*0.5))
-	fresh := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long, TTL: 10 * time.Second}, 0)
+	fresh := EntryChurn(FirstReference, Churn{Arrivals: 0.5, Lifetime: long, Resyncs: 1, TTL: 10 * time.Second}, 0)
 	near("first-reference, T = 10 s: the resync finds it fresh", fresh.APIServerGetQPS, fetches(0.5))
 
 	near("watch, pods that never overlap", EntryChurn(Watch, Churn{Arrivals: 0.01, Lifetime: time.Millisecond}, 0).WatchOpenQPS,
@@ -60,6 +63,29 @@ func TestEntryChurn(t *testing.T) {
 	near("watch, ρ = 1", EntryChurn(Driver, Churn{Arrivals: 0.01, Lifetime: 100*time.Second - ReleaseDelay}, 0).WatchOpenQPS, 0.01/math.E)
 	if got := EntryChurn(Watch, Churn{Arrivals: 1, Lifetime: time.Hour}, 0); got.WatchOpenQPS > 1e-9 || got.APIServerGetQPS != 0 {
 		t.Errorf("watch, pods always overlapping: %+v", got)
+	}
+}
+
+// PLEGResyncs counts a relist during the first sync's start of the
+// containers and one while they run, each as likely as its span is of
+// the relist period: a pod started at once that runs past a relist gets
+// the one resync, a slow start adds the second, containers that finish
+// at once add none, and neither term passes one.
+func TestPLEGResyncs(t *testing.T) {
+	for _, c := range []struct {
+		startup, running time.Duration
+		want             float64
+	}{
+		{0, time.Hour, 1},
+		{0, 0, 0},
+		{5 * time.Second, time.Hour, 2},
+		{5 * time.Second, 300 * time.Millisecond, 1.3},
+		{500 * time.Millisecond, 250 * time.Millisecond, 0.75},
+		{-time.Second, time.Second, 1}, // clocks a second apart: no less than none
+	} {
+		if got := PLEGResyncs(c.startup, c.running); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("PLEGResyncs(%s, %s) = %.3f, want %.3f", c.startup, c.running, got, c.want)
+		}
 	}
 }
 
@@ -72,11 +98,12 @@ func TestPredictWithArrivals(t *testing.T) {
 	jobs := Object{Kind: ConfigMap, Namespace: "ns", Name: "jobs"}
 	node := func(b Behaviour) Node {
 		return Node{Name: "n", SyncFrequency: 10 * time.Second, TTL: 30 * time.Second, Behaviour: b,
-			Pods:     []Pod{{Name: "p", Volumes: 1, Reads: []Object{shared}}},
-			Arrivals: []Arrival{{Object: shared, Rate: 0.2, Lifetime: 5 * time.Second}, {Object: jobs, Rate: 0.1, Lifetime: 5 * time.Second}}}
+			Pods: []Pod{{Name: "p", Volumes: 1, Reads: []Object{shared}}},
+			Arrivals: []Arrival{{Object: shared, Rate: 0.2, Lifetime: 5 * time.Second, Resyncs: 1.5},
+				{Object: jobs, Rate: 0.1, Lifetime: 5 * time.Second, Resyncs: 1.5}}}
 	}
 	lambda := func(b Behaviour, rate float64, steadyTicks, steadyRefresh float64) ChurnLoad {
-		return EntryChurn(b, Churn{Arrivals: rate, Lifetime: 5 * time.Second, SteadyTicks: steadyTicks, TTL: 30 * time.Second}, steadyRefresh)
+		return EntryChurn(b, Churn{Arrivals: rate, Lifetime: 5 * time.Second, SteadyTicks: steadyTicks, TTL: 30 * time.Second, Resyncs: 1.5}, steadyRefresh)
 	}
 	watch := Predict([]Node{node(Watch)})
 	if want := lambda(Watch, 0.1, 0, 0).WatchOpenQPS; math.Abs(watch.Total.Churn.WatchOpenQPS-want) > 1e-9 || want == 0 {

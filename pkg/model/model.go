@@ -69,11 +69,13 @@ type Pod struct {
 
 // Arrival is a stream of pods arriving on a node that read Object: Rate
 // pods a second, as a Poisson stream, each there Lifetime on average,
-// from its creation to its deletion.
+// from its creation to its deletion, and synced again Resyncs times on
+// average while it runs (PLEGResyncs).
 type Arrival struct {
 	Object   Object
 	Rate     float64
 	Lifetime time.Duration
+	Resyncs  float64
 }
 
 // MountRetryInterval is the kubelet's longest backoff between two

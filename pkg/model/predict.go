@@ -137,10 +137,11 @@ func Totals(nodes []Node) (Load, ByKind) {
 type readers struct {
 	object           Object
 	remounts, mounts int
-	// arrivals is the rate of arriving pods' reads (Node.Arrivals), and
+	// arrivals is the rate of arriving pods' reads (Node.Arrivals),
 	// occupancy the sum of each stream's rate times its lifetime (the
-	// mean number of arriving pods there that read the object).
-	arrivals, occupancy float64
+	// mean number of arriving pods there that read the object), and
+	// resyncs the sum of each stream's rate times its resyncs.
+	arrivals, occupancy, resyncs float64
 }
 
 // objectScratch is the memory eachObjectLoad gathers one node's readers
@@ -216,6 +217,7 @@ func (s *objectScratch) gather(n Node) {
 		r := note(a.Object)
 		r.arrivals += a.Rate
 		r.occupancy += a.Rate * a.Lifetime.Seconds()
+		r.resyncs += a.Rate * a.Resyncs
 	}
 }
 
@@ -224,9 +226,10 @@ func (s *objectScratch) gather(n Node) {
 // arriving pods' reads (Node.Arrivals).
 type Readers struct {
 	Remounts, Retries int
-	// Arrivals and Occupancy are as in Node.Arrivals: pods a second, and
-	// the sum of their rates times their lifetimes.
-	Arrivals, Occupancy float64
+	// Arrivals, Occupancy and Resyncs are as in Node.Arrivals: pods a
+	// second, the sum of their rates times their lifetimes, and that of
+	// their rates times their resyncs.
+	Arrivals, Occupancy, Resyncs float64
 }
 
 // LoadOf is the load of object o on node n when rs read it. A node's
@@ -237,14 +240,14 @@ func LoadOf(n Node, o Object, rs Readers) Load {
 	if rs == (Readers{}) {
 		return Load{}
 	}
-	return objectLoad(n, readers{object: o, remounts: rs.Remounts, mounts: rs.Retries, arrivals: rs.Arrivals, occupancy: rs.Occupancy})
+	return objectLoad(n, readers{object: o, remounts: rs.Remounts, mounts: rs.Retries, arrivals: rs.Arrivals, occupancy: rs.Occupancy, resyncs: rs.Resyncs})
 }
 
 // Each calls f with every object r gathered (with the flags its readers
 // knew) and its readers.
 func (r *Reads) Each(f func(o Object, rs Readers)) {
 	for _, g := range r.readers {
-		f(g.object, Readers{Remounts: g.remounts, Retries: g.mounts, Arrivals: g.arrivals, Occupancy: g.occupancy})
+		f(g.object, Readers{Remounts: g.remounts, Retries: g.mounts, Arrivals: g.arrivals, Occupancy: g.occupancy, Resyncs: g.resyncs})
 	}
 }
 

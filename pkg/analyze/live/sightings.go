@@ -40,7 +40,10 @@ func (s *sightings) seen(e *podEntry) {
 		return
 	}
 	sighting := analyze.SightingOfPod(info)
-	sighting.Finished, sighting.Ended = e.Finished, e.ended
+	if e.Finished {
+		sighting.Started, sighting.Ended = e.started, e.ended
+	}
+	sighting.Finished = e.Finished
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byPod[podName{e.namespace, e.name}] = sighting

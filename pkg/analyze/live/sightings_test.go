@@ -27,8 +27,9 @@ func jobPod(name string, i int, node string, created time.Time) *corev1.Pod {
 // A Job whose pods are deleted as they finish (ttlSecondsAfterFinished:
 // 0) shows the one-shot nothing, and `--serve` every pod it saw: the churn
 // counts the pods that came and went, their lifetime from the deletions,
-// and the analysis updated as they went holds what one made afresh from
-// the same sightings would.
+// their resyncs from their containers' start and end (started 3 s after
+// their creation, run 2 s: two each), and the analysis updated as they
+// went holds what one made afresh from the same sightings would.
 func TestServeCountsPodsDeletedAsTheyFinish(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset(node("n1"), node("n2"),
@@ -48,6 +49,9 @@ func TestServeCountsPodsDeletedAsTheyFinish(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Status.Phase = corev1.PodSucceeded
+		started := metav1.NewTime(p.CreationTimestamp.Add(3 * time.Second))
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			StartedAt: started, FinishedAt: metav1.NewTime(started.Add(2 * time.Second))}}}}
 		if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -64,8 +68,8 @@ func TestServeCountsPodsDeletedAsTheyFinish(t *testing.T) {
 		return c != nil && len(c.Workloads) == 1 && math.Abs(c.Workloads[0].ArrivalsPerSecond-runs/o.ArrivalWindow.Seconds()) < 1e-9 && r.Cluster.Pods == 0
 	})
 	w := a.Report().Churn.Workloads[0]
-	if w.Workload != "Job/batch" || w.Nodes != 2 || w.Predicted.WatchOpens == 0 {
-		t.Errorf("churn %+v, want Job/batch on two nodes opening watches (the kubelets' Watch strategy)", w)
+	if w.Workload != "Job/batch" || w.Nodes != 2 || w.Predicted.WatchOpens == 0 || w.Resyncs != 2 {
+		t.Errorf("churn %+v, want Job/batch on two nodes opening watches (the kubelets' Watch strategy), resynced twice each", w)
 	}
 	// Made afresh from what the analyzer holds, the same result, once the
 	// analyzer has computed after the last event it took in (a report

@@ -75,13 +75,14 @@ type podEntry struct {
 	namespaceHandle unique.Handle[string]
 	// Served says whether its node serves the pod (podrefs.Served); node
 	// and packed, its node and its packed inventory entry where it does,
-	// or where the pod finished on its node (Finished, at ended): the
+	// or where the pod finished on its node (Finished, its first
+	// container started at started and its last ended at ended): the
 	// churn's estimate reads those too (sightings).
-	Served   bool
-	Finished bool
-	node     unique.Handle[string]
-	packed   []byte
-	ended    time.Time
+	Served         bool
+	Finished       bool
+	node           unique.Handle[string]
+	packed         []byte
+	started, ended time.Time
 }
 
 // nodeName is the pod's node, "" where it is not served.
@@ -118,7 +119,7 @@ func toPodEntry(obj any) (any, error) {
 		e.node, e.packed = unique.Make(p.Spec.NodeName), packPod(inventory.PodInfoOf(p))
 	}
 	if e.Finished {
-		e.ended = inventory.EndedAt(p)
+		e.started, e.ended = inventory.FirstStartedAt(p), inventory.EndedAt(p)
 	}
 	return e, nil
 }

@@ -187,6 +187,8 @@ func (c *Churner) Failed() int { return int(c.failed.Load()) }
 
 // Arrivals are the arrivals in [from, to) on each node, as the model
 // takes them: each object's pods a second, and how many pods arrived.
+// Their pods' containers start at once (the reference kubelets' fake
+// runtime) and run until the pod is deleted: PLEGResyncs(0, Lifetime).
 func (c *Churner) Arrivals(from, to time.Time) (byNode map[string][]model.Arrival, pods int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -207,7 +209,8 @@ func (c *Churner) Arrivals(from, to time.Time) (byNode map[string][]model.Arriva
 	byNode = map[string][]model.Arrival{}
 	for node, objs := range counts {
 		for o, n := range objs {
-			byNode[node] = append(byNode[node], model.Arrival{Object: o, Rate: float64(n) / seconds, Lifetime: c.cfg.Lifetime})
+			byNode[node] = append(byNode[node], model.Arrival{Object: o, Rate: float64(n) / seconds, Lifetime: c.cfg.Lifetime,
+				Resyncs: model.PLEGResyncs(0, c.cfg.Lifetime)})
 		}
 	}
 	return byNode, pods

@@ -18,7 +18,8 @@ type FinishedPod struct {
 	Namespace, Name, Node string
 	Workload              string
 	Refs                  podrefs.Refs
-	Created, Ended        time.Time
+	// Started is when its first container started (FirstStartedAt).
+	Created, Started, Ended time.Time
 	// Unconverted are the volumes the admission webhook would make the
 	// driver's, as PodInfo's: where a workload's pods come and go, what
 	// moving it would move.
@@ -29,7 +30,7 @@ type FinishedPod struct {
 func FinishedPodOf(p *corev1.Pod) FinishedPod {
 	return FinishedPod{
 		Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Workload: WorkloadOf(p),
-		Refs: podrefs.Of(p), Created: p.CreationTimestamp.Time, Ended: EndedAt(p), Unconverted: unconverted(p),
+		Refs: podrefs.Of(p), Created: p.CreationTimestamp.Time, Started: FirstStartedAt(p), Ended: EndedAt(p), Unconverted: unconverted(p),
 	}
 }
 
@@ -45,6 +46,28 @@ func EndedAt(p *corev1.Pod) time.Time {
 		}
 	}
 	return last
+}
+
+// FirstStartedAt is when p's first container started, running or ended
+// since (a container that restarted says its last start), or zero where
+// none did: when the kubelet's first sync of p was done.
+func FirstStartedAt(p *corev1.Pod) time.Time {
+	var first time.Time
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, s := range statuses {
+			var started metav1.Time
+			switch {
+			case s.State.Running != nil:
+				started = s.State.Running.StartedAt
+			case s.State.Terminated != nil:
+				started = s.State.Terminated.StartedAt
+			}
+			if !started.IsZero() && (first.IsZero() || started.Time.Before(first)) {
+				first = started.Time
+			}
+		}
+	}
+	return first
 }
 
 // listFinished lists the pods that finished on the selected nodes (all
