@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 	"sync"
@@ -30,6 +31,11 @@ const (
 	SecretCACert     = "ca.crt"
 	SecretCAKey      = "ca.key"
 	SecretPreviousCA = "ca-previous.crt"
+	// The next CA, and when it joined the caBundle (RFC 3339): it signs
+	// nothing until a CheckInterval after that.
+	SecretNextCACert = "ca-next.crt"
+	SecretNextCAKey  = "ca-next.key"
+	SecretNextSince  = "ca-next-since"
 	SecretCert       = corev1.TLSCertKey
 	SecretKey        = corev1.TLSPrivateKeyKey
 )
@@ -41,9 +47,13 @@ const (
 // share the Secret: whoever renews first writes it (an update conditional
 // on the resourceVersion it read), the others read it at their next check.
 //
-// A renewed CA reaches the caBundle before any certificate it signs is
-// written, and the bundle keeps the previous CA until it expires, so the
-// apiserver trusts every replica's certificate throughout a rotation.
+// A CA due for renewal is followed by the next one in two steps: the next
+// CA joins the caBundle first, and signs the serving certificate only a
+// CheckInterval later, once the apiserver, which reads the configuration
+// through a watch of its own, has long had it; the bundle keeps the
+// previous CA until it expires. So the apiserver trusts every replica's
+// certificate throughout a rotation, even one it reads the moment
+// another replica wrote it.
 type SelfSigned struct {
 	// Secrets are the webhook namespace's; Configurations the cluster's
 	// MutatingWebhookConfigurations.
@@ -163,7 +173,8 @@ func (s *SelfSigned) Check(ctx context.Context) error {
 			// at the next check.
 			return fmt.Errorf("writing Secret %s/%s: %w", s.Namespace, s.SecretName, err)
 		}
-		klog.FromContext(ctx).Info("Renewed the webhook's serving certificate", "secret", klog.KRef(s.Namespace, s.SecretName))
+		klog.FromContext(ctx).Info("Renewed the webhook's certificates", "secret", klog.KRef(s.Namespace, s.SecretName),
+			"nextCAInBundle", len(data[SecretNextCACert]) > 0)
 	}
 	cert, err := tls.X509KeyPair(data[SecretCert], data[SecretKey])
 	if err != nil {
@@ -180,28 +191,20 @@ func (s *SelfSigned) Check(ctx context.Context) error {
 // to change anything.
 func (s *SelfSigned) renew(old map[string][]byte) (map[string][]byte, bool, error) {
 	now := s.Clock.Now()
-	data := map[string][]byte{}
-	for k, v := range old {
-		data[k] = v
+	data := maps.Clone(old)
+	if data == nil {
+		data = map[string][]byte{}
+	}
+	caChanged, changed, err := s.renewCA(data, now)
+	if err != nil {
+		return nil, false, err
 	}
 	ca, caKey, err := parsePair(data[SecretCACert], data[SecretCAKey])
-	changed := false
-	if err != nil || dueForRenewal(ca, now) {
-		if ca != nil && err == nil {
-			data[SecretPreviousCA] = data[SecretCACert]
-		}
-		certPEM, keyPEM, err := newCertificate(nil, nil, "nodeagent-webhook-ca", nil, now, s.CALifetime)
-		if err != nil {
-			return nil, false, err
-		}
-		data[SecretCACert], data[SecretCAKey] = certPEM, keyPEM
-		if ca, caKey, err = parsePair(certPEM, keyPEM); err != nil {
-			return nil, false, err
-		}
-		changed = true
+	if err != nil {
+		return nil, false, err
 	}
 	serving, _, err := parsePair(data[SecretCert], data[SecretKey])
-	if changed || err != nil || dueForRenewal(serving, now) || serving.CheckSignatureFrom(ca) != nil || !slices.Equal(serving.DNSNames, s.DNSNames) {
+	if caChanged || err != nil || dueForRenewal(serving, now) || serving.CheckSignatureFrom(ca) != nil || !slices.Equal(serving.DNSNames, s.DNSNames) {
 		certPEM, keyPEM, err := newCertificate(ca, caKey, s.DNSNames[0], s.DNSNames, now, s.CertLifetime)
 		if err != nil {
 			return nil, false, err
@@ -212,15 +215,63 @@ func (s *SelfSigned) renew(old map[string][]byte) (map[string][]byte, bool, erro
 	return data, changed, nil
 }
 
+// renewCA brings data's CA up to date: a new one at once where there is
+// none to trust (a first install, or a Secret edited into a broken one);
+// where the CA is due, a next CA beside it (in the bundle from this
+// check on), which replaces it, the old one kept as the previous, once it
+// has been there a CheckInterval. It says whether the signing CA changed,
+// and whether anything did.
+func (s *SelfSigned) renewCA(data map[string][]byte, now time.Time) (caChanged, changed bool, err error) {
+	ca, _, err := parsePair(data[SecretCACert], data[SecretCAKey])
+	switch {
+	case err != nil:
+		certPEM, keyPEM, err := newCertificate(nil, nil, caCommonName, nil, now, s.CALifetime)
+		if err != nil {
+			return false, false, err
+		}
+		data[SecretCACert], data[SecretCAKey] = certPEM, keyPEM
+		return true, true, nil
+	case !dueForRenewal(ca, now):
+		return false, false, nil
+	}
+	_, _, nextErr := parsePair(data[SecretNextCACert], data[SecretNextCAKey])
+	since, sinceErr := time.Parse(time.RFC3339Nano, string(data[SecretNextSince]))
+	if nextErr != nil || sinceErr != nil {
+		certPEM, keyPEM, err := newCertificate(nil, nil, caCommonName, nil, now, s.CALifetime)
+		if err != nil {
+			return false, false, err
+		}
+		data[SecretNextCACert], data[SecretNextCAKey] = certPEM, keyPEM
+		data[SecretNextSince] = []byte(now.UTC().Format(time.RFC3339Nano))
+		return false, true, nil
+	}
+	if now.Sub(since) < s.CheckInterval() {
+		return false, false, nil
+	}
+	data[SecretPreviousCA] = data[SecretCACert]
+	data[SecretCACert], data[SecretCAKey] = data[SecretNextCACert], data[SecretNextCAKey]
+	delete(data, SecretNextCACert)
+	delete(data, SecretNextCAKey)
+	delete(data, SecretNextSince)
+	return true, true, nil
+}
+
+// caCommonName is the webhook's CAs' subject.
+const caCommonName = "nodeagent-webhook-ca"
+
 // dueForRenewal says whether two thirds of cert's life have passed.
 func dueForRenewal(cert *x509.Certificate, now time.Time) bool {
 	life := cert.NotAfter.Sub(cert.NotBefore)
 	return now.After(cert.NotBefore.Add(life * 2 / 3))
 }
 
-// caBundle is the CA and, until it expires, the previous one.
+// caBundle is the CA, the next one where there is one, and, until it
+// expires, the previous one.
 func caBundle(data map[string][]byte, now time.Time) []byte {
 	bundle := slices.Clone(data[SecretCACert])
+	if block, _ := pem.Decode(data[SecretNextCACert]); block != nil {
+		bundle = append(bundle, data[SecretNextCACert]...)
+	}
 	if block, _ := pem.Decode(data[SecretPreviousCA]); block != nil {
 		if prev, err := x509.ParseCertificate(block.Bytes); err == nil && now.Before(prev.NotAfter) {
 			bundle = append(bundle, data[SecretPreviousCA]...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,23 @@ func newClient() *fake.Clientset {
 // configuration's caBundle trusts, and returns the certificate.
 func verify(t *testing.T, client *fake.Clientset, s *SelfSigned, now time.Time) *x509.Certificate {
 	t.Helper()
+	return verifyWith(t, bundleOf(t, client), s, now)
+}
+
+// bundleOf is the configuration's caBundle.
+func bundleOf(t *testing.T, client *fake.Clientset) []byte {
+	t.Helper()
+	config, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "nodeagent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return config.Webhooks[0].ClientConfig.CABundle
+}
+
+// verifyWith checks that s serves a certificate for the Service that
+// bundle trusts, and returns the certificate.
+func verifyWith(t *testing.T, bundle []byte, s *SelfSigned, now time.Time) *x509.Certificate {
+	t.Helper()
 	served, err := s.GetCertificate(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -40,12 +58,8 @@ func verify(t *testing.T, client *fake.Clientset, s *SelfSigned, now time.Time) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	config, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "nodeagent", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(config.Webhooks[0].ClientConfig.CABundle) {
+	if !roots.AppendCertsFromPEM(bundle) {
 		t.Fatal("no CA in the caBundle")
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: testService, Roots: roots, CurrentTime: now}); err != nil {
@@ -57,8 +71,9 @@ func verify(t *testing.T, client *fake.Clientset, s *SelfSigned, now time.Time) 
 // The first check makes a CA and a serving certificate that the caBundle
 // trusts; later checks change nothing until two thirds of the serving
 // certificate's life; then it is renewed under the same CA; when the CA
-// is due, the new one comes with the old in the bundle, and every replica
-// serves what the Secret holds.
+// is due, the next one joins the bundle and signs the serving certificate
+// a check interval later, with the old one still in the bundle, and every
+// replica serves what the Secret holds.
 func TestSelfSignedCertificatesAreRenewedBeforeExpiry(t *testing.T) {
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
@@ -108,7 +123,19 @@ func TestSelfSignedCertificatesAreRenewedBeforeExpiry(t *testing.T) {
 	if err := s.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	third := verify(t, client, s, clock.Now())
+	staged := bundleOf(t, client)
+	if got := verify(t, client, s, clock.Now()); string(got.AuthorityKeyId) != string(first.AuthorityKeyId) {
+		t.Error("the next CA signed a certificate in the check that put it in the bundle")
+	}
+	if n := strings.Count(string(staged), "BEGIN CERTIFICATE"); n != 2 {
+		t.Errorf("%d CAs in the bundle while the next one waits; want the CA and the next", n)
+	}
+	clock.Step(s.CheckInterval())
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Trusted by the bundle of the check before: the apiserver had it.
+	third := verifyWith(t, staged, s, clock.Now())
 	if string(third.AuthorityKeyId) == string(first.AuthorityKeyId) {
 		t.Error("the CA was not renewed")
 	}
@@ -142,8 +169,10 @@ func TestSelfSignedFollowsTheServiceName(t *testing.T) {
 
 // With lifetimes of minutes (a cluster's policy, or a test's), the checks
 // come every tenth of the shorter one, and two replicas checking in turn
-// serve, at every moment, a certificate the caBundle trusts while the CA
-// and the certificate are each renewed several times.
+// serve, at every moment, a certificate that the caBundle trusts, as the
+// apiserver had it half a check interval before (its watch of the
+// configuration can lag the write), while the CA and the certificate are
+// each renewed several times.
 func TestShortLifetimesRenewWithoutAGap(t *testing.T) {
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
@@ -161,19 +190,24 @@ func TestShortLifetimesRenewWithoutAGap(t *testing.T) {
 	}
 	cas, certs := map[string]bool{}, map[string]bool{}
 	for step := range 200 { // 10 minutes; the replicas check half an interval apart
+		lagging := bundleOf(t, client) // the bundle as it was half an interval before the check below served
 		r := replicas[step%2]
 		if err := r.Check(ctx); err != nil {
 			t.Fatal(err)
 		}
+		for _, each := range replicas {
+			leaf := verifyWith(t, lagging, each, clock.Now())
+			cas[string(leaf.AuthorityKeyId)], certs[string(leaf.Raw)] = true, true
+		}
 		clock.Step(interval / 2)
 		for _, each := range replicas {
-			leaf := verify(t, client, each, clock.Now())
-			cas[string(leaf.AuthorityKeyId)], certs[string(leaf.Raw)] = true, true
+			verify(t, client, each, clock.Now())
 		}
 	}
 	// Renewed at two thirds of their lives, not at every check: a CA about
-	// every 76 s, a certificate every 38 s (and with each new CA).
+	// every 82 s (76 s, then an interval in the bundle before it signs), a
+	// certificate every 38 s (and with each new CA).
 	if len(cas) < 6 || len(cas) > 9 || len(certs) < 12 || len(certs) > 20 {
-		t.Errorf("%d CAs and %d certificates served in 10 minutes; want a CA renewed about every 76 s and a certificate every 38 s", len(cas), len(certs))
+		t.Errorf("%d CAs and %d certificates served in 10 minutes; want a CA renewed about every 82 s and a certificate every 38 s", len(cas), len(certs))
 	}
 }

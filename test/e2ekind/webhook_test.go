@@ -33,8 +33,9 @@ const (
 	webappChart   = "test/e2ekind/testdata/webapp"
 )
 
-// webhookArgs are installCSIDriver's arguments for the webhook: a CA
-// renewed about every 40 s, a certificate about every 20 s.
+// webhookArgs are installCSIDriver's arguments for the webhook: a CA due
+// about every 40 s (signing a check or two later, once the caBundle has
+// it), a certificate about every 20 s.
 var webhookArgs = []string{"--set", "webhook.enabled=true", "--set", "webhook.caLifetime=60s", "--set", "webhook.certLifetime=30s"}
 
 // The update run of csiWithoutEditing: long enough for a CA renewal.
