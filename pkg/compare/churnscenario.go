@@ -54,7 +54,9 @@ func withArrivals(s Scenario, namespace string, nodes []model.Node) {
 		return
 	}
 	share := s.PodChurn * float64(s.ConfigMapsPerPod) / float64(s.ChurnConfigMaps)
-	resyncs := churnResyncs(s.PodLifetime)
+	// The reference kubelets' fake runtime starts containers at once, and
+	// they run until the pod is deleted (as churn.Churner.Arrivals says).
+	resyncs := model.PLEGResyncs(0, s.PodLifetime)
 	for i := range nodes {
 		var arrivals []model.Arrival
 		for _, cm := range churnConfigMaps(namespace, i, s.ChurnConfigMaps) {
@@ -67,12 +69,6 @@ func withArrivals(s Scenario, namespace string, nodes []model.Node) {
 		nodes[i].Arrivals = arrivals
 	}
 }
-
-// churnResyncs is model.PLEGResyncs for compare's arriving pods: the
-// reference kubelets' fake runtime starts their containers at once, and
-// they run until the pod is deleted, a lifetime after its creation. The
-// churner's Arrivals say the same.
-func churnResyncs(lifetime time.Duration) float64 { return model.PLEGResyncs(0, lifetime) }
 
 // churnStart is how long before a window the churn starts: long enough
 // that the pods there are as many as on average, one lifetime.

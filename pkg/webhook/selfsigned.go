@@ -225,11 +225,9 @@ func (s *SelfSigned) renewCA(data map[string][]byte, now time.Time) (caChanged, 
 	ca, _, err := parsePair(data[SecretCACert], data[SecretCAKey])
 	switch {
 	case err != nil:
-		certPEM, keyPEM, err := newCertificate(nil, nil, caCommonName, nil, now, s.CALifetime)
-		if err != nil {
+		if data[SecretCACert], data[SecretCAKey], err = s.newCA(now); err != nil {
 			return false, false, err
 		}
-		data[SecretCACert], data[SecretCAKey] = certPEM, keyPEM
 		return true, true, nil
 	case !dueForRenewal(ca, now):
 		return false, false, nil
@@ -237,11 +235,9 @@ func (s *SelfSigned) renewCA(data map[string][]byte, now time.Time) (caChanged, 
 	_, _, nextErr := parsePair(data[SecretNextCACert], data[SecretNextCAKey])
 	since, sinceErr := time.Parse(time.RFC3339Nano, string(data[SecretNextSince]))
 	if nextErr != nil || sinceErr != nil {
-		certPEM, keyPEM, err := newCertificate(nil, nil, caCommonName, nil, now, s.CALifetime)
-		if err != nil {
+		if data[SecretNextCACert], data[SecretNextCAKey], err = s.newCA(now); err != nil {
 			return false, false, err
 		}
-		data[SecretNextCACert], data[SecretNextCAKey] = certPEM, keyPEM
 		data[SecretNextSince] = []byte(now.UTC().Format(time.RFC3339Nano))
 		return false, true, nil
 	}
@@ -256,8 +252,10 @@ func (s *SelfSigned) renewCA(data map[string][]byte, now time.Time) (caChanged, 
 	return true, true, nil
 }
 
-// caCommonName is the webhook's CAs' subject.
-const caCommonName = "nodeagent-webhook-ca"
+// newCA makes a CA valid from now for CALifetime, PEM-encoded.
+func (s *SelfSigned) newCA(now time.Time) (certPEM, keyPEM []byte, err error) {
+	return newCertificate(nil, nil, "nodeagent-webhook-ca", nil, now, s.CALifetime)
+}
 
 // dueForRenewal says whether two thirds of cert's life have passed.
 func dueForRenewal(cert *x509.Certificate, now time.Time) bool {
