@@ -40,8 +40,8 @@ func (s *sightings) seen(e *podEntry) {
 		return
 	}
 	sighting := analyze.SightingOfPod(info)
-	if e.Finished {
-		sighting.Started, sighting.Ended = e.started, e.ended
+	if e.run != nil {
+		sighting.Started, sighting.Ended = e.run.started, e.run.ended
 	}
 	sighting.Finished = e.Finished
 	s.mu.Lock()
